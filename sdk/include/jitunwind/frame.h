@@ -1,0 +1,200 @@
+/// jitunwind/frame.h — the frame model: how to find a function's caller at every PC.
+///
+/// This is the single source of truth from which SFrame (`sframe.h`) and `.eh_frame` (`cfi.h`)
+/// are generated. A code generator describes each function once, with a CFI-style
+/// `frame_builder` driven while it emits instructions, or with a recipe for a common shape.
+///
+/// Ownership: all types here are plain values. Thread-safety: a `frame_builder` is used by one
+/// thread at a time; the free functions are thread-safe. Errors: `validate` and
+/// `frame_builder::finish` return `errc::invalid_argument` with a message naming the row and
+/// the offending values.
+#pragma once
+
+#include <jitunwind/config.h>
+#include <jitunwind/result.h>
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+namespace jitunwind {
+
+/// Target ABI. The numeric values are SFrame's ABI/arch identifiers.
+enum class abi : uint8_t { aarch64_be = 1, aarch64_le = 2, amd64 = 3 };
+
+/// "amd64", "aarch64-le" or "aarch64-be".
+JITUNWIND_API const char* to_string(abi a) noexcept;
+/// Inverse of `to_string(abi)`; `errc::invalid_argument` for anything else.
+JITUNWIND_API result<abi> parse_abi(std::string_view name);
+
+/// Registers the frame rules talk about: the stack pointer (rsp / sp), the frame pointer
+/// (rbp / x29) and the return address (on AArch64 the link register x30).
+enum class reg : uint8_t { sp = 0, fp = 1, ra = 2 };
+
+/// The register the CFA (canonical frame address: the caller's SP before the call) is computed
+/// from.
+enum class cfa_base : uint8_t { sp = 0, fp = 1 };
+
+/// Where the return address is.
+enum class ra_rule : uint8_t {
+  saved = 0,        ///< in memory at CFA + ra_offset (AMD64: always CFA - 8)
+  in_register = 1,  ///< AArch64 only: still in the link register (leaf code, before it is saved)
+  undefined = 2,    ///< outermost frame: there is no caller (thread entry points, `_start`)
+};
+
+/// Where the caller's frame pointer is.
+enum class fp_rule : uint8_t {
+  unchanged = 0,  ///< still in the FP register (not clobbered yet, or restored)
+  saved = 1,      ///< in memory at CFA + fp_offset
+};
+
+/// The unwind rules that hold from `pc_offset` (relative to the function start, or to the start
+/// of each repeated block for PCMASK functions) up to the next row.
+struct frame_row {
+  uint32_t pc_offset = 0;
+  cfa_base cfa = cfa_base::sp;
+  int32_t cfa_offset = 8;
+  ra_rule ra = ra_rule::saved;
+  int32_t ra_offset = -8;  ///< meaningful only when `ra == ra_rule::saved`
+  fp_rule fp = fp_rule::unchanged;
+  int32_t fp_offset = 0;    ///< meaningful only when `fp == fp_rule::saved`
+  bool ra_mangled = false;  ///< AArch64 pointer authentication: the saved RA is signed
+
+  bool operator==(const frame_row&) const = default;
+};
+
+/// The rules at a function's first instruction: AMD64 CFA = SP + 8, RA at CFA - 8;
+/// AArch64 CFA = SP + 0, RA in the link register. FP unchanged on both.
+JITUNWIND_API frame_row entry_row(abi a) noexcept;
+
+/// The canonical form of an outermost-frame row (RA undefined; no CFA, no FP).
+JITUNWIND_API frame_row outermost_row(uint32_t pc_offset) noexcept;
+
+/// A function: its address range and rows.
+struct function_desc {
+  uint64_t start = 0;
+  uint32_t size = 0;
+  /// Sorted by strictly increasing `pc_offset`; the first row is at 0.
+  std::vector<frame_row> rows;
+  /// 0: rows are indexed by `pc - start` (SFrame PCINC). Otherwise the function is an array of
+  /// identical blocks of this many bytes (PLT entries, trampolines) and rows are indexed by
+  /// `(pc - start) % pcmask_rep` (SFrame PCMASK).
+  uint32_t pcmask_rep = 0;
+
+  bool operator==(const function_desc&) const = default;
+};
+
+/// Checks a function against the rules of the ABI: non-empty range without overflow, rows
+/// sorted and inside the function (or the repeated block), CFA/RA/FP offsets that can be right
+/// (AMD64: CFA offsets multiples of 8, SP-based CFA >= SP + 8, RA at CFA - 8; FP saved below the
+/// CFA and not in the RA slot; AArch64: FP saved only together with RA; PAC only on AArch64).
+JITUNWIND_API result<void> validate(abi a, const function_desc& f);
+
+/// Builds rows the way `.cfi_*` directives do, while a code generator emits a function.
+///
+/// Every directive takes the code offset (`at`) of the first instruction the new rule applies
+/// to, i.e. the offset right after the instruction that changed the frame. Offsets must not
+/// decrease. The first invalid directive makes the builder fail: later directives are ignored,
+/// `ok()` turns false and `finish` returns that error (with the directive's position and
+/// offset), so a code generator can chain calls and check once.
+class JITUNWIND_API frame_builder {
+ public:
+  explicit frame_builder(abi a = abi::amd64);
+
+  abi target() const noexcept { return abi_; }
+
+  /// CFA = base + offset.
+  frame_builder& def_cfa(uint32_t at, reg base, int32_t offset);
+  /// CFA = (current base) + offset.
+  frame_builder& def_cfa_offset(uint32_t at, int32_t offset);
+  /// CFA offset += delta (`.cfi_adjust_cfa_offset`).
+  frame_builder& adjust_cfa_offset(uint32_t at, int32_t delta);
+  /// CFA = base + (current offset).
+  frame_builder& def_cfa_register(uint32_t at, reg base);
+  /// Register `r` (fp or ra) is saved at CFA + offset.
+  frame_builder& offset(uint32_t at, reg r, int32_t cfa_relative);
+  /// Register `r` (fp or ra) is back to its rule at function entry.
+  frame_builder& restore(uint32_t at, reg r);
+  /// The return address is undefined from here: this is an outermost frame.
+  frame_builder& undefined(uint32_t at, reg r);
+  /// AArch64: the saved return address is signed from here (`.cfi_negate_ra_state` toggles).
+  frame_builder& negate_ra_state(uint32_t at);
+  /// Pushes the current rules (`.cfi_remember_state`), typically before a mid-function epilogue.
+  frame_builder& remember_state();
+  /// Pops the rules pushed by `remember_state` and makes them current at `at`.
+  frame_builder& restore_state(uint32_t at);
+
+  // ---- shapes of common instruction sequences ----
+
+  /// AMD64 `push rbp` (ends at after_push) + `mov rbp, rsp` (ends at after_set_fp);
+  /// AArch64 `stp x29, x30, [sp, #-16]!` + `mov x29, sp`. CFA becomes FP-based.
+  frame_builder& push_frame_pointer(uint32_t after_push, uint32_t after_set_fp);
+  /// AMD64 `leave` or `pop rbp`, AArch64 `ldp x29, x30, [sp], #16`, ending at after_pop:
+  /// CFA = SP + entry offset, FP (and AArch64 RA) restored.
+  frame_builder& pop_frame_pointer(uint32_t after_pop);
+  /// SP moved down by `bytes` (push, `sub rsp, N`); only changes the CFA while it is SP-based.
+  frame_builder& stack_alloc(uint32_t at, int32_t bytes);
+  /// SP moved up by `bytes` (pop, `add rsp, N`); only changes the CFA while it is SP-based.
+  frame_builder& stack_free(uint32_t at, int32_t bytes);
+
+  bool ok() const noexcept { return !error_.has_value(); }
+  /// The first error, or null.
+  const error* first_error() const noexcept { return error_ ? &*error_ : nullptr; }
+  /// The rules in effect after the last directive.
+  const frame_row& current() const noexcept { return current_; }
+
+  /// Validates and returns the function. Rows at `size` (a directive after the last
+  /// instruction) describe no code and are dropped; rows past `size` are an error. Consecutive
+  /// rows with equal rules are merged. The builder is left unchanged.
+  result<function_desc> finish(uint64_t start, uint32_t size) const;
+
+  /// Back to the entry state of the ABI, errors cleared.
+  void reset();
+
+ private:
+  bool begin(uint32_t at, const char* directive);
+  void commit(uint32_t at);
+  void fail(const char* directive, uint32_t at, std::string message);
+
+  abi abi_;
+  frame_row current_;
+  std::vector<frame_row> rows_;
+  std::vector<frame_row> saved_states_;
+  std::optional<error> error_;
+  uint32_t last_at_ = 0;
+  uint32_t directive_count_ = 0;
+};
+
+/// Whole-function rows for common shapes. Offsets are code offsets right after the named
+/// instruction. All return `errc::invalid_argument` for offsets out of order or past `size`.
+namespace recipes {
+
+/// A function that never moves SP and calls nothing: the entry rules hold throughout.
+JITUNWIND_API result<function_desc> leaf(abi a, uint64_t start, uint32_t size);
+
+/// One epilogue inside or at the end of a function.
+struct epilogue {
+  uint32_t after_pop = 0;  ///< after `leave`/`pop rbp` (FP frame) or `add rsp, N` (SP frame)
+  uint32_t after_ret = 0;  ///< after `ret`; if < size, the body's rules resume there
+};
+
+/// push rbp; mov rbp, rsp; [body]; (leave|pop rbp; ret)+ — or the AArch64 stp/mov/ldp/ret.
+JITUNWIND_API result<function_desc> frame_pointer(abi a, uint64_t start, uint32_t size,
+                                                  uint32_t after_push, uint32_t after_set_fp,
+                                                  std::span<const epilogue> epilogues);
+
+/// sub rsp, frame_bytes; [body]; (add rsp, frame_bytes; ret)+ — no frame pointer.
+JITUNWIND_API result<function_desc> sp_frame(abi a, uint64_t start, uint32_t size,
+                                             uint32_t after_alloc, int32_t frame_bytes,
+                                             std::span<const epilogue> epilogues);
+
+/// A call trampoline: sub rsp, 8; call target; add rsp, 8; ret (an SP frame with one epilogue;
+/// `frame_bytes` keeps the stack 16-byte aligned at the call).
+JITUNWIND_API result<function_desc> trampoline(abi a, uint64_t start, uint32_t size,
+                                               uint32_t after_alloc, int32_t frame_bytes,
+                                               uint32_t after_free);
+
+}  // namespace recipes
+}  // namespace jitunwind

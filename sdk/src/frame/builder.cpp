@@ -1,0 +1,318 @@
+#include <jitunwind/frame.h>
+
+#include "common/error.hpp"
+#include "frame/row_rules.hpp"
+
+#include <limits>
+
+namespace jitunwind {
+
+using detail::format;
+
+namespace {
+
+const char* reg_name(abi a, reg r) {
+  const bool amd64 = a == abi::amd64;
+  switch (r) {
+    case reg::sp: return amd64 ? "rsp" : "sp";
+    case reg::fp: return amd64 ? "rbp" : "x29";
+    case reg::ra: return amd64 ? "rip" : "x30";
+  }
+  return "?";
+}
+
+bool add_overflows(int32_t a, int32_t b) {
+  const int64_t s = static_cast<int64_t>(a) + b;
+  return s > std::numeric_limits<int32_t>::max() || s < std::numeric_limits<int32_t>::min();
+}
+
+}  // namespace
+
+frame_builder::frame_builder(abi a) : abi_(a) { reset(); }
+
+void frame_builder::reset() {
+  current_ = entry_row(abi_);
+  rows_.assign(1, current_);
+  saved_states_.clear();
+  error_.reset();
+  last_at_ = 0;
+  directive_count_ = 0;
+}
+
+void frame_builder::fail(const char* directive, uint32_t at, std::string message) {
+  if (error_) return;
+  error_.emplace(errc::invalid_argument,
+                 format("frame directive #%u %s at offset %u: %s", directive_count_, directive, at,
+                        message.c_str()));
+}
+
+bool frame_builder::begin(uint32_t at, const char* directive) {
+  if (error_) return false;
+  ++directive_count_;
+  if (at < last_at_) {
+    fail(directive, at, format("offsets must not decrease (previous directive at %u)", last_at_));
+    return false;
+  }
+  last_at_ = at;
+  return true;
+}
+
+// Records the current rules as the row starting at `at`, after checking them.
+void frame_builder::commit(uint32_t at) {
+  if (current_.ra == ra_rule::undefined) current_ = outermost_row(at);
+  current_.pc_offset = at;
+  if (auto why = detail::check_row_rules(abi_, current_)) {
+    error_.emplace(errc::invalid_argument,
+                   format("frame directive #%u at offset %u: %s", directive_count_, at,
+                          why->c_str()));
+    return;
+  }
+  if (rows_.back().pc_offset == at) {
+    rows_.back() = current_;
+  } else {
+    rows_.push_back(current_);
+  }
+}
+
+frame_builder& frame_builder::def_cfa(uint32_t at, reg base, int32_t offset) {
+  if (!begin(at, "def_cfa")) return *this;
+  if (base == reg::ra) {
+    fail("def_cfa", at, format("the CFA cannot be based on %s", reg_name(abi_, base)));
+    return *this;
+  }
+  current_.cfa = base == reg::sp ? cfa_base::sp : cfa_base::fp;
+  current_.cfa_offset = offset;
+  commit(at);
+  return *this;
+}
+
+frame_builder& frame_builder::def_cfa_offset(uint32_t at, int32_t offset) {
+  if (!begin(at, "def_cfa_offset")) return *this;
+  current_.cfa_offset = offset;
+  commit(at);
+  return *this;
+}
+
+frame_builder& frame_builder::adjust_cfa_offset(uint32_t at, int32_t delta) {
+  if (!begin(at, "adjust_cfa_offset")) return *this;
+  if (add_overflows(current_.cfa_offset, delta)) {
+    fail("adjust_cfa_offset", at, format("CFA offset %d + %d overflows", current_.cfa_offset, delta));
+    return *this;
+  }
+  current_.cfa_offset += delta;
+  commit(at);
+  return *this;
+}
+
+frame_builder& frame_builder::def_cfa_register(uint32_t at, reg base) {
+  if (!begin(at, "def_cfa_register")) return *this;
+  if (base == reg::ra) {
+    fail("def_cfa_register", at, format("the CFA cannot be based on %s", reg_name(abi_, base)));
+    return *this;
+  }
+  current_.cfa = base == reg::sp ? cfa_base::sp : cfa_base::fp;
+  commit(at);
+  return *this;
+}
+
+frame_builder& frame_builder::offset(uint32_t at, reg r, int32_t cfa_relative) {
+  if (!begin(at, "offset")) return *this;
+  if (r == reg::sp) {
+    fail("offset", at, format("%s is not saved in memory; use def_cfa", reg_name(abi_, r)));
+    return *this;
+  }
+  if (r == reg::fp) {
+    current_.fp = fp_rule::saved;
+    current_.fp_offset = cfa_relative;
+  } else {
+    current_.ra = ra_rule::saved;
+    current_.ra_offset = cfa_relative;
+  }
+  commit(at);
+  return *this;
+}
+
+frame_builder& frame_builder::restore(uint32_t at, reg r) {
+  if (!begin(at, "restore")) return *this;
+  const frame_row entry = entry_row(abi_);
+  if (r == reg::fp) {
+    current_.fp = entry.fp;
+    current_.fp_offset = entry.fp_offset;
+  } else if (r == reg::ra) {
+    current_.ra = entry.ra;
+    current_.ra_offset = entry.ra_offset;
+  } else {
+    fail("restore", at, format("%s has no saved rule to restore; use def_cfa", reg_name(abi_, r)));
+    return *this;
+  }
+  commit(at);
+  return *this;
+}
+
+frame_builder& frame_builder::undefined(uint32_t at, reg r) {
+  if (!begin(at, "undefined")) return *this;
+  if (r != reg::ra) {
+    fail("undefined", at, format("only the return address can be undefined, not %s",
+                                 reg_name(abi_, r)));
+    return *this;
+  }
+  current_ = outermost_row(at);
+  commit(at);
+  return *this;
+}
+
+frame_builder& frame_builder::negate_ra_state(uint32_t at) {
+  if (!begin(at, "negate_ra_state")) return *this;
+  if (abi_ == abi::amd64) {
+    fail("negate_ra_state", at, "return-address signing exists only on AArch64");
+    return *this;
+  }
+  current_.ra_mangled = !current_.ra_mangled;
+  commit(at);
+  return *this;
+}
+
+frame_builder& frame_builder::remember_state() {
+  if (error_) return *this;
+  ++directive_count_;
+  saved_states_.push_back(current_);
+  return *this;
+}
+
+frame_builder& frame_builder::restore_state(uint32_t at) {
+  if (!begin(at, "restore_state")) return *this;
+  if (saved_states_.empty()) {
+    fail("restore_state", at, "no state was remembered");
+    return *this;
+  }
+  current_ = saved_states_.back();
+  saved_states_.pop_back();
+  commit(at);
+  return *this;
+}
+
+frame_builder& frame_builder::push_frame_pointer(uint32_t after_push, uint32_t after_set_fp) {
+  if (error_) return *this;
+  if (current_.cfa != cfa_base::sp) {
+    fail("push_frame_pointer", after_push, "the CFA must be SP-based before the frame is set up");
+    return *this;
+  }
+  const int32_t pushed = abi_ == abi::amd64 ? 8 : 16;
+  if (!begin(after_push, "push_frame_pointer")) return *this;
+  current_.cfa_offset += pushed;
+  current_.fp = fp_rule::saved;
+  current_.fp_offset = -current_.cfa_offset;
+  if (abi_ != abi::amd64) {
+    current_.ra = ra_rule::saved;
+    current_.ra_offset = -current_.cfa_offset + 8;
+  }
+  commit(after_push);
+  return def_cfa_register(after_set_fp, reg::fp);
+}
+
+frame_builder& frame_builder::pop_frame_pointer(uint32_t after_pop) {
+  if (!begin(after_pop, "pop_frame_pointer")) return *this;
+  const frame_row entry = entry_row(abi_);
+  const bool mangled = current_.ra_mangled;
+  current_ = entry;
+  current_.ra_mangled = mangled && abi_ != abi::amd64;
+  commit(after_pop);
+  return *this;
+}
+
+frame_builder& frame_builder::stack_alloc(uint32_t at, int32_t bytes) {
+  if (!begin(at, "stack_alloc")) return *this;
+  if (current_.cfa == cfa_base::sp) {
+    if (add_overflows(current_.cfa_offset, bytes)) {
+      fail("stack_alloc", at, format("CFA offset %d + %d overflows", current_.cfa_offset, bytes));
+      return *this;
+    }
+    current_.cfa_offset += bytes;
+  }
+  commit(at);
+  return *this;
+}
+
+frame_builder& frame_builder::stack_free(uint32_t at, int32_t bytes) {
+  if (bytes == std::numeric_limits<int32_t>::min()) {
+    if (begin(at, "stack_free")) fail("stack_free", at, "byte count out of range");
+    return *this;
+  }
+  return stack_alloc(at, -bytes);
+}
+
+result<function_desc> frame_builder::finish(uint64_t start, uint32_t size) const {
+  if (error_) return *error_;
+  function_desc f;
+  f.start = start;
+  f.size = size;
+  for (const frame_row& r : rows_) {
+    if (r.pc_offset > size)
+      return detail::make_error(errc::invalid_argument,
+                                "function at 0x%llx: a directive at offset %u is past the "
+                                "function end (size %u)",
+                                static_cast<unsigned long long>(start), r.pc_offset, size);
+    if (r.pc_offset == size) continue;  // describes no instruction
+    if (!f.rows.empty()) {
+      frame_row same = r;
+      same.pc_offset = f.rows.back().pc_offset;
+      if (same == f.rows.back()) continue;
+    }
+    f.rows.push_back(r);
+  }
+  if (auto v = validate(abi_, f); !v) return std::move(v).error();
+  return f;
+}
+
+namespace recipes {
+
+result<function_desc> leaf(abi a, uint64_t start, uint32_t size) {
+  return frame_builder(a).finish(start, size);
+}
+
+namespace {
+
+// Emits each epilogue with remember/restore so the body's rules resume after a mid-function ret.
+template <class Pop>
+void add_epilogues(frame_builder& b, uint32_t size, std::span<const epilogue> epilogues, Pop pop) {
+  for (const epilogue& e : epilogues) {
+    b.remember_state();
+    pop(e.after_pop);
+    if (e.after_ret < size) b.restore_state(e.after_ret);
+  }
+}
+
+}  // namespace
+
+result<function_desc> frame_pointer(abi a, uint64_t start, uint32_t size, uint32_t after_push,
+                                    uint32_t after_set_fp, std::span<const epilogue> epilogues) {
+  frame_builder b(a);
+  b.push_frame_pointer(after_push, after_set_fp);
+  add_epilogues(b, size, epilogues, [&](uint32_t at) { b.pop_frame_pointer(at); });
+  return b.finish(start, size);
+}
+
+result<function_desc> sp_frame(abi a, uint64_t start, uint32_t size, uint32_t after_alloc,
+                               int32_t frame_bytes, std::span<const epilogue> epilogues) {
+  frame_builder b(a);
+  b.stack_alloc(after_alloc, frame_bytes);
+  add_epilogues(b, size, epilogues, [&](uint32_t at) { b.stack_free(at, frame_bytes); });
+  return b.finish(start, size);
+}
+
+result<function_desc> trampoline(abi a, uint64_t start, uint32_t size, uint32_t after_alloc,
+                                 int32_t frame_bytes, uint32_t after_free) {
+  if (a != abi::amd64) {
+    // AArch64 must save the link register before calling: stp x29, x30 / ldp x29, x30.
+    frame_builder b(a);
+    b.push_frame_pointer(after_alloc, after_alloc);
+    b.def_cfa_register(after_alloc, reg::sp);
+    b.pop_frame_pointer(after_free);
+    return b.finish(start, size);
+  }
+  const epilogue e{after_free, size};
+  return sp_frame(a, start, size, after_alloc, frame_bytes, std::span<const epilogue>(&e, 1));
+}
+
+}  // namespace recipes
+}  // namespace jitunwind

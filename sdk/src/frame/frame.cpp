@@ -1,0 +1,150 @@
+#include <jitunwind/frame.h>
+
+#include "common/error.hpp"
+#include "frame/row_rules.hpp"
+
+#include <limits>
+
+namespace jitunwind {
+
+using detail::format;
+using detail::make_error;
+
+const char* to_string(abi a) noexcept {
+  switch (a) {
+    case abi::amd64: return "amd64";
+    case abi::aarch64_le: return "aarch64-le";
+    case abi::aarch64_be: return "aarch64-be";
+  }
+  return "unknown";
+}
+
+result<abi> parse_abi(std::string_view name) {
+  for (abi a : {abi::amd64, abi::aarch64_le, abi::aarch64_be}) {
+    if (name == to_string(a)) return a;
+  }
+  return make_error(errc::invalid_argument,
+                    "unknown ABI '%.*s' (expected amd64, aarch64-le or aarch64-be)",
+                    static_cast<int>(name.size()), name.data());
+}
+
+frame_row entry_row(abi a) noexcept {
+  frame_row r;
+  if (a == abi::amd64) {
+    r.cfa_offset = 8;
+    r.ra = ra_rule::saved;
+    r.ra_offset = -8;
+  } else {
+    r.cfa_offset = 0;
+    r.ra = ra_rule::in_register;
+    r.ra_offset = 0;
+  }
+  return r;
+}
+
+frame_row outermost_row(uint32_t pc_offset) noexcept {
+  frame_row r;
+  r.pc_offset = pc_offset;
+  r.cfa = cfa_base::sp;
+  r.cfa_offset = 0;
+  r.ra = ra_rule::undefined;
+  r.ra_offset = 0;
+  r.fp = fp_rule::unchanged;
+  r.fp_offset = 0;
+  r.ra_mangled = false;
+  return r;
+}
+
+namespace detail {
+
+std::optional<std::string> check_row_rules(abi a, const frame_row& r) {
+  if (r.ra == ra_rule::undefined) {
+    if (r != outermost_row(r.pc_offset))
+      return std::string("an outermost row (RA undefined) must not carry CFA, FP or RA offsets");
+    return std::nullopt;
+  }
+  const bool amd64 = a == abi::amd64;
+  if (r.cfa_offset % 8 != 0)
+    return format("CFA offset %d is not a multiple of 8", r.cfa_offset);
+  const int32_t min_cfa = amd64 ? 8 : 0;
+  if (r.cfa == cfa_base::sp && r.cfa_offset < min_cfa)
+    return format("SP-based CFA offset %d is below %d (the CFA is above the stack pointer)",
+                  r.cfa_offset, min_cfa);
+  if (r.cfa == cfa_base::fp && r.cfa_offset <= 0)
+    return format("FP-based CFA offset %d must be positive", r.cfa_offset);
+  if (amd64) {
+    if (r.ra != ra_rule::saved || r.ra_offset != -8)
+      return format("AMD64 return address is always saved at CFA-8 (row has %s %d)",
+                    r.ra == ra_rule::in_register ? "in-register" : "offset", r.ra_offset);
+    if (r.ra_mangled) return std::string("RA mangling (pointer authentication) exists only on AArch64");
+  } else if (r.ra == ra_rule::saved) {
+    if (r.ra_offset >= 0 || r.ra_offset % 8 != 0)
+      return format("RA offset %d must be negative and a multiple of 8", r.ra_offset);
+    if (r.cfa == cfa_base::sp && r.ra_offset < -r.cfa_offset)
+      return format("RA saved at CFA%d, below the stack pointer (CFA = SP+%d)", r.ra_offset,
+                    r.cfa_offset);
+  } else if (r.ra_offset != 0) {
+    return format("RA offset %d given while RA is in the link register", r.ra_offset);
+  }
+  if (r.fp == fp_rule::saved) {
+    if (r.fp_offset >= 0 || r.fp_offset % 8 != 0)
+      return format("FP offset %d must be negative and a multiple of 8", r.fp_offset);
+    if (amd64 && r.fp_offset == -8)
+      return std::string("FP saved at CFA-8, which is the return address slot");
+    if (!amd64 && r.ra == ra_rule::saved && r.fp_offset == r.ra_offset)
+      return format("FP and RA saved in the same slot CFA%d", r.fp_offset);
+    if (!amd64 && r.ra != ra_rule::saved)
+      return std::string("AArch64 rows can save FP only together with RA (SFrame cannot express it)");
+    if (r.cfa == cfa_base::sp && r.fp_offset < -r.cfa_offset)
+      return format("FP saved at CFA%d, below the stack pointer (CFA = SP+%d)", r.fp_offset,
+                    r.cfa_offset);
+  } else if (r.fp_offset != 0) {
+    return format("FP offset %d given while FP is unchanged", r.fp_offset);
+  }
+  return std::nullopt;
+}
+
+}  // namespace detail
+
+result<void> validate(abi a, const function_desc& f) {
+  if (a != abi::amd64 && a != abi::aarch64_le && a != abi::aarch64_be)
+    return make_error(errc::invalid_argument, "unknown ABI id %d", static_cast<int>(a));
+  if (f.size == 0)
+    return make_error(errc::invalid_argument, "function at 0x%llx: size is 0",
+                      static_cast<unsigned long long>(f.start));
+  if (f.start > std::numeric_limits<uint64_t>::max() - f.size)
+    return make_error(errc::out_of_range, "function at 0x%llx: size %u wraps the address space",
+                      static_cast<unsigned long long>(f.start), f.size);
+  if (f.pcmask_rep > f.size)
+    return make_error(errc::invalid_argument,
+                      "function at 0x%llx: repetition size %u larger than the function (%u)",
+                      static_cast<unsigned long long>(f.start), f.pcmask_rep, f.size);
+  if (f.rows.empty())
+    return make_error(errc::invalid_argument, "function at 0x%llx: no rows",
+                      static_cast<unsigned long long>(f.start));
+  if (f.rows.front().pc_offset != 0)
+    return make_error(errc::invalid_argument,
+                      "function at 0x%llx: first row at offset %u, not 0 (the entry has no rule)",
+                      static_cast<unsigned long long>(f.start), f.rows.front().pc_offset);
+  const uint32_t limit = f.pcmask_rep != 0 ? f.pcmask_rep : f.size;
+  for (size_t i = 0; i < f.rows.size(); ++i) {
+    const frame_row& r = f.rows[i];
+    if (r.pc_offset >= limit)
+      return make_error(errc::invalid_argument,
+                        "function at 0x%llx: row %zu at offset %u is past the %s end (%u)",
+                        static_cast<unsigned long long>(f.start), i, r.pc_offset,
+                        f.pcmask_rep ? "repeated block's" : "function's", limit);
+    if (i > 0 && r.pc_offset <= f.rows[i - 1].pc_offset)
+      return make_error(errc::invalid_argument,
+                        "function at 0x%llx: row %zu at offset %u does not come after row %zu "
+                        "(offset %u)",
+                        static_cast<unsigned long long>(f.start), i, r.pc_offset, i - 1,
+                        f.rows[i - 1].pc_offset);
+    if (auto why = detail::check_row_rules(a, r))
+      return make_error(errc::invalid_argument, "function at 0x%llx: row %zu (offset %u): %s",
+                        static_cast<unsigned long long>(f.start), i, r.pc_offset, why->c_str());
+  }
+  return {};
+}
+
+}  // namespace jitunwind

@@ -1,0 +1,201 @@
+#include <jitunwind/frame.h>
+
+#include <catch2/catch.hpp>
+
+using namespace jitunwind;
+
+namespace {
+
+frame_row row(uint32_t pc, cfa_base base, int32_t cfa, fp_rule fp = fp_rule::unchanged,
+              int32_t fp_off = 0) {
+  frame_row r;
+  r.pc_offset = pc;
+  r.cfa = base;
+  r.cfa_offset = cfa;
+  r.fp = fp;
+  r.fp_offset = fp_off;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("amd64 frame-pointer prologue with a mid-function epilogue") {
+  // 0: push rbp (1)  1: mov rbp,rsp (3)  4: ... 10: pop rbp (1)  11: ret (1)  12: ... 20: leave; ret
+  frame_builder b(abi::amd64);
+  b.push_frame_pointer(1, 4).remember_state().pop_frame_pointer(11).restore_state(12);
+  b.pop_frame_pointer(21);
+  auto f = b.finish(0x1000, 22);
+  REQUIRE(f.ok());
+  const std::vector<frame_row> expect = {
+      row(0, cfa_base::sp, 8),
+      row(1, cfa_base::sp, 16, fp_rule::saved, -16),
+      row(4, cfa_base::fp, 16, fp_rule::saved, -16),
+      row(11, cfa_base::sp, 8),
+      row(12, cfa_base::fp, 16, fp_rule::saved, -16),
+      row(21, cfa_base::sp, 8),
+  };
+  CHECK(f->rows == expect);
+  CHECK(f->start == 0x1000);
+  CHECK(f->size == 22);
+}
+
+TEST_CASE("recipes match the builder") {
+  const recipes::epilogue eps[] = {{11, 12}, {21, 22}};
+  auto r = recipes::frame_pointer(abi::amd64, 0x1000, 22, 1, 4, eps);
+  REQUIRE(r.ok());
+  frame_builder b(abi::amd64);
+  b.push_frame_pointer(1, 4).remember_state().pop_frame_pointer(11).restore_state(12);
+  b.remember_state().pop_frame_pointer(21);
+  CHECK(r.value() == b.finish(0x1000, 22).value());
+
+  auto sp = recipes::sp_frame(abi::amd64, 0, 30, 4, 24, std::span(eps, 1));
+  REQUIRE(sp.ok());
+  REQUIRE(sp->rows.size() == 4);
+  CHECK(sp->rows[1] == row(4, cfa_base::sp, 32));
+  CHECK(sp->rows[2] == row(11, cfa_base::sp, 8));
+  CHECK(sp->rows[3] == row(12, cfa_base::sp, 32));
+
+  auto leaf = recipes::leaf(abi::amd64, 0x2000, 5);
+  REQUIRE(leaf.ok());
+  CHECK(leaf->rows == std::vector<frame_row>{entry_row(abi::amd64)});
+
+  auto t = recipes::trampoline(abi::amd64, 0, 16, 4, 8, 13);
+  REQUIRE(t.ok());
+  CHECK(t->rows.size() == 3);
+  CHECK(t->rows[1] == row(4, cfa_base::sp, 16));
+  CHECK(t->rows[2] == row(13, cfa_base::sp, 8));
+}
+
+TEST_CASE("aarch64 frame record and leaf") {
+  frame_builder b(abi::aarch64_le);
+  b.push_frame_pointer(4, 8).pop_frame_pointer(20);
+  auto f = b.finish(0x4000, 24);
+  REQUIRE(f.ok());
+  REQUIRE(f->rows.size() == 4);
+  CHECK(f->rows[0].ra == ra_rule::in_register);
+  CHECK(f->rows[0].cfa_offset == 0);
+  CHECK(f->rows[1].cfa_offset == 16);
+  CHECK(f->rows[1].ra == ra_rule::saved);
+  CHECK(f->rows[1].ra_offset == -8);
+  CHECK(f->rows[1].fp_offset == -16);
+  CHECK(f->rows[2].cfa == cfa_base::fp);
+  CHECK(f->rows[3] == [] {
+    frame_row r = entry_row(abi::aarch64_le);
+    r.pc_offset = 20;
+    return r;
+  }());
+
+  frame_builder pac(abi::aarch64_le);
+  pac.negate_ra_state(4).push_frame_pointer(8, 12);
+  auto g = pac.finish(0, 16);
+  REQUIRE(g.ok());
+  CHECK(g->rows[1].ra_mangled);
+  CHECK(g->rows[2].ra_mangled);
+}
+
+TEST_CASE("outermost frames are canonical") {
+  frame_builder b(abi::amd64);
+  b.undefined(0, reg::ra);
+  auto f = b.finish(0, 8);
+  REQUIRE(f.ok());
+  REQUIRE(f->rows.size() == 1);
+  CHECK(f->rows[0] == outermost_row(0));
+}
+
+TEST_CASE("rows at the function end are dropped, equal rows merged") {
+  frame_builder b(abi::amd64);
+  b.stack_alloc(4, 8).stack_free(9, 8).def_cfa_offset(10, 8).stack_alloc(12, 16);
+  auto f = b.finish(0, 12);
+  REQUIRE(f.ok());
+  CHECK(f->rows.size() == 3);  // 0, 4, 9 (10 equals 9; 12 is the end)
+}
+
+TEST_CASE("invalid sequences are rejected with a message") {
+  SECTION("offsets going backwards") {
+    frame_builder b(abi::amd64);
+    b.def_cfa_offset(8, 16).def_cfa_offset(4, 24);
+    CHECK_FALSE(b.ok());
+    auto f = b.finish(0, 16);
+    REQUIRE_FALSE(f.ok());
+    CHECK(f.error().code() == errc::invalid_argument);
+    CHECK_THAT(f.error().message(), Catch::Contains("directive #2") &&
+                                         Catch::Contains("must not decrease"));
+  }
+  SECTION("CFA offset not a multiple of 8 on amd64") {
+    frame_builder b(abi::amd64);
+    b.def_cfa_offset(1, 12);
+    REQUIRE_FALSE(b.ok());
+    CHECK_THAT(b.first_error()->message(), Catch::Contains("not a multiple of 8"));
+  }
+  SECTION("directive past the end") {
+    frame_builder b(abi::amd64);
+    b.stack_alloc(40, 8);
+    auto f = b.finish(0x10, 20);
+    REQUIRE_FALSE(f.ok());
+    CHECK_THAT(f.error().message(), Catch::Contains("past the function end"));
+  }
+  SECTION("restore_state without remember_state") {
+    frame_builder b(abi::amd64);
+    b.restore_state(3);
+    CHECK_THAT(b.first_error()->message(), Catch::Contains("no state was remembered"));
+  }
+  SECTION("RA not at CFA-8 on amd64") {
+    frame_builder b(abi::amd64);
+    b.offset(2, reg::ra, -16);
+    CHECK_THAT(b.first_error()->message(), Catch::Contains("CFA-8"));
+  }
+  SECTION("FP in the RA slot") {
+    frame_builder b(abi::amd64);
+    b.offset(2, reg::fp, -8);
+    CHECK_FALSE(b.ok());
+  }
+  SECTION("CFA below SP") {
+    frame_builder b(abi::amd64);
+    b.stack_free(1, 8);
+    CHECK_FALSE(b.ok());
+  }
+  SECTION("pointer authentication on amd64") {
+    frame_builder b(abi::amd64);
+    b.negate_ra_state(0);
+    CHECK_FALSE(b.ok());
+  }
+  SECTION("the first error sticks") {
+    frame_builder b(abi::amd64);
+    b.def_cfa(1, reg::ra, 8).def_cfa_offset(2, 16);
+    CHECK_THAT(b.first_error()->message(), Catch::Contains("#1 def_cfa"));
+    b.reset();
+    CHECK(b.ok());
+  }
+}
+
+TEST_CASE("validate checks hand-made descriptions") {
+  function_desc f;
+  f.start = 0x1000;
+  f.size = 16;
+  CHECK_FALSE(validate(abi::amd64, f).ok());  // no rows
+  f.rows = {entry_row(abi::amd64)};
+  CHECK(validate(abi::amd64, f).ok());
+  f.rows.push_back(row(0, cfa_base::sp, 16));
+  CHECK_THAT(validate(abi::amd64, f).error().message(), Catch::Contains("row 1"));
+  f.rows.back().pc_offset = 16;
+  CHECK_THAT(validate(abi::amd64, f).error().message(), Catch::Contains("past the"));
+  f.rows.back().pc_offset = 4;
+  f.pcmask_rep = 4;
+  CHECK_FALSE(validate(abi::amd64, f).ok());  // row 1 at offset 4 >= rep 4
+  f.pcmask_rep = 8;
+  CHECK(validate(abi::amd64, f).ok());
+  f.size = 0;
+  CHECK_FALSE(validate(abi::amd64, f).ok());
+  f.size = 16;
+  f.start = ~uint64_t{0} - 4;
+  CHECK(validate(abi::amd64, f).error().code() == errc::out_of_range);
+}
+
+TEST_CASE("abi names round-trip") {
+  for (abi a : {abi::amd64, abi::aarch64_le, abi::aarch64_be}) {
+    auto p = parse_abi(to_string(a));
+    REQUIRE(p.ok());
+    CHECK(p.value() == a);
+  }
+  CHECK_FALSE(parse_abi("x86").ok());
+}

@@ -1,0 +1,35 @@
+#include "support/privileges.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <cstring>
+#include <unistd.h>
+
+namespace jitunwind::test {
+
+bool privileged_tests_required() {
+  const char* v = std::getenv("JITUNWIND_REQUIRE_BPF");
+  return v != nullptr && std::strcmp(v, "1") == 0;
+}
+
+static bool skip_or_fail(const std::string& reason) {
+  if (privileged_tests_required()) {
+    FAIL("JITUNWIND_REQUIRE_BPF=1 but " << reason);
+  }
+  WARN("SKIPPED: " << reason);
+  return false;
+}
+
+bool may_run_privileged(const std::string& what) {
+  if (geteuid() == 0) return true;
+  return skip_or_fail(what + " needs root (BPF, perf events, uprobes)");
+}
+
+bool tool_available(const std::string& program) {
+  std::string cmd = "command -v '" + program + "' >/dev/null 2>&1";
+  if (std::system(cmd.c_str()) == 0) return true;
+  return skip_or_fail(program + " is not installed (scripts/install-deps.sh installs it)");
+}
+
+}  // namespace jitunwind::test

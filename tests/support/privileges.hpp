@@ -1,0 +1,20 @@
+// Tests that need root, BPF, perf events or uprobes call `may_run_privileged` first.
+#pragma once
+
+#include <string>
+
+namespace jitunwind::test {
+
+/// True if the process can do what `what` needs (root). Otherwise prints why the test is
+/// skipped and returns false — unless JITUNWIND_REQUIRE_BPF=1 (set by .ci/run), where a missing
+/// privilege fails the current test instead.
+bool may_run_privileged(const std::string& what);
+
+/// True if JITUNWIND_REQUIRE_BPF=1 is set.
+bool privileged_tests_required();
+
+/// True if `program` is found on PATH. Otherwise behaves like may_run_privileged: skip with a
+/// printed reason, or fail when JITUNWIND_REQUIRE_BPF=1 (CI installs every tool).
+bool tool_available(const std::string& program);
+
+}  // namespace jitunwind::test
