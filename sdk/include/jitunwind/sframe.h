@@ -1,0 +1,252 @@
+/// jitunwind/sframe.h — SFrame: encoder (v2), decoder/validator (v1 and v2), lookup, unwinder.
+///
+/// SFrame is the compact "how to find the CFA, return address and saved FP at this PC" table
+/// that the kernel's user-space unwinder, our eBPF walker and binutils/LLVM tools read. The SDK
+/// produces one section per code window from `function_desc` values (`frame.h`).
+///
+/// Everything read from outside (a file, another process, a section a JIT wrote) is treated as
+/// hostile: `decode` and `table::create` check every count, offset and enum against the section
+/// size and return `errc::malformed` with a message naming the structure, its index and the
+/// offending values ("sframe: FDE 12: first FRE offset 4096 past FRE sub-section (len 312)").
+///
+/// Thread-safety: `encoder` is used by one thread at a time; `table` is immutable after
+/// `create` and may be shared; free functions are thread-safe.
+#pragma once
+
+#include <jitunwind/config.h>
+#include <jitunwind/frame.h>
+#include <jitunwind/result.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+namespace jitunwind::sframe {
+
+inline constexpr uint16_t magic = 0xdee2;
+inline constexpr uint8_t version_1 = 1;
+inline constexpr uint8_t version_2 = 2;
+
+/// Header flags.
+inline constexpr uint8_t flag_fde_sorted = 0x1;
+inline constexpr uint8_t flag_frame_pointer = 0x2;
+inline constexpr uint8_t flag_fde_func_start_pcrel = 0x4;
+
+/// The decoded header of a section.
+struct section_info {
+  uint8_t version = 0;
+  uint8_t flags = 0;
+  abi target = abi::amd64;
+  int8_t cfa_fixed_fp_offset = 0;
+  int8_t cfa_fixed_ra_offset = 0;
+  uint8_t aux_header_len = 0;
+  uint32_t num_fdes = 0;
+  uint32_t num_fres = 0;
+  uint32_t fre_len = 0;  ///< bytes of the FRE sub-section
+  uint32_t fde_off = 0;  ///< offset of the FDE sub-section after the header
+  uint32_t fre_off = 0;  ///< offset of the FRE sub-section after the header
+
+  bool operator==(const section_info&) const = default;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Encoding
+
+struct encoder_options {
+  abi target = abi::amd64;
+  /// Address of the section's first byte where it will be used (in the process, or in the ELF
+  /// image). FDE start addresses are stored as 32-bit offsets from it (or from each FDE's own
+  /// start field with `pcrel`), so every function must lie within ±2 GiB of the section.
+  uint64_t section_address = 0;
+  /// Set FDE_FUNC_START_PCREL (start offsets relative to the FDE field; the default, required
+  /// by the newer kernel series). false: offsets relative to the section start.
+  bool pcrel = true;
+  /// FRAME_POINTER flag: unset = automatic (set when every function establishes an FP-based
+  /// CFA in some row, i.e. the whole section keeps frame pointers).
+  std::optional<bool> frame_pointer;
+};
+
+/// Builds a v2 section incrementally: functions are appended in address order and the section
+/// can be serialized at any time without re-encoding what was appended before.
+///
+/// Widths: each FDE uses the smallest FRE start-address width (1, 2 or 4 bytes) that fits the
+/// function's (or repeated block's) size, and each FRE the smallest offset width that fits its
+/// offsets.
+class JITUNWIND_API encoder {
+ public:
+  /// `errc::invalid_argument` for an unknown ABI.
+  static result<encoder> create(const encoder_options& options);
+
+  /// Validates `f` (`jitunwind::validate`) and appends it. Errors: `invalid_argument` for bad
+  /// rows, or a function that starts before the end of the previous one (overlap / out of
+  /// order); `out_of_range` when its start cannot be expressed as a 32-bit offset from the
+  /// section. Nothing is appended on error.
+  result<void> append(const function_desc& f);
+
+  /// Number of bytes `write` produces now.
+  size_t size() const noexcept;
+  size_t function_count() const noexcept;
+  const encoder_options& options() const noexcept { return options_; }
+
+  /// Writes the complete section (header, sorted FDEs, FREs). `out` must hold `size()` bytes
+  /// (`errc::invalid_argument` otherwise).
+  result<void> write(std::span<uint8_t> out) const;
+  /// The complete section as a new vector.
+  std::vector<uint8_t> bytes() const;
+
+  /// The section will live at another address: recompute FDE start offsets (O(functions)).
+  /// `out_of_range` if some function is then out of reach; the encoder is unchanged then.
+  result<void> relocate(uint64_t new_section_address);
+
+ private:
+  explicit encoder(const encoder_options& options) : options_(options) {}
+
+  encoder_options options_;
+  // FDEs are kept with absolute start addresses and encoded on write; FRE bytes are final.
+  struct fde_entry {
+    uint64_t start;
+    uint32_t size;
+    uint32_t fre_offset;
+    uint32_t fre_count;
+    uint8_t info;
+    uint8_t rep_size;
+  };
+  std::vector<fde_entry> fdes_;
+  std::vector<uint8_t> fres_;
+  uint32_t fre_total_ = 0;
+  bool all_keep_fp_ = true;
+};
+
+/// One-shot: sorts `functions` by address and encodes them.
+JITUNWIND_API result<std::vector<uint8_t>> encode(const encoder_options& options,
+                                                  std::span<const function_desc> functions);
+
+// ---------------------------------------------------------------------------------------------
+// Decoding
+
+/// A whole section decoded into the frame model.
+struct decoded_section {
+  section_info info;
+  /// In FDE order, with absolute start addresses (section_address applied).
+  std::vector<function_desc> functions;
+};
+
+/// Validates and decodes a v1 or v2 section that lives at `section_address`.
+/// `errc::malformed` with a precise message for any inconsistency; `errc::unsupported` for a
+/// well-formed section of a version or ABI this decoder does not know (e.g. v3).
+JITUNWIND_API result<decoded_section> decode(std::span<const uint8_t> bytes,
+                                             uint64_t section_address);
+
+/// Only validates (same rules and messages as `decode`, no allocation of rows).
+JITUNWIND_API result<section_info> check(std::span<const uint8_t> bytes, uint64_t section_address);
+
+// ---------------------------------------------------------------------------------------------
+// Lookup
+
+/// What `table::find` returns for a PC.
+struct lookup_result {
+  size_t function_index = 0;
+  uint64_t function_start = 0;
+  uint32_t function_size = 0;
+  frame_row row;
+};
+
+/// A validated, read-only view of a section for fast lookups. It does not copy the bytes: they
+/// must outlive the table and must not change.
+class JITUNWIND_API table {
+ public:
+  /// Validates the whole section once (as `check`), so lookups need no further checks.
+  static result<table> create(std::span<const uint8_t> bytes, uint64_t section_address);
+
+  const section_info& info() const noexcept { return info_; }
+  uint64_t section_address() const noexcept { return section_address_; }
+  /// Lowest start and highest end of the functions ([begin, end)); {0,0} if empty.
+  std::pair<uint64_t, uint64_t> pc_range() const noexcept { return pc_range_; }
+
+  /// The row covering `pc`: binary search over FDEs, then over the FDE's FREs (PCINC: by
+  /// pc - start; PCMASK: by (pc - start) % repetition size). Nothing if no function covers it.
+  std::optional<lookup_result> find(uint64_t pc) const noexcept;
+
+ private:
+  table() = default;
+  std::span<const uint8_t> bytes_;
+  uint64_t section_address_ = 0;
+  section_info info_;
+  std::pair<uint64_t, uint64_t> pc_range_{0, 0};
+};
+
+// ---------------------------------------------------------------------------------------------
+// Unwinding
+
+/// The registers an unwind step needs. `lr` is the AArch64 link register (used only while the
+/// RA is still in it, i.e. in the innermost frame).
+struct regs {
+  uint64_t pc = 0;
+  uint64_t sp = 0;
+  uint64_t fp = 0;
+  uint64_t lr = 0;
+};
+
+/// Reads `len` bytes of the target's memory at `address` into `out`; false if unreadable.
+/// Called synchronously; may be called many times per step.
+struct memory_reader {
+  bool (*read)(void* user, uint64_t address, void* out, size_t len) = nullptr;
+  void* user = nullptr;
+};
+
+/// Why an unwind stopped.
+enum class stop_reason : uint8_t {
+  outermost = 0,         ///< reached a frame whose RA is undefined (a proper end)
+  no_table = 1,          ///< no table covers the PC
+  unreadable = 2,        ///< the reader could not read the RA or saved FP
+  no_progress = 3,       ///< the caller's SP is not above the callee's (corrupt table or stack)
+  depth_limit = 4,       ///< the frame cap was reached
+  bad_rule = 5,          ///< the row cannot be applied (e.g. RA in register past frame 0)
+  zero_pc = 6,           ///< the return address read was 0 (end of the stack by convention)
+};
+
+JITUNWIND_API const char* to_string(stop_reason r) noexcept;
+
+/// One step: applies `row` (the row covering callee.pc) to the callee's registers and returns
+/// the caller's: SP = CFA, PC = the RA (read at CFA + ra_offset, or taken from lr when
+/// `innermost` and the RA is in the link register), FP = saved FP or unchanged.
+/// `ra_undefined` rows give `stop_reason::outermost`. The caller's SP must be strictly above
+/// the callee's.
+struct step_result {
+  bool ok = false;
+  regs caller;
+  stop_reason reason = stop_reason::outermost;  ///< meaningful when !ok
+};
+JITUNWIND_API step_result step(abi target, const frame_row& row, const regs& callee,
+                               bool innermost, const memory_reader& reader) noexcept;
+
+/// Finds the row for a PC across any number of tables (one per code window or ELF object).
+/// Tables are not owned; they must outlive the unwinder. Thread-safety: `add`/`clear` are not
+/// thread-safe; concurrent `unwind` calls on a constant unwinder are.
+class JITUNWIND_API unwinder {
+ public:
+  explicit unwinder(abi target = abi::amd64) : abi_(target) {}
+  /// `invalid_argument` if the table's ABI differs from the unwinder's.
+  result<void> add(const table* t);
+  void clear() noexcept { tables_.clear(); }
+
+  /// The row covering pc, from the first table whose range contains it.
+  std::optional<lookup_result> find(uint64_t pc) const noexcept;
+
+  struct trace {
+    std::vector<uint64_t> pcs;  ///< pcs[0] = start pc, then the return addresses
+    stop_reason reason = stop_reason::outermost;
+  };
+  /// Walks from `start` until a stop reason, at most `max_frames` PCs. For frames after the
+  /// first, the row is looked up at pc - 1 (the return address may be past the function's end
+  /// when the call was its last instruction).
+  trace unwind(const regs& start, const memory_reader& reader, size_t max_frames = 128) const;
+
+ private:
+  abi abi_;
+  std::vector<const table*> tables_;
+};
+
+}  // namespace jitunwind::sframe
