@@ -1,0 +1,114 @@
+// toy-jit: compiles a toylang program to x86-64 with asmjit and runs it.
+#include "jit.h"
+#include "placer.h"
+#include "toylang.h"
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+namespace {
+
+constexpr const char* usage =
+    "usage: toy-jit [OPTIONS] PROGRAM.toy [ARGS...]\n"
+    "\n"
+    "Compiles every function of a toylang program to x86-64 machine code (asmjit) and runs\n"
+    "main(ARGS...), printing what the program prints and then main's value.\n"
+    "\n"
+    "options:\n"
+    "  --frame-pointers=on|off  keep rbp as frame pointer in JIT code (default on); with off,\n"
+    "                           rbp is a general register and only SFrame/eh_frame unwind it\n"
+    "  --shadow-stack           maintain the ground-truth stack of JIT return addresses that\n"
+    "                           the checkpoint probe reports (docs/ground-truth.md)\n"
+    "  --recompile-every=N      recompile a function every N calls into fresh code (0 = never)\n"
+    "  --help                   this text\n"
+    "\n"
+    "exit status: 0 ok, 1 compile error, 2 usage error, 3 runtime error, 4 JIT failure\n";
+
+struct options {
+  toyjit::jit_options jit;
+  std::string file;
+  std::vector<std::string> args;
+};
+
+[[noreturn]] void usage_error(const std::string& message) {
+  std::fprintf(stderr, "toy-jit: %s\n(see toy-jit --help)\n", message.c_str());
+  std::exit(2);
+}
+
+bool parse_on_off(std::string_view value, std::string_view flag) {
+  if (value == "on") return true;
+  if (value == "off") return false;
+  usage_error(std::string(flag) + " takes 'on' or 'off', not '" + std::string(value) + "'");
+}
+
+uint64_t parse_count(std::string_view value, std::string_view flag) {
+  const std::string text(value);
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno != 0 || text[0] == '-') {
+    usage_error(std::string(flag) + " takes a non-negative integer, not '" + text + "'");
+  }
+  return v;
+}
+
+options parse_command_line(int argc, char** argv) {
+  options o;
+  int i = 1;
+  for (; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a.size() < 2 || a.substr(0, 2) != "--") break;
+    const size_t eq = a.find('=');
+    const std::string_view flag = a.substr(0, eq);
+    const bool has_value = eq != std::string_view::npos;
+    const std::string_view value = has_value ? a.substr(eq + 1) : "";
+    if (a == "--help") {
+      std::fputs(usage, stdout);
+      std::exit(0);
+    } else if (flag == "--frame-pointers" && has_value) {
+      o.jit.frame_pointers = parse_on_off(value, flag);
+    } else if (a == "--shadow-stack") {
+      o.jit.shadow_stack = true;
+    } else if (flag == "--recompile-every" && has_value) {
+      o.jit.recompile_every = parse_count(value, flag);
+    } else if (a == "--") {
+      ++i;
+      break;
+    } else {
+      usage_error("unknown option '" + std::string(a) + "'");
+    }
+  }
+  if (i >= argc) usage_error("no PROGRAM.toy given");
+  o.file = argv[i++];
+  for (; i < argc; ++i) o.args.emplace_back(argv[i]);
+  return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  options opt = parse_command_line(argc, argv);
+  std::vector<toylang::diagnostic> errors;
+  auto source = toylang::compile_file(opt.file, errors);
+  if (!source) {
+    std::fputs(toylang::format(opt.file, errors).c_str(), stderr);
+    return 1;
+  }
+  std::string message;
+  const auto args = toylang::parse_arguments(*source, opt.args, message);
+  if (!args) usage_error(message);
+
+  std::string error;
+  auto jit = toyjit::jit::create(*source, opt.jit, toyjit::make_mmap_placer(), error);
+  if (!jit) {
+    std::fprintf(stderr, "toy-jit: %s\n", error.c_str());
+    return 4;
+  }
+  const int64_t value = jit->run_main(*args);
+  std::printf("%" PRId64 "\n", value);
+  std::fflush(stdout);
+  return 0;
+}
