@@ -3,6 +3,7 @@
 
 #include "codegen.h"
 #include "toylang.h"
+#include "unwind_check.h"
 
 #include <cstdint>
 #include <memory>
@@ -45,6 +46,7 @@ class jit {
 
   const std::vector<placed_function>& functions() const { return functions_; }
   std::span<const uint64_t> ground_truth() const;
+  code_placer& placer() { return *placer_; }
   uint64_t recompilations() const { return recompilations_; }
   const toylang::program& program() const { return program_; }
 
@@ -87,6 +89,8 @@ class code_placer {
   virtual bool publish(std::string& error) = 0;
   /// Called at safe points (recompile hook): lets retired code be reclaimed.
   virtual void poll() {}
+  /// The SFrame sections of every live code region, as currently published.
+  virtual std::vector<toylang::jit_sframe> sframe_sections() = 0;
 };
 
 }  // namespace toyjit

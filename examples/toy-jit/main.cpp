@@ -23,12 +23,17 @@ constexpr const char* usage =
     "  --shadow-stack           maintain the ground-truth stack of JIT return addresses that\n"
     "                           the checkpoint probe reports (docs/ground-truth.md)\n"
     "  --recompile-every=N      recompile a function every N calls into fresh code (0 = never)\n"
+    "  --verify-unwind          at every checkpoint, unwind this thread's stack in-process with\n"
+    "                           the SDK's SFrame unwinder (no frame pointers) and compare with\n"
+    "                           the shadow stack; summary on stderr, exit 5 on any mismatch\n"
+    "                           (implies --shadow-stack)\n"
     "  --help                   this text\n"
     "\n"
     "exit status: 0 ok, 1 compile error, 2 usage error, 3 runtime error, 4 JIT failure\n";
 
 struct options {
   toyjit::jit_options jit;
+  bool verify_unwind = false;
   std::string file;
   std::vector<std::string> args;
 };
@@ -72,6 +77,9 @@ options parse_command_line(int argc, char** argv) {
       o.jit.frame_pointers = parse_on_off(value, flag);
     } else if (a == "--shadow-stack") {
       o.jit.shadow_stack = true;
+    } else if (a == "--verify-unwind") {
+      o.verify_unwind = true;
+      o.jit.shadow_stack = true;
     } else if (flag == "--recompile-every" && has_value) {
       o.jit.recompile_every = parse_count(value, flag);
     } else if (a == "--") {
@@ -102,13 +110,44 @@ int main(int argc, char** argv) {
   if (!args) usage_error(message);
 
   std::string error;
+  struct checkpoint_context {
+    toyjit::jit* jit = nullptr;
+    std::unique_ptr<toylang::unwind_checker> checker;
+  } ctx;
+  if (opt.verify_unwind) {
+    ctx.checker = toylang::unwind_checker::create(error);
+    if (!ctx.checker) {
+      std::fprintf(stderr, "toy-jit: --verify-unwind: %s\n", error.c_str());
+      return 4;
+    }
+  }
+  opt.jit.checkpoint_user = &ctx;
+  opt.jit.on_checkpoint = [](void* user, int64_t tag, std::span<const uint64_t> truth) {
+    auto& c = *static_cast<checkpoint_context*>(user);
+    if (c.checker) {
+      const auto sections = c.jit->placer().sframe_sections();
+      const auto outcome = c.checker->check(truth, sections);
+      if (!outcome.exact || !outcome.complete) {
+        std::fprintf(stderr, "toy-jit: verify-unwind: checkpoint %" PRId64 ": %s\n", tag,
+                     outcome.message.c_str());
+      }
+    }
+  };
   auto jit = toyjit::jit::create(*source, opt.jit, toyjit::make_mmap_placer(), error);
   if (!jit) {
     std::fprintf(stderr, "toy-jit: %s\n", error.c_str());
     return 4;
   }
+  ctx.jit = jit.get();
   const int64_t value = jit->run_main(*args);
   std::printf("%" PRId64 "\n", value);
   std::fflush(stdout);
+  if (ctx.checker) {
+    std::fprintf(stderr, "toy-jit: %s\n", ctx.checker->summary().c_str());
+    if (ctx.checker->exact() != ctx.checker->checks() ||
+        ctx.checker->complete() != ctx.checker->checks()) {
+      return 5;
+    }
+  }
   return 0;
 }

@@ -4,6 +4,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <jitunwind/sframe.h>
+
 #include <cstring>
 
 namespace toyjit {
@@ -27,6 +29,10 @@ class mmap_placer final : public code_placer {
       base_ = cursor_ = static_cast<uint8_t*>(p);
       end_ = base_ + bytes;
       pending_ = cursor_;
+      jitunwind::sframe::encoder_options eo;
+      eo.section_address = reinterpret_cast<uint64_t>(base_);
+      arenas_.push_back({reinterpret_cast<uint64_t>(base_), reinterpret_cast<uint64_t>(end_),
+                         jitunwind::sframe::encoder::create(eo).value(), {}});
     }
     const uint64_t address = reinterpret_cast<uint64_t>(cursor_);
     auto frames = g.place(address, {cursor_, need});
@@ -38,12 +44,17 @@ class mmap_placer final : public code_placer {
     out.start = address;
     out.size = g.size();
     out.frames = std::move(*frames);
+    if (auto r = arenas_.back().sframe.append(out.frames); !r) {
+      error = r.error().message();
+      return false;
+    }
     cursor_ += need;
     return true;
   }
 
   bool publish(std::string& error) override {
     if (pending_ == nullptr || pending_ == cursor_) return true;
+    arenas_.back().published = arenas_.back().sframe.bytes();
     const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
     auto* first = reinterpret_cast<uint8_t*>(reinterpret_cast<uintptr_t>(pending_) & ~(page - 1));
     auto* last =
@@ -58,7 +69,23 @@ class mmap_placer final : public code_placer {
     return true;
   }
 
+ std::vector<toylang::jit_sframe> sframe_sections() override {
+    std::vector<toylang::jit_sframe> out;
+    for (const arena& a : arenas_) {
+      out.push_back({a.published, a.start, a.start, a.end});
+    }
+    return out;
+  }
+
  private:
+  // The SFrame bytes are kept aside (not in the process for external tools): this placer only
+  // serves bring-up and --verify-unwind comparisons.
+  struct arena {
+    uint64_t start, end;
+    jitunwind::sframe::encoder sframe;
+    std::vector<uint8_t> published;
+  };
+  std::vector<arena> arenas_;
   uint8_t* base_ = nullptr;
   uint8_t* cursor_ = nullptr;
   uint8_t* pending_ = nullptr;
