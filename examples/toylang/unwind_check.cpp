@@ -49,7 +49,9 @@ void on_sigtrap(int, siginfo_t*, void* context) {
 
 // The sampled "instruction": a trap inside an ordinary function of this (SFrame-described)
 // file, so the walk starts exactly like a profiler's sample in native code.
-__attribute__((noinline)) void trap_here() { asm volatile("int3" ::: "memory"); }
+__attribute__((noinline)) void trap_here() {
+  asm volatile("int3" ::: "memory");
+}
 
 struct stack_bounds {
   uint64_t low, high;
@@ -121,7 +123,9 @@ std::unique_ptr<unwind_checker> unwind_checker::create(std::string& error) {
   return c;
 }
 
-unwind_checker::~unwind_checker() { signal(SIGTRAP, SIG_DFL); }
+unwind_checker::~unwind_checker() {
+  signal(SIGTRAP, SIG_DFL);
+}
 
 std::string unwind_checker::symbol(uint64_t address) {
   Dl_info info;

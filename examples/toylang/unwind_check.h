@@ -38,8 +38,8 @@ struct jit_sframe {
 };
 
 struct unwind_outcome {
-  bool exact = false;     ///< JIT return addresses == ground truth
-  bool complete = false;  ///< the walk reached main
+  bool exact = false;             ///< JIT return addresses == ground truth
+  bool complete = false;          ///< the walk reached main
   std::vector<uint64_t> pcs;      ///< the whole walk (pcs[0] is the trap site)
   std::vector<uint64_t> jit_pcs;  ///< pcs[1..] that lie in JIT code
   jitunwind::sframe::stop_reason reason{};
