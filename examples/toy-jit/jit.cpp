@@ -3,6 +3,8 @@
 #include "builtins.h"
 #include "runtime.h"
 
+#include <sys/sdt.h>
+
 #include <cstdio>
 
 namespace toyjit {
@@ -126,10 +128,19 @@ int64_t jit::run_main(std::span<const int64_t> a) {
 
 // ---- native helpers called from JIT code ----
 
+// The ground-truth probe toyjit:checkpoint(tag, count, addrs) (docs/ground-truth.md). The
+// shadow stack grows down, so [top, end) is already innermost first: no copy is needed and the
+// array stays unchanged while the probe runs. Stacks deeper than the protocol's 512 entries are
+// not reported (a truncated chain could not be compared exactly).
 int64_t jit::checkpoint_helper(int64_t tag) {
+  const std::span<const uint64_t> truth = current->ground_truth();
+  if (truth.size() <= max_ground_truth_entries) {
+    const uint64_t count = truth.size();
+    const uint64_t* addrs = truth.data();
+    STAP_PROBE3(toyjit, checkpoint, tag, count, addrs);
+  }
   if (current->options_.on_checkpoint != nullptr) {
-    current->options_.on_checkpoint(current->options_.checkpoint_user, tag,
-                                    current->ground_truth());
+    current->options_.on_checkpoint(current->options_.checkpoint_user, tag, truth);
   }
   return 0;
 }

@@ -31,8 +31,10 @@ class mmap_placer final : public code_placer {
       pending_ = cursor_;
       jitunwind::sframe::encoder_options eo;
       eo.section_address = reinterpret_cast<uint64_t>(base_);
-      arenas_.push_back({reinterpret_cast<uint64_t>(base_), reinterpret_cast<uint64_t>(end_),
-                         jitunwind::sframe::encoder::create(eo).value(), {}});
+      arenas_.push_back({reinterpret_cast<uint64_t>(base_),
+                         reinterpret_cast<uint64_t>(end_),
+                         jitunwind::sframe::encoder::create(eo).value(),
+                         {}});
     }
     const uint64_t address = reinterpret_cast<uint64_t>(cursor_);
     auto frames = g.place(address, {cursor_, need});
@@ -69,7 +71,7 @@ class mmap_placer final : public code_placer {
     return true;
   }
 
- std::vector<toylang::jit_sframe> sframe_sections() override {
+  std::vector<toylang::jit_sframe> sframe_sections() override {
     std::vector<toylang::jit_sframe> out;
     for (const arena& a : arenas_) {
       out.push_back({a.published, a.start, a.start, a.end});
