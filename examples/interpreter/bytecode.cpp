@@ -71,8 +71,8 @@ using toylang::stmt;
 
 class function_compiler {
  public:
-  function_compiler(const toylang::program& src, const compile_options& options, function& out)
-      : src_(src), options_(options), out_(out) {}
+  function_compiler(bool line_events, function& out, std::vector<instruction>& code)
+      : line_events_(line_events), out_(out), code_(code) {}
 
   void compile(const toylang::function& f) {
     out_.name = f.name;
@@ -95,22 +95,22 @@ class function_compiler {
 
   // Emits an instruction and tracks the operand stack depth it leaves.
   size_t emit(opcode op, int32_t a, int32_t b, int stack_effect) {
-    out_.code.push_back({op, a, b});
+    code_.push_back({op, a, b});
     depth_ += stack_effect;
     assert(depth_ >= 0);
     out_.max_stack = std::max(out_.max_stack, static_cast<uint32_t>(depth_));
-    return out_.code.size() - 1;
+    return code_.size() - 1;
   }
 
-  int32_t here() const { return static_cast<int32_t>(out_.code.size()); }
-  void patch(size_t at, int32_t target) { out_.code[at].a = target; }
+  int32_t here() const { return static_cast<int32_t>(code_.size()); }
+  void patch(size_t at, int32_t target) { code_[at].a = target; }
 
   void compile_block(const toylang::block& b) {
     for (const auto& s : b) compile_stmt(*s);
   }
 
   void compile_stmt(const stmt& s) {
-    if (options_.line_events && s.k != stmt::kind::nested_block) {
+    if (line_events_ && s.k != stmt::kind::nested_block) {
       emit(opcode::line, static_cast<int32_t>(s.loc.line), 0, 0);
     }
     switch (s.k) {
@@ -243,9 +243,9 @@ class function_compiler {
     }
   }
 
-  const toylang::program& src_;
-  const compile_options& options_;
+  bool line_events_;
   function& out_;
+  std::vector<instruction>& code_;
   int depth_ = 0;
 };
 
@@ -256,7 +256,9 @@ program compile(const toylang::program& source, const compile_options& options) 
   p.file = source.file;
   p.functions.resize(source.functions.size());
   for (const toylang::function& f : source.functions) {
-    function_compiler(source, options, p.functions[f.index]).compile(f);
+    function& out = p.functions[f.index];
+    function_compiler(false, out, out.code).compile(f);
+    if (options.line_events) function_compiler(true, out, out.code_with_lines).compile(f);
   }
   p.main_index = source.find("main").value_or(0);
   return p;
@@ -267,8 +269,9 @@ std::string disassemble(const program& p) {
   for (const function& f : p.functions) {
     out += "fn " + f.name + " (arity " + std::to_string(f.arity) + ", slots " +
            std::to_string(f.num_slots) + ", stack " + std::to_string(f.max_stack) + ")\n";
-    for (size_t pc = 0; pc < f.code.size(); ++pc) {
-      const instruction& in = f.code[pc];
+    const auto& code = f.code_with_lines.empty() ? f.code : f.code_with_lines;
+    for (size_t pc = 0; pc < code.size(); ++pc) {
+      const instruction& in = code[pc];
       out += "  " + std::to_string(pc) + ": " + name(in.op);
       switch (in.op) {
         case opcode::constant:

@@ -56,6 +56,10 @@ struct function {
   uint32_t num_slots = 0;  ///< parameters + locals
   uint32_t max_stack = 0;  ///< deepest operand stack
   std::vector<instruction> code;
+  /// The same function with a `line` instruction before every statement; empty unless
+  /// compile_options::line_events. The eval loop switches to it (at function entry) only while
+  /// the line probe is enabled, so untraced code never dispatches `line` instructions.
+  std::vector<instruction> code_with_lines;
   std::vector<int64_t> constants;
 };
 
@@ -66,7 +70,7 @@ struct program {
 };
 
 struct compile_options {
-  /// Emit `line` instructions for the `line` probe.
+  /// Also produce `code_with_lines` for the `line` probe.
   bool line_events = false;
 };
 

@@ -80,7 +80,15 @@ int64_t interpreter::eval(const function& f, int64_t* frame) {
 #endif
   int64_t* const slots = frame;
   int64_t* sp = frame + f.num_slots;  // operand stack: sp points past the top
+#if TOYINTERP_PROBES
+  // The variant with `line` instructions only while someone traces lines (checked per call).
+  const instruction* const code =
+      probes_ != nullptr && probes_->line_enabled() && !f.code_with_lines.empty()
+          ? f.code_with_lines.data()
+          : f.code.data();
+#else
   const instruction* const code = f.code.data();
+#endif
   const int64_t* const constants = f.constants.data();
   size_t pc = 0;
   int64_t result = 0;
