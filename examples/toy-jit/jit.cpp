@@ -5,11 +5,18 @@
 
 #include <sys/sdt.h>
 
+#include <chrono>
 #include <cstdio>
 
 namespace toyjit {
 
 namespace {
+uint64_t now_ns() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+
 // The native helpers below are plain C functions called from JIT code; they find the runtime
 // here. One JIT per process is all this example needs.
 jit* current = nullptr;
@@ -69,13 +76,18 @@ std::unique_ptr<jit> jit::create(const toylang::program& p, const jit_options& o
 
 bool jit::compile(uint32_t index, bool recompiling, std::string& error) {
   const toylang::function& f = program_.functions[index];
+  const uint64_t t0 = now_ns();
   auto generated = generate(f, codegen_, addresses_, error);
   if (!generated) return false;
+  const uint64_t t1 = now_ns();
   placed_function placed;
   if (!placer_->place(f.name, *generated, recompiling ? &functions_[index] : nullptr, placed,
                       error)) {
     return false;
   }
+  timings_.generate_ns += t1 - t0;
+  timings_.publish_ns += now_ns() - t1;
+  ++timings_.functions;
   placed.return_offsets.assign(generated->return_offsets().begin(),
                                generated->return_offsets().end());
   functions_[index] = std::move(placed);
@@ -86,7 +98,9 @@ bool jit::compile_all(std::string& error) {
   for (uint32_t i = 0; i < program_.functions.size(); ++i) {
     if (!compile(i, false, error)) return false;
   }
+  const uint64_t t0 = now_ns();
   if (!placer_->publish(error)) return false;
+  timings_.publish_ns += now_ns() - t0;
   for (uint32_t i = 0; i < program_.functions.size(); ++i) {
     entry_table_[i] = functions_[i].start;
   }
@@ -161,7 +175,13 @@ void jit::recompile_hook(int64_t function_index) {
   const auto index = static_cast<uint32_t>(function_index);
   j.counters_[index] = static_cast<int64_t>(j.options_.recompile_every);
   std::string error;
-  if (!j.compile(index, true, error) || !j.placer_->publish(error)) {
+  bool ok = j.compile(index, true, error);
+  if (ok) {
+    const uint64_t t0 = now_ns();
+    ok = j.placer_->publish(error);
+    j.timings_.publish_ns += now_ns() - t0;
+  }
+  if (!ok) {
     // The old code stays in use; a runtime that cannot recompile keeps running what it has.
     std::fprintf(stderr, "toy-jit: warning: recompiling '%s' failed: %s\n",
                  j.program_.functions[index].name.c_str(), error.c_str());

@@ -51,6 +51,14 @@ class jit {
   std::span<const uint64_t> ground_truth() const;
   code_placer& placer() { return *placer_; }
   uint64_t recompilations() const { return recompilations_; }
+  /// Time spent generating code with asmjit, and placing + publishing it (SDK windows and
+  /// publishers), over every compilation so far.
+  struct timings {
+    uint64_t functions = 0;
+    uint64_t generate_ns = 0;
+    uint64_t publish_ns = 0;
+  };
+  const timings& compile_timings() const { return timings_; }
   const toylang::program& program() const { return program_; }
 
   // Entry points of the native helpers (called from JIT code).
@@ -78,6 +86,7 @@ class jit {
   std::unique_ptr<uint64_t[]> shadow_;
   uint64_t* shadow_end_ = nullptr;
   uint64_t recompilations_ = 0;
+  timings timings_;
 };
 
 /// Puts generated code into executable memory and announces it (SDK windows and publishers).
@@ -94,6 +103,8 @@ class code_placer {
   virtual void poll() {}
   /// The SFrame sections of every live code region, as currently published.
   virtual std::vector<toylang::jit_sframe> sframe_sections() = 0;
+  /// One line for --stats: publishers and windows.
+  virtual std::string describe() const { return {}; }
 };
 
 }  // namespace toyjit
