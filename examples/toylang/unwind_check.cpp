@@ -155,7 +155,8 @@ unwind_outcome unwind_checker::check(std::span<const uint64_t> truth,
   stack_bounds bounds{stack_low_, stack_high_};
   trap.unwinder = &unwinder;
   trap.reader = {&read_stack, &bounds};
-  trap.max_frames = truth.size() + 64;
+  // Interpreters have several native frames per JIT frame (eval, call, trampoline).
+  trap.max_frames = 8 * truth.size() + 128;
   trap.fired = false;
   trap_here();
   trap.unwinder = nullptr;
