@@ -100,13 +100,13 @@ void BM_interp_probes_untraced_vs_compiled_out(benchmark::State& state) {
 }
 
 void BM_interp_probes_untraced_vs_compiled_out_fib(benchmark::State& state) {
-  compare_runs(state, {TOY_INTERP, "--trampolines=off", program("fib.toy"), "27"},
-               {TOY_INTERP_NOPROBES, "--trampolines=off", program("fib.toy"), "27"});
+  compare_runs(state, {TOY_INTERP, "--trampolines=off", program("fib.toy"), "32"},
+               {TOY_INTERP_NOPROBES, "--trampolines=off", program("fib.toy"), "32"});
 }
 
 void BM_interp_trampolines_on_vs_off(benchmark::State& state) {
-  compare_runs(state, {TOY_INTERP, "--trampolines=on", "--probes=off", program("fib.toy"), "27"},
-               {TOY_INTERP, "--trampolines=off", "--probes=off", program("fib.toy"), "27"});
+  compare_runs(state, {TOY_INTERP, "--trampolines=on", "--probes=off", program("fib.toy"), "32"},
+               {TOY_INTERP, "--trampolines=off", "--probes=off", program("fib.toy"), "32"});
 }
 
 void BM_interp_trampolines_on_vs_off_spin(benchmark::State& state) {

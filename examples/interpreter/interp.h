@@ -40,29 +40,45 @@ class interpreter {
   /// Runs main with the arguments (count checked by the caller).
   int64_t run_main(std::span<const int64_t> args);
 
+  /// Address of the eval loop (where trampolines should be placed near).
+  static uint64_t eval_address() { return reinterpret_cast<uint64_t>(&interpreter::eval); }
+
   /// Calls per function, indexed like program::functions.
   const std::vector<uint64_t>& call_counts() const { return calls_; }
 
-  /// The trampoline-return-address shadow stack, innermost first.
-  std::span<const uint64_t> ground_truth() const;
+  /// The return addresses inside the trampolines of every active toy call, innermost first
+  /// (empty without trampolines). Computed from the interpreter's call stack; the span stays
+  /// valid until the next call of this function.
+  std::span<const uint64_t> ground_truth();
 
  private:
-  static uint64_t eval_entry(void* self, void* fn, void* frame);
-  int64_t eval(const function& f, int64_t* frame);
+  // The eval loop, with the trampolines' target signature so that a trampoline calls it
+  // directly: (interpreter*, const function*, int64_t* frame) -> result.
+  static uint64_t eval(void* self, void* fn, void* frame);
   int64_t call(const function& f, int64_t* frame);
   [[noreturn]] void fail(const function& f, size_t pc, const char* message) const;
 
   const program& program_;
   interp_options options_;
   probes* probes_;
+  // The probes' semaphores (a constant zero without probes): each check is one load.
+  const volatile uint16_t* entry_semaphore_;
+  const volatile uint16_t* return_semaphore_;
+  const volatile uint16_t* line_semaphore_;
   std::vector<uint64_t> calls_;
   std::unique_ptr<int64_t[]> values_;  // the value stack: slots + operand stacks of all frames
   int64_t* values_end_ = nullptr;
-  // Shadow stack of trampoline return addresses, growing down so that [top, end) is innermost
-  // first, exactly the array the checkpoint probe passes.
-  std::unique_ptr<uint64_t[]> shadow_;
-  uint64_t* shadow_top_ = nullptr;
-  uint64_t* shadow_end_ = nullptr;
+  // How each function is called: its trampoline and the return address the trampoline leaves
+  // on the stack (kept together: one cache line read per call).
+  struct call_target {
+    trampoline_fn trampoline = nullptr;
+    uint64_t return_address = 0;
+  };
+  std::vector<call_target> targets_;
+  // The interpreter's call stack: active_[1..depth_] are the functions of the active calls,
+  // outermost first (one store per call; what real interpreters keep as their frame chain).
+  std::unique_ptr<uint32_t[]> active_;
+  std::vector<uint64_t> truth_;  // scratch for ground_truth()
   uint64_t stack_limit_ = 0;
   int64_t depth_ = 0;
 };

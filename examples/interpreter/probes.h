@@ -23,6 +23,11 @@ class probes {
   bool entry_enabled() const { return *entry_semaphore_ != 0; }
   bool return_enabled() const { return *return_semaphore_ != 0; }
   bool line_enabled() const { return *line_semaphore_ != 0; }
+  /// The semaphores themselves, for a hot loop that keeps them in its own state (one load per
+  /// check). Valid as long as this object.
+  const volatile uint16_t* entry_semaphore() const { return entry_semaphore_; }
+  const volatile uint16_t* return_semaphore() const { return return_semaphore_; }
+  const volatile uint16_t* line_semaphore() const { return line_semaphore_; }
 
   virtual void function_entry(const char* name, int64_t depth) = 0;
   virtual void function_return(const char* name, int64_t depth) = 0;
