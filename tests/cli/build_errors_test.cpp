@@ -16,7 +16,7 @@ run_result build(const temp_dir& dir, const std::string& json,
   std::vector<std::string> args{"sframe",        "build", "--input",
                                 dir / "in.json", "--raw", dir / "out.sframe"};
   args.insert(args.end(), extra.begin(), extra.end());
-  return jitunwind(args);
+  return run_tool(args);
 }
 
 void expect_error(const temp_dir& dir, const std::string& json, const std::string& message) {
@@ -97,24 +97,24 @@ TEST_CASE("build: command-line errors exit with status 2") {
   temp_dir dir;
   REQUIRE(write_file(dir / "in.json", one_function(R"({"pc": 0, "cfa": "sp+8"})")));
   const std::string in = dir / "in.json";
-  auto neither = jitunwind({"sframe", "build", "--input", in});
+  auto neither = run_tool({"sframe", "build", "--input", in});
   CHECK(neither.exit_code == 2);
   CHECK(neither.err.find("give exactly one of --raw OUT and --elf OUT") != std::string::npos);
-  auto both = jitunwind({"sframe", "build", "--input", in, "--raw", dir / "a", "--elf", dir / "b"});
+  auto both = run_tool({"sframe", "build", "--input", in, "--raw", dir / "a", "--elf", dir / "b"});
   CHECK(both.exit_code == 2);
-  auto no_input = jitunwind({"sframe", "build", "--raw", dir / "a"});
+  auto no_input = run_tool({"sframe", "build", "--raw", dir / "a"});
   CHECK(no_input.exit_code == 2);
   CHECK(no_input.err.find("--input FILE is required") != std::string::npos);
-  auto elf_address = jitunwind({"sframe", "build", "-i", in, "--elf", dir / "b", "--address", "1"});
+  auto elf_address = run_tool({"sframe", "build", "-i", in, "--elf", dir / "b", "--address", "1"});
   CHECK(elf_address.exit_code == 2);
-  auto bad_address = jitunwind({"sframe", "build", "-i", in, "--raw", dir / "a", "--address", "x"});
+  auto bad_address = run_tool({"sframe", "build", "-i", in, "--raw", dir / "a", "--address", "x"});
   CHECK(bad_address.exit_code == 2);
   CHECK(bad_address.err.find("--address: not a number: 'x'") != std::string::npos);
-  auto missing = jitunwind({"sframe", "build", "-i", dir / "nope.json", "--raw", dir / "a"});
+  auto missing = run_tool({"sframe", "build", "-i", dir / "nope.json", "--raw", dir / "a"});
   CHECK(missing.exit_code == 1);
   CHECK(missing.err.find(dir / "nope.json" + ": cannot open: No such file or directory") !=
         std::string::npos);
-  auto unwritable = jitunwind({"sframe", "build", "-i", in, "--raw", dir / "no/such/dir/x"});
+  auto unwritable = run_tool({"sframe", "build", "-i", in, "--raw", dir / "no/such/dir/x"});
   CHECK(unwritable.exit_code == 1);
   CHECK(unwritable.err.find(dir / "no/such/dir/x: cannot create") != std::string::npos);
   // A failed build leaves nothing behind.

@@ -30,9 +30,9 @@ struct fixture {
 
   fixture() {
     REQUIRE(write_file(dir / "in.json", description));
-    auto r = jitunwind({"sframe", "build", "-i", dir / "in.json", "--raw", raw});
+    auto r = run_tool({"sframe", "build", "-i", dir / "in.json", "--raw", raw});
     REQUIRE(r.exit_code == 0);
-    auto e = jitunwind({"sframe", "build", "-i", dir / "in.json", "--elf", elf});
+    auto e = run_tool({"sframe", "build", "-i", dir / "in.json", "--elf", elf});
     REQUIRE(e.exit_code == 0);
     section = read_file(raw);
     REQUIRE(section.size() > 28);
@@ -42,7 +42,7 @@ struct fixture {
   run_result check_raw(const std::string& bytes, const std::string& name = "bad.sframe") {
     const std::string path = dir / name;
     REQUIRE(write_file(path, bytes));
-    return jitunwind({"sframe", "check", "--raw", path});
+    return run_tool({"sframe", "check", "--raw", path});
   }
 };
 
@@ -64,12 +64,12 @@ void put32(std::string& s, size_t at, uint32_t v) {
 
 TEST_CASE("check: valid raw sections and ELF images") {
   fixture f;
-  auto r = jitunwind({"sframe", "check", f.elf, f.elf});
+  auto r = run_tool({"sframe", "check", f.elf, f.elf});
   INFO(r.out << r.err);
   CHECK(r.exit_code == 0);
   CHECK(r.out == f.elf + ": ok (3 functions, 10 rows, SFrame v2)\n" + f.elf +
                      ": ok (3 functions, 10 rows, SFrame v2)\n");
-  auto raw = jitunwind({"sframe", "check", "--raw", f.raw});
+  auto raw = run_tool({"sframe", "check", "--raw", f.raw});
   CHECK(raw.exit_code == 0);
   CHECK(raw.out == f.raw + ": ok (3 functions, 10 rows, SFrame v2)\n");
 }
@@ -123,7 +123,7 @@ TEST_CASE("check: random corruption gives ok or a clean error") {
       CHECK(r.out.rfind(f.dir / "bad.sframe: ", 0) == 0);
     }
     // dump must agree with check on the same bytes.
-    const auto d = jitunwind({"sframe", "dump", "--raw", f.dir / "bad.sframe"});
+    const auto d = run_tool({"sframe", "dump", "--raw", f.dir / "bad.sframe"});
     CHECK(d.exit_code == r.exit_code);
   }
   CHECK(failures > 0);  // the corruption really hits checked fields
@@ -139,15 +139,15 @@ TEST_CASE("check: an ELF image cut inside .sframe") {
   REQUIRE(sec);
   const std::string path = f.dir / "cut.so";
   REQUIRE(write_file(path, image.substr(0, sec->offset + 10)));
-  expect_problem(jitunwind({"sframe", "check", path}), path);
+  expect_problem(run_tool({"sframe", "check", path}), path);
 }
 
 TEST_CASE("check and dump: a file that is not ELF") {
   fixture f;
   const std::string path = f.dir / "notes.txt";
   REQUIRE(write_file(path, "hello, this is text\n"));
-  expect_problem(jitunwind({"sframe", "check", path}), path, "not an ELF file");
-  auto d = jitunwind({"sframe", "dump", path});
+  expect_problem(run_tool({"sframe", "check", path}), path, "not an ELF file");
+  auto d = run_tool({"sframe", "dump", path});
   CHECK(d.exit_code == 1);
   CHECK(d.err.find(path + ": not an ELF file") != std::string::npos);
   CHECK(d.out.empty());
@@ -156,16 +156,16 @@ TEST_CASE("check and dump: a file that is not ELF") {
 TEST_CASE("check: missing file and an ELF without .sframe; one bad file fails the run") {
   fixture f;
   const std::string missing = f.dir / "missing.o";
-  expect_problem(jitunwind({"sframe", "check", missing}), missing, "No such file");
+  expect_problem(run_tool({"sframe", "check", missing}), missing, "No such file");
 
   if (!tool_available("llvm-mc-22")) return;
   const std::string obj = f.dir / "plain.o";
   auto as = run({"llvm-mc-22", "-triple", "x86_64-linux-gnu", "-filetype=obj",
                  source_path("tests/cli/data/cfi_amd64.s"), "-o", obj});
   REQUIRE(as.exit_code == 0);
-  expect_problem(jitunwind({"sframe", "check", obj}), obj, "no section .sframe");
+  expect_problem(run_tool({"sframe", "check", obj}), obj, "no section .sframe");
 
-  auto mixed = jitunwind({"sframe", "check", f.elf, obj});
+  auto mixed = run_tool({"sframe", "check", f.elf, obj});
   CHECK(mixed.exit_code == 1);
   CHECK(mixed.out.find(f.elf + ": ok (") == 0);
   CHECK(mixed.out.find(obj + ": no section .sframe") != std::string::npos);
@@ -173,9 +173,9 @@ TEST_CASE("check: missing file and an ELF without .sframe; one bad file fails th
 
 TEST_CASE("check --section reads another section name") {
   fixture f;
-  auto r = jitunwind({"sframe", "check", "--section", ".text", f.elf});
+  auto r = run_tool({"sframe", "check", "--section", ".text", f.elf});
   // .text is zero-filled: not an SFrame section.
   expect_problem(r, f.elf);
-  auto none = jitunwind({"sframe", "check", "--section", ".nothere", f.elf});
+  auto none = run_tool({"sframe", "check", "--section", ".nothere", f.elf});
   expect_problem(none, f.elf, "no section .nothere");
 }

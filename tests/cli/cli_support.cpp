@@ -56,7 +56,7 @@ std::string tool_path() {
 #endif
 }
 
-run_result jitunwind(const std::vector<std::string>& args, const std::string& input) {
+run_result run_tool(const std::vector<std::string>& args, const std::string& input) {
   std::vector<std::string> argv{tool_path()};
   argv.insert(argv.end(), args.begin(), args.end());
   return run(argv, input, std::chrono::seconds(60));
@@ -180,7 +180,7 @@ sframe_dump from_json(const nlohmann::json& doc) {
 nlohmann::json dump_json(const std::vector<std::string>& args) {
   std::vector<std::string> argv{"sframe", "dump", "--format", "json"};
   argv.insert(argv.end(), args.begin(), args.end());
-  auto r = jitunwind(argv);
+  auto r = run_tool(argv);
   INFO("jitunwind sframe dump --format json ...\n" << r.out << r.err);
   REQUIRE(r.exit_code == 0);
   REQUIRE(r.err.empty());

@@ -16,7 +16,7 @@ namespace jitunwind::test::cli {
 std::string tool_path();
 
 /// Runs `jitunwind ARGS...`.
-run_result jitunwind(const std::vector<std::string>& args, const std::string& input = {});
+run_result run_tool(const std::vector<std::string>& args, const std::string& input = {});
 
 /// A row as every SFrame reader shows it: PC offset in the function (or repeated block) and
 /// the CFA/RA/FP rules; `ra_offset`/`fp_offset` are nullopt when not stored.

@@ -82,7 +82,7 @@ TEST_CASE("gcc -Wa,--gsframe (SFrame v1): dump works, says version 1, agrees wit
   }
   REQUIRE(expect.size() == 3);
 
-  auto text = jitunwind({"sframe", "dump", obj});
+  auto text = run_tool({"sframe", "dump", obj});
   INFO(text.out << text.err);
   REQUIRE(text.exit_code == 0);
   if (objdump_version == "SFRAME_VERSION_1")
@@ -109,7 +109,7 @@ TEST_CASE("gcc -Wa,--gsframe (SFrame v1): dump works, says version 1, agrees wit
   CHECK(functions[1]["name"] == "caller");
   CHECK(functions[2]["name"] == "fp_user");
 
-  auto check = jitunwind({"sframe", "check", obj});
+  auto check = run_tool({"sframe", "check", obj});
   CHECK(check.exit_code == 0);
   CHECK(check.out.find(": ok (3 functions, ") != std::string::npos);
 }

@@ -10,18 +10,18 @@ using namespace jitunwind::test::cli;
 
 TEST_CASE("help: top level and group") {
   for (const auto& args : std::vector<std::vector<std::string>>{{"--help"}, {"-h"}, {"help"}}) {
-    auto r = jitunwind(args);
+    auto r = run_tool(args);
     CHECK(r.exit_code == 0);
     CHECK(r.out.find("Usage: jitunwind GROUP COMMAND") == 0);
     CHECK(r.out.find("sframe") != std::string::npos);
     CHECK(r.out.find("--version") != std::string::npos);
   }
-  auto v = jitunwind({"--version"});
+  auto v = run_tool({"--version"});
   CHECK(v.exit_code == 0);
   CHECK(v.out.rfind("jitunwind 0.", 0) == 0);
 
   for (const char* h : {"--help", "-h"}) {
-    auto g = jitunwind({"sframe", h});
+    auto g = run_tool({"sframe", h});
     CHECK(g.exit_code == 0);
     for (const char* cmd : {"dump", "check", "build"})
       CHECK(g.out.find(std::string("  ") + cmd + " ") != std::string::npos);
@@ -39,7 +39,7 @@ TEST_CASE("help: every sframe command documents every option") {
   for (const auto& [cmd, opts] : options) {
     INFO(cmd);
     for (const char* h : {"--help", "-h"}) {
-      auto r = jitunwind({"sframe", cmd, h});
+      auto r = run_tool({"sframe", cmd, h});
       INFO(r.out);
       CHECK(r.exit_code == 0);
       CHECK(r.out.find("Usage: jitunwind sframe " + cmd) == 0);
@@ -47,33 +47,33 @@ TEST_CASE("help: every sframe command documents every option") {
       CHECK(r.out.find("Examples:") != std::string::npos);
     }
     // --help wins over other errors on the same line.
-    auto r = jitunwind({"sframe", cmd, "--no-such-option", "--help"});
+    auto r = run_tool({"sframe", cmd, "--no-such-option", "--help"});
     CHECK(r.exit_code == 0);
   }
 }
 
 TEST_CASE("usage errors exit 2 and point to --help") {
-  auto none = jitunwind({});
+  auto none = run_tool({});
   CHECK(none.exit_code == 2);
-  auto group = jitunwind({"nosuchgroup"});
+  auto group = run_tool({"nosuchgroup"});
   CHECK(group.exit_code == 2);
   CHECK(group.err.find("unknown command group 'nosuchgroup'") != std::string::npos);
-  auto cmd = jitunwind({"sframe", "frobnicate"});
+  auto cmd = run_tool({"sframe", "frobnicate"});
   CHECK(cmd.exit_code == 2);
   CHECK(cmd.err.find("unknown command 'frobnicate'") != std::string::npos);
-  auto opt = jitunwind({"sframe", "dump", "--bogus", "x"});
+  auto opt = run_tool({"sframe", "dump", "--bogus", "x"});
   CHECK(opt.exit_code == 2);
   CHECK(opt.err.find("unknown option '--bogus'") != std::string::npos);
   CHECK(opt.err.find("Try 'jitunwind sframe dump --help'") != std::string::npos);
-  auto operand = jitunwind({"sframe", "dump"});
+  auto operand = run_tool({"sframe", "dump"});
   CHECK(operand.exit_code == 2);
   CHECK(operand.err.find("'dump' needs FILE") != std::string::npos);
-  auto format = jitunwind({"sframe", "dump", "--format", "xml", "x"});
+  auto format = run_tool({"sframe", "dump", "--format", "xml", "x"});
   CHECK(format.exit_code == 2);
   CHECK(format.err.find("--format: expected text or json, got 'xml'") != std::string::npos);
-  auto value = jitunwind({"sframe", "dump", "x", "--format"});
+  auto value = run_tool({"sframe", "dump", "x", "--format"});
   CHECK(value.exit_code == 2);
   CHECK(value.err.find("option --format needs a value (FMT)") != std::string::npos);
-  auto section_raw = jitunwind({"sframe", "check", "--raw", "--section", ".x", "f"});
+  auto section_raw = run_tool({"sframe", "check", "--raw", "--section", ".x", "f"});
   CHECK(section_raw.exit_code == 2);
 }

@@ -64,7 +64,7 @@ TEST_CASE("llvm-mc object: our dump agrees with llvm-readobj-22 --sframe") {
   CHECK(ours_json["functions"][0]["name"] == "fp_frame");
   CHECK(ours_json["functions"][3]["name"] == "mid_epilogue");
 
-  auto text = jitunwind({"sframe", "dump", obj});
+  auto text = run_tool({"sframe", "dump", obj});
   INFO(text.out << text.err);
   REQUIRE(text.exit_code == 0);
   CHECK(text.out.find("relocatable x86-64") != std::string::npos);
@@ -73,7 +73,7 @@ TEST_CASE("llvm-mc object: our dump agrees with llvm-readobj-22 --sframe") {
         std::string::npos);
   CHECK(text.out.find("0x2a (+0x4)") != std::string::npos);
 
-  auto check = jitunwind({"sframe", "check", obj});
+  auto check = run_tool({"sframe", "check", obj});
   CHECK(check.exit_code == 0);
   CHECK(check.out == obj + ": ok (7 functions, 25 rows, SFrame v2)\n");
 }
@@ -82,12 +82,27 @@ TEST_CASE("llvm-mc rows re-encoded by build --elf: llvm-readobj-22 sees the same
   if (!have_llvm()) return;
   temp_dir dir;
   const std::string obj = assemble(dir);
-  const sframe_dump llvm = llvm_readobj_sframe(obj);
+  sframe_dump llvm = llvm_readobj_sframe(obj);
+  json rows = dump_json({obj});
 
-  const std::string rows = dir / "rows.json";
-  REQUIRE(write_file(rows, dump_json({obj}).dump(2)));
+  // fp_frame ends like compiler output: after `leave` the CFA is SP+8 but the FP rule still
+  // says "saved at CFA-16", a slot that is now below the stack pointer. The frame model
+  // (jitunwind::validate) refuses to encode such a row, and build says which one.
+  const std::string all = dir / "all.json";
+  REQUIRE(write_file(all, rows.dump(2)));
+  auto refused = run_tool({"sframe", "build", "--input", all, "--elf", dir / "all.so"});
+  CHECK(refused.exit_code == 1);
+  CHECK(refused.err.find(all + ": functions[0]: ") != std::string::npos);
+  CHECK(refused.err.find("row 3 (offset 14): FP saved at CFA-16, below the stack pointer") !=
+        std::string::npos);
+
+  // Every other function is re-encoded exactly.
+  rows["functions"].erase(0);
+  llvm.fdes.erase(llvm.fdes.begin());
+  const std::string input = dir / "rows.json";
+  REQUIRE(write_file(input, rows.dump(2)));
   const std::string image = dir / "image.so";
-  auto b = jitunwind({"sframe", "build", "--input", rows, "--elf", image});
+  auto b = run_tool({"sframe", "build", "--input", input, "--elf", image});
   INFO(b.out << b.err);
   REQUIRE(b.exit_code == 0);
 

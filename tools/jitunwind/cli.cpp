@@ -68,6 +68,14 @@ const char* version_string() {
 
 result<parsed_args> parse(const command_spec& spec, std::span<const std::string> args) {
   parsed_args out;
+  // --help wins over everything else on the line (even a bad option before it).
+  for (const std::string& a : args) {
+    if (a == "--") break;
+    if (a == "-h" || a == "--help") {
+      out.help = true;
+      return out;
+    }
+  }
   bool options_done = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -77,10 +85,6 @@ result<parsed_args> parse(const command_spec& spec, std::span<const std::string>
     }
     if (a == "--") {
       options_done = true;
-      continue;
-    }
-    if (a == "-h" || a == "--help") {
-      out.help = true;
       continue;
     }
     const option_spec* o = nullptr;
@@ -110,7 +114,6 @@ result<parsed_args> parse(const command_spec& spec, std::span<const std::string>
     }
     out.values[o->name] = *inline_value;
   }
-  if (out.help) return out;
   if (out.operands.size() < spec.min_operands)
     return usage_error("'" + spec.name + "' needs " +
                        (spec.operands.empty() ? std::string("operands") : spec.operands));
