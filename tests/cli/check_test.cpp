@@ -179,3 +179,19 @@ TEST_CASE("check --section reads another section name") {
   auto none = run_tool({"sframe", "check", "--section", ".nothere", f.elf});
   expect_problem(none, f.elf, "no section .nothere");
 }
+
+TEST_CASE("dump and check find .sframe through PT_GNU_SFRAME when section headers are stripped") {
+  if (!tool_available("llvm-objcopy-22")) return;
+  fixture f;
+  const std::string stripped = f.dir / "stripped.so";
+  auto s = run({"llvm-objcopy-22", "--strip-sections", f.elf, stripped});
+  REQUIRE(s.exit_code == 0);
+  auto r = run_tool({"sframe", "check", stripped});
+  CHECK(r.exit_code == 0);
+  CHECK(r.out == stripped + ": ok (3 functions, 10 rows, SFrame v2)\n");
+  auto d = run_tool({"sframe", "dump", stripped});
+  CHECK(d.exit_code == 0);
+  CHECK(d.out.find("SFrame PT_GNU_SFRAME at 0x402000") != std::string::npos);
+  CHECK(normalized(dump_json({stripped}), false) ==
+        normalized(nlohmann::json::parse(description), false));
+}

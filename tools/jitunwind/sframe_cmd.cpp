@@ -69,7 +69,7 @@ const command_spec build_spec{
     "sections have final addresses: .text at the lowest function start covering all functions "
     "(zero-filled; SHT_NOBITS above 16 MiB), .sframe on the next page, PT_LOAD segments for "
     "both and PT_GNU_SFRAME, and a symbol for every function with a \"name\". It needs no "
-    "relocations, so llvm-readobj --sframe, objdump and our dump show the real addresses.",
+    "relocations, so llvm-readobj --sframe and `jitunwind sframe dump` show the real addresses.",
     {{"input", 'i', "FILE", "The JSON description to encode (- for standard input). Required."},
      {"raw", 0, "OUT", "Write the bare section to OUT."},
      {"elf", 0, "OUT", "Write an ELF image with .text and .sframe to OUT."},
@@ -256,8 +256,8 @@ void print_group_help(const std::string& program) {
     std::printf("  %-8s %s\n", c.spec->name.c_str(), c.spec->summary.c_str());
   std::printf(
       "\nOptions:\n  -h, --help  Show this help and exit.\n\n"
-      "`%s COMMAND --help` documents a command. The JSON description format is in "
-      "docs/sframe-json.md.\n",
+      "`%s COMMAND --help` documents a command.\n"
+      "The JSON description format is in docs/sframe-json.md.\n",
       program.c_str());
 }
 

@@ -46,20 +46,21 @@ std::string elf_kind(const elf_image& img) {
   return kind;
 }
 
-bool is_known_relocation(uint16_t machine, uint32_t type, bool& pc_relative, bool& none) {
-  none = false;
-  pc_relative = false;
+enum class reloc_kind { none, field32, unsupported };
+
+/// Relocations that can sit on a 32-bit FDE start field. PC-relative or absolute makes no
+/// difference here: the target (S + A) is the function start either way.
+reloc_kind classify_relocation(uint16_t machine, uint32_t type) {
   if (machine == detail::elf_em_x86_64) {
-    if (type == r_x86_64_none) return none = true;
-    if (type == r_x86_64_pc32 || type == r_x86_64_plt32) return pc_relative = true;
-    return type == r_x86_64_32 || type == r_x86_64_32s;
+    if (type == r_x86_64_none) return reloc_kind::none;
+    if (type == r_x86_64_pc32 || type == r_x86_64_plt32 || type == r_x86_64_32 ||
+        type == r_x86_64_32s)
+      return reloc_kind::field32;
+  } else if (machine == detail::elf_em_aarch64) {
+    if (type == r_aarch64_none) return reloc_kind::none;
+    if (type == r_aarch64_prel32 || type == r_aarch64_abs32) return reloc_kind::field32;
   }
-  if (machine == detail::elf_em_aarch64) {
-    if (type == r_aarch64_none) return none = true;
-    if (type == r_aarch64_prel32) return pc_relative = true;
-    return type == r_aarch64_abs32;
-  }
-  return false;
+  return reloc_kind::unsupported;
 }
 
 /// Resolves the relocations that apply to the SFrame section of a relocatable object (see the
@@ -82,11 +83,11 @@ result<size_t> apply_relocations(const elf_image& img, const elf_section& target
     for (size_t i = 0; i < relocs->size(); ++i) {
       const auto& r = (*relocs)[i];
       const std::string where = rs.name + "[" + std::to_string(i) + "]";
-      bool pc_relative = false, none = false;
-      if (!is_known_relocation(img.machine(), r.type, pc_relative, none))
+      const reloc_kind kind = classify_relocation(img.machine(), r.type);
+      if (kind == reloc_kind::unsupported)
         return error(errc::unsupported, where + ": relocation type " + std::to_string(r.type) +
                                             " on an SFrame section is not supported");
-      if (none) continue;
+      if (kind == reloc_kind::none) continue;
       if (r.offset > bytes.size() || bytes.size() - r.offset < 4)
         return error(errc::malformed, where + ": offset " + hex(r.offset) +
                                           " is past the section (" + std::to_string(bytes.size()) +
