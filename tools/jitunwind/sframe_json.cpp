@@ -191,6 +191,21 @@ std::string hex(uint64_t v) {
   return buf;
 }
 
+/// A flat object or array on one line, with a space after ':' and ','.
+std::string one_line(const json& j) {
+  std::string s;
+  if (j.is_object()) {
+    for (const auto& item : j.items())
+      s += (s.empty() ? "" : ", ") + json(item.key()).dump() + ": " + one_line(item.value());
+    return "{" + s + "}";
+  }
+  if (j.is_array()) {
+    for (const auto& v : j) s += (s.empty() ? "" : ", ") + one_line(v);
+    return "[" + s + "]";
+  }
+  return j.dump();
+}
+
 }  // namespace
 
 std::vector<std::string> sframe_flag_names(uint8_t flags) {
@@ -350,8 +365,31 @@ std::string to_sframe_json(const sframe_description& d) {
     fj["rows"] = std::move(rows);
     functions.push_back(std::move(fj));
   }
-  doc["functions"] = std::move(functions);
-  return doc.dump(2) + "\n";
+  // Layout meant for reading and hand-editing: one row per line.
+  std::string out = "{\n";
+  for (const auto& item : doc.items())
+    out += "  " + json(item.key()).dump() + ": " + one_line(item.value()) + ",\n";
+  out += "  \"functions\": [";
+  for (size_t i = 0; i < functions.size(); ++i) {
+    out += i ? ",\n    {" : "\n    {";
+    bool first = true;
+    for (const auto& item : functions[i].items()) {
+      out += first ? "\n" : ",\n";
+      first = false;
+      out += "      " + json(item.key()).dump() + ": ";
+      if (item.key() != "rows") {
+        out += one_line(item.value());
+        continue;
+      }
+      out += "[";
+      for (size_t r = 0; r < item.value().size(); ++r)
+        out += (r ? ",\n        " : "\n        ") + one_line(item.value()[r]);
+      out += "\n      ]";
+    }
+    out += "\n    }";
+  }
+  out += functions.empty() ? "]\n}\n" : "\n  ]\n}\n";
+  return out;
 }
 
 }  // namespace jitunwind::cli
