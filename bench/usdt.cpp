@@ -71,8 +71,12 @@ void dynamic_unguarded(benchmark::State& state) {
   }
 }
 
-void sdt_traced(benchmark::State& state) { sdt_guarded(state); }
-void dynamic_traced(benchmark::State& state) { dynamic_guarded(state); }
+void sdt_traced(benchmark::State& state) {
+  sdt_guarded(state);
+}
+void dynamic_traced(benchmark::State& state) {
+  dynamic_guarded(state);
+}
 
 BENCHMARK(sdt_guarded);
 BENCHMARK(dynamic_guarded);
@@ -105,8 +109,7 @@ pid_t start_bpftrace(const std::string& script) {
   posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
   pid_t child = -1;
-  const int rc = posix_spawnp(&child, "bpftrace", &fa, nullptr, const_cast<char**>(argv),
-                              environ);
+  const int rc = posix_spawnp(&child, "bpftrace", &fa, nullptr, const_cast<char**>(argv), environ);
   posix_spawn_file_actions_destroy(&fa);
   return rc == 0 ? child : -1;
 }
@@ -120,8 +123,7 @@ bool wait_for(bool (*cond)(), std::chrono::seconds limit) {
   return true;
 }
 
-void print_ratio(const collecting_reporter& r, const char* what, const char* num,
-                 const char* den) {
+void print_ratio(const collecting_reporter& r, const char* what, const char* num, const char* den) {
   auto a = r.ns.find(num), b = r.ns.find(den);
   if (a == r.ns.end() || b == r.ns.end()) {
     std::printf("| %-52s | %9s | %9s | %7s |\n", what, "-", "-", "n/a");
@@ -148,14 +150,16 @@ int main(int argc, char** argv) {
   g_probe = *p;
 
   collecting_reporter reporter;
-  benchmark::RunSpecifiedBenchmarks(&reporter, "^(sdt_guarded|dynamic_guarded|dynamic_raw_semaphore|dynamic_unguarded)$");
+  benchmark::RunSpecifiedBenchmarks(
+      &reporter, "^(sdt_guarded|dynamic_guarded|dynamic_raw_semaphore|dynamic_unguarded)$");
 
   // Traced: bpftrace attached to both probes (root only).
   bool traced = false;
   pid_t bt = -1;
   if (geteuid() == 0) {
-    bt = start_bpftrace("usdt:*:jitbench:hot { @s = count(); } usdt:*:jitbench_dyn:hot "
-                        "{ @d = count(); }");
+    bt = start_bpftrace(
+        "usdt:*:jitbench:hot { @s = count(); } usdt:*:jitbench_dyn:hot "
+        "{ @d = count(); }");
     traced = bt > 0 && wait_for([] { return jitbench_hot_semaphore != 0 && g_probe.enabled(); },
                                 std::chrono::seconds(60));
     // The semaphores rise when the uprobes are registered; give bpftrace a moment to attach
@@ -179,8 +183,8 @@ int main(int argc, char** argv) {
               std::string(11, '-').c_str(), std::string(9, '-').c_str());
   print_ratio(reporter, "if (p.enabled()) p.fire() vs sdt.h semaphore, no tracer",
               "dynamic_guarded", "sdt_guarded");
-  print_ratio(reporter, "raw semaphore check (JIT style) vs sdt.h semaphore", "dynamic_raw_semaphore",
-              "sdt_guarded");
+  print_ratio(reporter, "raw semaphore check (JIT style) vs sdt.h semaphore",
+              "dynamic_raw_semaphore", "sdt_guarded");
   print_ratio(reporter, "unguarded p.fire() vs sdt.h semaphore, no tracer", "dynamic_unguarded",
               "sdt_guarded");
   print_ratio(reporter, "dynamic probe vs sdt.h probe, bpftrace attached", "dynamic_traced",

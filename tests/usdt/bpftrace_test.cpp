@@ -64,10 +64,10 @@ full_probe make_full(object_location where) {
   o.location = where;
   auto prov = provider::create(unique_provider("bt"), o);
   REQUIRE(prov.ok());
-  auto p = prov->add_probe(
-      "all", {arg_type::i8, arg_type::u8, arg_type::i16, arg_type::u16, arg_type::i32,
-              arg_type::u32, arg_type::i64, arg_type::u64, arg_type::pointer, arg_type::string,
-              arg_type::i32, arg_type::i64});
+  auto p =
+      prov->add_probe("all", {arg_type::i8, arg_type::u8, arg_type::i16, arg_type::u16,
+                              arg_type::i32, arg_type::u32, arg_type::i64, arg_type::u64,
+                              arg_type::pointer, arg_type::string, arg_type::i32, arg_type::i64});
   REQUIRE(p.ok());
   REQUIRE(prov->load().ok());
   return {std::move(*prov), *p};
@@ -116,21 +116,20 @@ TEST_CASE("bpftrace -p PID receives every argument exactly (memfd)") {
 TEST_CASE("bpftrace by path receives every argument exactly (memfd via /proc/PID/fd/N)") {
   if (!bpftrace_ready()) return;
   full_probe f = make_full(object_location::memfd);
-  auto r = trace_while_firing(f.p,
-                              bpftrace_command(full_script(f.prov.object_path(), f.prov.name())),
-                              [&] { fire_full(f.p); });
+  auto r =
+      trace_while_firing(f.p, bpftrace_command(full_script(f.prov.object_path(), f.prov.name())),
+                         [&] { fire_full(f.p); });
   check_full_output(r);
 }
 
 TEST_CASE("bpftrace by path and with -p receives every argument exactly (file mode)") {
   if (!bpftrace_ready()) return;
   full_probe f = make_full(object_location::file);
-  auto by_path = trace_while_firing(
-      f.p, bpftrace_command(full_script(f.prov.object_path(), f.prov.name())),
-      [&] { fire_full(f.p); });
+  auto by_path =
+      trace_while_firing(f.p, bpftrace_command(full_script(f.prov.object_path(), f.prov.name())),
+                         [&] { fire_full(f.p); });
   check_full_output(by_path);
-  auto by_pid = trace_while_firing(f.p,
-                                   bpftrace_command(full_script("*", f.prov.name()), getpid()),
+  auto by_pid = trace_while_firing(f.p, bpftrace_command(full_script("*", f.prov.name()), getpid()),
                                    [&] { fire_full(f.p); });
   check_full_output(by_pid);
 }
@@ -142,8 +141,7 @@ TEST_CASE("bpftrace sees probes with 0 to 12 arguments") {
   std::vector<probe> probes;
   for (size_t n = 0; n <= max_args; ++n)
     probes.push_back(
-        prov->add_probe("p" + std::to_string(n), std::vector<arg_type>(n, arg_type::i64))
-            .value());
+        prov->add_probe("p" + std::to_string(n), std::vector<arg_type>(n, arg_type::i64)).value());
   REQUIRE(prov->load().ok());
   // Each probe prints its argument count's worth of values once (arg k = -(100 n + k)); the
   // script exits when all 13 have been seen.
@@ -167,7 +165,8 @@ TEST_CASE("bpftrace sees probes with 0 to 12 arguments") {
   auto fire_all = [&] {
     for (size_t n = 0; n <= max_args; ++n) {
       std::vector<uint64_t> v(n);
-      for (size_t k = 0; k < n; ++k) v[k] = static_cast<uint64_t>(-static_cast<int64_t>(100 * n + k));
+      for (size_t k = 0; k < n; ++k)
+        v[k] = static_cast<uint64_t>(-static_cast<int64_t>(100 * n + k));
       probes[n].fire_slots(v.data(), n);
     }
   };
@@ -190,11 +189,11 @@ TEST_CASE("unload and reload while bpftrace is attached: no crash, the old probe
   REQUIRE(prov->load().ok());
 
   // bpftrace prints every event and stays attached for 4 s (its interval probe ends it).
-  background_run tracer(
-      bpftrace_command("usdt:*:" + name + ":old { printf(\"old %d\\n\", arg0); } "
-                       "interval:s:4 { exit(); }",
-                       getpid()),
-      60s);
+  background_run tracer(bpftrace_command("usdt:*:" + name +
+                                             ":old { printf(\"old %d\\n\", arg0); } "
+                                             "interval:s:4 { exit(); }",
+                                         getpid()),
+                        60s);
   REQUIRE(wait_until([&] { return old_probe->enabled() || tracer.done(); }, 60s));
   // Fire for ~300 ms so that bpftrace's program is attached and sees events.
   for (int i = 0; i < 150; ++i) {

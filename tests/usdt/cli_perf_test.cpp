@@ -17,7 +17,9 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::string cli() { return binary_path("tools/jitunwind/jitunwind"); }
+std::string cli() {
+  return binary_path("tools/jitunwind/jitunwind");
+}
 
 bool tracing_ready(const char* tool) {
   if (!may_run_privileged(tool) || !tool_available(tool)) return false;
@@ -127,9 +129,8 @@ TEST_CASE("jitunwind usdt list shows providers, probes and whether each is enabl
   CHECK(listing.out.find("/memfd:jitunwind-usdt:" + name) != std::string::npos);
   CHECK(listing.out.find(name + ":evt  disabled  [-4@%edi 8@%rsi -2@%dx]") != std::string::npos);
 
-  background_run tracer(bpftrace_command("usdt:*:" + name + ":evt { } interval:s:3 { exit(); }",
-                                         getpid()),
-                        60s);
+  background_run tracer(
+      bpftrace_command("usdt:*:" + name + ":evt { } interval:s:3 { exit(); }", getpid()), 60s);
   REQUIRE(wait_until([&] { return p.enabled() || tracer.done(); }, 60s));
   listing = run({cli(), "usdt", "list", "-p", std::to_string(getpid())});
   INFO(listing.out << listing.err);
@@ -158,7 +159,8 @@ TEST_CASE("perf records dynamic probes: buildid-cache + perf probe (file mode)")
   CHECK(has_expected_args(out));
 }
 
-TEST_CASE("perf records dynamic probes defined from `jitunwind usdt list --uprobe-events` (memfd)") {
+TEST_CASE(
+    "perf records dynamic probes defined from `jitunwind usdt list --uprobe-events` (memfd)") {
   if (!tracing_ready("perf")) return;
   temp_dir dir;
   probe p;
@@ -170,7 +172,8 @@ TEST_CASE("perf records dynamic probes defined from `jitunwind usdt list --uprob
   CHECK(lines.out.find("p:sdt_" + name + "/evt " + prov.object_path() + ":0x") == 0);
   CHECK(lines.out.find("arg1=%di:s32 arg2=%si:u64 arg3=%dx:s16") != std::string::npos);
   REQUIRE(write_file(dir / "events", lines.out));
-  auto defined = run_shell("cat '" + dir / "events" + "' >> /sys/kernel/tracing/uprobe_events 2>&1");
+  auto defined =
+      run_shell("cat '" + dir / "events" + "' >> /sys/kernel/tracing/uprobe_events 2>&1");
   INFO(defined.out);
   REQUIRE(defined.exit_code == 0);
   const std::string event = "sdt_" + name + ":evt";

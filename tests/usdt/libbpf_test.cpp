@@ -42,15 +42,15 @@ void check_attach(object_location where) {
   o.location = where;
   auto prov = provider::create(unique_provider("lb"), o);
   REQUIRE(prov.ok());
-  auto p = prov->add_probe(
-      "all", {arg_type::i8, arg_type::u8, arg_type::i16, arg_type::u16, arg_type::i32,
-              arg_type::u32, arg_type::i64, arg_type::u64, arg_type::pointer, arg_type::string,
-              arg_type::i32, arg_type::i64});
+  auto p =
+      prov->add_probe("all", {arg_type::i8, arg_type::u8, arg_type::i16, arg_type::u16,
+                              arg_type::i32, arg_type::u32, arg_type::i64, arg_type::u64,
+                              arg_type::pointer, arg_type::string, arg_type::i32, arg_type::i64});
   REQUIRE(p.ok());
   REQUIRE(prov->load().ok());
 
-  std::unique_ptr<bpf_object, bpf_deleter> obj(bpf_object__open_file(USDT_TEST_BPF_OBJECT,
-                                                                     nullptr));
+  std::unique_ptr<bpf_object, bpf_deleter> obj(
+      bpf_object__open_file(USDT_TEST_BPF_OBJECT, nullptr));
   REQUIRE(obj != nullptr);
   REQUIRE(bpf_object__load(obj.get()) == 0);
   bpf_program* prog = bpf_object__find_program_by_name(obj.get(), "record_args");
@@ -73,9 +73,8 @@ void check_attach(object_location where) {
   const uint32_t key = 0;
   const bool hit = wait_until(
       [&] {
-        p->fire(int8_t{-128}, uint8_t{255}, int16_t{-32768}, uint16_t{65535}, INT32_MIN,
-                UINT32_MAX, INT64_MIN, UINT64_MAX, &marker, "hello usdt", int32_t{-7},
-                INT64_MAX);
+        p->fire(int8_t{-128}, uint8_t{255}, int16_t{-32768}, uint16_t{65535}, INT32_MIN, UINT32_MAX,
+                INT64_MIN, UINT64_MAX, &marker, "hello usdt", int32_t{-7}, INT64_MAX);
         return bpf_map_lookup_elem(map_fd, &key, &r) == 0 && r.hits > 0;
       },
       10s);
@@ -104,6 +103,10 @@ void check_attach(object_location where) {
 
 TEST_CASE("libbpf bpf_program__attach_usdt reads all 12 arguments and drives the semaphore") {
   if (!may_run_privileged("libbpf USDT attach")) return;
-  SECTION("memfd") { check_attach(object_location::memfd); }
-  SECTION("file") { check_attach(object_location::file); }
+  SECTION("memfd") {
+    check_attach(object_location::memfd);
+  }
+  SECTION("file") {
+    check_attach(object_location::file);
+  }
 }

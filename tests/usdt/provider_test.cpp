@@ -21,10 +21,10 @@ using namespace jitunwind::test;
 
 namespace {
 
-const std::vector<arg_type> all_types = {
-    arg_type::i8,  arg_type::u8,      arg_type::i16,    arg_type::u16,
-    arg_type::i32, arg_type::u32,     arg_type::i64,    arg_type::u64,
-    arg_type::pointer, arg_type::string, arg_type::i32, arg_type::i64};
+const std::vector<arg_type> all_types = {arg_type::i8,     arg_type::u8,  arg_type::i16,
+                                         arg_type::u16,    arg_type::i32, arg_type::u32,
+                                         arg_type::i64,    arg_type::u64, arg_type::pointer,
+                                         arg_type::string, arg_type::i32, arg_type::i64};
 
 std::string copy_object(const provider& p, const temp_dir& dir, const std::string& name) {
   const std::string out = dir / name;
@@ -72,8 +72,7 @@ TEST_CASE("names, argument lists and states are validated with clear errors") {
   REQUIRE(!dbl.ok());
   CHECK(dbl.error().code() == errc::unsupported);
   CHECK(dbl.error().message().find("argument 1: f64") != std::string::npos);
-  CHECK(p->add_probe("odd", {static_cast<arg_type>(200)}).error().code() ==
-        errc::invalid_argument);
+  CHECK(p->add_probe("odd", {static_cast<arg_type>(200)}).error().code() == errc::invalid_argument);
   CHECK(p->probes().empty());  // nothing declared by a failed call
 
   CHECK(p->load().error().code() == errc::bad_state);  // no probes
@@ -137,8 +136,7 @@ TEST_CASE("a loaded memfd object is a valid shared object for readelf, elfutils 
     const size_t nl = lint.out.find('\n', pos);
     const std::string line = lint.out.substr(pos, nl - pos);
     pos = nl == std::string::npos ? lint.out.size() : nl + 1;
-    if (line.find("unknown object file note type 3 with owner name 'stapsdt'") ==
-        std::string::npos)
+    if (line.find("unknown object file note type 3 with owner name 'stapsdt'") == std::string::npos)
       other_complaints += line + "\n";
   }
   CHECK(other_complaints.empty());
@@ -158,8 +156,8 @@ TEST_CASE("a loaded memfd object is a valid shared object for readelf, elfutils 
   // Our own decoder agrees with what we wrote, and the addresses are consistent: each probe
   // site lies in the executable segment, each semaphore in .probes, the base in
   // .stapsdt.base, and link-time addresses equal file offsets.
-  auto decoded = read_sdt_notes(std::span(
-      reinterpret_cast<const uint8_t*>(read_file(so).data()), read_file(so).size()));
+  auto decoded = read_sdt_notes(
+      std::span(reinterpret_cast<const uint8_t*>(read_file(so).data()), read_file(so).size()));
   REQUIRE(decoded.ok());
   REQUIRE(decoded->size() == 3);
   const std::string image = read_file(so);
@@ -221,10 +219,9 @@ TEST_CASE("several providers load at once, and firing is thread-safe") {
   std::vector<provider> providers;
   std::vector<probe> probes;
   for (int i = 0; i < 4; ++i) {
-    auto p = provider::create("multi" + std::to_string(i),
-                              {i % 2 == 0 ? object_location::memfd : object_location::file,
-                               {},
-                               {}});
+    auto p =
+        provider::create("multi" + std::to_string(i),
+                         {i % 2 == 0 ? object_location::memfd : object_location::file, {}, {}});
     REQUIRE(p.ok());
     auto pr = p->add_probe("tick", {arg_type::u32, arg_type::pointer});
     REQUIRE(pr.ok());

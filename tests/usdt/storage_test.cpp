@@ -224,7 +224,7 @@ TEST_CASE("file mode: files of dead processes are removed on the next load, live
   CHECK(logged[0].find("removed 2 stale") != std::string::npos);
 }
 
-TEST_CASE("file mode: exit() removes the file; a killed process's file is cleaned up later") {
+TEST_CASE("file mode: exit() removes the file, a killed process leaves it for the next load") {
   temp_dir dir;
   chmod(dir.path().c_str(), 0700);
   auto child_loads = [&](bool kill_self) {

@@ -42,11 +42,13 @@ const command_spec fire_spec{
      {"interval-ms", 0, "MS", "Pause between fires (default 0)."},
      {"wait-attach", 'w', "", "Wait until a tracer enables the probe before firing."},
      {"timeout-s", 0, "S", "With --wait-attach: give up after S seconds (default 60)."},
-     {"settle-ms", 0, "MS", "With --wait-attach: pause after the probe is enabled (default "
-                           "100)."},
+     {"settle-ms", 0, "MS",
+      "With --wait-attach: pause after the probe is enabled (default "
+      "100)."},
      {"hold-ms", 0, "MS", "Keep the provider loaded MS milliseconds after the last fire."},
-     {"file", 0, "", "Place the object in a file in the private runtime directory instead of "
-                     "a memfd (for tools that need a real path, e.g. perf buildid-cache)."},
+     {"file", 0, "",
+      "Place the object in a file in the private runtime directory instead of "
+      "a memfd (for tools that need a real path, e.g. perf buildid-cache)."},
      {"dir", 0, "DIR", "With --file: use DIR (owned by you, not writable by others)."}},
     0,
     0,
@@ -82,8 +84,8 @@ struct typed_value {
 };
 
 result<uint64_t> parse_integer(const std::string& text, arg_type t) {
-  const bool is_signed = t == arg_type::i8 || t == arg_type::i16 || t == arg_type::i32 ||
-                         t == arg_type::i64;
+  const bool is_signed =
+      t == arg_type::i8 || t == arg_type::i16 || t == arg_type::i32 || t == arg_type::i64;
   const int bits = t == arg_type::i8 || t == arg_type::u8     ? 8
                    : t == arg_type::i16 || t == arg_type::u16 ? 16
                    : t == arg_type::i32 || t == arg_type::u32 ? 32
@@ -91,8 +93,7 @@ result<uint64_t> parse_integer(const std::string& text, arg_type t) {
   const bool negative = !text.empty() && text[0] == '-';
   auto magnitude = parse_u64(negative ? text.substr(1) : text);
   const auto bad = [&](const char* why) {
-    return error(errc::invalid_argument,
-                 "value '" + text + "' for " + to_string(t) + ": " + why);
+    return error(errc::invalid_argument, "value '" + text + "' for " + to_string(t) + ": " + why);
   };
   if (!magnitude) return bad("not a number");
   if (negative) {
@@ -123,20 +124,20 @@ result<std::vector<typed_value>> parse_values(const std::string& spec) {
     const std::string value = item.substr(colon + 1);
     auto t = parse_arg_type(type_name);
     if (!t)
-      return error(errc::invalid_argument,
-                   "argument '" + item + "': unknown type '" + type_name +
-                       "' (i8 u8 i16 u16 i32 u32 i64 u64 ptr str)");
+      return error(errc::invalid_argument, "argument '" + item + "': unknown type '" + type_name +
+                                               "' (i8 u8 i16 u16 i32 u32 i64 u64 ptr str)");
     typed_value v{*t, 0, {}};
     if (*t == arg_type::f64)
-      return error(errc::unsupported,
-                   "argument '" + item + "': f64 is not supported (bpftrace has no floating "
-                                         "point and libbpf cannot read %xmm registers)");
+      return error(errc::unsupported, "argument '" + item +
+                                          "': f64 is not supported (bpftrace has no floating "
+                                          "point and libbpf cannot read %xmm registers)");
     if (*t == arg_type::string) {
       v.text = value;
     } else {
       auto n = parse_integer(value, *t == arg_type::pointer ? arg_type::u64 : *t);
-      if (!n) return error(n.error().code(), "argument " + std::to_string(out.size()) + ": " +
-                                                 n.error().message());
+      if (!n)
+        return error(n.error().code(),
+                     "argument " + std::to_string(out.size()) + ": " + n.error().message());
       v.slot = *n;
     }
     out.push_back(std::move(v));
@@ -198,9 +199,9 @@ int run_fire(const std::string& program, const parsed_args& a) {
   std::printf("object: %s\n", prov->object_path().c_str());
   std::printf("probe: %s:%s\n", prov_name->c_str(), probe_name->c_str());
   std::printf("arguments: %s\n", p->arg_string().empty() ? "(none)" : p->arg_string().c_str());
-  std::printf("bpftrace: bpftrace -p %d -e 'usdt:*:%s:%s { printf(\"%s%s\\n\"%s); }'\n",
-              getpid(), prov_name->c_str(), probe_name->c_str(), probe_name->c_str(),
-              bpf_fmt.c_str(), bpf_args.c_str());
+  std::printf("bpftrace: bpftrace -p %d -e 'usdt:*:%s:%s { printf(\"%s%s\\n\"%s); }'\n", getpid(),
+              prov_name->c_str(), probe_name->c_str(), probe_name->c_str(), bpf_fmt.c_str(),
+              bpf_args.c_str());
   std::fflush(stdout);
 
   if (a.flag("wait-attach")) {
@@ -273,7 +274,8 @@ int run_list(const std::string& program, const parsed_args& a) {
   std::vector<std::string> warnings;
   auto objects = find_providers(static_cast<int>(*pid), &warnings);
   if (!objects) return report(program, objects.error().message(), exit_failure);
-  for (const auto& w : warnings) std::fprintf(stderr, "%s: warning: %s\n", program.c_str(), w.c_str());
+  for (const auto& w : warnings)
+    std::fprintf(stderr, "%s: warning: %s\n", program.c_str(), w.c_str());
   if (a.flag("uprobe-events")) {
     for (const auto& o : *objects) {
       // Files are named by their path; memfds by the fd that keeps them alive (the kernel
@@ -311,8 +313,8 @@ int run_list(const std::string& program, const parsed_args& a) {
   }
   std::printf("process %" PRIu64 ": %zu dynamic provider object(s)\n", *pid, objects->size());
   for (const auto& o : *objects) {
-    std::printf("%s\n  path for tracers: %s\n  load address: 0x%" PRIxPTR "\n",
-                o.mapping.c_str(), o.access_path.c_str(), o.load_address);
+    std::printf("%s\n  path for tracers: %s\n  load address: 0x%" PRIxPTR "\n", o.mapping.c_str(),
+                o.access_path.c_str(), o.load_address);
     for (const auto& p : o.probes) {
       std::string state = "semaphore unreadable";
       if (p.semaphore_value)
@@ -369,8 +371,7 @@ int usdt_main(const invocation& inv) {
     }
     return c.run(program, *args);
   }
-  return report(inv.program, "unknown command '" + name + "' (commands: fire, list)",
-                exit_usage);
+  return report(inv.program, "unknown command '" + name + "' (commands: fire, list)", exit_usage);
 }
 
 }  // namespace jitunwind::cli

@@ -78,10 +78,10 @@ JITUNWIND_API const char* to_string(arg_type type) noexcept;
 /// Inverse of `to_string` (also accepts "pointer", "string", "double"); nullopt if unknown.
 JITUNWIND_API std::optional<arg_type> parse_arg_type(std::string_view text) noexcept;
 
-inline constexpr size_t max_args = 12;            ///< arg0..arg11
-inline constexpr size_t max_provider_name = 59;   ///< perf's "sdt_" + name must fit in 63
-inline constexpr size_t max_probe_name = 63;      ///< kernel trace event name limit
-inline constexpr size_t max_probes = 4096;        ///< per provider
+inline constexpr size_t max_args = 12;           ///< arg0..arg11
+inline constexpr size_t max_provider_name = 59;  ///< perf's "sdt_" + name must fit in 63
+inline constexpr size_t max_probe_name = 63;     ///< kernel trace event name limit
+inline constexpr size_t max_probes = 4096;       ///< per provider
 
 /// Checks a provider or probe name: 1..max characters, `[A-Za-z_][A-Za-z0-9_]*` (what bpftrace,
 /// perf and the kernel's event names accept). `errc::invalid_argument` naming the offending
@@ -121,8 +121,7 @@ struct probe_slot {
 
 template <class T>
 inline constexpr bool is_probe_arg_v =
-    std::is_integral_v<T> || std::is_enum_v<T> || std::is_pointer_v<T> ||
-    std::is_null_pointer_v<T>;
+    std::is_integral_v<T> || std::is_enum_v<T> || std::is_pointer_v<T> || std::is_null_pointer_v<T>;
 
 /// How a C++ argument travels: in a full 64-bit register or stack slot, sign-extended from
 /// signed types and zero-extended from unsigned ones, so that a tracer reading the note's
@@ -157,9 +156,7 @@ class JITUNWIND_API probe {
 
   /// True while a tracer has the probe attached (the kernel or the tracer increments the
   /// semaphore). Two dependent loads; false when not loaded.
-  bool enabled() const noexcept {
-    return *slot_->semaphore.load(std::memory_order_relaxed) != 0;
-  }
+  bool enabled() const noexcept { return *slot_->semaphore.load(std::memory_order_relaxed) != 0; }
 
   /// Fires the probe: calls its stub with the arguments in the registers and stack slots the
   /// note describes. Arguments: integers, enums, bool, pointers (C strings as `const char*`);
@@ -282,12 +279,12 @@ JITUNWIND_API result<std::vector<sdt_note>> read_sdt_notes(std::span<const uint8
 
 /// A dynamic provider object mapped in a process.
 struct remote_object {
-  std::string mapping;       ///< path as /proc/PID/maps shows it
-  std::string access_path;   ///< how to open it (/proc/PID/fd/N or the file path)
+  std::string mapping;      ///< path as /proc/PID/maps shows it
+  std::string access_path;  ///< how to open it (/proc/PID/fd/N or the file path)
   uintptr_t load_address = 0;
   struct remote_probe {
     sdt_note note;
-    uintptr_t semaphore_address = 0;  ///< in the process, 0 = none
+    uintptr_t semaphore_address = 0;          ///< in the process, 0 = none
     std::optional<uint16_t> semaphore_value;  ///< nullopt if it could not be read
   };
   std::vector<remote_probe> probes;

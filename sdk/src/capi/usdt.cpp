@@ -34,7 +34,7 @@ jitunwind_status jitunwind_usdt_provider_create(const char* name,
       if (options->location != JITUNWIND_USDT_MEMFD && options->location != JITUNWIND_USDT_FILE)
         return fail(error, errc::invalid_argument, "usdt: unknown location");
       o.location = options->location == JITUNWIND_USDT_FILE ? usdt::object_location::file
-                                                             : usdt::object_location::memfd;
+                                                            : usdt::object_location::memfd;
       if (options->directory != nullptr) o.directory = options->directory;
     }
     auto p = usdt::provider::create(name, o);
@@ -44,7 +44,9 @@ jitunwind_status jitunwind_usdt_provider_create(const char* name,
   });
 }
 
-void jitunwind_usdt_provider_destroy(jitunwind_usdt_provider* provider) { delete provider; }
+void jitunwind_usdt_provider_destroy(jitunwind_usdt_provider* provider) {
+  delete provider;
+}
 
 jitunwind_status jitunwind_usdt_provider_add_probe(jitunwind_usdt_provider* provider,
                                                    const char* name,
@@ -86,8 +88,7 @@ jitunwind_status jitunwind_usdt_provider_find_probe(const jitunwind_usdt_provide
                                                     jitunwind_error* error) {
   return guard(error, [&] {
     if (provider == nullptr || name == nullptr || out == nullptr)
-      return fail(error, errc::invalid_argument,
-                  "usdt: provider, name and out must not be NULL");
+      return fail(error, errc::invalid_argument, "usdt: provider, name and out must not be NULL");
     *out = nullptr;
     auto p = provider->impl.find_probe(name);
     if (!p) return fail(error, p.error());
@@ -120,7 +121,9 @@ const char* jitunwind_usdt_provider_object_path(const jitunwind_usdt_provider* p
   return provider == nullptr ? "" : provider->impl.object_path().c_str();
 }
 
-void jitunwind_usdt_probe_destroy(jitunwind_usdt_probe* probe) { delete probe; }
+void jitunwind_usdt_probe_destroy(jitunwind_usdt_probe* probe) {
+  delete probe;
+}
 
 int jitunwind_usdt_probe_enabled(const jitunwind_usdt_probe* probe) {
   return probe != nullptr && probe->impl.enabled() ? 1 : 0;

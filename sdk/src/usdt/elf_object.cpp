@@ -14,7 +14,9 @@ namespace {
 
 constexpr uint64_t page = 0x1000;
 
-uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) & ~(a - 1); }
+uint64_t align_up(uint64_t v, uint64_t a) {
+  return (v + a - 1) & ~(a - 1);
+}
 
 // The SysV ELF hash (DT_HASH), which glibc's dlsym uses when there is no DT_GNU_HASH.
 uint32_t elf_hash_of(const char* name) {
@@ -86,7 +88,8 @@ struct elf_closer {
 };
 
 error libelf_error(const char* what) {
-  return jitunwind::detail::make_error(errc::malformed, "usdt: libelf: %s: %s", what, elf_errmsg(-1));
+  return jitunwind::detail::make_error(errc::malformed, "usdt: libelf: %s: %s", what,
+                                       elf_errmsg(-1));
 }
 
 struct section_plan {
@@ -136,8 +139,8 @@ result<object_layout> write_object(int fd, const object_spec& spec) {
   hash[0] = nbucket;
   hash[1] = static_cast<uint32_t>(nsyms);
   for (size_t s = 1; s < nsyms; ++s) {
-    const char* name = dynstr.bytes.c_str() + (s % 2 == 1 ? stub_name[(s - 1) / 2]
-                                                          : sema_name[(s - 1) / 2]);
+    const char* name =
+        dynstr.bytes.c_str() + (s % 2 == 1 ? stub_name[(s - 1) / 2] : sema_name[(s - 1) / 2]);
     const uint32_t b = elf_hash_of(name) % nbucket;
     // Prepend s to bucket b's chain.
     hash[2 + nbucket + s] = hash[2 + b];
@@ -202,9 +205,12 @@ result<object_layout> write_object(int fd, const object_spec& spec) {
   }
 
   const Elf64_Dyn dynamic[ndyn] = {
-      {DT_SONAME, {soname_off}},   {DT_HASH, {hash_off}},
-      {DT_STRTAB, {dynstr_off}},   {DT_SYMTAB, {dynsym_off}},
-      {DT_STRSZ, {dynstr.bytes.size()}}, {DT_SYMENT, {sizeof(Elf64_Sym)}},
+      {DT_SONAME, {soname_off}},
+      {DT_HASH, {hash_off}},
+      {DT_STRTAB, {dynstr_off}},
+      {DT_SYMTAB, {dynsym_off}},
+      {DT_STRSZ, {dynstr.bytes.size()}},
+      {DT_SYMENT, {sizeof(Elf64_Sym)}},
       {DT_NULL, {0}},
   };
   std::vector<uint8_t> semaphores(2 * n, 0);
@@ -232,8 +238,8 @@ result<object_layout> write_object(int fd, const object_spec& spec) {
        build_id_note.data(), build_id_note.size()},
       {".hash", SHT_HASH, SHF_ALLOC, hash_off, hash_off, 8, 4, dynsym_index, 0, hash.data(),
        hash.size() * 4},
-      {".dynsym", SHT_DYNSYM, SHF_ALLOC, dynsym_off, dynsym_off, 8, sizeof(Elf64_Sym),
-       dynstr_index, 1, dynsym.data(), dynsym.size() * sizeof(Elf64_Sym)},
+      {".dynsym", SHT_DYNSYM, SHF_ALLOC, dynsym_off, dynsym_off, 8, sizeof(Elf64_Sym), dynstr_index,
+       1, dynsym.data(), dynsym.size() * sizeof(Elf64_Sym)},
       {".dynstr", SHT_STRTAB, SHF_ALLOC, dynstr_off, dynstr_off, 1, 0, 0, 0, dynstr.bytes.data(),
        dynstr.bytes.size()},
       {".stapsdt.base", SHT_PROGBITS, SHF_ALLOC, base_off, base_off, 1, 0, 0, 0, &base_byte, 1},
@@ -284,10 +290,16 @@ result<object_layout> write_object(int fd, const object_spec& spec) {
   load(ph[0], 0, r_end, PF_R);
   load(ph[1], text_off, text_end, PF_R | PF_X);
   load(ph[2], dynamic_off, rw_end, PF_R | PF_W);
-  ph[3] = {PT_DYNAMIC, PF_R | PF_W, dynamic_off, dynamic_off, dynamic_off, sizeof dynamic,
-           sizeof dynamic, 8};
-  ph[4] = {PT_NOTE, PF_R, build_id_off, build_id_off, build_id_off, build_id_note.size(),
-           build_id_note.size(), 4};
+  ph[3] = {PT_DYNAMIC,  PF_R | PF_W,    dynamic_off,    dynamic_off,
+           dynamic_off, sizeof dynamic, sizeof dynamic, 8};
+  ph[4] = {PT_NOTE,
+           PF_R,
+           build_id_off,
+           build_id_off,
+           build_id_off,
+           build_id_note.size(),
+           build_id_note.size(),
+           4};
   ph[5] = {PT_GNU_STACK, PF_R | PF_W, 0, 0, 0, 0, 0, 16};
 
   for (size_t i = 0; i < nsec; ++i) {

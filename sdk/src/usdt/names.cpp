@@ -49,26 +49,32 @@ constexpr std::array<std::array<const char*, 4>, 6> registers = {{
 
 size_t width_index(int bytes) {
   switch (bytes) {
-    case 8: return 0;
-    case 4: return 1;
-    case 2: return 2;
-    default: return 3;
+    case 8:
+      return 0;
+    case 4:
+      return 1;
+    case 2:
+      return 2;
+    default:
+      return 3;
   }
 }
 
 result<void> validate_name(std::string_view what, std::string_view name, size_t max) {
-  if (name.empty()) return jitunwind::detail::make_error(errc::invalid_argument, "usdt: empty %.*s name",
-                                              static_cast<int>(what.size()), what.data());
+  if (name.empty())
+    return jitunwind::detail::make_error(errc::invalid_argument, "usdt: empty %.*s name",
+                                         static_cast<int>(what.size()), what.data());
   if (name.size() > max)
-    return jitunwind::detail::make_error(errc::invalid_argument,
-                              "usdt: %.*s name '%.*s' is %zu characters long (at most %zu: "
-                              "perf and the kernel's trace events limit names)",
-                              static_cast<int>(what.size()), what.data(),
-                              static_cast<int>(name.size()), name.data(), name.size(), max);
+    return jitunwind::detail::make_error(
+        errc::invalid_argument,
+        "usdt: %.*s name '%.*s' is %zu characters long (at most %zu: "
+        "perf and the kernel's trace events limit names)",
+        static_cast<int>(what.size()), what.data(), static_cast<int>(name.size()), name.data(),
+        name.size(), max);
   for (size_t i = 0; i < name.size(); ++i) {
     const unsigned char c = static_cast<unsigned char>(name[i]);
-    const bool ok = c == '_' || (c < 0x80 && std::isalpha(c)) ||
-                    (i > 0 && c < 0x80 && std::isdigit(c));
+    const bool ok =
+        c == '_' || (c < 0x80 && std::isalpha(c)) || (i > 0 && c < 0x80 && std::isdigit(c));
     if (!ok) {
       char shown[8];
       if (c >= 0x20 && c < 0x7f)
@@ -79,8 +85,8 @@ result<void> validate_name(std::string_view what, std::string_view name, size_t 
           errc::invalid_argument,
           "usdt: %.*s name '%.*s': character %s at position %zu is not accepted by tracers "
           "(use letters, digits and '_', not starting with a digit)",
-          static_cast<int>(what.size()), what.data(), static_cast<int>(name.size()),
-          name.data(), shown, i);
+          static_cast<int>(what.size()), what.data(), static_cast<int>(name.size()), name.data(),
+          shown, i);
     }
   }
   return ok_result();
@@ -112,15 +118,16 @@ result<void> validate_probe_name(std::string_view name) {
 
 result<std::string> argument_string(std::span<const arg_type> args) {
   if (args.size() > max_args)
-    return jitunwind::detail::make_error(errc::limit_exceeded,
-                              "usdt: %zu arguments (tracers address at most %zu: arg0..arg11)",
-                              args.size(), max_args);
+    return jitunwind::detail::make_error(
+        errc::limit_exceeded, "usdt: %zu arguments (tracers address at most %zu: arg0..arg11)",
+        args.size(), max_args);
   std::string out;
   for (size_t i = 0; i < args.size(); ++i) {
     const type_info* t = info(args[i]);
     if (t == nullptr)
-      return jitunwind::detail::make_error(errc::invalid_argument, "usdt: argument %zu: unknown type %d",
-                                i, static_cast<int>(args[i]));
+      return jitunwind::detail::make_error(errc::invalid_argument,
+                                           "usdt: argument %zu: unknown type %d", i,
+                                           static_cast<int>(args[i]));
     if (args[i] == arg_type::f64)
       return jitunwind::detail::make_error(
           errc::unsupported,

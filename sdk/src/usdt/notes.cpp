@@ -30,7 +30,9 @@ std::optional<std::string> take_string(const uint8_t*& p, const uint8_t* end) {
   return s;
 }
 
-uint64_t align4(uint64_t v) { return (v + 3) & ~uint64_t{3}; }
+uint64_t align4(uint64_t v) {
+  return (v + 3) & ~uint64_t{3};
+}
 
 }  // namespace
 
@@ -46,11 +48,10 @@ result<std::vector<sdt_note>> read_sdt_notes(std::span<const uint8_t> img) {
   if (eh.e_shentsize != sizeof(Elf64_Shdr))
     return make_error(errc::malformed, "usdt: section header size %u (expected %zu)",
                       eh.e_shentsize, sizeof(Elf64_Shdr));
-  if (eh.e_shoff > img.size() ||
-      (img.size() - eh.e_shoff) / sizeof(Elf64_Shdr) < eh.e_shnum)
+  if (eh.e_shoff > img.size() || (img.size() - eh.e_shoff) / sizeof(Elf64_Shdr) < eh.e_shnum)
     return make_error(errc::malformed,
-                      "usdt: %u section headers at offset %llu past the end (size %zu)",
-                      eh.e_shnum, static_cast<unsigned long long>(eh.e_shoff), img.size());
+                      "usdt: %u section headers at offset %llu past the end (size %zu)", eh.e_shnum,
+                      static_cast<unsigned long long>(eh.e_shoff), img.size());
   auto shdr = [&](size_t i) {
     Elf64_Shdr s;
     read_at(img, eh.e_shoff + i * sizeof(Elf64_Shdr), s);
@@ -74,7 +75,8 @@ result<std::vector<sdt_note>> read_sdt_notes(std::span<const uint8_t> img) {
         std::memcmp(img.data() + names.sh_offset + s.sh_name, wanted, sizeof wanted) != 0)
       continue;
     if (s.sh_offset > img.size() || img.size() - s.sh_offset < s.sh_size)
-      return make_error(errc::malformed, "usdt: section %zu (.note.stapsdt) [%llu, +%llu) past "
+      return make_error(errc::malformed,
+                        "usdt: section %zu (.note.stapsdt) [%llu, +%llu) past "
                         "the end of the image (size %zu)",
                         i, static_cast<unsigned long long>(s.sh_offset),
                         static_cast<unsigned long long>(s.sh_size), img.size());
@@ -83,8 +85,10 @@ result<std::vector<sdt_note>> read_sdt_notes(std::span<const uint8_t> img) {
     for (size_t k = 0; pos < sec.size(); ++k) {
       Elf64_Nhdr nh;
       if (!read_at(sec, pos, nh))
-        return make_error(errc::malformed, "usdt: note %zu: header at %llu past the section "
-                          "end (%zu)", k, static_cast<unsigned long long>(pos), sec.size());
+        return make_error(errc::malformed,
+                          "usdt: note %zu: header at %llu past the section "
+                          "end (%zu)",
+                          k, static_cast<unsigned long long>(pos), sec.size());
       const uint64_t name_off = pos + sizeof nh;
       const uint64_t desc_off = name_off + align4(nh.n_namesz);
       const uint64_t next = desc_off + align4(nh.n_descsz);

@@ -77,11 +77,21 @@ void probe::fire_slots(const uint64_t* s, size_t count) const noexcept {
   if (site == nullptr || count != slot_->args.size()) return;
   using u = uint64_t;
   switch (count) {
-    case 0: reinterpret_cast<void (*)()>(site)(); break;
-    case 1: reinterpret_cast<void (*)(u)>(site)(s[0]); break;
-    case 2: reinterpret_cast<void (*)(u, u)>(site)(s[0], s[1]); break;
-    case 3: reinterpret_cast<void (*)(u, u, u)>(site)(s[0], s[1], s[2]); break;
-    case 4: reinterpret_cast<void (*)(u, u, u, u)>(site)(s[0], s[1], s[2], s[3]); break;
+    case 0:
+      reinterpret_cast<void (*)()>(site)();
+      break;
+    case 1:
+      reinterpret_cast<void (*)(u)>(site)(s[0]);
+      break;
+    case 2:
+      reinterpret_cast<void (*)(u, u)>(site)(s[0], s[1]);
+      break;
+    case 3:
+      reinterpret_cast<void (*)(u, u, u)>(site)(s[0], s[1], s[2]);
+      break;
+    case 4:
+      reinterpret_cast<void (*)(u, u, u, u)>(site)(s[0], s[1], s[2], s[3]);
+      break;
     case 5:
       reinterpret_cast<void (*)(u, u, u, u, u)>(site)(s[0], s[1], s[2], s[3], s[4]);
       break;
@@ -93,16 +103,16 @@ void probe::fire_slots(const uint64_t* s, size_t count) const noexcept {
                                                             s[6]);
       break;
     case 8:
-      reinterpret_cast<void (*)(u, u, u, u, u, u, u, u)>(site)(s[0], s[1], s[2], s[3], s[4],
-                                                               s[5], s[6], s[7]);
+      reinterpret_cast<void (*)(u, u, u, u, u, u, u, u)>(site)(s[0], s[1], s[2], s[3], s[4], s[5],
+                                                               s[6], s[7]);
       break;
     case 9:
       reinterpret_cast<void (*)(u, u, u, u, u, u, u, u, u)>(site)(s[0], s[1], s[2], s[3], s[4],
                                                                   s[5], s[6], s[7], s[8]);
       break;
     case 10:
-      reinterpret_cast<void (*)(u, u, u, u, u, u, u, u, u, u)>(site)(
-          s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], s[9]);
+      reinterpret_cast<void (*)(u, u, u, u, u, u, u, u, u, u)>(site)(s[0], s[1], s[2], s[3], s[4],
+                                                                     s[5], s[6], s[7], s[8], s[9]);
       break;
     case 11:
       reinterpret_cast<void (*)(u, u, u, u, u, u, u, u, u, u, u)>(site)(
@@ -112,7 +122,8 @@ void probe::fire_slots(const uint64_t* s, size_t count) const noexcept {
       reinterpret_cast<void (*)(u, u, u, u, u, u, u, u, u, u, u, u)>(site)(
           s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], s[9], s[10], s[11]);
       break;
-    default: break;
+    default:
+      break;
   }
 }
 
@@ -202,8 +213,8 @@ result<void> provider::remove_probe(std::string_view name) {
 result<probe> provider::find_probe(std::string_view name) const {
   for (const auto& p : impl_->probes)
     if (p->name == name) return probe(p);
-  return make_error(errc::not_found, "usdt: provider '%s' has no probe '%.*s'",
-                    impl_->name.c_str(), static_cast<int>(name.size()), name.data());
+  return make_error(errc::not_found, "usdt: provider '%s' has no probe '%.*s'", impl_->name.c_str(),
+                    static_cast<int>(name.size()), name.data());
 }
 
 std::vector<probe_desc> provider::probes() const {
@@ -212,11 +223,21 @@ std::vector<probe_desc> provider::probes() const {
   return out;
 }
 
-bool provider::loaded() const noexcept { return impl_ && impl_->handle != nullptr; }
-const std::string& provider::name() const noexcept { return impl_->name; }
-const provider_options& provider::options() const noexcept { return impl_->options; }
-const std::string& provider::object_path() const noexcept { return impl_->object_path; }
-uintptr_t provider::load_address() const noexcept { return impl_->load_address; }
+bool provider::loaded() const noexcept {
+  return impl_ && impl_->handle != nullptr;
+}
+const std::string& provider::name() const noexcept {
+  return impl_->name;
+}
+const provider_options& provider::options() const noexcept {
+  return impl_->options;
+}
+const std::string& provider::object_path() const noexcept {
+  return impl_->object_path;
+}
+uintptr_t provider::load_address() const noexcept {
+  return impl_->load_address;
+}
 
 result<void> provider::load() {
   detail::provider_impl& im = *impl_;
@@ -250,8 +271,8 @@ result<void> provider::load() {
   link_map* lm = nullptr;
   if (dlinfo(handle, RTLD_DI_LINKMAP, &lm) != 0 || lm == nullptr) {
     dlclose(handle);
-    return make_error(errc::malformed, "usdt: provider '%s': dlinfo failed on %s",
-                      im.name.c_str(), fd_path.c_str());
+    return make_error(errc::malformed, "usdt: provider '%s': dlinfo failed on %s", im.name.c_str(),
+                      fd_path.c_str());
   }
   const uintptr_t base = lm->l_addr;
 

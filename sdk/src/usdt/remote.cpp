@@ -37,8 +37,8 @@ bool is_ours(const std::string& path) {
   if (path.rfind("/memfd:jitunwind-usdt:", 0) == 0) return true;
   std::string p = path;
   const std::string deleted = " (deleted)";
-  if (p.size() > deleted.size() && p.compare(p.size() - deleted.size(), deleted.size(),
-                                             deleted) == 0)
+  if (p.size() > deleted.size() &&
+      p.compare(p.size() - deleted.size(), deleted.size(), deleted) == 0)
     p.resize(p.size() - deleted.size());
   const size_t slash = p.rfind('/');
   const std::string base = slash == std::string::npos ? p : p.substr(slash + 1);
@@ -49,8 +49,7 @@ bool is_ours(const std::string& path) {
 result<std::vector<uint8_t>> read_whole(const std::string& path) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
-    return make_error(errno == EACCES || errno == EPERM ? errc::permission_denied
-                                                        : errc::io_error,
+    return make_error(errno == EACCES || errno == EPERM ? errc::permission_denied : errc::io_error,
                       "usdt: cannot open %s: %s", path.c_str(), std::strerror(errno));
   std::vector<uint8_t> data;
   uint8_t buf[65536];
@@ -66,8 +65,8 @@ result<std::vector<uint8_t>> read_whole(const std::string& path) {
     data.insert(data.end(), buf, buf + n);
     if (data.size() > max_object_size) {
       close(fd);
-      return make_error(errc::limit_exceeded, "usdt: %s is larger than %zu bytes",
-                        path.c_str(), max_object_size);
+      return make_error(errc::limit_exceeded, "usdt: %s is larger than %zu bytes", path.c_str(),
+                        max_object_size);
     }
   }
   close(fd);
@@ -133,14 +132,12 @@ result<std::vector<remote_object>> find_providers(int pid, std::vector<std::stri
     obj.mapping = first.path;
     // Our objects map every segment at p_vaddr == p_offset, so any mapping gives the base.
     obj.load_address = first.start - first.offset;
-    std::vector<std::string> candidates = {
-        "/proc/" + std::to_string(pid) + "/map_files/" +
-        [&] {
-          char buf[64];
-          std::snprintf(buf, sizeof buf, "%lx-%lx", static_cast<unsigned long>(first.start),
-                        static_cast<unsigned long>(first.end));
-          return std::string(buf);
-        }()};
+    std::vector<std::string> candidates = {"/proc/" + std::to_string(pid) + "/map_files/" + [&] {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%lx-%lx", static_cast<unsigned long>(first.start),
+                    static_cast<unsigned long>(first.end));
+      return std::string(buf);
+    }()};
     if (first.path.rfind("/memfd:", 0) == 0) {
       if (auto fd = fd_for_inode(pid, key.second); !fd.empty())
         candidates.insert(candidates.begin(), fd);
@@ -162,8 +159,7 @@ result<std::vector<remote_object>> find_providers(int pid, std::vector<std::stri
     }
     auto notes = read_sdt_notes(*image);
     if (!notes) {
-      if (warnings != nullptr)
-        warnings->push_back(first.path + ": " + notes.error().message());
+      if (warnings != nullptr) warnings->push_back(first.path + ": " + notes.error().message());
       continue;
     }
     for (auto& n : *notes) {

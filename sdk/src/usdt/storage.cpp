@@ -218,8 +218,8 @@ result<runtime_dir> open_runtime_dir(const provider_options& options) {
       if (dir) return dir;
       options.log(log_level::warning, dir.error().message() + "; falling back to /tmp");
     } else {
-      options.log(log_level::warning, "usdt: XDG_RUNTIME_DIR unusable: " +
-                                          base.error().message() + "; falling back to /tmp");
+      options.log(log_level::warning, "usdt: XDG_RUNTIME_DIR unusable: " + base.error().message() +
+                                          "; falling back to /tmp");
     }
   }
   return make_private_dir("/tmp/jitunwind-" + std::to_string(geteuid()));
@@ -285,8 +285,8 @@ result<placed_object> placed_object::create_file(const std::string& provider,
   for (int n = 1; n <= 1000; ++n) {
     const std::string name = stem + std::to_string(n) + ".so";
     const std::string path = dir->path + "/" + name;
-    const int fd = openat(dir->fd, name.c_str(),
-                          O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0500);
+    const int fd =
+        openat(dir->fd, name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0500);
     if (fd >= 0) {
       p.fd_ = fd;
       p.file_name_ = name;
