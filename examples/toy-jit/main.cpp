@@ -3,6 +3,8 @@
 #include "placer.h"
 #include "toylang.h"
 
+#include <jitunwind/window.h>
+
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -20,6 +22,11 @@ constexpr const char* usage =
     "options:\n"
     "  --frame-pointers=on|off  keep rbp as frame pointer in JIT code (default on); with off,\n"
     "                           rbp is a general register and only SFrame/eh_frame unwind it\n"
+    "  --publish=LIST           SDK publishers: comma-separated registry, usdt-events, perfmap,\n"
+    "                           jitdump, gdb, kernel, or all/none/default (default: every\n"
+    "                           publisher available, or $JITUNWIND_PUBLISH)\n"
+    "  --windows=SIZE           bytes of code per SDK code window, e.g. 4096, 64k, 1m\n"
+    "                           (default 1m); a full window is sealed and a new one opened\n"
     "  --shadow-stack           maintain the ground-truth stack of JIT return addresses that\n"
     "                           the checkpoint probe reports (docs/ground-truth.md)\n"
     "  --recompile-every=N      recompile a function every N calls into fresh code (0 = never)\n"
@@ -27,13 +34,17 @@ constexpr const char* usage =
     "                           the SDK's SFrame unwinder (no frame pointers) and compare with\n"
     "                           the shadow stack; summary on stderr, exit 5 on any mismatch\n"
     "                           (implies --shadow-stack)\n"
+    "  --stats                  print compile/publication times, recompilations and the\n"
+    "                           publishers' state to stderr at exit\n"
     "  --help                   this text\n"
     "\n"
     "exit status: 0 ok, 1 compile error, 2 usage error, 3 runtime error, 4 JIT failure\n";
 
 struct options {
   toyjit::jit_options jit;
+  toyjit::placer_options placement;
   bool verify_unwind = false;
+  bool stats = false;
   std::string file;
   std::vector<std::string> args;
 };
@@ -60,6 +71,36 @@ uint64_t parse_count(std::string_view value, std::string_view flag) {
   return v;
 }
 
+size_t parse_size(std::string_view value, std::string_view flag) {
+  std::string text(value);
+  uint64_t scale = 1;
+  if (!text.empty()) {
+    switch (text.back()) {
+      case 'k':
+      case 'K':
+        scale = 1024;
+        break;
+      case 'm':
+      case 'M':
+        scale = 1024 * 1024;
+        break;
+      case 'g':
+      case 'G':
+        scale = 1024 * 1024 * 1024;
+        break;
+      default:
+        break;
+    }
+    if (scale != 1) text.pop_back();
+  }
+  const uint64_t n = parse_count(text, flag);
+  if (n == 0 || n > (uint64_t{1} << 32) / scale) {
+    usage_error(std::string(flag) + " takes a size from 1 byte to 4g, not '" + std::string(value) +
+                "'");
+  }
+  return static_cast<size_t>(n * scale);
+}
+
 options parse_command_line(int argc, char** argv) {
   options o;
   int i = 1;
@@ -75,6 +116,14 @@ options parse_command_line(int argc, char** argv) {
       std::exit(0);
     } else if (flag == "--frame-pointers" && has_value) {
       o.jit.frame_pointers = parse_on_off(value, flag);
+    } else if (flag == "--publish" && has_value) {
+      auto set = jitunwind::parse_publishers(value);
+      if (!set) usage_error("--publish: " + set.error().message());
+      o.placement.publishers = *set;
+    } else if (flag == "--windows" && has_value) {
+      o.placement.window_size = parse_size(value, flag);
+    } else if (a == "--stats") {
+      o.stats = true;
     } else if (a == "--shadow-stack") {
       o.jit.shadow_stack = true;
     } else if (a == "--verify-unwind") {
@@ -133,7 +182,17 @@ int main(int argc, char** argv) {
       }
     }
   };
-  auto jit = toyjit::jit::create(*source, opt.jit, toyjit::make_mmap_placer(), error);
+  opt.placement.log.fn = [](void*, jitunwind::log_level level, std::string_view text) {
+    std::fprintf(stderr, "toy-jit: jitunwind %s: %.*s\n", jitunwind::to_string(level),
+                 static_cast<int>(text.size()), text.data());
+  };
+  opt.placement.log.min_level = jitunwind::log_level::warning;
+  auto placer = toyjit::make_sdk_placer(opt.placement, error);
+  if (!placer) {
+    std::fprintf(stderr, "toy-jit: %s\n", error.c_str());
+    return 4;
+  }
+  auto jit = toyjit::jit::create(*source, opt.jit, std::move(placer), error);
   if (!jit) {
     std::fprintf(stderr, "toy-jit: %s\n", error.c_str());
     return 4;
@@ -142,6 +201,15 @@ int main(int argc, char** argv) {
   const int64_t value = jit->run_main(*args);
   std::printf("%" PRId64 "\n", value);
   std::fflush(stdout);
+  if (opt.stats) {
+    const auto& t = jit->compile_timings();
+    std::fprintf(stderr,
+                 "toy-jit: stats: %" PRIu64 " compilations (%" PRIu64
+                 " recompilations), asmjit %.1f us, placement+publication %.1f us, ratio %.3f\n",
+                 t.functions, jit->recompilations(), t.generate_ns / 1e3, t.publish_ns / 1e3,
+                 t.generate_ns ? static_cast<double>(t.publish_ns) / t.generate_ns : 0.0);
+    std::fprintf(stderr, "toy-jit: stats: %s\n", jit->placer().describe().c_str());
+  }
   if (ctx.checker) {
     std::fprintf(stderr, "toy-jit: %s\n", ctx.checker->summary().c_str());
     if (ctx.checker->exact() != ctx.checker->checks() ||

@@ -39,6 +39,11 @@ TEST_CASE("SFrame unwinding recovers the exact ground-truth chain at every check
       {{"verify.toy", {"50"}, ""}, {"--frame-pointers=off"}, 5000},
       {{"verify.toy", {"50"}, ""}, {"--frame-pointers=on"}, 5000},
       {{"recompile.toy", {"3000"}, ""}, {"--frame-pointers=off", "--recompile-every=50"}, 400},
+      // Tiny windows: every recompilation fills a window, old ones are retired and reused
+      // while code of several generations is on the stack.
+      {{"recompile.toy", {"3000"}, ""},
+       {"--windows=4k", "--frame-pointers=off", "--recompile-every=50"},
+       400},
       {{"features.toy", {}, ""}, {"--frame-pointers=off"}, 1},
   };
   for (const workload& w : runs) {

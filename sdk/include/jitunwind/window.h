@@ -88,7 +88,7 @@ struct session_options {
   /// Defaults overridden by the environment: JITUNWIND_PUBLISH (publisher list),
   /// JITUNWIND_DIR (perf map and jitdump directory), JITDUMPDIR, JITUNWIND_KERNEL_SFRAME.
   /// `invalid_argument` naming the variable for a value that does not parse.
-  static result<session_options> from_env();
+  JITUNWIND_API static result<session_options> from_env();
 };
 
 enum class publisher_state : uint8_t {
