@@ -3,12 +3,15 @@
 //   function__return(char* name, i64 depth)  it returns
 //   line(char* name, i64 line)               a statement of that line starts
 //   checkpoint(i64 tag, u64 count, u64* addrs)  ground truth (docs/ground-truth.md)
+// The provider is a dynamic USDT object the SDK generates at start-up (jitunwind/usdt.h).
 // Each `*_enabled()` is one load of the probe's semaphore, so an untraced run pays one load and
 // a not-taken branch per event site.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 
 namespace toyinterp {
@@ -32,8 +35,10 @@ class probes {
   virtual void function_entry(const char* name, int64_t depth) = 0;
   virtual void function_return(const char* name, int64_t depth) = 0;
   virtual void line(const char* name, int64_t line) = 0;
-  /// Fires unconditionally (checkpoints are rare; the walker attaches to them).
-  virtual void checkpoint(int64_t tag, uint64_t count, const uint64_t* addrs) = 0;
+  /// Fires `checkpoint` when traced and the chain has at most 512 entries (the protocol).
+  virtual void checkpoint(int64_t tag, std::span<const uint64_t> addrs) = 0;
+  /// Waits until a tracer has attached to one of the probes (--wait-for-tracer).
+  virtual bool wait_for_tracer(std::chrono::seconds timeout) = 0;
 
   /// Where the probes can be found, for messages ("static probes in /proc/self/exe", ...).
   virtual std::string describe() const = 0;

@@ -3,8 +3,6 @@
 #include "builtins.h"
 #include "runtime.h"
 
-#include <sys/sdt.h>
-
 #include <chrono>
 #include <cstdio>
 
@@ -142,19 +140,13 @@ int64_t jit::run_main(std::span<const int64_t> a) {
 
 // ---- native helpers called from JIT code ----
 
-// The ground-truth probe toyjit:checkpoint(tag, count, addrs) (docs/ground-truth.md). The
-// shadow stack grows down, so [top, end) is already innermost first: no copy is needed and the
-// array stays unchanged while the probe runs. Stacks deeper than the protocol's 512 entries are
-// not reported (a truncated chain could not be compared exactly).
+// checkpoint(tag): hands the ground truth to the embedder (main.cpp fires the toyjit:checkpoint
+// probe and runs --verify-unwind). The shadow stack grows down, so [top, end) is already
+// innermost first and stays unchanged while the callback runs.
 int64_t jit::checkpoint_helper(int64_t tag) {
-  const std::span<const uint64_t> truth = current->ground_truth();
-  if (truth.size() <= max_ground_truth_entries) {
-    const uint64_t count = truth.size();
-    const uint64_t* addrs = truth.data();
-    STAP_PROBE3(toyjit, checkpoint, tag, count, addrs);
-  }
   if (current->options_.on_checkpoint != nullptr) {
-    current->options_.on_checkpoint(current->options_.checkpoint_user, tag, truth);
+    current->options_.on_checkpoint(current->options_.checkpoint_user, tag,
+                                    current->ground_truth());
   }
   return 0;
 }

@@ -13,9 +13,6 @@
 
 namespace toyjit {
 
-/// The checkpoint probe reports at most this many return addresses (ground-truth protocol).
-inline constexpr size_t max_ground_truth_entries = 512;
-
 struct jit_options {
   bool frame_pointers = true;
   bool shadow_stack = false;

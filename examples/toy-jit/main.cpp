@@ -3,8 +3,13 @@
 #include "placer.h"
 #include "toylang.h"
 
+#include <jitunwind/usdt.h>
 #include <jitunwind/window.h>
 
+#include "usdt_support.h"
+
+#include <algorithm>
+#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -34,6 +39,8 @@ constexpr const char* usage =
     "                           the SDK's SFrame unwinder (no frame pointers) and compare with\n"
     "                           the shadow stack; summary on stderr, exit 5 on any mismatch\n"
     "                           (implies --shadow-stack)\n"
+    "  --wait-for-tracer[=S]    after start-up, wait (at most S seconds, default 30) until a\n"
+    "                           tracer attaches to the toyjit:checkpoint probe\n"
     "  --stats                  print compile/publication times, recompilations and the\n"
     "                           publishers' state to stderr at exit\n"
     "  --help                   this text\n"
@@ -45,6 +52,7 @@ struct options {
   toyjit::placer_options placement;
   bool verify_unwind = false;
   bool stats = false;
+  int wait_for_tracer = 0;
   std::string file;
   std::vector<std::string> args;
 };
@@ -124,6 +132,11 @@ options parse_command_line(int argc, char** argv) {
       o.placement.window_size = parse_size(value, flag);
     } else if (a == "--stats") {
       o.stats = true;
+    } else if (flag == "--wait-for-tracer") {
+      o.wait_for_tracer = has_value ? static_cast<int>(parse_count(value, flag)) : 30;
+      if (o.wait_for_tracer < 1 || o.wait_for_tracer > 3600) {
+        usage_error("--wait-for-tracer takes 1..3600 seconds");
+      }
     } else if (a == "--shadow-stack") {
       o.jit.shadow_stack = true;
     } else if (a == "--verify-unwind") {
@@ -159,10 +172,30 @@ int main(int argc, char** argv) {
   if (!args) usage_error(message);
 
   std::string error;
+  // The ground-truth probe toyjit:checkpoint(tag, count, addrs), a dynamic USDT probe.
+  auto provider = jitunwind::usdt::provider::create("toyjit");
+  if (!provider) {
+    std::fprintf(stderr, "toy-jit: %s\n", provider.error().message().c_str());
+    return 4;
+  }
+  auto checkpoint_probe = provider->add_probe("checkpoint", toylang::checkpoint_args);
+  if (!checkpoint_probe) {
+    std::fprintf(stderr, "toy-jit: %s\n", checkpoint_probe.error().message().c_str());
+    return 4;
+  }
+  if (auto r = provider->load(); !r) {
+    // Tracing is optional: run without the probe.
+    std::fprintf(stderr, "toy-jit: warning: no checkpoint probe: %s\n",
+                 r.error().message().c_str());
+  }
   struct checkpoint_context {
+    uint64_t count = 0;
+    size_t deepest = 0;
     toyjit::jit* jit = nullptr;
+    jitunwind::usdt::probe probe;
     std::unique_ptr<toylang::unwind_checker> checker;
   } ctx;
+  ctx.probe = *checkpoint_probe;
   if (opt.verify_unwind) {
     ctx.checker = toylang::unwind_checker::create(error);
     if (!ctx.checker) {
@@ -173,6 +206,9 @@ int main(int argc, char** argv) {
   opt.jit.checkpoint_user = &ctx;
   opt.jit.on_checkpoint = [](void* user, int64_t tag, std::span<const uint64_t> truth) {
     auto& c = *static_cast<checkpoint_context*>(user);
+    ++c.count;
+    c.deepest = std::max(c.deepest, truth.size());
+    toylang::fire_checkpoint(c.probe, tag, truth);
     if (c.checker) {
       const auto sections = c.jit->placer().sframe_sections();
       const auto outcome = c.checker->check(truth, sections);
@@ -198,6 +234,16 @@ int main(int argc, char** argv) {
     return 4;
   }
   ctx.jit = jit.get();
+  if (opt.wait_for_tracer != 0) {
+    const jitunwind::usdt::probe probes[] = {ctx.probe};
+    if (!provider->loaded() ||
+        !toylang::wait_for_tracer("toy-jit", *provider, probes,
+                                  std::chrono::seconds(opt.wait_for_tracer))) {
+      std::fprintf(stderr, "toy-jit: --wait-for-tracer: no tracer attached within %d s\n",
+                   opt.wait_for_tracer);
+      return 4;
+    }
+  }
   const int64_t value = jit->run_main(*args);
   std::printf("%" PRId64 "\n", value);
   std::fflush(stdout);
@@ -209,6 +255,8 @@ int main(int argc, char** argv) {
                  t.functions, jit->recompilations(), t.generate_ns / 1e3, t.publish_ns / 1e3,
                  t.generate_ns ? static_cast<double>(t.publish_ns) / t.generate_ns : 0.0);
     std::fprintf(stderr, "toy-jit: stats: %s\n", jit->placer().describe().c_str());
+    std::fprintf(stderr, "toy-jit: stats: checkpoints %" PRIu64 " deepest %zu\n", ctx.count,
+                 ctx.deepest);
   }
   if (ctx.checker) {
     std::fprintf(stderr, "toy-jit: %s\n", ctx.checker->summary().c_str());

@@ -158,6 +158,17 @@ class JITUNWIND_API window {
   virtual result<void> append(std::string_view name, const function_desc& frames,
                               uint64_t moved_from = 0) = 0;
 
+  /// Names part of an appended function for the publishers that name code (perf map line,
+  /// jitdump CODE_LOAD with CODE_UNWINDING_INFO, GDB JIT symbol), with `frames` describing that
+  /// part on its own (e.g. one stub of an array of identical stubs that a single PCMASK
+  /// function describes, see trampolines.h). The window's SFrame and the registry are not
+  /// changed: the appended function already covers the range. Visible at the next publish;
+  /// naming the same range again later supersedes the earlier name (jitdump records it by
+  /// time, the perf map gets another line). Allowed on open and sealed windows.
+  /// Errors: `invalid_argument` (bad name or rows, range not inside one appended function),
+  /// `bad_state` (retired or freed window).
+  virtual result<void> name_range(std::string_view name, const function_desc& frames) = 0;
+
   /// Makes every function appended since the last publish visible to all active publishers
   /// (owned windows: their pages become RX first). Publisher failures do not fail the call
   /// (see session::status()); errors are for the window itself (`bad_state`).

@@ -19,6 +19,9 @@ struct published_function {
   std::string name;
   function_desc frames;
   uint64_t moved_from = 0;  ///< != 0: the code was copied from there (jitdump CODE_MOVE)
+  /// A name for part of an appended function (window::name_range): named and described by the
+  /// naming publishers, not part of the window's SFrame.
+  bool name_only = false;
 };
 
 /// What a backend sees of a window when it is published or retired.
