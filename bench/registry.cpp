@@ -161,7 +161,9 @@ void BM_baseline_mutex_lock_unlock(benchmark::State& state) {
   }
 }
 
-[[gnu::noinline]] void empty_call(uint64_t a, uint64_t b) { benchmark::DoNotOptimize(a + b); }
+[[gnu::noinline]] void empty_call(uint64_t a, uint64_t b) {
+  benchmark::DoNotOptimize(a + b);
+}
 
 void BM_usdt_window_publish_disabled(benchmark::State& state) {
   uint64_t n = 0;
@@ -185,7 +187,10 @@ void BM_baseline_empty_call(benchmark::State& state) {
 class ratio_reporter : public benchmark::ConsoleReporter {
  public:
   void ReportRuns(const std::vector<Run>& runs) override {
-    for (const Run& r : runs) times_[r.benchmark_name()] = r.GetAdjustedRealTime();
+    for (const Run& r : runs) {
+      times_[r.benchmark_name()] = r.GetAdjustedRealTime();
+      cpu_[r.benchmark_name()] = r.GetAdjustedCPUTime();
+    }
     ConsoleReporter::ReportRuns(runs);
   }
   void Finalize() override {
@@ -197,15 +202,16 @@ class ratio_reporter : public benchmark::ConsoleReporter {
         {"BM_writer_retire_update", "BM_baseline_mutex_lock_unlock"},
         {"BM_usdt_window_publish_disabled", "BM_baseline_empty_call"},
     };
-    std::printf("\n%-34s %-34s %8s\n", "measured", "baseline (same run)", "ratio");
+    std::printf("\n%-34s %-34s %10s %10s\n", "measured", "baseline (same run)", "wall ratio",
+                "cpu ratio");
     for (auto [m, b] : pairs) {
-      if (!times_.count(m) || !times_.count(b) || times_[b] <= 0) continue;
-      std::printf("%-34s %-34s %8.2f\n", m, b, times_[m] / times_[b]);
+      if (!times_.count(m) || !times_.count(b) || times_[b] <= 0 || cpu_[b] <= 0) continue;
+      std::printf("%-34s %-34s %10.2f %10.2f\n", m, b, times_[m] / times_[b], cpu_[m] / cpu_[b]);
     }
   }
 
  private:
-  std::map<std::string, double> times_;
+  std::map<std::string, double> times_, cpu_;
 };
 
 }  // namespace
