@@ -101,9 +101,12 @@ uint64_t registry_writer::entries_address() const {
 }
 
 jitunwind_registry_entry* registry_writer::entry(registry_slot slot) const {
-  if (entries_ == nullptr || slot.index >= capacity_) return nullptr;
+  // Through the header (acquire), not entries_: entries_ belongs to add() under the mutex, and
+  // this may run on a thread that never took it.
+  const uint64_t base = at(header_.entries).load(std::memory_order_acquire);
+  if (base == 0 || slot.index >= capacity_) return nullptr;
   if (slot.index >= at(header_.slot_count).load(std::memory_order_acquire)) return nullptr;
-  return entries_ + slot.index;
+  return reinterpret_cast<jitunwind_registry_entry*>(base) + slot.index;
 }
 
 result<void> registry_writer::ensure_storage() {
