@@ -35,9 +35,10 @@ syscall_layer& real_syscalls();
 
 /// Which kernel interface, with which argument list.
 enum class interface_kind {
-  none,         ///< nothing configured: no call is ever made
-  prctl_range,  ///< prctl(ADD, sframe_start, sframe_end, text_start, text_end) /
-                ///< prctl(REMOVE, sframe_start, 0, 0, 0): series v5 (Apr 2025) .. v12 (Nov 2025), e.g. 78,79 / 79,80
+  none,           ///< nothing configured: no call is ever made
+  prctl_range,    ///< prctl(ADD, sframe_start, sframe_end, text_start, text_end) /
+                  ///< prctl(REMOVE, sframe_start, 0, 0, 0): series v5 (Apr 2025) .. v12 (Nov 2025),
+                  ///< e.g. 78,79 / 79,80
   prctl_legacy,   ///< prctl(ADD, sframe_addr, text_start, text_end, 0) /
                   ///< prctl(REMOVE, sframe_addr, 0, 0, 0): series v1 (2023, 71,72), v2-v3 (2024,
                   ///< 74,75)

@@ -118,8 +118,8 @@ class registry_writer {
   jitunwind_registry_header& header_;
   const uint32_t capacity_;
   jitunwind_registry_entry* entries_ = nullptr;  // set once under mutex_ (add)
-  std::mutex mutex_;                  // slot allocation only
-  std::vector<uint32_t> free_slots_;  // min-heap: reuse the lowest index first
+  std::mutex mutex_;                             // slot allocation only
+  std::vector<uint32_t> free_slots_;             // min-heap: reuse the lowest index first
   uint32_t high_water_ = 0;
   std::atomic<uint64_t> next_generation_{1};
 };

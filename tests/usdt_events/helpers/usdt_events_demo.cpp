@@ -1,6 +1,7 @@
 // Fires each SDK event a few times once a tracer is attached (waits up to 10 s for the
 // window_publish semaphore), for trying the bpftrace one-liners of docs/usdt-events.md:
-//   bpftrace -c ./build/tests/usdt_events/usdt_events_demo -e 'usdt:./build/tests/usdt_events/usdt_events_demo:jitunwind:window_publish { ... }'
+//   bpftrace -c ./build/tests/usdt_events/usdt_events_demo -e
+//   'usdt:./build/tests/usdt_events/usdt_events_demo:jitunwind:window_publish { ... }'
 #include "usdt_events/events.hpp"
 
 #include <chrono>
