@@ -33,7 +33,8 @@ extern "C" {
    in the header as strides and ignore bytes they do not know). */
 #define JITUNWIND_REGISTRY_VERSION 1u
 
-/* clang-format off: the offset columns below are the documentation. */
+/* The offset columns below are the documentation: */
+/* clang-format off */
 
 /* Slot states. */
 #define JITUNWIND_WINDOW_FREE 0u    /* unused slot: ignore every other field */
