@@ -4,7 +4,9 @@
 //   toy-jit run time, --frame-pointers=off vs on (spin.toy, recompile.toy, fib.toy)
 //   toy-interp: probes compiled in but untraced vs not compiled in (toy-interp-noprobes)
 //   toy-interp: trampolines on vs off
-//   toy-jit: SDK publication cost per function vs asmjit compile time (in-process)
+//   toy-jit: SDK publication cost per function vs asmjit compile time (both measured inside
+//            one toy-jit run, --stats), for a program of 400 generated functions published at
+//            once, and for recompilations that publish one function at a time
 //
 // Whole-program comparisons run the real binaries as child processes, alternating measured
 // and baseline runs (so drift on a shared machine hits both alike), and compare the medians
@@ -21,6 +23,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -114,7 +118,85 @@ void BM_interp_trampolines_on_vs_off_spin(benchmark::State& state) {
                {TOY_INTERP, "--trampolines=off", "--probes=off", program("spin.toy"), "6000"});
 }
 
+// ---- compile time vs publication cost, both measured by toy-jit itself (--stats) ----
+
+// Runs argv, returns its stderr (empty on failure).
+std::string run_capture_stderr(benchmark::State& state, std::vector<std::string> argv) {
+  std::string cmd;
+  for (const auto& a : argv) cmd += "'" + a + "' ";
+  cmd += "2>&1 >/dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) {
+    state.SkipWithError("popen failed");
+    return {};
+  }
+  std::string out;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  if (pclose(p) != 0) state.SkipWithError(("failed: " + cmd).c_str());
+  return out;
+}
+
+// A program with `n` functions of a few statements each, all called from main.
+std::string generated_program(int n) {
+  const std::string path = "/tmp/bench_examples_" + std::to_string(getpid()) + ".toy";
+  std::ofstream out(path);
+  for (int i = 0; i < n; ++i) {
+    out << "fn f" << i << "(a, b, c) {\n  let x = a * " << i + 3 << " + b;\n"
+        << "  if (x % 7 == " << i % 7 << ") { return x / 3 - c; }\n"
+        << "  let y = 0;\n  while (y < c) { y = y + native_fp(y % 3) % 5 + 1; }\n"
+        << "  return x + y * " << i << ";\n}\n";
+  }
+  out << "fn main() {\n  let s = 0;\n";
+  for (int i = 0; i < n; ++i) out << "  s = s + f" << i << "(s % 100, " << i << ", 3);\n";
+  out << "  return s;\n}\n";
+  return path;
+}
+
+void compile_vs_publish(benchmark::State& state, std::vector<std::string> argv) {
+  static const std::regex re(
+      R"(stats: (\d+) compilations .* asmjit ([0-9.]+) us, placement\+publication ([0-9.]+) us)");
+  std::vector<double> gen, pub, ratio;
+  double functions = 0;
+  for (auto _ : state) {
+    const std::string err = run_capture_stderr(state, argv);
+    std::smatch m;
+    if (!std::regex_search(err, m, re)) {
+      state.SkipWithError(("no stats in: " + err).c_str());
+      return;
+    }
+    functions = std::stod(m[1]);
+    gen.push_back(std::stod(m[2]) / functions);
+    pub.push_back(std::stod(m[3]) / functions);
+    ratio.push_back(std::stod(m[3]) / std::stod(m[2]));
+    state.SetIterationTime((std::stod(m[2]) + std::stod(m[3])) / 1e6);
+  }
+  state.counters["functions"] = functions;
+  state.counters["asmjit_us_per_fn"] = median(gen);
+  state.counters["publish_us_per_fn"] = median(pub);
+  state.counters["ratio"] = median(ratio);
+}
+
+void BM_toyjit_publish_vs_compile_batch(benchmark::State& state) {
+  const std::string file = generated_program(400);
+  compile_vs_publish(state, {TOY_JIT, "--stats",
+                             "--publish=" + std::string(state.range(0) ? "default" : "none"), file});
+  std::remove(file.c_str());
+}
+
+void BM_toyjit_publish_vs_compile_recompile(benchmark::State& state) {
+  compile_vs_publish(state, {TOY_JIT, "--stats", "--recompile-every=200",
+                             "--publish=" + std::string(state.range(0) ? "default" : "none"),
+                             program("recompile.toy"), "20000"});
+}
+
 constexpr int pairs = 9;
+BENCHMARK(BM_toyjit_publish_vs_compile_batch)->Arg(1)->Arg(0)->UseManualTime()->Iterations(pairs);
+BENCHMARK(BM_toyjit_publish_vs_compile_recompile)
+    ->Arg(1)
+    ->Arg(0)
+    ->UseManualTime()
+    ->Iterations(pairs);
 BENCHMARK(BM_toyjit_fp_off_vs_on_spin)
     ->UseManualTime()
     ->Iterations(pairs)
