@@ -155,6 +155,10 @@ class JITUNWIND_API window {
   /// (jitdump CODE_MOVE). Not visible to anyone until `publish`. Errors: `invalid_argument`
   /// (rows, out of order, overlapping, outside the window, bad name), `limit_exceeded` (SFrame
   /// capacity), `bad_state` (not open). Nothing is appended on error.
+  /// A PCMASK function (`frames.pcmask_rep != 0`: an array of identical stubs) goes into the
+  /// SFrame and the registry only; the naming publishers (perf map, jitdump, GDB, code_add
+  /// events) skip it, because one name over the whole array would hide the stubs' own names
+  /// and `.eh_frame` cannot express PCMASK rows. Name the stubs with `name_range`.
   virtual result<void> append(std::string_view name, const function_desc& frames,
                               uint64_t moved_from = 0) = 0;
 
