@@ -93,8 +93,10 @@ class generator final : public generated_function {
     frame_bytes_ = align16(8 * (f_.num_slots + temps_needed(f_.body)));
     prologue();
     block(f_.body);
-    a_.xor_(x86::eax, x86::eax);  // falling off the end returns 0
-    epilogue();
+    if (!ends_in_return(f_.body)) {
+      a_.xor_(x86::eax, x86::eax);  // falling off the end returns 0
+      epilogue();
+    }
     cold_paths();
     size_ = static_cast<uint32_t>(a_.offset());
     if (!errors_.first.empty()) {

@@ -79,8 +79,8 @@ bool jit::compile(uint32_t index, bool recompiling, std::string& error) {
   if (!generated) return false;
   const uint64_t t1 = now_ns();
   placed_function placed;
-  if (!placer_->place(f.name, *generated, recompiling ? &functions_[index] : nullptr, placed,
-                      error)) {
+  if (!placer_->place("toy:" + f.name, *generated, recompiling ? &functions_[index] : nullptr,
+                      placed, error)) {
     return false;
   }
   timings_.generate_ns += t1 - t0;

@@ -41,17 +41,21 @@ constexpr const char* usage =
     "                           (implies --shadow-stack)\n"
     "  --wait-for-tracer[=S]    after start-up, wait (at most S seconds, default 30) until a\n"
     "                           tracer attaches to the toyjit:checkpoint probe\n"
+    "  --dump-frames            print every function's address, size and frame rows to\n"
+    "                           stderr after compiling (the rows the SDK publishes)\n"
     "  --stats                  print compile/publication times, recompilations and the\n"
     "                           publishers' state to stderr at exit\n"
     "  --help                   this text\n"
     "\n"
-    "exit status: 0 ok, 1 compile error, 2 usage error, 3 runtime error, 4 JIT failure\n";
+    "exit status: 0 ok, 1 compile error, 2 usage error, 3 runtime error, 4 JIT or SDK\n"
+    "             failure, 5 --verify-unwind mismatch\n";
 
 struct options {
   toyjit::jit_options jit;
   toyjit::placer_options placement;
   bool verify_unwind = false;
   bool stats = false;
+  bool dump_frames = false;
   int wait_for_tracer = 0;
   std::string file;
   std::vector<std::string> args;
@@ -132,6 +136,8 @@ options parse_command_line(int argc, char** argv) {
       o.placement.window_size = parse_size(value, flag);
     } else if (a == "--stats") {
       o.stats = true;
+    } else if (a == "--dump-frames") {
+      o.dump_frames = true;
     } else if (flag == "--wait-for-tracer") {
       o.wait_for_tracer = has_value ? static_cast<int>(parse_count(value, flag)) : 30;
       if (o.wait_for_tracer < 1 || o.wait_for_tracer > 3600) {
@@ -155,6 +161,24 @@ options parse_command_line(int argc, char** argv) {
   o.file = argv[i++];
   for (; i < argc; ++i) o.args.emplace_back(argv[i]);
   return o;
+}
+
+// One line per row: "  +OFFSET  CFA=rsp+16  rbp@CFA-16" (what SFrame and .eh_frame say).
+void dump_frames(const toyjit::jit& jit) {
+  for (const auto& f : jit.functions()) {
+    std::fprintf(stderr, "%s at 0x%" PRIx64 ", %u bytes, %zu rows, return addresses at +",
+                 f.name.c_str(), f.start, f.size, f.frames.rows.size());
+    for (size_t i = 0; i < f.return_offsets.size(); ++i) {
+      std::fprintf(stderr, "%s%u", i ? "," : "", f.return_offsets[i]);
+    }
+    std::fprintf(stderr, "\n");
+    for (const auto& r : f.frames.rows) {
+      std::fprintf(stderr, "  +%-4u CFA=%s%+d", r.pc_offset,
+                   r.cfa == jitunwind::cfa_base::sp ? "rsp" : "rbp", r.cfa_offset);
+      if (r.fp == jitunwind::fp_rule::saved) std::fprintf(stderr, "  rbp@CFA%+d", r.fp_offset);
+      std::fprintf(stderr, "\n");
+    }
+  }
 }
 
 }  // namespace
@@ -234,6 +258,7 @@ int main(int argc, char** argv) {
     return 4;
   }
   ctx.jit = jit.get();
+  if (opt.dump_frames) dump_frames(*jit);
   if (opt.wait_for_tracer != 0) {
     const jitunwind::usdt::probe probes[] = {ctx.probe};
     if (!provider->loaded() ||
