@@ -145,7 +145,9 @@ class sdk_placer final : public code_placer {
       if (!st.message.empty()) s += " (" + st.message + ")";
       s += "; ";
     }
-    return s + std::to_string(windows_.size()) + " live windows, " + std::to_string(retired_) +
+    const auto live = std::count_if(windows_.begin(), windows_.end(),
+                                    [](const tracked& t) { return !t.retired; });
+    return s + std::to_string(live) + " live windows, " + std::to_string(retired_) +
            " retired, " + std::to_string(reused_) + " reused";
   }
 
