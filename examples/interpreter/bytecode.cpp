@@ -81,8 +81,10 @@ class function_compiler {
     out_.num_slots = f.num_slots;
     compile_block(f.body);
     // Falling off the end returns 0.
-    emit(opcode::constant, constant(0), 0, +1);
-    emit(opcode::ret, 0, 0, -1);
+    if (f.body.empty() || f.body.back()->k != stmt::kind::return_value) {
+      emit(opcode::constant, constant(0), 0, +1);
+      emit(opcode::ret, 0, 0, -1);
+    }
   }
 
  private:
