@@ -14,7 +14,10 @@
 ///   (outermost rows) and `AARCH64_negate_ra_state` (ra_mangled changes) that turns the
 ///   previous row's rules into this row's;
 /// - a PCMASK function (`pcmask_rep != 0`, an array of identical blocks) becomes one FDE per
-///   block (DWARF has no "PC modulo" rule), or a single FDE when it has only one row.
+///   block (DWARF has no "PC modulo" rule; lookups stay O(log n) through the header), or, with
+///   `pcmask_single_fde`, one FDE whose instructions repeat the rows for every block (fewer
+///   FDEs, but an unwinder executes O(blocks) instructions to reach a late block). A PCMASK
+///   function with a single row always becomes one FDE.
 ///
 /// Thread-safety: `encoder` is used by one thread at a time; free functions are thread-safe.
 /// Errors: `invalid_argument` for rows `validate` rejects or overlapping functions,
@@ -54,8 +57,11 @@ struct encoder_options {
   /// Append a 4-byte zero terminator (libgcc's `__register_frame` walks until it; inside an ELF
   /// section it is optional).
   bool terminator = false;
-  /// Upper bound of FDEs one PCMASK function may expand to.
+  /// Upper bound of blocks one PCMASK function may expand to (FDEs, or row repetitions with
+  /// `pcmask_single_fde`).
   uint32_t max_fdes_per_function = 65536;
+  /// Describe a PCMASK function with one FDE (rows repeated per block) instead of one per block.
+  bool pcmask_single_fde = false;
 };
 
 /// Where one FDE is and which code it covers.
@@ -106,7 +112,7 @@ class JITUNWIND_API encoder {
  private:
   explicit encoder(const encoder_options& options) : options_(options) {}
   result<void> append_fde(uint64_t start, uint64_t size, const function_desc& f,
-                          uint32_t block_size);
+                          uint32_t block_size, uint32_t repeat);
 
   encoder_options options_;
   std::vector<uint8_t> bytes_;  // CIE + FDEs, no terminator

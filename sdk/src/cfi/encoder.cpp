@@ -171,7 +171,7 @@ std::vector<uint8_t> encoder::bytes() const {
 }
 
 result<void> encoder::append_fde(uint64_t start, uint64_t size, const function_desc& f,
-                                 uint32_t block_size) {
+                                 uint32_t block_size, uint32_t repeat) {
   const size_t fde_start = bytes_.size();
   dwarf::put_u32(bytes_, 0);                                     // length, patched below
   dwarf::put_u32(bytes_, static_cast<uint32_t>(fde_start + 4));  // back to the CIE at 0
@@ -193,12 +193,15 @@ result<void> encoder::append_fde(uint64_t start, uint64_t size, const function_d
   dwarf::put_uleb(bytes_, 0);  // augmentation data length
 
   frame_row state = entry_row(options_.target);
-  uint32_t at = 0;
-  for (const frame_row& r : f.rows) {
-    if (r.pc_offset >= block_size) break;
-    emit_advance(bytes_, r.pc_offset - at);
-    at = r.pc_offset;
-    emit_transition(bytes_, options_.target, state, r);
+  uint64_t at = 0;
+  for (uint32_t k = 0; k < repeat; ++k) {
+    const uint64_t base = static_cast<uint64_t>(k) * block_size;
+    for (const frame_row& r : f.rows) {
+      if (r.pc_offset >= block_size || base + r.pc_offset >= size) break;
+      emit_advance(bytes_, static_cast<uint32_t>(base + r.pc_offset - at));
+      at = base + r.pc_offset;
+      emit_transition(bytes_, options_.target, state, r);
+    }
   }
   pad_to_8(bytes_, fde_start);
   dwarf::store_u32(bytes_.data() + fde_start, static_cast<uint32_t>(bytes_.size() - fde_start - 4));
@@ -218,7 +221,8 @@ result<void> encoder::append(const function_desc& f) {
 
   if (f.pcmask_rep == 0 || f.rows.size() == 1) {
     // A single row holds in every block, so one FDE covers the whole PCMASK range too.
-    if (auto r = append_fde(f.start, f.size, f, f.size); !r) return rollback(std::move(r).error());
+    if (auto r = append_fde(f.start, f.size, f, f.size, 1); !r)
+      return rollback(std::move(r).error());
   } else {
     const uint64_t blocks = (static_cast<uint64_t>(f.size) + f.pcmask_rep - 1) / f.pcmask_rep;
     if (blocks > options_.max_fdes_per_function)
@@ -227,10 +231,15 @@ result<void> encoder::append(const function_desc& f) {
                         "more than max_fdes_per_function (%u)",
                         static_cast<unsigned long long>(f.start), f.size, f.pcmask_rep,
                         static_cast<unsigned long long>(blocks), options_.max_fdes_per_function);
+    if (options_.pcmask_single_fde) {
+      if (auto r = append_fde(f.start, f.size, f, f.pcmask_rep, static_cast<uint32_t>(blocks)); !r)
+        return rollback(std::move(r).error());
+      return {};
+    }
     for (uint64_t k = 0; k < blocks; ++k) {
       const uint64_t offset = k * f.pcmask_rep;
       const auto block = static_cast<uint32_t>(std::min<uint64_t>(f.pcmask_rep, f.size - offset));
-      if (auto r = append_fde(f.start + offset, block, f, block); !r)
+      if (auto r = append_fde(f.start + offset, block, f, block, 1); !r)
         return rollback(std::move(r).error());
     }
   }
