@@ -28,8 +28,12 @@
 using namespace jitunwind;
 using namespace jitunwind::detail;
 
+extern "C" __attribute__((noinline)) void native_breakpoint(uint64_t n);
+
+// Not a leaf (it calls native_breakpoint), so it gets a frame pointer like any compiled caller.
 extern "C" __attribute__((noinline)) void native_work(uint64_t n) {
   for (uint64_t i = 0; i < n; ++i) asm volatile("" : : "r"(i) : "memory");
+  native_breakpoint(n);
 }
 
 extern "C" __attribute__((noinline)) void native_breakpoint(uint64_t n) {
@@ -123,6 +127,7 @@ struct options {
   double seconds = 1.0;
   int stress_threads = 0;
   int kill_after_ms = 0;
+  int stress_pause_us = 0;
 };
 
 void usage() {
@@ -137,7 +142,8 @@ void usage() {
       "  --gdb          register the functions through the GDB JIT interface\n"
       "  --breakpoint   call native_breakpoint() once through the JIT code, then exit\n"
       "  --unregister   (with --gdb) unregister before calling\n"
-      "  --stress N     N threads publish fake functions until SIGKILL after --kill-after-ms");
+      "  --stress N     N threads publish fake functions until SIGKILL after --kill-after-ms\n"
+      "  --stress-pause-us US  pause between two publications of a stress thread");
 }
 
 options parse(int argc, char** argv) {
@@ -171,6 +177,8 @@ options parse(int argc, char** argv) {
       o.stress_threads = std::atoi(next().c_str());
     } else if (a == "--kill-after-ms") {
       o.kill_after_ms = std::atoi(next().c_str());
+    } else if (a == "--stress-pause-us") {
+      o.stress_pause_us = std::atoi(next().c_str());
     } else {
       die("unknown argument " + a + " (see --help)");
     }
@@ -207,6 +215,8 @@ options parse(int argc, char** argv) {
           jitdump_load l{name, addr, tramp, &f};
           (void)must(dump->load(l), "jitdump load");
         }
+        if (o.stress_pause_us > 0)
+          std::this_thread::sleep_for(std::chrono::microseconds(o.stress_pause_us));
       }
     });
   }
@@ -264,6 +274,7 @@ int main(int argc, char** argv) {
     gdb_id = must(gdb->add(syms), "gdb register");
     if (o.unregister_before_call) must(gdb->remove(gdb_id), "gdb unregister");
   }
+  std::printf("pid %d\n", static_cast<int>(::getpid()));
   for (const jit_function& f : fs)
     std::printf("%s 0x%llx %zu\n", f.name.c_str(), static_cast<unsigned long long>(f.start),
                 f.code.size());
