@@ -4,11 +4,10 @@
 
 #include "common/error.hpp"
 #include "gdbjit/elf_object.hpp"
+#include "gdbjit/symbol_scan.hpp"
 #include "perfmap/perfmap_writer.hpp"
 
-#include <dlfcn.h>
 #include <elf.h>
-#include <link.h>
 
 #include <algorithm>
 #include <cinttypes>
@@ -20,11 +19,6 @@ extern "C" {
 // This library's own pair (symbols.cpp), reached directly.
 extern jit_descriptor jitunwind_gdbjit_descriptor __attribute__((visibility("hidden")));
 void jitunwind_gdbjit_register_code() noexcept __attribute__((visibility("hidden")));
-// The public names, reached the way any other object reaches them: through the GOT in a shared
-// library (so they resolve to whichever definition won interposition) or resolved by the linker
-// in a static link (to a strong definition elsewhere if there is one).
-extern jit_descriptor __jit_debug_descriptor __attribute__((visibility("default")));
-void __jit_debug_register_code() noexcept __attribute__((visibility("default")));
 }
 
 namespace jitunwind::detail::gdbjit {
@@ -37,48 +31,15 @@ std::mutex& descriptor_lock() {
   return m;
 }
 
-struct object_lookup {
-  const void* address;
-  std::string name;
-  bool found = false;
-};
-
-// The object file (main program: empty name) that contains `address`.
-int find_object(dl_phdr_info* info, size_t, void* data) {
-  auto* q = static_cast<object_lookup*>(data);
-  const auto a = reinterpret_cast<uintptr_t>(q->address);
-  for (int i = 0; i < info->dlpi_phnum; ++i) {
-    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
-    if (ph.p_type != PT_LOAD) continue;
-    const uintptr_t lo = info->dlpi_addr + ph.p_vaddr;
-    if (a >= lo && a < lo + ph.p_memsz) {
-      q->name = info->dlpi_name != nullptr ? info->dlpi_name : "";
-      q->found = true;
-      return 1;
-    }
-  }
-  return 0;
-}
-
 }  // namespace
 
 descriptor_info inspect_descriptors() {
   descriptor_info d;
   d.ours = &jitunwind_gdbjit_descriptor;
-  d.global = &__jit_debug_descriptor;
-  // Does the object that holds our storage export the public names for it? dlsym on that
-  // object's handle searches it first.
-  object_lookup q{d.ours, {}};
-  dl_iterate_phdr(find_object, &q);
-  if (q.found) {
-    void* handle = q.name.empty() ? ::dlopen(nullptr, RTLD_LAZY)
-                                  : ::dlopen(q.name.c_str(), RTLD_LAZY | RTLD_NOLOAD);
-    if (handle != nullptr) {
-      d.ours_visible_by_name = ::dlsym(handle, "__jit_debug_descriptor") == d.ours &&
-                               ::dlsym(handle, "__jit_debug_register_code") ==
-                                   reinterpret_cast<void*>(&jitunwind_gdbjit_register_code);
-      ::dlclose(handle);
-    }
+  if (auto first = first_jit_symbols_in_load_order()) {
+    d.first = reinterpret_cast<const jit_descriptor*>(first->descriptor);
+    d.first_object = first->object;
+    d.first_register_code = first->register_code;
   }
   return d;
 }
@@ -152,44 +113,37 @@ result<std::unique_ptr<registrar>> registrar::create(const registrar_options& op
   r->options_ = options;
   r->info_ = inspect_descriptors();
   descriptor_info& d = r->info_;
-  const bool ours_global = d.global == d.ours;
+  // The first definer's function, to call in `shared` mode.
+  void (*first_notify)() noexcept = nullptr;
+  if (d.first != nullptr && d.first != d.ours)
+    first_notify = reinterpret_cast<void (*)() noexcept>(d.first_register_code);
   descriptor_policy chosen = options.policy;
   if (chosen == descriptor_policy::automatic) {
-    if (ours_global || d.ours_visible_by_name) {
-      chosen = descriptor_policy::own;
-      if (!ours_global)
-        options.log(log_level::info,
-                    format("gdb jit: another __jit_debug_descriptor (%p) takes precedence for "
-                           "symbol lookups; using our own (%p), which gdb >= 10 reads from our "
-                           "object file",
-                           static_cast<const void*>(d.global), static_cast<const void*>(d.ours)));
-    } else {
-      chosen = descriptor_policy::shared;
-      options.log(log_level::warning,
-                  format("gdb jit: our __jit_debug_descriptor is not visible by name (another "
-                         "definition won the link); sharing the one at %p: registrations must "
-                         "not run concurrently with the other JIT's",
-                         static_cast<const void*>(d.global)));
-    }
-  } else if (chosen == descriptor_policy::own && !ours_global && !d.ours_visible_by_name) {
-    return make_error(errc::bad_state,
-                      "gdb jit: descriptor policy 'own' but gdb cannot find our "
-                      "__jit_debug_descriptor by name (the one at %p won the link); use "
-                      "'shared' or 'automatic'",
-                      static_cast<const void*>(d.global));
+    chosen = first_notify == nullptr ? descriptor_policy::own : descriptor_policy::shared;
+    if (chosen == descriptor_policy::shared)
+      options.log(log_level::info,
+                  format("gdb jit: %s defines __jit_debug_descriptor and loads before us; gdb "
+                         "reads only that one, so our entries join its list",
+                         d.first_object.empty() ? "the main program" : d.first_object.c_str()));
+  } else if (chosen == descriptor_policy::shared && first_notify == nullptr && d.first == nullptr) {
+    return make_error(errc::not_found,
+                      "gdb jit: descriptor policy 'shared' but no loaded object defines "
+                      "__jit_debug_descriptor and __jit_debug_register_code");
   }
   d.policy = chosen;
-  if (chosen == descriptor_policy::own) {
-    r->target_ = &jitunwind_gdbjit_descriptor;
-    r->notify_ = &jitunwind_gdbjit_register_code;
-  } else {
-    r->target_ = &__jit_debug_descriptor;
-    r->notify_ = &__jit_debug_register_code;
+  if (chosen == descriptor_policy::shared && first_notify != nullptr) {
+    r->target_ = const_cast<jit_descriptor*>(d.first);
+    r->notify_ = first_notify;
     if (r->target_->version != 1)
       return make_error(errc::unsupported,
-                        "gdb jit: the shared __jit_debug_descriptor at %p has version %u (only 1 "
-                        "is known)",
-                        static_cast<const void*>(r->target_), r->target_->version);
+                        "gdb jit: the __jit_debug_descriptor of %s has version %u (only 1 is "
+                        "known)",
+                        d.first_object.empty() ? "the main program" : d.first_object.c_str(),
+                        r->target_->version);
+  } else {
+    // own, or shared when we are the first definer ourselves.
+    r->target_ = &jitunwind_gdbjit_descriptor;
+    r->notify_ = &jitunwind_gdbjit_register_code;
   }
   d.used = r->target_;
   return r;

@@ -5,8 +5,8 @@
 // `relevant_entry`: an in-memory ELF object per registration. Ours holds the functions' symbols,
 // a `.text` section (SHT_NOBITS at the real addresses) and an `.eh_frame` (absolute addresses)
 // generated from the same rows as SFrame, so `bt` in gdb walks through JIT frames without frame
-// pointers. See docs/publishers.md for the policy when another JIT in the process (LLVM ORC,
-// ...) defines the same symbols.
+// pointers. When another JIT in the process (LLVM ORC, ...) defines the same symbols, see
+// `descriptor_policy` and docs/publishers.md.
 #pragma once
 
 #include <jitunwind/frame.h>
@@ -40,31 +40,35 @@ struct jit_descriptor {
   jit_code_entry* first_entry;
 };
 
-/// Which descriptor registrations go to.
+/// Which descriptor registrations go to. GDB (13.1 observed; older versions by design) reads
+/// the descriptor of the first object in load order that defines both symbols, whichever
+/// object's `__jit_debug_register_code` was called (symbol_scan.hpp). Entries in any other
+/// descriptor stay invisible to it.
 enum class descriptor_policy : uint8_t {
-  /// `own` when gdb can find ours by name, else `shared` (with a warning in the log).
+  /// The descriptor gdb reads: ours when this library is the first definer (or nobody else
+  /// defines one), otherwise the first definer's (as `shared`, with an info message in the log).
   automatic = 0,
-  /// Always this library's descriptor and register function (addressed directly, never
-  /// through symbol interposition). gdb >= 10 tracks one descriptor per object file, so this
-  /// coexists with another JIT's descriptor in another object. Fails (bad_state) if our
-  /// definition is not visible by name (e.g. it lost to a strong definition in a static link).
+  /// Always this library's own descriptor and function (reached directly, never through symbol
+  /// interposition). Invisible to gdb when another object that defines them loads first.
   own = 1,
-  /// The definition the dynamic linker resolves the names to (possibly another JIT's): our
-  /// entries join its list. That JIT's lock is not ours: registrations must not run
-  /// concurrently with its own.
+  /// Join the first definer's list and call its `__jit_debug_register_code` (e.g. the one of a
+  /// program with LLVM's ORC JIT linked in). That JIT's lock is not ours: registrations must not
+  /// run concurrently with its own. Fails (not_found) when no loaded object defines them.
   shared = 2,
 };
 
 /// What create() found about the descriptor symbols.
 struct descriptor_info {
-  const jit_descriptor* used = nullptr;    ///< where our entries go
-  const jit_descriptor* ours = nullptr;    ///< this library's storage
-  const jit_descriptor* global = nullptr;  ///< what `__jit_debug_descriptor` resolves to
-  bool ours_visible_by_name = false;       ///< our object exports the name for our storage
+  const jit_descriptor* used = nullptr;   ///< where our entries go
+  const jit_descriptor* ours = nullptr;   ///< this library's storage
+  const jit_descriptor* first = nullptr;  ///< first definer in load order (null: none found)
+  std::string first_object;               ///< its path; "" for the main program
+  uintptr_t first_register_code = 0;      ///< its __jit_debug_register_code
   descriptor_policy policy = descriptor_policy::own;  ///< own or shared, as chosen
 };
 
-/// Finds out which definitions exist (dladdr/dlsym; no side effects).
+/// Finds out which definitions exist (reads the loaded objects' symbol tables; no side
+/// effects).
 descriptor_info inspect_descriptors();
 
 struct registrar_options {
@@ -114,7 +118,7 @@ class registrar {
   registrar_options options_;
   descriptor_info info_;
   jit_descriptor* target_ = nullptr;
-  void (*notify_)() = nullptr;
+  void (*notify_)() noexcept = nullptr;
   std::unordered_map<registration_id, std::unique_ptr<node>> live_;
   registration_id next_id_ = 1;
 };

@@ -1,14 +1,14 @@
 // The two symbols the GDB JIT interface requires, and this library's own storage behind them.
 //
-// gdb looks the names up in every object file (.symtab or .dynsym), breakpoints
-// `__jit_debug_register_code` and, when it is hit, reads the `__jit_debug_descriptor` of the
-// same object file. Our own code therefore reaches both through hidden names that symbol
-// interposition cannot redirect, while the public names are:
+// gdb looks the names up in the object files (.symtab or .dynsym) and reads the descriptor of the
+// first object in load order that defines both (symbol_scan.hpp). Our own code reaches our pair
+// through hidden names that symbol interposition cannot redirect (gdbjit.cpp decides whether to
+// use it or the first definer's), while the public names are:
 // - default visibility, so libjitunwind.so exports them although it is built with
 //   -fvisibility=hidden;
 // - weak, so that a static link with another JIT's strong definition (LLVM's ORC,
 //   GDBRegistrationListener) keeps that one instead of failing with a duplicate symbol.
-// gdbjit.cpp decides which pair to use (docs/publishers.md, "GDB descriptor policy").
+// See docs/publishers.md, "GDB descriptor policy".
 #include "gdbjit/gdbjit.hpp"
 
 using jitunwind::detail::gdbjit::jit_descriptor;
