@@ -91,7 +91,7 @@ TEST_CASE("bad batches are rejected") {
   CHECK(gdbjit::build_object(abi::aarch64_be, zero).error().code() == errc::unsupported);
 }
 
-TEST_CASE("registrations keep the descriptor list complete; O(1) unlink from anywhere") {
+TEST_CASE("registrations keep the descriptor list complete and unlink in O(1) from anywhere") {
   auto r = gdbjit::registrar::create({});
   REQUIRE(r.ok());
   gdbjit::registrar& reg = **r;

@@ -54,7 +54,7 @@ std::vector<uint8_t> fake_code(size_t n, uint8_t seed) {
 
 }  // namespace
 
-TEST_CASE("header, UNWINDING_INFO before LOAD, CLOSE; parsed back exactly") {
+TEST_CASE("header, UNWINDING_INFO before LOAD, CLOSE: parsed back exactly") {
   temp_dir dir;
   const uint64_t before = now_ns();
   auto w = must_create(dir.path());
@@ -321,4 +321,32 @@ TEST_CASE("concurrent loads: every record whole, indices unique, pairs adjacent"
   }
   CHECK(indices.size() == threads * per_thread);
   CHECK(*indices.rbegin() == threads * per_thread - 1);
+}
+
+TEST_CASE("a load inside the previous load's injected range is reported") {
+  temp_dir dir;
+  std::vector<std::string> messages;
+  jitdump_options o;
+  o.dir = dir.path();
+  o.pid = 4242;
+  o.log.fn = [](void* user, log_level level, std::string_view m) {
+    if (level == log_level::warning) static_cast<std::vector<std::string>*>(user)->emplace_back(m);
+  };
+  o.log.user = &messages;
+  auto w = jitdump_writer::create(o);
+  REQUIRE(w.ok());
+  const std::vector<uint8_t> code = fake_code(16, 1);
+  const function_desc a = recipes::leaf(abi::amd64, 0x10000, 16).value();
+  const function_desc b = recipes::leaf(abi::amd64, 0x10010, 16).value();
+  const function_desc c = recipes::leaf(abi::amd64, 0x20000, 16).value();
+  auto u = make_jitdump_unwinding(abi::amd64, 0x10000, 16, &a);
+  REQUIRE(u.ok());
+  CHECK(u->mapped_size > 0);
+  REQUIRE((*w)->load({"a", 0x10000, code, &a}).ok());
+  CHECK(messages.empty());
+  REQUIRE((*w)->load({"b", 0x10010, code, &b}).ok());  // inside [0x10000, 0x10010 + mapped)
+  REQUIRE(messages.size() == 1);
+  CHECK_THAT(messages[0], Catch::Contains("0x10010") && Catch::Contains("[0x10000, 0x"));
+  REQUIRE((*w)->load({"c", 0x20000, code, &c}).ok());  // far away: fine
+  CHECK(messages.size() == 1);
 }

@@ -17,6 +17,7 @@
 #include <cinttypes>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 namespace jitunwind::detail {
 
@@ -152,38 +153,61 @@ uint64_t jitdump_writer::records_written() const noexcept {
   return records_;
 }
 
-result<void> jitdump_writer::write_record(const void* head, size_t head_len,
-                                          std::span<const uint8_t> a, std::span<const uint8_t> b,
-                                          std::span<const uint8_t> c) {
-  iovec iov[4] = {{const_cast<void*>(head), head_len},
-                  {const_cast<uint8_t*>(a.data()), a.size()},
-                  {const_cast<uint8_t*>(b.data()), b.size()},
-                  {const_cast<uint8_t*>(c.data()), c.size()}};
-  if (auto r = append_whole(fd_, iov, 4, end_, path_); !r) return r;
-  ++records_;
-  return {};
-}
+namespace {
 
-result<void> jitdump_writer::write_unwinding(uint64_t code_addr, uint64_t code_size,
-                                             const function_desc* frame) {
-  auto u = make_jitdump_unwinding(options_.target, code_addr, code_size, frame);
-  if (!u) return std::move(u).error();
+// A CODE_UNWINDING_INFO record ready to be written: header, data, padding to 8 bytes.
+struct unwinding_record {
   struct {
     jd::record_header h;
     jd::unwinding_body b;
   } head{};
-  static const uint8_t zeros[8] = {};
-  const size_t unpadded = sizeof head + u->data.size();
-  const size_t padding = jd::align8(unpadded) - unpadded;
-  head.h.id = jd::code_unwinding_info;
-  head.h.total_size = static_cast<uint32_t>(unpadded + padding);
-  head.h.timestamp = monotonic_ns();
-  head.b.unwinding_size = u->data.size();
-  head.b.eh_frame_hdr_size = u->eh_frame_hdr_size;
-  head.b.mapped_size = u->mapped_size;
-  if (auto r = write_record(&head, sizeof head, u->data, std::span(zeros, padding), {}); !r)
+  jitdump_unwinding u;
+  size_t padding = 0;
+
+  void add_to(std::vector<iovec>& iov) {
+    static const uint8_t zeros[8] = {};
+    iov.push_back({&head, sizeof head});
+    iov.push_back({u.data.data(), u.data.size()});
+    iov.push_back({const_cast<uint8_t*>(zeros), padding});
+  }
+};
+
+result<unwinding_record> prepare_unwinding(abi target, uint64_t code_addr, uint64_t code_size,
+                                           const function_desc* frame) {
+  auto u = make_jitdump_unwinding(target, code_addr, code_size, frame);
+  if (!u) return std::move(u).error();
+  unwinding_record r;
+  r.u = std::move(*u);
+  const size_t unpadded = sizeof r.head + r.u.data.size();
+  r.padding = jd::align8(unpadded) - unpadded;
+  r.head.h.id = jd::code_unwinding_info;
+  r.head.h.total_size = static_cast<uint32_t>(unpadded + r.padding);
+  r.head.h.timestamp = monotonic_ns();
+  r.head.b.unwinding_size = r.u.data.size();
+  r.head.b.eh_frame_hdr_size = r.u.eh_frame_hdr_size;
+  r.head.b.mapped_size = r.u.mapped_size;
+  return r;
+}
+
+}  // namespace
+
+result<void> jitdump_writer::write_records(std::vector<iovec>& iov, uint64_t records) {
+  if (auto r = append_whole(fd_, iov.data(), static_cast<int>(iov.size()), end_, path_); !r)
     return r;
+  records_ += records;
   return {};
+}
+
+void jitdump_writer::warn_on_overlap(uint64_t code_addr, uint64_t code_size, uint64_t mapped_size) {
+  if (code_addr >= last_map_start_ && code_addr < last_map_end_ && last_map_end_ != 0)
+    options_.log(log_level::warning,
+                 format("jitdump %s: code at 0x%" PRIx64 " lies inside the range perf maps for "
+                        "the previous load [0x%" PRIx64 ", 0x%" PRIx64 "): perf will lose that "
+                        "load's unwinding data",
+                        path_.c_str(), code_addr, last_map_start_, last_map_end_));
+  last_map_start_ = code_addr;
+  last_map_end_ =
+      mapped_size != 0 ? code_addr + jd::align8(code_size) + mapped_size : code_addr + code_size;
 }
 
 result<uint64_t> jitdump_writer::load(const jitdump_load& l) {
@@ -205,21 +229,25 @@ result<uint64_t> jitdump_writer::load(const jitdump_load& l) {
   std::string name = sanitize_symbol_name(l.name);
   name.push_back('\0');
 
-  std::lock_guard lock(mu_);
-  if (fd_ < 0) return make_error(errc::bad_state, "jitdump %s: already closed", path_.c_str());
-  const uint64_t index = next_index_;
+  // The .eh_frame is built outside the lock; UNWINDING_INFO and LOAD then go out together in
+  // one writev, so a reader sees both records or neither.
+  std::optional<unwinding_record> unwinding;
   if (options_.unwinding_info && l.frame != nullptr) {
-    if (auto r = write_unwinding(l.code_addr, l.code.size(), l.frame); !r)
-      return std::move(r).error();
-    unconsumed_unwinding_ = false;
-  } else if (unconsumed_unwinding_) {
-    // perf would attach the unwinding data left by the last MOVE to this LOAD: replace it
-    // with an empty one (a CIE and no FDE, mapped_size 0).
-    if (auto r = write_unwinding(l.code_addr, l.code.size(), nullptr); !r)
-      return std::move(r).error();
-    unconsumed_unwinding_ = false;
+    auto r = prepare_unwinding(options_.target, l.code_addr, l.code.size(), l.frame);
+    if (!r) return std::move(r).error();
+    unwinding = std::move(*r);
   }
 
+  std::lock_guard lock(mu_);
+  if (fd_ < 0) return make_error(errc::bad_state, "jitdump %s: already closed", path_.c_str());
+  if (!unwinding && unconsumed_unwinding_) {
+    // perf would attach the unwinding data left by the last MOVE to this LOAD: replace it
+    // with an empty one (a CIE and no FDE, mapped_size 0).
+    auto r = prepare_unwinding(options_.target, l.code_addr, l.code.size(), nullptr);
+    if (!r) return std::move(r).error();
+    unwinding = std::move(*r);
+  }
+  const uint64_t index = next_index_;
   struct {
     jd::record_header h;
     jd::load_body b;
@@ -233,22 +261,29 @@ result<uint64_t> jitdump_writer::load(const jitdump_load& l) {
   head.b.code_addr = l.code_addr;
   head.b.code_size = l.code.size();
   head.b.code_index = index;
-  const auto name_bytes = std::span(reinterpret_cast<const uint8_t*>(name.data()), name.size());
+  // Stamped under the lock, so timestamps never decrease in file order.
+  if (unwinding) unwinding->head.h.timestamp = head.h.timestamp;
+  std::vector<iovec> iov;
+  iov.reserve(7);
+  if (unwinding) unwinding->add_to(iov);
+  iov.push_back({&head, sizeof head});
+  iov.push_back({name.data(), name.size()});
+  uint8_t tail[8];
   if (options_.unique_build_ids) {
     const size_t n = std::min<size_t>(8, l.code.size());
-    uint8_t tail[8];
     std::memcpy(tail, l.code.data() + l.code.size() - n, n);
     const uint64_t mark = salt_ ^ (index * 0x9e3779b97f4a7c15ull);
     for (size_t i = 0; i < n; ++i) tail[i] ^= static_cast<uint8_t>(mark >> (8 * i));
-    if (auto r = write_record(&head, sizeof head, name_bytes, l.code.first(l.code.size() - n),
-                              std::span<const uint8_t>(tail, n));
-        !r)
-      return std::move(r).error();
+    iov.push_back({const_cast<uint8_t*>(l.code.data()), l.code.size() - n});
+    iov.push_back({tail, n});
   } else {
-    if (auto r = write_record(&head, sizeof head, name_bytes, l.code, {}); !r)
-      return std::move(r).error();
+    iov.push_back({const_cast<uint8_t*>(l.code.data()), l.code.size()});
   }
+  if (auto r = write_records(iov, unwinding ? 2 : 1); !r) return std::move(r).error();
+  unconsumed_unwinding_ = false;
+  const uint64_t mapped_size = unwinding ? unwinding->u.mapped_size : 0;
   ++next_index_;
+  warn_on_overlap(l.code_addr, l.code.size(), mapped_size);
   return index;
 }
 
@@ -266,9 +301,11 @@ result<void> jitdump_writer::move(uint64_t code_index, uint64_t old_addr, uint64
                       " which was never loaded (next "
                       "index %" PRIu64 ")",
                       path_.c_str(), code_index, next_index_);
+  std::optional<unwinding_record> unwinding;
   if (options_.unwinding_info && frame != nullptr) {
-    if (auto r = write_unwinding(new_addr, code_size, frame); !r) return r;
-    unconsumed_unwinding_ = true;
+    auto r = prepare_unwinding(options_.target, new_addr, code_size, frame);
+    if (!r) return std::move(r).error();
+    unwinding = std::move(*r);
   }
   struct {
     jd::record_header h;
@@ -284,7 +321,13 @@ result<void> jitdump_writer::move(uint64_t code_index, uint64_t old_addr, uint64
   rec.b.new_code_addr = new_addr;
   rec.b.code_size = code_size;
   rec.b.code_index = code_index;
-  return write_record(&rec, sizeof rec, {}, {}, {});
+  if (unwinding) unwinding->head.h.timestamp = rec.h.timestamp;
+  std::vector<iovec> iov;
+  if (unwinding) unwinding->add_to(iov);
+  iov.push_back({&rec, sizeof rec});
+  if (auto r = write_records(iov, unwinding ? 2 : 1); !r) return r;
+  if (unwinding) unconsumed_unwinding_ = true;
+  return {};
 }
 
 result<void> jitdump_writer::close() {
@@ -294,7 +337,8 @@ result<void> jitdump_writer::close() {
   h.id = jd::code_close;
   h.total_size = sizeof h;
   h.timestamp = monotonic_ns();
-  auto r = write_record(&h, sizeof h, {}, {}, {});
+  std::vector<iovec> iov{{&h, sizeof h}};
+  auto r = write_records(iov, 1);
   if (marker_ != nullptr) ::munmap(marker_, marker_len_);
   marker_ = nullptr;
   ::close(fd_);

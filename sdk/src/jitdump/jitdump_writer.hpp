@@ -13,6 +13,7 @@
 #include <jitunwind/result.h>
 
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include <cstdint>
 #include <memory>
@@ -67,8 +68,9 @@ result<jitdump_unwinding> make_jitdump_unwinding(abi target, uint64_t code_addr,
 
 /// Writes DIR/jit-PID.dump. The file stays mapped (PROT_READ|PROT_EXEC, MAP_PRIVATE) while the
 /// writer lives so that `perf record` sees its path. Thread-safe: each record is written whole
-/// by one writev under a mutex; a failed or interrupted write leaves the file ending at the
-/// previous record, so a crash leaves a file perf parses up to the last complete record.
+/// by one writev under a mutex (CODE_UNWINDING_INFO together with its CODE_LOAD or CODE_MOVE);
+/// a failed or interrupted write leaves the file ending at the previous record, so a crash leaves a
+/// file perf parses up to the last complete record.
 class jitdump_writer {
  public:
   /// Creates/truncates the dump (same safety rules as the perf map: no symlinks, regular file,
@@ -82,6 +84,10 @@ class jitdump_writer {
   /// Writes CODE_UNWINDING_INFO (if rows are given and enabled) then CODE_LOAD. Returns the
   /// code index (the N of jitted-PID-N.so). invalid_argument: empty code or name, rows that do
   /// not start at code_addr or extend past the code; bad_state after close().
+  /// perf maps each injected object over [code_addr, code_addr + ALIGN_8(size) + mapped_size):
+  /// code placed inside the previous load's range hides that load's unwinding data from perf,
+  /// so the writer logs a warning then (leave `make_jitdump_unwinding(...).mapped_size` bytes
+  /// after ALIGN_8(size) free, as the test JIT does).
   result<uint64_t> load(const jitdump_load& load);
 
   /// The code of `code_index` was copied from old_addr to new_addr (same bytes). perf maps the
@@ -98,9 +104,9 @@ class jitdump_writer {
 
  private:
   jitdump_writer() = default;
-  result<void> write_record(const void* head, size_t head_len, std::span<const uint8_t> a,
-                            std::span<const uint8_t> b, std::span<const uint8_t> c);
-  result<void> write_unwinding(uint64_t code_addr, uint64_t code_size, const function_desc* frame);
+  /// Writes `records` complete records held in `iov` with one writev (caller holds mu_).
+  result<void> write_records(std::vector<iovec>& iov, uint64_t records);
+  void warn_on_overlap(uint64_t code_addr, uint64_t code_size, uint64_t mapped_size);
 
   mutable std::mutex mu_;
   jitdump_options options_;
@@ -116,6 +122,8 @@ class jitdump_writer {
   /// perf keeps the last CODE_UNWINDING_INFO until a CODE_LOAD consumes it; after a MOVE that
   /// carried one, a LOAD without rows must reset it (see load()).
   bool unconsumed_unwinding_ = false;
+  /// [start, end) perf maps for the last CODE_LOAD: code + ALIGN_8 padding + mapped_size.
+  uint64_t last_map_start_ = 0, last_map_end_ = 0;
 };
 
 }  // namespace jitunwind::detail
