@@ -266,3 +266,31 @@ TEST_CASE("relocate: tools read the same rows at the new address") {
   write_unwind_object(obj, abi::amd64, code, fs.back().start + fs.back().size, moved, s);
   check_tool_rows(dwarfdump_fdes(obj, abi::amd64), fs, abi::amd64, "llvm-dwarfdump");
 }
+
+TEST_CASE("pcmask_single_fde: one FDE whose rows repeat per block") {
+  if (!tool_available("llvm-dwarfdump-22")) return;
+  function_desc f = must(recipes::trampoline(abi::amd64, 0x400000, 16, 4, 8, 13));
+  f.size = 16 * 5 + 6;  // a partial last block
+  f.pcmask_rep = 16;
+  cfi::encoder_options opt;
+  opt.eh_frame_address = 0x500000;
+  opt.pcmask_single_fde = true;
+  auto s = cfi::encode(opt, std::span(&f, 1));
+  REQUIRE(s.ok());
+  temp_dir dir;
+  const std::string obj = dir / "single.o";
+  write_unwind_object(obj, abi::amd64, f.start, f.start + f.size, opt.eh_frame_address, *s);
+  const std::vector<tool_fde> got = dwarfdump_fdes(obj, abi::amd64);
+  REQUIRE(got.size() == 1);
+  CHECK(got[0].start == f.start);
+  CHECK(got[0].end == f.start + f.size);
+  std::vector<frame_row> want;
+  for (uint32_t base = 0; base < f.size; base += f.pcmask_rep)
+    for (frame_row r : f.rows)
+      if (base + r.pc_offset < f.size) {
+        r.pc_offset += base;
+        want.push_back(r);
+      }
+  INFO("want:\n" << describe(merged(want)) << "got:\n" << describe(got[0].rows));
+  CHECK(got[0].rows == merged(want));
+}

@@ -350,3 +350,27 @@ TEST_CASE("a load inside the previous load's injected range is reported") {
   REQUIRE((*w)->load({"c", 0x20000, code, &c}).ok());  // far away: fine
   CHECK(messages.size() == 1);
 }
+
+TEST_CASE("unique_build_ids salts the dumped copy of the code, not the original") {
+  temp_dir dir;
+  jitdump_options o;
+  o.dir = dir.path();
+  o.pid = 4242;
+  o.unique_build_ids = true;
+  auto w = jitdump_writer::create(o);
+  REQUIRE(w.ok());
+  const std::vector<uint8_t> code = fake_code(20, 1);
+  const std::vector<uint8_t> copy = code;
+  REQUIRE((*w)->load({"f", 0x10000, code, nullptr}).ok());
+  REQUIRE((*w)->load({"g", 0x10000, code, nullptr}).ok());  // same bytes, same address
+  REQUIRE((*w)->close().ok());
+  CHECK(code == copy);
+  const jd::parsed_dump d = must_parse(read_file((*w)->path()));
+  REQUIRE(d.records.size() == 3);
+  const std::vector<uint8_t> a(d.records[0].code.begin(), d.records[0].code.end());
+  const std::vector<uint8_t> b(d.records[1].code.begin(), d.records[1].code.end());
+  REQUIRE(a.size() == code.size());
+  CHECK(std::equal(a.begin(), a.end() - 8, code.begin()));  // only the last 8 bytes differ
+  CHECK(a != code);
+  CHECK(a != b);
+}
