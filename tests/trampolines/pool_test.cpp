@@ -92,9 +92,9 @@ TEST_CASE("one PCMASK function describes a window's stubs and unwinds through an
   REQUIRE(decoded.ok());
   REQUIRE(decoded->functions.size() == 1);
   const function_desc& f = decoded->functions[0];
-  CHECK(f.pcmask_rep == trampoline_pool::stub_size);
+  CHECK(f.pcmask_rep == trampoline_pool::stub_stride);
   CHECK(f.start == windows[0]->text_start());
-  CHECK(f.size == 64 * trampoline_pool::stub_size);
+  CHECK(f.size == 64 * trampoline_pool::stub_stride);
   // push rbp (1 byte); mov rbp, rsp (3); call rcx (2); pop rbp (1); ret (1)
   REQUIRE(f.rows.size() == 4);
   CHECK((f.rows[0].pc_offset == 0 && f.rows[0].cfa == cfa_base::sp && f.rows[0].cfa_offset == 8));

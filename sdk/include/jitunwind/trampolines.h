@@ -8,16 +8,17 @@
 /// (`toy:fib`) through the perf map, jitdump and the GDB JIT interface. This is the technique
 /// CPython uses for `-X perf`; here the stubs are also described for unwinders that do not use
 /// frame pointers: the whole stub array of a window is ONE SFrame FDE of type PCMASK (every stub
-/// has the same rows) and one `.eh_frame` FDE.
+/// has the same rows), and each stub handed out is named and described (for jitdump and GDB's
+/// .eh_frame) on its own.
 ///
-/// Every stub is the same 16 bytes (x86-64):
+/// Every stub is the same 16 bytes of code (x86-64), one every `stub_stride` bytes:
 ///
 ///     0: push rbp          CFA = rsp+8 before, rsp+16 after; caller's rbp at CFA-16
 ///     1: mov  rbp, rsp     CFA = rbp+16
 ///     4: call rcx          calls target(a, b, c): rdi, rsi, rdx pass through untouched
 ///     6: pop  rbp          (return_offset = 6: the address the call leaves on the stack)
 ///     7: ret               CFA = rsp+8
-///     8: int3 x 8          padding
+///     8: int3 ...          padding up to the next stub, `stub_stride` bytes further
 ///
 /// It keeps a frame-pointer frame so that frame-pointer walkers (perf -g, the kernel) also walk
 /// through it, and the rows say the same for SFrame/DWARF walkers.
@@ -85,7 +86,12 @@ struct trampoline_pool_options {
 
 class JITUNWIND_API trampoline_pool {
  public:
+  /// Bytes of one stub's code (what is named and described).
   static constexpr uint32_t stub_size = 16;
+  /// Distance between stubs; the gap is `int3`. perf inject --jit maps each jitdump CODE_LOAD
+  /// as its code followed by its .eh_frame, so stubs closer than code + .eh_frame (~100 bytes
+  /// for a stub) would overlap and perf would drop the earlier stubs' unwinding data.
+  static constexpr uint32_t stub_stride = 128;
   static constexpr uint32_t return_offset = 6;
 
   /// Validates the options (`stubs_per_window` 1..1<<20, abi amd64). Creates no window yet.

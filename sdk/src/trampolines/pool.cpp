@@ -38,7 +38,7 @@ struct trampoline_pool::impl {
   uint32_t per_window() const { return static_cast<uint32_t>(options.stubs_per_window); }
 
   uint64_t slot_address(uint32_t slot) const {
-    return windows[slot / per_window()].start + uint64_t{stub_size} * (slot % per_window());
+    return windows[slot / per_window()].start + uint64_t{stub_stride} * (slot % per_window());
   }
 
   // Maps `bytes` of memory for stubs, near `options.near_address` when one is given: calls and
@@ -70,14 +70,15 @@ struct trampoline_pool::impl {
   // Maps a stub array, fills it, makes it executable (never writable again) and publishes it as
   // one window holding one PCMASK function.
   result<void> add_window() {
-    const size_t bytes = size_t{stub_size} * per_window();
+    const size_t bytes = size_t{stub_stride} * per_window();
     const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
     const size_t mapped = (bytes + page - 1) / page * page;
     auto mem = map_stubs(mapped);
     if (!mem) return std::move(mem).error();
     uint8_t* base = *mem;
+    std::memset(base, 0xcc, mapped);  // int3 everywhere but in the stubs
     for (size_t i = 0; i < per_window(); ++i) {
-      std::memcpy(base + i * stub_size, detail::amd64_stub.data(), stub_size);
+      std::memcpy(base + i * stub_stride, detail::amd64_stub.data(), stub_size);
     }
     if (mprotect(base, mapped, PROT_READ | PROT_EXEC) != 0) {
       const int e = errno;

@@ -19,9 +19,9 @@ result<function_desc> stub_array_frames(uint64_t start, uint32_t count) {
   if (!block) return block;
   function_desc f;
   f.start = start;
-  f.size = trampoline_pool::stub_size * count;
+  f.size = trampoline_pool::stub_stride * count;
   f.rows = std::move(block->rows);
-  f.pcmask_rep = trampoline_pool::stub_size;
+  f.pcmask_rep = trampoline_pool::stub_stride;
   if (auto r = validate(abi::amd64, f); !r) return std::move(r).error();
   return f;
 }
