@@ -31,6 +31,8 @@ struct placed_function {
   uint32_t size = 0;
   jitunwind::function_desc frames;
   std::vector<uint32_t> return_offsets;
+  /// Time the placer spent in asmjit (relocation and copy), for --stats.
+  uint64_t place_ns = 0;
 };
 
 class code_placer;
@@ -48,8 +50,8 @@ class jit {
   std::span<const uint64_t> ground_truth() const;
   code_placer& placer() { return *placer_; }
   uint64_t recompilations() const { return recompilations_; }
-  /// Time spent generating code with asmjit, and placing + publishing it (SDK windows and
-  /// publishers), over every compilation so far.
+  /// Time spent in asmjit (generating, relocating and copying code), and in the SDK (window
+  /// allocation, append, publish with every active publisher), over every compilation so far.
   struct timings {
     uint64_t functions = 0;
     uint64_t generate_ns = 0;

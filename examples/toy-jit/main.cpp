@@ -276,7 +276,7 @@ int main(int argc, char** argv) {
     const auto& t = jit->compile_timings();
     std::fprintf(stderr,
                  "toy-jit: stats: %" PRIu64 " compilations (%" PRIu64
-                 " recompilations), asmjit %.1f us, placement+publication %.1f us, ratio %.3f\n",
+                 " recompilations), asmjit %.1f us, jitunwind %.1f us, ratio %.3f\n",
                  t.functions, jit->recompilations(), t.generate_ns / 1e3, t.publish_ns / 1e3,
                  t.generate_ns ? static_cast<double>(t.publish_ns) / t.generate_ns : 0.0);
     std::fprintf(stderr, "toy-jit: stats: %s\n", jit->placer().describe().c_str());

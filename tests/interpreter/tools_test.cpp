@@ -32,6 +32,7 @@ TEST_CASE("perf record -g: samples in the eval loop carry the toy:<function> cha
                         "--", TOY_INTERP, "--publish=perfmap", program_path("spin.toy"), "4000"});
   REQUIRE(rec.exit_code == 0);
   const auto script = run({"perf", "script", "-i", data, "-F", "ip,sym"});
+  remove_perf_maps(data);
   REQUIRE(script.exit_code == 0);
   size_t in_eval = 0, chained = 0, deepest = 0;
   for (const stack& s : parse_perf_script(script.out)) {

@@ -35,9 +35,11 @@ inline std::string program_path(const std::string& file) {
   return jitunwind::test::source_path("examples/toy-jit/programs/" + file);
 }
 
+/// argv for a runtime. The publishers default to those that leave no files behind (perf maps
+/// and jitdumps would accumulate in /tmp); a --publish in `options` overrides it.
 inline std::vector<std::string> command(const std::string& binary,
                                         const std::vector<std::string>& options, const sample& s) {
-  std::vector<std::string> argv{binary};
+  std::vector<std::string> argv{binary, "--publish=registry,usdt-events,gdb"};
   argv.insert(argv.end(), options.begin(), options.end());
   argv.push_back(program_path(s.file));
   argv.insert(argv.end(), s.args.begin(), s.args.end());

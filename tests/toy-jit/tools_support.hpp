@@ -3,6 +3,8 @@
 
 #include "examples_support.hpp"
 
+#include <cstdio>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -63,6 +65,17 @@ inline std::vector<std::string> parse_gdb_bt(const std::string& text) {
     frames.push_back(line.substr(pos, end == std::string::npos ? std::string::npos : end - pos));
   }
   return frames;
+}
+
+/// Removes the /tmp/perf-PID.map files of the processes recorded in `perf_data` (perf reads
+/// perf maps from /tmp only, so the runtimes cannot be pointed at a scratch directory).
+inline void remove_perf_maps(const std::string& perf_data) {
+  const auto pids = jitunwind::test::run({"perf", "script", "-i", perf_data, "-F", "pid"});
+  std::istringstream in(pids.out);
+  std::set<std::string> seen;
+  for (std::string pid; in >> pid;) {
+    if (seen.insert(pid).second) std::remove(("/tmp/perf-" + pid + ".map").c_str());
+  }
 }
 
 }  // namespace toytest
