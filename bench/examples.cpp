@@ -92,7 +92,7 @@ void BM_toyjit_fp_off_vs_on_spin(benchmark::State& s) {
   fp_off_vs_on(s, "spin.toy", "20000");
 }
 void BM_toyjit_fp_off_vs_on_fib(benchmark::State& s) {
-  fp_off_vs_on(s, "fib.toy", "35");
+  fp_off_vs_on(s, "fib.toy", "38");
 }
 void BM_toyjit_fp_off_vs_on_recompile(benchmark::State& s) {
   fp_off_vs_on(s, "recompile.toy", "3000000");

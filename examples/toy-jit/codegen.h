@@ -7,8 +7,8 @@
 // is an ordinary C function pointer for the runner, and native helpers are plain C functions.
 //
 // Frame of a toy function (FRAME = 8 * slots rounded up to 16; slots = locals + temporaries):
-//   frame pointers on:   push rbp; mov rbp, rsp; sub rsp, FRAME   slot i at [rbp - 8(i+1)]
-//                        ... leave; ret                           CFA = rbp + 16
+//   frame pointers on:   push rbp; mov rbp, rsp; sub rsp, FRAME   slot i at [rsp + FRAME - 8(i+1)]
+//                        ... add rsp, FRAME; pop rbp; ret         CFA = rbp + 16
 //   frame pointers off:  push rbp; sub rsp, FRAME                 slot i at [rsp + 8i]
 //                        ... add rsp, FRAME; pop rbp; ret         CFA = rsp + 16 + FRAME
 // With frame pointers off, rbp is saved like any callee-saved register and then used as a
