@@ -4,15 +4,18 @@
 //   toy-jit run time, --frame-pointers=off vs on (spin.toy, recompile.toy, fib.toy)
 //   toy-interp: probes compiled in but untraced vs not compiled in (toy-interp-noprobes)
 //   toy-interp: trampolines on vs off
-//   toy-jit: SDK publication cost per function vs asmjit compile time (both measured inside
-//            one toy-jit run, --stats), for a program of 400 generated functions published at
-//            once, and for recompilations that publish one function at a time
+//   toy-jit's code generator: SDK publication cost per function vs asmjit compile time
+//            (in-process, 400 generated functions, one publish or one per function)
 //
 // Whole-program comparisons run the real binaries as child processes, alternating measured
 // and baseline runs (so drift on a shared machine hits both alike), and compare the medians
 // of the children's CPU time (user + system, from wait4), which load from other processes
 // perturbs less than wall time. Counters: `measured_s`, `baseline_s`, `ratio`.
 #include <benchmark/benchmark.h>
+#include <jitunwind/window.h>
+
+#include "codegen.h"
+#include "toylang.h"
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -21,6 +24,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -118,88 +122,132 @@ void BM_interp_trampolines_on_vs_off_spin(benchmark::State& state) {
                {TOY_INTERP, "--trampolines=off", "--probes=off", program("spin.toy"), "6000"});
 }
 
-// ---- compile time vs publication cost, both measured by toy-jit itself (--stats) ----
+// ---- compile time vs SDK publication cost, in-process ----
+//
+// The toy-jit code generator (toyjit_core) compiles a generated program of 400 functions; the
+// same generated code is then placed into SDK windows with a set of publishers. Each iteration
+// measures, over all 400 functions (so timer cost is negligible):
+//   asmjit:    generate + relocate/copy into a plain buffer (what compiling costs anyway)
+//   copy:      relocate/copy alone into a plain buffer
+//   windowed:  allocate in the window + relocate/copy + append, and publish (once at the end,
+//              or after every function)
+// SDK cost per function = (windowed - copy) / 400; ratio = SDK cost / asmjit cost.
 
-// Runs argv, returns its stderr (empty on failure).
-std::string run_capture_stderr(benchmark::State& state, std::vector<std::string> argv) {
-  std::string cmd;
-  for (const auto& a : argv) cmd += "'" + a + "' ";
-  cmd += "2>&1 >/dev/null";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) {
-    state.SkipWithError("popen failed");
-    return {};
-  }
+std::string generated_source(int n) {
   std::string out;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  if (pclose(p) != 0) state.SkipWithError(("failed: " + cmd).c_str());
+  for (int i = 0; i < n; ++i) {
+    out += "fn f" + std::to_string(i) + "(a, b, c) {\n  let x = a * " + std::to_string(i + 3) +
+           " + b;\n  if (x % 7 == " + std::to_string(i % 7) +
+           ") { return x / 3 - c; }\n  let y = 0;\n  while (y < c) { y = y + native_fp(y % 3) "
+           "% 5 + 1; }\n  return x + y * " +
+           std::to_string(i) + ";\n}\n";
+  }
+  out += "fn main() { return f0(1, 2, 3); }\n";
   return out;
 }
 
-// A program with `n` functions of a few statements each, all called from main.
-std::string generated_program(int n) {
-  const std::string path = "/tmp/bench_examples_" + std::to_string(getpid()) + ".toy";
-  std::ofstream out(path);
-  for (int i = 0; i < n; ++i) {
-    out << "fn f" << i << "(a, b, c) {\n  let x = a * " << i + 3 << " + b;\n"
-        << "  if (x % 7 == " << i % 7 << ") { return x / 3 - c; }\n"
-        << "  let y = 0;\n  while (y < c) { y = y + native_fp(y % 3) % 5 + 1; }\n"
-        << "  return x + y * " << i << ";\n}\n";
-  }
-  out << "fn main() {\n  let s = 0;\n";
-  for (int i = 0; i < n; ++i) out << "  s = s + f" << i << "(s % 100, " << i << ", 3);\n";
-  out << "  return s;\n}\n";
-  return path;
-}
-
-void compile_vs_publish(benchmark::State& state, std::vector<std::string> argv) {
-  static const std::regex re(
-      R"(stats: (\d+) compilations .* asmjit ([0-9.]+) us, jitunwind ([0-9.]+) us)");
-  std::vector<double> gen, pub, ratio;
-  double functions = 0;
-  for (auto _ : state) {
-    const std::string err = run_capture_stderr(state, argv);
-    std::smatch m;
-    if (!std::regex_search(err, m, re)) {
-      state.SkipWithError(("no stats in: " + err).c_str());
-      return;
+struct compiled_program {
+  toylang::program program;
+  toyjit::runtime_addresses rt;
+  compiled_program() {
+    std::vector<toylang::diagnostic> errors;
+    program = *toylang::compile("bench.toy", generated_source(400), errors);
+    // The code is never run: any non-zero addresses do.
+    for (uint64_t* a : {&rt.entry_table, &rt.counters, &rt.shadow_top, &rt.stack_limit, &rt.print,
+                        &rt.checkpoint, &rt.native_fp, &rt.native_nofp, &rt.division_by_zero,
+                        &rt.stack_overflow, &rt.recompile_hook}) {
+      *a = 0x100000;
     }
-    functions = std::stod(m[1]);
-    gen.push_back(std::stod(m[2]) / functions);
-    pub.push_back(std::stod(m[3]) / functions);
-    ratio.push_back(std::stod(m[3]) / std::stod(m[2]));
-    state.SetIterationTime((std::stod(m[2]) + std::stod(m[3])) / 1e6);
   }
-  state.counters["functions"] = functions;
-  state.counters["asmjit_us_per_fn"] = median(gen);
-  state.counters["publish_us_per_fn"] = median(pub);
-  state.counters["ratio"] = median(ratio);
+  std::vector<std::unique_ptr<toyjit::generated_function>> generate_all() const {
+    std::vector<std::unique_ptr<toyjit::generated_function>> out;
+    std::string error;
+    for (const auto& f : program.functions) {
+      out.push_back(toyjit::generate(f, toyjit::codegen_options{}, rt, error));
+    }
+    return out;
+  }
+};
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 // Publisher sets by benchmark argument: all that need no setup, none, then each on its own.
 const char* const publisher_sets[] = {"default", "none",    "registry", "usdt-events",
                                       "perfmap", "jitdump", "gdb"};
 
-void BM_toyjit_publish_vs_compile_batch(benchmark::State& state) {
+void publication_vs_compile(benchmark::State& state, bool publish_each) {
+  static const compiled_program prog;
   const char* publishers = publisher_sets[state.range(0)];
   state.SetLabel(publishers);
-  const std::string file = generated_program(400);
-  compile_vs_publish(state, {TOY_JIT, "--stats", std::string("--publish=") + publishers, file});
-  std::remove(file.c_str());
+  auto so = jitunwind::session_options::from_env();
+  so->publishers = jitunwind::parse_publishers(publishers).value();
+  auto session = jitunwind::session::create(*so);
+  if (!session) {
+    state.SkipWithError(session.error().message().c_str());
+    return;
+  }
+  std::vector<uint8_t> scratch(1 << 20);
+  std::vector<double> asmjit_us, sdk_us, ratio;
+  const double n = static_cast<double>(prog.program.functions.size());
+  for (auto _ : state) {
+    // asmjit: generate + place into a plain buffer.
+    auto t0 = std::chrono::steady_clock::now();
+    auto code = prog.generate_all();
+    for (auto& g : code) {
+      if (!g->place(reinterpret_cast<uint64_t>(scratch.data()), scratch)) std::abort();
+    }
+    const double t_asmjit = seconds_since(t0);
+    // copy alone.
+    t0 = std::chrono::steady_clock::now();
+    for (auto& g : code) {
+      if (!g->place(reinterpret_cast<uint64_t>(scratch.data()), scratch)) std::abort();
+    }
+    const double t_copy = seconds_since(t0);
+    // windowed.
+    jitunwind::owned_window_options wo;
+    wo.code_capacity = publish_each ? size_t{4096} * code.size() : size_t{1} << 20;
+    auto w = (*session)->create_owned_window(wo);
+    if (!w) {
+      state.SkipWithError(w.error().message().c_str());
+      return;
+    }
+    t0 = std::chrono::steady_clock::now();
+    size_t i = 0;
+    for (auto& g : code) {
+      auto space = (*w)->allocate(g->size());
+      auto frames = g->place(space->address, space->writable);
+      if (!(*w)->append("toy:f" + std::to_string(i++), *frames).ok()) std::abort();
+      if (publish_each && !(*w)->publish().ok()) std::abort();
+    }
+    if (!(*w)->publish().ok()) std::abort();
+    const double t_windowed = seconds_since(t0);
+    (void)(*w)->retire(std::chrono::milliseconds(0));
+    (*session)->poll();
+    asmjit_us.push_back(t_asmjit / n * 1e6);
+    sdk_us.push_back((t_windowed - t_copy) / n * 1e6);
+    ratio.push_back((t_windowed - t_copy) / t_asmjit);
+    state.SetIterationTime(t_asmjit + t_windowed);
+  }
+  state.counters["asmjit_us_per_fn"] = median(asmjit_us);
+  state.counters["sdk_us_per_fn"] = median(sdk_us);
+  state.counters["ratio"] = median(ratio);
 }
 
-void BM_toyjit_publish_vs_compile_recompile(benchmark::State& state) {
-  const char* publishers = publisher_sets[state.range(0)];
-  state.SetLabel(publishers);
-  compile_vs_publish(
-      state, {TOY_JIT, "--stats", "--recompile-every=200", std::string("--publish=") + publishers,
-              program("recompile.toy"), "20000"});
+void BM_publication_vs_asmjit_one_publish(benchmark::State& s) {
+  publication_vs_compile(s, false);
+}
+void BM_publication_vs_asmjit_publish_each(benchmark::State& s) {
+  publication_vs_compile(s, true);
 }
 
 constexpr int pairs = 15;
-BENCHMARK(BM_toyjit_publish_vs_compile_batch)->DenseRange(0, 6)->UseManualTime()->Iterations(pairs);
-BENCHMARK(BM_toyjit_publish_vs_compile_recompile)
+BENCHMARK(BM_publication_vs_asmjit_one_publish)
+    ->DenseRange(0, 6)
+    ->UseManualTime()
+    ->Iterations(pairs);
+BENCHMARK(BM_publication_vs_asmjit_publish_each)
     ->DenseRange(0, 6)
     ->UseManualTime()
     ->Iterations(pairs);
