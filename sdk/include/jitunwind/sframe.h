@@ -252,7 +252,10 @@ JITUNWIND_API const char* to_string(stop_reason r) noexcept;
 /// the caller's: SP = CFA, PC = the RA (read at CFA + ra_offset, or taken from lr when
 /// `innermost` and the RA is in the link register), FP = saved FP or unchanged.
 /// `ra_undefined` rows give `stop_reason::outermost`. The caller's SP must be strictly above
-/// the callee's.
+/// the callee's (`no_progress` otherwise) — except for an innermost AArch64 leaf whose RA is
+/// still in the link register, where CFA = SP is legitimate; the CFA must be 8-byte aligned
+/// (`bad_rule`). A mangled (PAC-signed) AArch64 RA is stripped to its low 48 bits (Linux's
+/// default user address size). Memory is read in the ABI's byte order.
 struct step_result {
   bool ok = false;
   regs caller;

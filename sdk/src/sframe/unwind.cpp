@@ -59,12 +59,20 @@ const char* to_string(stop_reason r) noexcept {
 step_result step(abi target, const frame_row& row, const regs& callee, bool innermost,
                  const memory_reader& reader) noexcept {
   if (row.ra == ra_rule::undefined) return stop(callee, stop_reason::outermost);
+  // The link register only holds this frame's return address in the interrupted frame; further
+  // up it has been overwritten by calls.
+  if (row.ra == ra_rule::in_register && (!innermost || target == abi::amd64))
+    return stop(callee, stop_reason::bad_rule);
   const bool big = detail::big_endian(target);
   const uint64_t base = row.cfa == cfa_base::sp ? callee.sp : callee.fp;
   const uint64_t cfa = base + static_cast<uint64_t>(static_cast<int64_t>(row.cfa_offset));
   // The caller's SP is the CFA: it must be strictly above the callee's SP, or a corrupt table
-  // or stack could make the walk loop. A misaligned CFA cannot be a real frame either.
-  if (cfa <= callee.sp) return stop(callee, stop_reason::no_progress);
+  // or stack could make the walk loop. The one exception is an AArch64 leaf interrupted before
+  // it moved SP (CFA = SP, RA still in the link register): that happens only for the innermost
+  // frame, so it cannot repeat. A misaligned CFA cannot be a real frame either.
+  const bool leaf_in_lr = innermost && row.ra == ra_rule::in_register;
+  if (cfa < callee.sp || (cfa == callee.sp && !leaf_in_lr))
+    return stop(callee, stop_reason::no_progress);
   if (cfa % 8 != 0) return stop(callee, stop_reason::bad_rule);
 
   uint64_t ra = 0;
@@ -72,9 +80,6 @@ step_result step(abi target, const frame_row& row, const regs& callee, bool inne
     const uint64_t at = cfa + static_cast<uint64_t>(static_cast<int64_t>(row.ra_offset));
     if (!read_word(reader, at, big, ra)) return stop(callee, stop_reason::unreadable);
   } else {
-    // The link register only holds this frame's return address in the interrupted frame;
-    // further up it has been overwritten by calls.
-    if (!innermost || target == abi::amd64) return stop(callee, stop_reason::bad_rule);
     ra = callee.lr;
   }
   if (row.ra_mangled) ra &= pac_strip_mask;
