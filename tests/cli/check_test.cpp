@@ -156,7 +156,7 @@ TEST_CASE("check and dump: a file that is not ELF") {
   CHECK(d.out.empty());
 }
 
-TEST_CASE("check: missing file and an ELF without .sframe; one bad file fails the run") {
+TEST_CASE("check: missing file and an ELF without .sframe, one bad file fails the run") {
   fixture f;
   const std::string missing = f.dir / "missing.o";
   expect_problem(run_tool({"sframe", "check", missing}), missing, "No such file");
