@@ -149,6 +149,10 @@ std::string help_text(const std::string& program, const command_spec& spec) {
   return s;
 }
 
+std::string count_text(size_t n, const std::string& noun) {
+  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+}
+
 std::string hex_text(uint64_t v) {
   char buf[24];
   std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
