@@ -10,7 +10,7 @@
 
 #include <catch2/catch.hpp>
 
-#include <regex>
+#include <cstdio>
 #include <sstream>
 
 using namespace jitunwind;
@@ -42,12 +42,11 @@ objdump_sframe objdump(const std::string& path) {
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   objdump_sframe out;
-  static const std::regex fde_re(R"(func idx \[\d+\]: pc = 0x([0-9a-f]+), size = (\d+) bytes)");
-  static const std::regex row_re(
-      R"(^\s+([0-9a-f]{16})\s+(sp|fp)([+-]\d+)\s+(u|c[+-]\d+)\s+(u|c[+-]\d+))");
   std::istringstream in(r.out);
   for (std::string l; std::getline(in, l);) {
-    std::smatch m;
+    unsigned long long pc = 0, size = 0;
+    std::istringstream fields(l);
+    std::string startpc, cfa, fp, ra;
     if (l.find("Version:") != std::string::npos) {
       out.version = l.find("SFRAME_VERSION_1") != std::string::npos ? 1 : 2;
     } else if (l.find("Flags:") != std::string::npos) {
@@ -57,17 +56,21 @@ objdump_sframe objdump(const std::string& path) {
       out.num_fdes = std::stoull(l.substr(l.find(':') + 1));
     } else if (l.find("Num FREs:") != std::string::npos) {
       out.num_fres = std::stoull(l.substr(l.find(':') + 1));
-    } else if (std::regex_search(l, m, fde_re)) {
-      out.fdes.push_back({std::stoull(m[1], nullptr, 16), std::stoull(m[2]), false, {}});
+    } else if (std::sscanf(l.c_str(), " func idx [%*u]: pc = 0x%llx, size = %llu bytes", &pc,
+                           &size) == 2) {
+      out.fdes.push_back({pc, size, false, {}});
     } else if (l.find("STARTPC[m]") != std::string::npos) {
       out.fdes.back().pcmask = true;
-    } else if (std::regex_search(l, m, row_re)) {
+    } else if ((fields >> startpc >> cfa >> fp >> ra) && startpc.size() == 16 &&
+               startpc.find_first_not_of("0123456789abcdef") == std::string::npos) {
+      // "<16 hex digits>  sp+16  c-16  u": CFA base+offset, FP and RA as u or c<offset>.
       objdump_row row;
-      row.start = std::stoull(m[1], nullptr, 16);
-      row.fp_base = m[2] == "fp";
-      row.cfa = std::stoll(m[3]);
-      if (m[4] != "u") row.fp = std::stoll(m[4].str().substr(1));
-      if (m[5] != "u") row.ra = std::stoll(m[5].str().substr(1));
+      row.start = std::stoull(startpc, nullptr, 16);
+      row.fp_base = cfa.rfind("fp", 0) == 0;
+      REQUIRE((row.fp_base || cfa.rfind("sp", 0) == 0));
+      row.cfa = std::stoll(cfa.substr(2));
+      if (fp != "u") row.fp = std::stoll(fp.substr(1));
+      if (ra != "u") row.ra = std::stoll(ra.substr(1));
       out.fdes.back().rows.push_back(row);
     }
   }
