@@ -162,16 +162,28 @@ inline constexpr size_t fre_offset_size(uint8_t size_code) noexcept {
   return size_code == 0 ? 1 : size_code == 1 ? 2 : size_code == 2 ? 4 : 0;
 }
 
-/// The rules an FRE with this info byte and offsets describes (`offsets` holds
-/// `fre_count(info)` values; the caller has checked the count for the ABI).
-inline frame_row fre_to_row(abi a, uint32_t start, uint8_t info, const int32_t* offsets) noexcept {
+/// Sets `r` to the rules an FRE with this info byte and offsets describes (`offsets` holds
+/// `fre_count(info)` values; the caller has checked the count for the ABI). Writes every field
+/// in place: building a temporary and copying it made lookups stall on store forwarding.
+inline void set_row(frame_row& r, abi a, uint32_t start, uint8_t info,
+                    const int32_t* offsets) noexcept {
   const unsigned count = fre_count(info);
-  if (count == 0) return outermost_row(start);
-  frame_row r;
   r.pc_offset = start;
+  if (count == 0) {  // outermost_row
+    r.cfa = cfa_base::sp;
+    r.cfa_offset = 0;
+    r.ra = ra_rule::undefined;
+    r.ra_offset = 0;
+    r.fp = fp_rule::unchanged;
+    r.fp_offset = 0;
+    r.ra_mangled = false;
+    return;
+  }
   r.cfa = fre_base(info) == base_reg_fp ? cfa_base::fp : cfa_base::sp;
   r.cfa_offset = offsets[0];
   r.ra_mangled = fre_mangled(info);
+  r.fp = fp_rule::unchanged;
+  r.fp_offset = 0;
   if (a == abi::amd64) {
     r.ra = ra_rule::saved;
     r.ra_offset = fixed_ra_offset(a);
@@ -180,18 +192,18 @@ inline frame_row fre_to_row(abi a, uint32_t start, uint8_t info, const int32_t* 
       r.fp_offset = offsets[1];
     }
   } else {
-    if (count == 1) {
-      r.ra = ra_rule::in_register;
-      r.ra_offset = 0;
-    } else {
-      r.ra = ra_rule::saved;
-      r.ra_offset = offsets[1];
-    }
+    r.ra = count == 1 ? ra_rule::in_register : ra_rule::saved;
+    r.ra_offset = count == 1 ? 0 : offsets[1];
     if (count >= 3) {
       r.fp = fp_rule::saved;
       r.fp_offset = offsets[2];
     }
   }
+}
+
+inline frame_row fre_to_row(abi a, uint32_t start, uint8_t info, const int32_t* offsets) noexcept {
+  frame_row r;
+  set_row(r, a, start, info, offsets);
   return r;
 }
 
