@@ -37,7 +37,7 @@ namespace {
 
 // push rbp; mov rbp, rsp; ...; leave; ret — the typical JIT function (4 rows).
 function_desc typical_function(uint64_t start, uint32_t size) {
-  const recipes::epilogue ep[] = {{size - 2, size - 1}};
+  const recipes::epilogue ep[] = {{size - 1, size}};  // leave; ret at the end
   return recipes::frame_pointer(abi::amd64, start, size, 1, 4, ep).value();
 }
 

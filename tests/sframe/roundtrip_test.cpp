@@ -32,6 +32,9 @@ void check_lookups(const table& t, const std::vector<function_desc>& fs, test::f
       const auto got = t.find(pc);
       INFO("pc 0x" << std::hex << pc);
       REQUIRE(got.has_value() == (expect != nullptr));
+      lookup_result in_place;
+      REQUIRE(t.find(pc, in_place) == got.has_value());
+      if (got) CHECK(in_place.row == got->row);
       if (expect) {
         CHECK(got->row == *expect);
         CHECK(got->function_index == idx);
