@@ -1,0 +1,221 @@
+/// jitunwind/window.h — sessions and code windows: what a runtime embeds.
+///
+/// A `session` owns the publishers (registry, USDT events, perf map, jitdump, GDB JIT interface,
+/// kernel registration) and the code windows. A window is an address range of code plus the
+/// SFrame section that describes it (kept within ±2 GiB of the code, as SFrame's 32-bit FDE
+/// offsets require). The runtime appends functions to a window in address order and publishes:
+/// everything appended since the last publish becomes visible to every active publisher at once.
+///
+/// Lifecycle of a window: open (append/publish) → sealed (no more appends) → retired
+/// (unpublished; its code may still run until the runtime's grace period ends) → freed, or reused
+/// (same range, new generation: consumers never see the old rows or names again).
+///
+/// Two kinds of windows:
+/// - **owned**: the SDK maps the memory. Code is written through `code_writer` while the pages are
+///   RW and not executable; `publish` makes them RX. Pages are never writable and executable at
+///   once: after a publish, new code starts on a fresh page (or use `dual_mapping`, where code is
+///   written through a separate RW alias of the same memory — perf maps then do not apply because
+///   perf only reads them for anonymous memory; jitdump still works).
+/// - **described**: the runtime owns the memory (e.g. asmjit's JitRuntime); the SDK only
+///   describes ranges inside it.
+///
+/// Thread-safety: `session` member functions are thread-safe. A `window` is used by one thread at
+/// a time (append, publish, seal); different windows may be used from different threads
+/// concurrently. `retire` and `reuse` must not race with operations on the same window.
+///
+/// Errors: every fallible function returns `result`; a failing publisher never stops the others —
+/// its failure is recorded in `session::status()` and reported through the log sink.
+#pragma once
+
+#include <jitunwind/config.h>
+#include <jitunwind/frame.h>
+#include <jitunwind/log.h>
+#include <jitunwind/result.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace jitunwind {
+
+/// The publishers. Values are bits of a `publisher_set`.
+enum class publisher : uint32_t {
+  registry = 1u << 0,     ///< in-process registry read by external unwinders (docs/registry-abi.md)
+  usdt_events = 1u << 1,  ///< static USDT probes jitunwind:window_publish/window_retire/code_add
+  perfmap = 1u << 2,      ///< /tmp/perf-PID.map
+  jitdump = 1u << 3,      ///< jit-PID.dump for perf inject --jit
+  gdb = 1u << 4,          ///< the GDB JIT interface
+  kernel = 1u << 5,       ///< SFrame registration with the kernel (opt-in, needs `kernel_sframe`)
+};
+using publisher_set = uint32_t;
+constexpr publisher_set operator|(publisher a, publisher b) {
+  return static_cast<uint32_t>(a) | static_cast<uint32_t>(b);
+}
+constexpr publisher_set operator|(publisher_set a, publisher b) {
+  return a | static_cast<uint32_t>(b);
+}
+constexpr bool contains(publisher_set s, publisher p) { return (s & static_cast<uint32_t>(p)) != 0; }
+
+/// Every publisher that works without configuration (all but `kernel`).
+inline constexpr publisher_set default_publishers =
+    publisher::registry | publisher::usdt_events | publisher::perfmap | publisher::jitdump |
+    publisher::gdb;
+
+/// "registry", "usdt-events", "perfmap", "jitdump", "gdb", "kernel".
+JITUNWIND_API const char* to_string(publisher p) noexcept;
+/// Parses a comma-separated list ("perfmap,jitdump", "all", "none", "default").
+JITUNWIND_API result<publisher_set> parse_publishers(std::string_view list);
+
+struct session_options {
+  abi target = abi::amd64;
+  publisher_set publishers = default_publishers;
+  /// Directory of perf-PID.map. perf reads /tmp only; change it for tests or containers.
+  std::string perfmap_dir = "/tmp";
+  /// Directory of jit-PID.dump; empty: $JITDUMPDIR if set, else /tmp (perf's DWARF unwinder
+  /// only finds the injected objects under /tmp).
+  std::string jitdump_dir;
+  /// Kernel registration backend, e.g. "prctl:79,80" or "syscall:470,471"; empty = off. Never
+  /// guessed: see docs/kernel-registration.md.
+  std::string kernel_sframe;
+  log_sink log;
+
+  /// Defaults overridden by the environment: JITUNWIND_PUBLISH (publisher list),
+  /// JITUNWIND_DIR (perf map and jitdump directory), JITDUMPDIR, JITUNWIND_KERNEL_SFRAME.
+  /// `invalid_argument` naming the variable for a value that does not parse.
+  static result<session_options> from_env();
+};
+
+enum class publisher_state : uint8_t {
+  disabled = 0,     ///< not requested
+  active = 1,       ///< working
+  failed = 2,       ///< stopped after an error (see message); the others go on
+  unsupported = 3,  ///< this system cannot do it (e.g. no kernel SFrame registration)
+};
+JITUNWIND_API const char* to_string(publisher_state s) noexcept;
+
+struct publisher_status {
+  publisher which;
+  publisher_state state;
+  std::string message;  ///< the last error or a note ("writing /tmp/perf-123.map")
+};
+
+enum class window_state : uint8_t { open = 0, sealed = 1, retired = 2, freed = 3 };
+JITUNWIND_API const char* to_string(window_state s) noexcept;
+
+struct owned_window_options {
+  /// Bytes of code the window can hold (rounded up to pages).
+  size_t code_capacity = 1 << 20;
+  /// Bytes reserved for the window's SFrame (two buffers of this size, rounded up to pages);
+  /// 0 = a size derived from code_capacity. Appending fails with `limit_exceeded` when full.
+  size_t sframe_capacity = 0;
+  /// Write code through a separate RW alias of the same memory (memfd) instead of flipping page
+  /// protections; perf maps cannot name code in such windows (perf ignores non-anonymous code).
+  bool dual_mapping = false;
+};
+
+struct described_window_options {
+  uint64_t text_start = 0;
+  size_t text_size = 0;
+  size_t sframe_capacity = 0;  ///< as in owned_window_options
+};
+
+class session;
+
+/// A code window. Created by a session, owned by it; valid until the session is destroyed.
+class JITUNWIND_API window {
+ public:
+  virtual ~window() = default;
+
+  uint64_t id() const noexcept { return id_; }
+  /// Bumped by every reuse of the window; consumers key rows by (id, generation).
+  uint32_t generation() const noexcept { return generation_; }
+  virtual window_state state() const noexcept = 0;
+  virtual uint64_t text_start() const noexcept = 0;
+  virtual size_t text_size() const noexcept = 0;
+  virtual bool owned() const noexcept = 0;
+
+  /// Owned windows: reserves `size` bytes of code (aligned) after what was reserved before and
+  /// returns the address the code will run at and a writable view of it. The view is valid until
+  /// the next `publish`. `limit_exceeded` when the window is full, `bad_state` unless open,
+  /// `invalid_argument` for described windows.
+  struct code_space {
+    uint64_t address = 0;
+    std::span<uint8_t> writable;
+  };
+  virtual result<code_space> allocate(size_t size, size_t alignment = 16) = 0;
+
+  /// Appends a function (its `start`/`size` are absolute addresses inside the window, after the
+  /// end of the previous function). `moved_from` != 0 says the code was copied from that address
+  /// (jitdump CODE_MOVE). Not visible to anyone until `publish`. Errors: `invalid_argument`
+  /// (rows, out of order, overlapping, outside the window, bad name), `limit_exceeded` (SFrame
+  /// capacity), `bad_state` (not open). Nothing is appended on error.
+  virtual result<void> append(std::string_view name, const function_desc& frames,
+                              uint64_t moved_from = 0) = 0;
+
+  /// Makes every function appended since the last publish visible to all active publishers
+  /// (owned windows: their pages become RX first). Publisher failures do not fail the call
+  /// (see session::status()); errors are for the window itself (`bad_state`).
+  virtual result<void> publish() = 0;
+
+  /// No more appends; publishes what is pending.
+  virtual result<void> seal() = 0;
+
+  /// Unpublishes the window: removed from the registry (tombstone), kernel unregistered, GDB
+  /// objects removed, a `window_retire` event fired. The code may still be running: after
+  /// `grace` (measured by session::poll) `on_grace_over` is called (from the thread calling
+  /// poll) and the window is freed, unless the callback returns `true` to keep it for `reuse`.
+  virtual result<void> retire(std::chrono::milliseconds grace,
+                              std::function<bool(window&)> on_grace_over = {}) = 0;
+
+  /// A retired window whose grace period is over and that was kept: back to open, same range,
+  /// generation + 1, no functions.
+  virtual result<void> reuse() = 0;
+
+  /// Functions appended (published or not) in address order: {name, start, size}.
+  struct function_entry {
+    std::string name;
+    uint64_t start;
+    uint32_t size;
+  };
+  virtual std::vector<function_entry> functions() const = 0;
+
+  /// The SFrame section as last published (empty before the first publish).
+  virtual std::span<const uint8_t> published_sframe() const noexcept = 0;
+
+ protected:
+  window(uint64_t id) : id_(id) {}
+  uint64_t id_;
+  uint32_t generation_ = 1;
+};
+
+/// Owns the publishers and windows. Create one per process (or per runtime in a process).
+class JITUNWIND_API session {
+ public:
+  /// Validates the options and starts the requested publishers. A publisher that cannot start
+  /// is marked failed/unsupported and logged; the session is still created. `invalid_argument`
+  /// for contradictory options.
+  static result<std::unique_ptr<session>> create(const session_options& options);
+  virtual ~session() = default;
+
+  virtual result<window*> create_owned_window(const owned_window_options& options) = 0;
+  /// `out_of_range` when no SFrame buffer can be placed within ±2 GiB of the range.
+  virtual result<window*> describe_window(const described_window_options& options) = 0;
+
+  /// Runs due grace-period callbacks and frees retired windows. Call it regularly (e.g. from the
+  /// runtime's safepoint). Returns the number of windows freed or kept for reuse.
+  virtual size_t poll() = 0;
+
+  virtual std::vector<publisher_status> status() const = 0;
+  virtual const session_options& options() const noexcept = 0;
+
+ protected:
+  session() = default;
+};
+
+}  // namespace jitunwind
