@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace jitunwind::sframe {
@@ -66,6 +67,11 @@ struct encoder_options {
   /// FRAME_POINTER flag: unset = automatic (set when every function establishes an FP-based
   /// CFA in some row, i.e. the whole section keeps frame pointers).
   std::optional<bool> frame_pointer;
+  /// true: every function must pass `jitunwind::validate` (what a code generator should
+  /// produce). false: accept any function SFrame can express on the ABI (rows sorted and inside
+  /// the function, offsets that fit the FRE layout), e.g. to re-encode a foreign section whose
+  /// rows our stricter rules reject (see `decoded_section::nonconforming`).
+  bool strict = true;
 };
 
 /// Builds a v2 section incrementally: functions are appended in address order and the section
@@ -126,11 +132,37 @@ JITUNWIND_API result<std::vector<uint8_t>> encode(const encoder_options& options
 // ---------------------------------------------------------------------------------------------
 // Decoding
 
+/// How one FDE and its FREs are laid out in the bytes (for dumps and tests).
+struct fde_layout {
+  uint32_t offset = 0;           ///< of the FDE, from the section start
+  int32_t start_field = 0;       ///< raw `sfde_func_start_address`
+  uint8_t info = 0;              ///< raw `sfde_func_info`
+  uint8_t fre_address_size = 1;  ///< 1, 2 or 4 bytes per FRE start address
+  bool pcmask = false;
+  uint8_t pauth_key = 0;           ///< AArch64 pointer-authentication key: 0 = A, 1 = B
+  uint8_t rep_size = 0;            ///< raw `sfde_func_rep_size` (v2); v1 PCMASK: implied 16
+  uint32_t fre_offset = 0;         ///< first FRE, from the start of the FRE sub-section
+  uint32_t fre_bytes = 0;          ///< bytes taken by this FDE's FREs
+  std::vector<uint8_t> fre_infos;  ///< raw `sfre_info` byte of each FRE (offset size, count, ...)
+};
+
+/// A function that decodes cleanly but that `jitunwind::validate` rejects: legal SFrame that
+/// our code-generation rules would not produce (e.g. LLVM keeps "FP saved at CFA-16" after the
+/// epilogue's `pop rbp`, which puts the slot below SP). Such functions are still returned.
+struct nonconforming_function {
+  size_t index = 0;    ///< into `decoded_section::functions`
+  std::string reason;  ///< the `validate` message
+};
+
 /// A whole section decoded into the frame model.
 struct decoded_section {
   section_info info;
   /// In FDE order, with absolute start addresses (section_address applied).
   std::vector<function_desc> functions;
+  /// Parallel to `functions`: the encoding of each FDE.
+  std::vector<fde_layout> layout;
+  /// Functions that are valid SFrame but fail `jitunwind::validate` (empty for our own output).
+  std::vector<nonconforming_function> nonconforming;
 };
 
 /// Validates and decodes a v1 or v2 section that lives at `section_address`.
@@ -171,10 +203,17 @@ class JITUNWIND_API table {
 
  private:
   table() = default;
+  uint64_t fde_start(size_t index) const noexcept;
+
   std::span<const uint8_t> bytes_;
   uint64_t section_address_ = 0;
   section_info info_;
   std::pair<uint64_t, uint64_t> pc_range_{0, 0};
+  // From the validated header: where the sub-sections are and how to read them.
+  size_t fde_base_ = 0;
+  size_t fre_base_ = 0;
+  uint8_t fde_size_ = 20;
+  bool big_endian_ = false;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -198,13 +237,13 @@ struct memory_reader {
 
 /// Why an unwind stopped.
 enum class stop_reason : uint8_t {
-  outermost = 0,         ///< reached a frame whose RA is undefined (a proper end)
-  no_table = 1,          ///< no table covers the PC
-  unreadable = 2,        ///< the reader could not read the RA or saved FP
-  no_progress = 3,       ///< the caller's SP is not above the callee's (corrupt table or stack)
-  depth_limit = 4,       ///< the frame cap was reached
-  bad_rule = 5,          ///< the row cannot be applied (e.g. RA in register past frame 0)
-  zero_pc = 6,           ///< the return address read was 0 (end of the stack by convention)
+  outermost = 0,    ///< reached a frame whose RA is undefined (a proper end)
+  no_table = 1,     ///< no table covers the PC
+  unreadable = 2,   ///< the reader could not read the RA or saved FP
+  no_progress = 3,  ///< the caller's SP is not above the callee's (corrupt table or stack)
+  depth_limit = 4,  ///< the frame cap was reached
+  bad_rule = 5,     ///< the row cannot be applied (e.g. RA in register past frame 0)
+  zero_pc = 6,      ///< the return address read was 0 (end of the stack by convention)
 };
 
 JITUNWIND_API const char* to_string(stop_reason r) noexcept;
@@ -213,14 +252,17 @@ JITUNWIND_API const char* to_string(stop_reason r) noexcept;
 /// the caller's: SP = CFA, PC = the RA (read at CFA + ra_offset, or taken from lr when
 /// `innermost` and the RA is in the link register), FP = saved FP or unchanged.
 /// `ra_undefined` rows give `stop_reason::outermost`. The caller's SP must be strictly above
-/// the callee's.
+/// the callee's (`no_progress` otherwise) — except for an innermost AArch64 leaf whose RA is
+/// still in the link register, where CFA = SP is legitimate; the CFA must be 8-byte aligned
+/// (`bad_rule`). A mangled (PAC-signed) AArch64 RA is stripped to its low 48 bits (Linux's
+/// default user address size). Memory is read in the ABI's byte order.
 struct step_result {
   bool ok = false;
   regs caller;
   stop_reason reason = stop_reason::outermost;  ///< meaningful when !ok
 };
-JITUNWIND_API step_result step(abi target, const frame_row& row, const regs& callee,
-                               bool innermost, const memory_reader& reader) noexcept;
+JITUNWIND_API step_result step(abi target, const frame_row& row, const regs& callee, bool innermost,
+                               const memory_reader& reader) noexcept;
 
 /// Finds the row for a PC across any number of tables (one per code window or ELF object).
 /// Tables are not owned; they must outlive the unwinder. Thread-safety: `add`/`clear` are not

@@ -1,0 +1,119 @@
+/// jitunwind/remote.h — reading another process's window registry (out of process).
+///
+/// A tool (the eBPF walker's user side, a profiler, a debugger) finds the `jitunwind_registry`
+/// object in every ELF object mapped into the target (`/proc/PID/maps`, then `.dynsym` and
+/// `.symtab`), and copies the registry with `process_vm_readv` without stopping the target,
+/// following the seqlock protocol of docs/registry-abi.md: a torn or changing entry is re-read,
+/// never returned; a retired window is never reported live.
+///
+/// Needs the right to read the target's memory (same user and ptrace_scope allowing it, or
+/// CAP_SYS_PTRACE). Thread-safety: free functions are thread-safe; a `registry_reader` is used by
+/// one thread at a time. Errors name the PID and what failed: `not_found` (no such process, no
+/// registry symbol in any mapped object), `permission_denied`, `unsupported` (registry version
+/// this reader does not know), `malformed` (impossible header values), `bad_state` (entries kept
+/// changing for every retry; the window changed while its SFrame was read), `io_error`.
+#pragma once
+
+#include <jitunwind/config.h>
+#include <jitunwind/frame.h>
+#include <jitunwind/result.h>
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace jitunwind::remote {
+
+enum class window_state : uint32_t { free = 0, live = 1, retired = 2 };
+
+/// "free", "live" or "retired".
+JITUNWIND_API const char* to_string(window_state state) noexcept;
+
+/// Where the symbol was found.
+enum class symbol_table : uint8_t { dynsym = 0, symtab = 1, given = 2 };
+
+/// One registry found in the target (a process has one per copy of the SDK it contains).
+struct registry_location {
+  uint64_t address = 0;     ///< run-time address of the `jitunwind_registry` object
+  std::string object_path;  ///< the mapped ELF object that defines it, as in /proc/PID/maps
+  symbol_table found_in = symbol_table::dynsym;
+};
+
+/// A consistent copy of one registry entry.
+struct window_record {
+  uint64_t window_id = 0;
+  uint64_t generation = 0;  ///< unique per published contents; compare to detect changes
+  window_state state = window_state::live;
+  uint64_t text_start = 0;
+  uint64_t text_size = 0;
+  uint64_t sframe_address = 0;
+  uint64_t sframe_size = 0;
+  abi code_abi = abi::amd64;
+  uint32_t slot = 0;              ///< index in the registry's entry array
+  uint64_t entry_address = 0;     ///< address of the entry in the target
+  uint64_t sequence = 0;          ///< the entry's sequence counter when copied
+  uint64_t registry_address = 0;  ///< which registry (see registry_location::address)
+};
+
+struct registry_snapshot {
+  pid_t pid = 0;
+  std::vector<registry_location> registries;
+  std::vector<window_record> windows;  ///< live and retired windows, by registry then slot
+  uint64_t torn_retries = 0;           ///< entries that had to be re-read (diagnostics)
+};
+
+struct read_options {
+  /// Rounds of re-reading entries that changed while being copied before giving up with
+  /// `bad_state`. Each round yields the CPU, so a writer that was descheduled mid-update can
+  /// finish.
+  unsigned max_attempts = 200;
+  /// Also return retired windows (grace period); false: live windows only.
+  bool include_retired = true;
+  /// Largest SFrame section read_window_sframe accepts (the value comes from the target).
+  uint64_t max_sframe_size = uint64_t{256} << 20;
+};
+
+/// Finds every `jitunwind_registry` in the target's mapped ELF objects.
+/// Errors: not_found (no process, or no object defines the symbol), permission_denied.
+JITUNWIND_API result<std::vector<registry_location>> locate_registries(pid_t pid);
+
+/// locate_registries + one consistent read of each registry.
+JITUNWIND_API result<registry_snapshot> read_registry(pid_t pid, const read_options& options = {});
+
+/// Copies a window's SFrame section from the target, then re-reads the window's entry and fails
+/// with `bad_state` if it changed meanwhile (the bytes might belong to newer contents).
+JITUNWIND_API result<std::vector<uint8_t>> read_window_sframe(pid_t pid, const window_record& w,
+                                                              const read_options& options = {});
+
+/// Repeated reads of one process without repeating the symbol search (the symbol lookup scans
+/// every mapped ELF object; a read is three `process_vm_readv` calls per registry).
+class JITUNWIND_API registry_reader {
+ public:
+  /// Locates the registries. Errors: as locate_registries.
+  static result<registry_reader> open(pid_t pid, const read_options& options = {});
+  /// For a known registry address (tests, tools that found it another way).
+  static result<registry_reader> at_address(pid_t pid, uint64_t registry_address,
+                                            const read_options& options = {});
+
+  /// One consistent snapshot. Errors: see the header comment.
+  result<registry_snapshot> read() const;
+  /// The sum of the registries' change counters: unchanged means nothing was published,
+  /// updated, retired or released since (one small read per registry).
+  result<uint64_t> change_count() const;
+  /// read_window_sframe for this reader's process.
+  result<std::vector<uint8_t>> read_sframe(const window_record& w) const;
+
+  pid_t pid() const { return pid_; }
+  const std::vector<registry_location>& registries() const { return registries_; }
+
+ private:
+  registry_reader(pid_t pid, std::vector<registry_location> registries, read_options options)
+      : pid_(pid), registries_(std::move(registries)), options_(options) {}
+  pid_t pid_;
+  std::vector<registry_location> registries_;
+  read_options options_;
+};
+
+}  // namespace jitunwind::remote

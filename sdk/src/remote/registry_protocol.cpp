@@ -1,0 +1,238 @@
+#include "remote/registry_protocol.hpp"
+
+#include <jitunwind/registry_abi.h>
+
+#include "common/error.hpp"
+
+#include <sched.h>
+#include <cstddef>
+#include <cstring>
+#include <vector>
+
+namespace jitunwind::remote::detail {
+
+using jitunwind::detail::format;
+using jitunwind::detail::make_error;
+
+namespace {
+
+template <class T>
+T load(std::span<const uint8_t> bytes, size_t offset) {
+  T v;
+  std::memcpy(&v, bytes.data() + offset, sizeof(T));
+  return v;
+}
+
+uint64_t entry_seq(std::span<const uint8_t> entry) {
+  return load<uint64_t>(entry, offsetof(jitunwind_registry_entry, seq));
+}
+
+unsigned long long ull(uint64_t v) {
+  return static_cast<unsigned long long>(v);
+}
+
+}  // namespace
+
+std::string describe_registry(pid_t pid, uint64_t address, const std::string& object_path) {
+  std::string s = format("pid %d: registry at 0x%llx", pid, ull(address));
+  if (!object_path.empty()) s += " in " + object_path;
+  return s;
+}
+
+result<header_fields> decode_header(std::span<const uint8_t> bytes, const std::string& where) {
+  if (bytes.size() < sizeof(jitunwind_registry_header)) {
+    return make_error(errc::malformed, "%s: header copy of %zu bytes, need %zu", where.c_str(),
+                      bytes.size(), sizeof(jitunwind_registry_header));
+  }
+  if (std::memcmp(bytes.data(), JITUNWIND_REGISTRY_MAGIC, 8) != 0) {
+    return make_error(errc::malformed, "%s: bad magic (not a jitunwind registry)", where.c_str());
+  }
+  header_fields h;
+  h.version = load<uint32_t>(bytes, offsetof(jitunwind_registry_header, version));
+  h.header_size = load<uint32_t>(bytes, offsetof(jitunwind_registry_header, header_size));
+  h.entry_size = load<uint32_t>(bytes, offsetof(jitunwind_registry_header, entry_size));
+  h.capacity = load<uint32_t>(bytes, offsetof(jitunwind_registry_header, capacity));
+  h.entries = load<uint64_t>(bytes, offsetof(jitunwind_registry_header, entries));
+  h.slot_count = load<uint64_t>(bytes, offsetof(jitunwind_registry_header, slot_count));
+  h.change_count = load<uint64_t>(bytes, offsetof(jitunwind_registry_header, change_count));
+  h.writer_pid = load<uint64_t>(bytes, offsetof(jitunwind_registry_header, writer_pid));
+  if (h.version != JITUNWIND_REGISTRY_VERSION) {
+    return make_error(errc::unsupported,
+                      "%s: registry ABI version %u, this reader supports version %u", where.c_str(),
+                      h.version, JITUNWIND_REGISTRY_VERSION);
+  }
+  if (h.header_size < sizeof(jitunwind_registry_header) || h.header_size > max_struct_size) {
+    return make_error(errc::malformed, "%s: header_size %u outside [%zu, %u]", where.c_str(),
+                      h.header_size, sizeof(jitunwind_registry_header), max_struct_size);
+  }
+  if (h.entry_size < sizeof(jitunwind_registry_entry) || h.entry_size > max_struct_size ||
+      h.entry_size % 8 != 0) {
+    return make_error(errc::malformed, "%s: entry_size %u outside [%zu, %u] or not 8-aligned",
+                      where.c_str(), h.entry_size, sizeof(jitunwind_registry_entry),
+                      max_struct_size);
+  }
+  if (h.capacity > max_entries) {
+    return make_error(errc::malformed, "%s: capacity %u above the reader's limit %llu",
+                      where.c_str(), h.capacity, ull(max_entries));
+  }
+  if (h.slot_count > h.capacity) {
+    return make_error(errc::malformed, "%s: slot_count %llu above capacity %u", where.c_str(),
+                      ull(h.slot_count), h.capacity);
+  }
+  if (h.entries == 0 && h.slot_count != 0) {
+    return make_error(errc::malformed, "%s: slot_count %llu but no entry array", where.c_str(),
+                      ull(h.slot_count));
+  }
+  if (h.entries % 8 != 0 || h.entries + uint64_t{h.capacity} * h.entry_size < h.entries) {
+    return make_error(errc::malformed, "%s: entry array 0x%llx misaligned or wrapping",
+                      where.c_str(), ull(h.entries));
+  }
+  return h;
+}
+
+result<window_record> decode_entry(std::span<const uint8_t> e, const std::string& where,
+                                   uint32_t slot) {
+  if (e.size() < sizeof(jitunwind_registry_entry)) {
+    return make_error(errc::malformed, "%s: entry %u: copy of %zu bytes", where.c_str(), slot,
+                      e.size());
+  }
+  window_record w;
+  w.sequence = entry_seq(e);
+  w.window_id = load<uint64_t>(e, offsetof(jitunwind_registry_entry, window_id));
+  w.generation = load<uint64_t>(e, offsetof(jitunwind_registry_entry, generation));
+  w.text_start = load<uint64_t>(e, offsetof(jitunwind_registry_entry, text_start));
+  w.text_size = load<uint64_t>(e, offsetof(jitunwind_registry_entry, text_size));
+  w.sframe_address = load<uint64_t>(e, offsetof(jitunwind_registry_entry, sframe_addr));
+  w.sframe_size = load<uint64_t>(e, offsetof(jitunwind_registry_entry, sframe_size));
+  const uint32_t state = load<uint32_t>(e, offsetof(jitunwind_registry_entry, state));
+  const uint32_t abi_id = load<uint32_t>(e, offsetof(jitunwind_registry_entry, abi));
+  w.slot = slot;
+  if (state > JITUNWIND_WINDOW_RETIRED) {
+    return make_error(errc::malformed, "%s: entry %u: state %u is not free/live/retired",
+                      where.c_str(), slot, state);
+  }
+  w.state = static_cast<window_state>(state);
+  if (w.state == window_state::free) return w;
+  if (abi_id < 1 || abi_id > 3) {
+    return make_error(errc::malformed, "%s: entry %u (window %llu): ABI %u is not 1, 2 or 3",
+                      where.c_str(), slot, ull(w.window_id), abi_id);
+  }
+  w.code_abi = static_cast<abi>(abi_id);
+  if (w.text_start + w.text_size < w.text_start ||
+      w.sframe_address + w.sframe_size < w.sframe_address) {
+    return make_error(errc::malformed, "%s: entry %u (window %llu): text or SFrame range wraps",
+                      where.c_str(), slot, ull(w.window_id));
+  }
+  return w;
+}
+
+namespace {
+
+// One stable copy of one entry: counter, body, counter, each a separate copy (so the copies are
+// ordered), as often as needed.
+result<std::vector<uint8_t>> reread_entry(const memory_source& memory, uint64_t address,
+                                          uint32_t entry_size, const read_options& options,
+                                          const std::string& where, uint32_t slot,
+                                          uint64_t& retries) {
+  std::vector<uint8_t> body(entry_size);
+  for (unsigned attempt = 0; attempt < options.max_attempts; ++attempt) {
+    uint64_t before = 0, after = 0;
+    if (auto r = memory.read(address, &before, sizeof(before)); !r) return std::move(r).error();
+    if ((before & 1) == 0) {
+      if (auto r = memory.read(address, body.data(), body.size()); !r) return std::move(r).error();
+      if (auto r = memory.read(address, &after, sizeof(after)); !r) return std::move(r).error();
+      if (after == before && entry_seq(body) == before) return body;
+    }
+    ++retries;
+    ::sched_yield();  // let a writer that was descheduled mid-update finish
+  }
+  return make_error(errc::bad_state,
+                    "%s: entry %u kept changing (or stayed locked) for %u attempts; torn reads "
+                    "retried too often",
+                    where.c_str(), slot, options.max_attempts);
+}
+
+}  // namespace
+
+result<void> read_registry_at(const memory_source& memory, uint64_t address,
+                              const std::string& object_path, const read_options& options,
+                              registry_snapshot& out) {
+  const std::string where = describe_registry(memory.pid(), address, object_path);
+  uint8_t header_bytes[sizeof(jitunwind_registry_header)];
+  if (auto r = memory.read(address, header_bytes, sizeof(header_bytes)); !r) {
+    return make_error(r.error().code(), "%s: reading the header: %s", where.c_str(),
+                      r.error().message().c_str());
+  }
+  auto header = decode_header(header_bytes, where);
+  if (!header) return std::move(header).error();
+  const header_fields& h = *header;
+  if (h.entries == 0 || h.slot_count == 0) return ok_result();
+
+  // Three ordered copies of the array: counters before, bodies, counters after.
+  const size_t bytes = static_cast<size_t>(h.slot_count) * h.entry_size;
+  std::vector<uint8_t> before(bytes), body(bytes), after(bytes);
+  for (auto* copy : {&before, &body, &after}) {
+    if (auto r = memory.read(h.entries, copy->data(), bytes); !r) {
+      return make_error(r.error().code(), "%s: reading %llu entries at 0x%llx: %s", where.c_str(),
+                        ull(h.slot_count), ull(h.entries), r.error().message().c_str());
+    }
+  }
+  for (uint32_t i = 0; i < h.slot_count; ++i) {
+    const size_t off = size_t{i} * h.entry_size;
+    std::span<const uint8_t> entry(body.data() + off, h.entry_size);
+    const uint64_t s1 = entry_seq(std::span<const uint8_t>(before.data() + off, 8));
+    const uint64_t s3 = entry_seq(std::span<const uint8_t>(after.data() + off, 8));
+    std::vector<uint8_t> again;
+    if (s1 != s3 || (s1 & 1) != 0 || entry_seq(entry) != s1) {
+      ++out.torn_retries;
+      auto copy =
+          reread_entry(memory, h.entries + off, h.entry_size, options, where, i, out.torn_retries);
+      if (!copy) return std::move(copy).error();
+      again = std::move(*copy);
+      entry = again;
+    }
+    auto w = decode_entry(entry, where, i);
+    if (!w) return std::move(w).error();
+    if (w->state == window_state::free) continue;
+    if (w->state == window_state::retired && !options.include_retired) continue;
+    w->entry_address = h.entries + off;
+    w->registry_address = address;
+    out.windows.push_back(*w);
+  }
+  return ok_result();
+}
+
+result<std::vector<uint8_t>> read_sframe_checked(const memory_source& memory,
+                                                 const window_record& w,
+                                                 const read_options& options) {
+  const std::string where = describe_registry(memory.pid(), w.registry_address, {});
+  if (w.sframe_address == 0 || w.sframe_size == 0) {
+    return make_error(errc::not_found, "%s: window %llu (generation %llu) has no SFrame section",
+                      where.c_str(), ull(w.window_id), ull(w.generation));
+  }
+  if (w.sframe_size > options.max_sframe_size) {
+    return make_error(errc::limit_exceeded,
+                      "%s: window %llu: SFrame size %llu above the limit %llu", where.c_str(),
+                      ull(w.window_id), ull(w.sframe_size), ull(options.max_sframe_size));
+  }
+  std::vector<uint8_t> bytes(static_cast<size_t>(w.sframe_size));
+  if (auto r = memory.read(w.sframe_address, bytes.data(), bytes.size()); !r) {
+    return make_error(r.error().code(), "%s: window %llu: reading SFrame: %s", where.c_str(),
+                      ull(w.window_id), r.error().message().c_str());
+  }
+  // The bytes are those of this generation only if the entry did not change in the meantime
+  // (the writer changes the entry before it changes or frees what it points to).
+  uint64_t seq_after = 0;
+  if (auto r = memory.read(w.entry_address, &seq_after, sizeof(seq_after)); !r) {
+    return std::move(r).error();
+  }
+  if (seq_after != w.sequence) {
+    return make_error(errc::bad_state,
+                      "%s: window %llu (generation %llu) changed while its SFrame was read; "
+                      "read the registry again",
+                      where.c_str(), ull(w.window_id), ull(w.generation));
+  }
+  return bytes;
+}
+
+}  // namespace jitunwind::remote::detail

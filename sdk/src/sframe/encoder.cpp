@@ -1,0 +1,220 @@
+// The SFrame v2 encoder. FREs are encoded once, when a function is appended; FDEs keep absolute
+// start addresses and are serialized by `write`, so appending never re-encodes earlier functions
+// and `relocate` only re-checks the ranges.
+#include <jitunwind/sframe.h>
+
+#include "common/error.hpp"
+#include "sframe/format.hpp"
+
+#include <algorithm>
+#include <limits>
+
+namespace jitunwind::sframe {
+
+using jitunwind::detail::make_error;
+using namespace detail;
+
+namespace {
+
+using ull = unsigned long long;
+
+bool known(abi a) {
+  return a == abi::amd64 || a == abi::aarch64_le || a == abi::aarch64_be;
+}
+
+// The start field of FDE `index` for a function at `start`, if it fits in an int32.
+bool start_field(const encoder_options& o, size_t index, uint64_t start, int32_t& out) {
+  uint64_t base = o.section_address;
+  if (o.pcrel) base += header_size + index * fde_size_v2;
+  const auto delta = static_cast<int64_t>(start - base);
+  if (delta < std::numeric_limits<int32_t>::min() || delta > std::numeric_limits<int32_t>::max())
+    return false;
+  out = static_cast<int32_t>(delta);
+  return true;
+}
+
+// What SFrame itself needs from a function (encoder_options::strict = false).
+result<void> check_format(const function_desc& f) {
+  if (f.start > std::numeric_limits<uint64_t>::max() - f.size)
+    return make_error(errc::out_of_range, "function at 0x%llx: size %u wraps the address space",
+                      static_cast<ull>(f.start), f.size);
+  const uint32_t limit = f.pcmask_rep != 0 ? f.pcmask_rep : f.size;
+  for (size_t i = 0; i < f.rows.size(); ++i) {
+    const uint32_t pc = f.rows[i].pc_offset;
+    if (pc >= limit)
+      return make_error(errc::invalid_argument,
+                        "function at 0x%llx: row %zu at offset %u is past the %s end (%u)",
+                        static_cast<ull>(f.start), i, pc,
+                        f.pcmask_rep ? "repeated block's" : "function's", limit);
+    if (i > 0 && pc <= f.rows[i - 1].pc_offset)
+      return make_error(errc::invalid_argument,
+                        "function at 0x%llx: row %zu at offset %u does not come after row %zu "
+                        "(offset %u)",
+                        static_cast<ull>(f.start), i, pc, i - 1, f.rows[i - 1].pc_offset);
+  }
+  return {};
+}
+
+}  // namespace
+
+result<encoder> encoder::create(const encoder_options& options) {
+  if (!known(options.target))
+    return make_error(errc::invalid_argument, "sframe encoder: unknown ABI id %d",
+                      static_cast<int>(options.target));
+  return encoder(options);
+}
+
+result<void> encoder::append(const function_desc& f) {
+  const abi a = options_.target;
+  if (options_.strict) {
+    if (auto v = validate(a, f); !v) return v;
+  } else if (auto v = check_format(f); !v) {
+    return v;
+  }
+  if (f.pcmask_rep > 0xff)
+    return make_error(errc::invalid_argument,
+                      "function at 0x%llx: repetition size %u does not fit SFrame's 8-bit field",
+                      static_cast<ull>(f.start), f.pcmask_rep);
+  if (!fdes_.empty()) {
+    const fde_entry& prev = fdes_.back();
+    if (f.start < prev.start + prev.size)
+      return make_error(errc::invalid_argument,
+                        "function at 0x%llx starts before the end of the previous one "
+                        "[0x%llx, +%u): append functions in address order without overlap",
+                        static_cast<ull>(f.start), static_cast<ull>(prev.start), prev.size);
+  }
+  int32_t field = 0;
+  if (!start_field(options_, fdes_.size(), f.start, field))
+    return make_error(errc::out_of_range,
+                      "function at 0x%llx is out of the ±2 GiB reach of the SFrame section at "
+                      "0x%llx",
+                      static_cast<ull>(f.start), static_cast<ull>(options_.section_address));
+  if (f.rows.size() > std::numeric_limits<uint32_t>::max() - fre_total_)
+    return make_error(errc::limit_exceeded, "sframe encoder: more than 2^32 FREs");
+
+  const bool big = big_endian(a);
+  const uint8_t type = fre_type_for(f.pcmask_rep != 0 ? f.pcmask_rep : f.size);
+  const size_t aw = fre_address_size(type);
+  const size_t old_size = fres_.size();
+  // Worst case per row: 4-byte address, info, three 4-byte offsets.
+  fres_.resize(old_size + f.rows.size() * (aw + 1 + 12));
+  uint8_t* p = fres_.data() + old_size;
+  bool uses_fp = false;
+  fre_fields ff;
+  for (size_t i = 0; i < f.rows.size(); ++i) {
+    const frame_row& r = f.rows[i];
+    if (const char* why = row_to_fre(a, r, ff)) {
+      fres_.resize(old_size);
+      return make_error(errc::invalid_argument, "function at 0x%llx: row %zu (offset %u): %s",
+                        static_cast<ull>(f.start), i, r.pc_offset, why);
+    }
+    uses_fp |= r.cfa == cfa_base::fp && r.ra != ra_rule::undefined;
+    store(p, r.pc_offset, aw, big);
+    p += aw;
+    *p++ = ff.info;
+    for (unsigned k = 0; k < ff.count; ++k, p += ff.offset_size)
+      store(p, static_cast<uint32_t>(ff.offsets[k]), ff.offset_size, big);
+  }
+  const size_t new_size = static_cast<size_t>(p - fres_.data());
+  if (new_size > std::numeric_limits<uint32_t>::max()) {
+    fres_.resize(old_size);
+    return make_error(errc::limit_exceeded, "sframe encoder: FRE sub-section over 4 GiB");
+  }
+  fres_.resize(new_size);
+  fdes_.push_back(fde_entry{
+      f.start, f.size, static_cast<uint32_t>(old_size), static_cast<uint32_t>(f.rows.size()),
+      fde_info(type, f.pcmask_rep != 0, 0), static_cast<uint8_t>(f.pcmask_rep)});
+  fre_total_ += static_cast<uint32_t>(f.rows.size());
+  all_keep_fp_ &= uses_fp;
+  return {};
+}
+
+size_t encoder::size() const noexcept {
+  return header_size + fdes_.size() * fde_size_v2 + fres_.size();
+}
+
+size_t encoder::function_count() const noexcept {
+  return fdes_.size();
+}
+
+result<void> encoder::write(std::span<uint8_t> out) const {
+  const size_t total = size();
+  if (out.size() < total)
+    return make_error(errc::invalid_argument,
+                      "sframe encoder: output buffer of %zu bytes, the section needs %zu",
+                      out.size(), total);
+  const abi a = options_.target;
+  const bool big = big_endian(a);
+  uint8_t flags = flag_fde_sorted;
+  const bool fp = options_.frame_pointer.value_or(!fdes_.empty() && all_keep_fp_);
+  if (fp) flags |= flag_frame_pointer;
+  if (options_.pcrel) flags |= flag_fde_func_start_pcrel;
+  uint8_t* h = out.data();
+  store(h, magic, 2, big);
+  h[2] = version_2;
+  h[3] = flags;
+  h[4] = static_cast<uint8_t>(a);
+  h[5] = 0;
+  h[6] = static_cast<uint8_t>(fixed_ra_offset(a));
+  h[7] = 0;
+  const size_t fde_bytes = fdes_.size() * fde_size_v2;
+  store(h + 8, fdes_.size(), 4, big);
+  store(h + 12, fre_total_, 4, big);
+  store(h + 16, fres_.size(), 4, big);
+  store(h + 20, 0, 4, big);
+  store(h + 24, fde_bytes, 4, big);
+  uint8_t* p = h + header_size;
+  for (size_t i = 0; i < fdes_.size(); ++i, p += fde_size_v2) {
+    const fde_entry& e = fdes_[i];
+    int32_t field = 0;
+    // Checked by append/relocate; cannot fail for a consistent encoder.
+    (void)start_field(options_, i, e.start, field);
+    store(p, static_cast<uint32_t>(field), 4, big);
+    store(p + 4, e.size, 4, big);
+    store(p + 8, e.fre_offset, 4, big);
+    store(p + 12, e.fre_count, 4, big);
+    p[16] = e.info;
+    p[17] = e.rep_size;
+    p[18] = p[19] = 0;
+  }
+  if (!fres_.empty()) std::memcpy(p, fres_.data(), fres_.size());
+  return {};
+}
+
+std::vector<uint8_t> encoder::bytes() const {
+  std::vector<uint8_t> out(size());
+  (void)write(out);
+  return out;
+}
+
+result<void> encoder::relocate(uint64_t new_section_address) {
+  encoder_options moved = options_;
+  moved.section_address = new_section_address;
+  for (size_t i = 0; i < fdes_.size(); ++i) {
+    int32_t field = 0;
+    if (!start_field(moved, i, fdes_[i].start, field))
+      return make_error(errc::out_of_range,
+                        "function %zu at 0x%llx would be out of the ±2 GiB reach of the SFrame "
+                        "section at 0x%llx",
+                        i, static_cast<ull>(fdes_[i].start), static_cast<ull>(new_section_address));
+  }
+  options_.section_address = new_section_address;
+  return {};
+}
+
+result<std::vector<uint8_t>> encode(const encoder_options& options,
+                                    std::span<const function_desc> functions) {
+  auto enc = encoder::create(options);
+  if (!enc) return std::move(enc).error();
+  std::vector<const function_desc*> order;
+  order.reserve(functions.size());
+  for (const auto& f : functions) order.push_back(&f);
+  std::stable_sort(order.begin(), order.end(), [](const function_desc* x, const function_desc* y) {
+    return x->start < y->start;
+  });
+  for (const function_desc* f : order)
+    if (auto r = enc->append(*f); !r) return std::move(r).error();
+  return enc->bytes();
+}
+
+}  // namespace jitunwind::sframe

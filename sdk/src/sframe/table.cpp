@@ -1,0 +1,97 @@
+// Lookups in a validated section: binary search over the FDEs, then a scan of the function's
+// FREs. `create` ran the full validation, so `find` reads without bounds checks.
+#include <jitunwind/sframe.h>
+
+#include "common/error.hpp"
+#include "sframe/decoder.hpp"
+
+namespace jitunwind::sframe {
+
+using jitunwind::detail::make_error;
+using namespace detail;
+
+result<table> table::create(std::span<const uint8_t> bytes, uint64_t section_address) {
+  auto l = parse_header(bytes);
+  if (!l) return std::move(l).error();
+  auto walked = walk_section(bytes, section_address, *l, nullptr);
+  if (!walked) return std::move(walked).error();
+  if (!walked->sorted)
+    return make_error(errc::unsupported,
+                      "sframe: FDEs are not sorted by address (flags 0x%02x); lookups need a "
+                      "sorted section (decode and re-encode it)",
+                      l->info.flags);
+  table t;
+  t.bytes_ = bytes;
+  t.section_address_ = section_address;
+  t.info_ = l->info;
+  t.pc_range_ = {walked->lowest, walked->highest_end};
+  t.fde_base_ = l->fde_base;
+  t.fre_base_ = l->fre_base;
+  t.fde_size_ = static_cast<uint8_t>(l->fde_size);
+  t.big_endian_ = l->big;
+  return t;
+}
+
+uint64_t table::fde_start(size_t index) const noexcept {
+  const size_t off = fde_base_ + index * fde_size_;
+  const auto field = static_cast<int32_t>(load_u32(bytes_.data() + off, big_endian_));
+  uint64_t base = section_address_;
+  if (info_.flags & flag_fde_func_start_pcrel) base += off;
+  return base + static_cast<uint64_t>(static_cast<int64_t>(field));
+}
+
+std::optional<lookup_result> table::find(uint64_t pc) const noexcept {
+  if (pc < pc_range_.first || pc >= pc_range_.second) return std::nullopt;
+  // Number of FDEs starting at or before pc (upper bound).
+  size_t first = 0, count = info_.num_fdes;
+  while (count > 0) {
+    const size_t step = count / 2;
+    if (fde_start(first + step) <= pc) {
+      first += step + 1;
+      count -= step + 1;
+    } else {
+      count = step;
+    }
+  }
+  if (first == 0) return std::nullopt;
+  const size_t index = first - 1;
+  const uint8_t* section = bytes_.data();
+  const uint8_t* fde = section + fde_base_ + index * fde_size_;
+  const uint64_t start = fde_start(index);
+  const uint32_t size = load_u32(fde + 4, big_endian_);
+  if (pc - start >= size) return std::nullopt;
+  const uint32_t fre_offset = load_u32(fde + 8, big_endian_);
+  const uint32_t n_fres = load_u32(fde + 12, big_endian_);
+  const uint8_t info = fde[16];
+  uint32_t ip = static_cast<uint32_t>(pc - start);
+  if (fde_pcmask(info)) {
+    const uint32_t rep = info_.version == version_1 ? v1_pcmask_rep_size : fde[17];
+    ip %= rep;
+  }
+  const size_t aw = fre_address_size(fde_fre_type(info));
+  const uint8_t* p = section + fre_base_ + fre_offset;
+  const uint8_t* match = nullptr;
+  uint32_t match_start = 0;
+  for (uint32_t j = 0; j < n_fres; ++j) {
+    const auto fre_start = static_cast<uint32_t>(load(p, aw, big_endian_));
+    if (fre_start > ip) break;
+    match = p;
+    match_start = fre_start;
+    const uint8_t fi = p[aw];
+    p += aw + 1 + fre_count(fi) * fre_offset_size(fre_size_code(fi));
+  }
+  if (match == nullptr) return std::nullopt;
+  const uint8_t fi = match[aw];
+  const size_t osz = fre_offset_size(fre_size_code(fi));
+  int32_t offsets[3] = {0, 0, 0};
+  for (unsigned k = 0; k < fre_count(fi); ++k)
+    offsets[k] = load_signed(match + aw + 1 + k * osz, osz, big_endian_);
+  lookup_result r;
+  r.function_index = index;
+  r.function_start = start;
+  r.function_size = size;
+  r.row = fre_to_row(info_.target, match_start, fi, offsets);
+  return r;
+}
+
+}  // namespace jitunwind::sframe

@@ -1,0 +1,198 @@
+// The read protocol over a scripted memory source: torn copies are re-read and never returned,
+// hostile headers are refused with errors that say what is wrong.
+#include <catch2/catch.hpp>
+
+#include <jitunwind/registry_abi.h>
+
+#include "remote/registry_protocol.hpp"
+
+#include <cstring>
+#include <functional>
+#include <map>
+#include <vector>
+
+using namespace jitunwind;
+using namespace jitunwind::remote;
+using namespace jitunwind::remote::detail;
+
+namespace {
+
+// A fake address space: a header at 0x1000 and entries at 0x10000. A hook runs before each
+// read so tests can change memory between the reader's copies, like a concurrent writer.
+class scripted_memory final : public memory_source {
+ public:
+  jitunwind_registry_header header{};
+  std::vector<jitunwind_registry_entry> entries;
+  std::function<void(unsigned call)> before_read;
+  mutable unsigned calls = 0;
+
+  result<void> read(uint64_t address, void* out, size_t size) const override {
+    if (before_read) const_cast<scripted_memory*>(this)->before_read(calls);
+    ++calls;
+    std::vector<uint8_t> space;
+    uint64_t base;
+    if (address >= 0x10000) {
+      base = 0x10000;
+      space.resize(entries.size() * sizeof(jitunwind_registry_entry));
+      std::memcpy(space.data(), entries.data(), space.size());
+    } else {
+      base = 0x1000;
+      space.resize(sizeof(header));
+      std::memcpy(space.data(), &header, sizeof(header));
+    }
+    if (address < base || address - base + size > space.size()) {
+      return error(errc::out_of_range, "unmapped");
+    }
+    std::memcpy(out, space.data() + (address - base), size);
+    return ok_result();
+  }
+  pid_t pid() const override { return 42; }
+
+  void setup(size_t n) {
+    std::memcpy(header.magic, JITUNWIND_REGISTRY_MAGIC, 8);
+    header.version = 1;
+    header.header_size = 64;
+    header.entry_size = 64;
+    header.capacity = 16;
+    header.entries = 0x10000;
+    header.slot_count = n;
+    entries.assign(n, jitunwind_registry_entry{});
+    for (size_t i = 0; i < n; ++i) {
+      auto& e = entries[i];
+      e.seq = 2;
+      e.window_id = i;
+      e.generation = 10 + i;
+      e.text_start = 0x400000 + i * 0x1000;
+      e.text_size = 0x1000;
+      e.state = JITUNWIND_WINDOW_LIVE;
+      e.abi = 3;
+    }
+  }
+};
+
+result<registry_snapshot> read_all(const scripted_memory& m, unsigned attempts = 5) {
+  registry_snapshot s;
+  read_options o;
+  o.max_attempts = attempts;
+  if (auto r = read_registry_at(m, 0x1000, "/x/lib.so", o, s); !r) return std::move(r).error();
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("stable entries are read with three bulk copies") {
+  scripted_memory m;
+  m.setup(4);
+  auto s = read_all(m);
+  REQUIRE(s.ok());
+  CHECK(s->windows.size() == 4);
+  CHECK(m.calls == 4);  // header + three copies of the array
+  CHECK(s->torn_retries == 0);
+  CHECK(s->windows[2].entry_address == 0x10000 + 2 * 64);
+}
+
+TEST_CASE("an entry that changes between the copies is re-read, never returned torn") {
+  scripted_memory m;
+  m.setup(3);
+  // A writer updates entry 1 after the reader's first copy: counter odd while the body copy is
+  // taken, then even (new contents) afterwards.
+  m.before_read = [&](unsigned call) {
+    auto& e = m.entries[1];
+    if (call == 2) {  // body copy: half-written
+      e.seq = 3;
+      e.text_start = 0xdead0000;
+    } else if (call == 3) {  // after-copy: finished
+      e.seq = 4;
+      e.generation = 99;
+    }
+  };
+  auto s = read_all(m);
+  REQUIRE(s.ok());
+  REQUIRE(s->windows.size() == 3);
+  CHECK(s->torn_retries >= 1);
+  CHECK(s->windows[1].generation == 99);  // the re-read copy, complete
+  CHECK(s->windows[1].text_start == 0xdead0000);
+  CHECK(s->windows[1].sequence == 4);
+  CHECK(s->windows[0].generation == 10);
+}
+
+TEST_CASE("an entry that never settles fails with bad_state after the attempts") {
+  scripted_memory m;
+  m.setup(2);
+  m.before_read = [&](unsigned) { m.entries[0].seq += 1; };  // always moving
+  auto s = read_all(m, 7);
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.error().code() == errc::bad_state);
+  CHECK(s.error().message() ==
+        "pid 42: registry at 0x1000 in /x/lib.so: entry 0 kept changing (or stayed locked) for 7 "
+        "attempts; torn reads retried too often");
+}
+
+TEST_CASE("retired entries are reported retired, free ones not at all") {
+  scripted_memory m;
+  m.setup(3);
+  m.entries[0].state = JITUNWIND_WINDOW_RETIRED;
+  m.entries[1].state = JITUNWIND_WINDOW_FREE;
+  auto s = read_all(m);
+  REQUIRE(s.ok());
+  REQUIRE(s->windows.size() == 2);
+  CHECK(s->windows[0].state == window_state::retired);
+  CHECK(s->windows[1].slot == 2);
+}
+
+TEST_CASE("hostile headers and entries are refused") {
+  scripted_memory m;
+  m.setup(2);
+  SECTION("version") {
+    m.header.version = 7;
+    CHECK(read_all(m).error().code() == errc::unsupported);
+  }
+  SECTION("entry size") {
+    m.header.entry_size = 48;
+    CHECK(read_all(m).error().message().find("entry_size 48") != std::string::npos);
+  }
+  SECTION("slot count above capacity") {
+    m.header.slot_count = 17;
+    CHECK(read_all(m).error().message().find("slot_count 17 above capacity 16") !=
+          std::string::npos);
+  }
+  SECTION("capacity above the reader's limit") {
+    m.header.capacity = 0x7fffffff;
+    m.header.slot_count = 0x7ffffff0;
+    CHECK(read_all(m).error().code() == errc::malformed);
+  }
+  SECTION("state") {
+    m.entries[1].state = 9;
+    CHECK(read_all(m).error().message().find("entry 1: state 9") != std::string::npos);
+  }
+  SECTION("abi") {
+    m.entries[0].abi = 0;
+    CHECK(read_all(m).error().message().find("ABI 0") != std::string::npos);
+  }
+  SECTION("entry array unreadable") {
+    m.header.slot_count = 5;  // more than the fake memory holds
+    auto r = read_all(m);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code() == errc::out_of_range);
+    CHECK(r.error().message().find("reading 5 entries at 0x10000") != std::string::npos);
+  }
+}
+
+TEST_CASE("SFrame bytes are accepted only if the entry did not change") {
+  scripted_memory m;
+  m.setup(1);
+  auto s = read_all(m);
+  REQUIRE(s.ok());
+  remote::window_record w = s->windows[0];
+  w.sframe_address = 0x10000;  // read the entry itself as "SFrame bytes"
+  w.sframe_size = 16;
+  auto ok = read_sframe_checked(m, w, {});
+  REQUIRE(ok.ok());
+  CHECK(ok->size() == 16);
+  m.entries[0].seq = 4;
+  auto changed = read_sframe_checked(m, w, {});
+  REQUIRE_FALSE(changed.ok());
+  CHECK(changed.error().code() == errc::bad_state);
+  w.sframe_size = uint64_t{1} << 40;
+  CHECK(read_sframe_checked(m, w, {}).error().code() == errc::limit_exceeded);
+}

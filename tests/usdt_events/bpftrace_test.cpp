@@ -1,0 +1,150 @@
+// The SDK's static USDT probes seen by a real tracer: bpftrace attaches to this test executable
+// (SDK linked statically, so the probes and their semaphores are in it), the semaphores go
+// non-zero, and every event arrives with its exact arguments.
+#include <catch2/catch.hpp>
+
+#include "remote/child.hpp"
+#include "support/privileges.hpp"
+#include "support/process.hpp"
+#include "usdt_events/events.hpp"
+
+#include <unistd.h>
+#include <chrono>
+#include <climits>
+#include <sstream>
+#include <string>
+#include <thread>
+
+using namespace jitunwind;
+namespace ev = jitunwind::detail::usdt_events;
+
+namespace {
+
+std::string self_exe() {
+  char buf[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+}
+
+bool all_enabled() {
+  auto s = ev::semaphores();
+  return s.window_publish && s.window_retire && s.window_free && s.code_add && s.code_remove;
+}
+
+bool none_enabled() {
+  auto s = ev::semaphores();
+  return !s.window_publish && !s.window_retire && !s.window_free && !s.code_add && !s.code_remove;
+}
+
+template <class F>
+bool wait_for(F&& condition, std::chrono::seconds limit) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < end) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return condition();
+}
+
+}  // namespace
+
+TEST_CASE("bpftrace sees every event with its arguments; semaphores count attachment") {
+  if (!test::may_run_privileged("attaching bpftrace to USDT probes")) return;
+  if (!test::tool_available("bpftrace")) return;
+  REQUIRE(none_enabled());
+  // Untraced: nothing fires, and the code path is only the semaphore test.
+  ev::window_publish(1, 2, 3, 4, 5, 6);
+
+  const std::string exe = self_exe();
+  const std::string p = "usdt:" + exe + ":jitunwind:";
+  const std::string program =
+      "BEGIN { printf(\"attached\\n\"); }\n" + p +
+      "window_publish { printf(\"publish %llu %llu %llx %llu %llx %llu\\n\", arg0, arg1, arg2, "
+      "arg3, arg4, arg5); }\n" +
+      p + "window_retire { printf(\"retire %llu %llu\\n\", arg0, arg1); }\n" + p +
+      "window_free { printf(\"free %llu %llu\\n\", arg0, arg1); if (arg0 == 999) { exit(); } }\n" +
+      p +
+      "code_add { printf(\"code_add %llx %llu [%s] %llu\\n\", arg0, arg1, str(arg2), arg3); }\n" +
+      p + "code_remove { printf(\"code_remove %llx %llu %llu\\n\", arg0, arg1, arg2); }\n";
+  test::child_process bpftrace(
+      {"/usr/bin/env", "bpftrace", "-p", std::to_string(getpid()), "-e", program});
+  // bpftrace prints "Attaching N probes..." and then our BEGIN line.
+  std::string line;
+  for (int i = 0; i < 5 && line != "attached"; ++i)
+    line = bpftrace.read_line(std::chrono::seconds(60));
+  REQUIRE(line == "attached");
+  REQUIRE(wait_for(all_enabled, std::chrono::seconds(30)));
+  auto s = ev::semaphores();
+  CHECK(s.window_publish >= 1);
+
+  std::ostringstream expected;
+  char buf[256];
+  for (uint64_t i = 0; i < 20; ++i) {
+    const uint64_t text = 0x7f0000001000ull + i * 0x10000;
+    const uint64_t sframe = 0xffff800000000000ull + i;  // all 64 bits must survive
+    ev::window_publish(i, 100 + i, text, 4096 + i, sframe, 64 * i);
+    std::snprintf(buf, sizeof buf, "publish %llu %llu %llx %llu %llx %llu\n",
+                  static_cast<unsigned long long>(i), static_cast<unsigned long long>(100 + i),
+                  static_cast<unsigned long long>(text), static_cast<unsigned long long>(4096 + i),
+                  static_cast<unsigned long long>(sframe), static_cast<unsigned long long>(64 * i));
+    expected << buf;
+    const std::string name = "fn_" + std::to_string(i) + " with spaces (lua:42)";
+    ev::code_add_lazy(
+        text + 16, 32 + i, [&] { return name; }, i);
+    std::snprintf(buf, sizeof buf, "code_add %llx %llu [%s] %llu\n",
+                  static_cast<unsigned long long>(text + 16),
+                  static_cast<unsigned long long>(32 + i), name.c_str(),
+                  static_cast<unsigned long long>(i));
+    expected << buf;
+    ev::code_remove(text + 16, 32 + i, i);
+    std::snprintf(buf, sizeof buf, "code_remove %llx %llu %llu\n",
+                  static_cast<unsigned long long>(text + 16),
+                  static_cast<unsigned long long>(32 + i), static_cast<unsigned long long>(i));
+    expected << buf;
+    ev::window_retire(i, 100 + i);
+    expected << "retire " << i << " " << 100 + i << "\n";
+    ev::window_free(i, 100 + i);
+    expected << "free " << i << " " << 100 + i << "\n";
+  }
+  ev::code_add(0x1234, 1, "plain", 7);
+  expected << "code_add 1234 1 [plain] 7\n";
+  ev::window_free(999, 1);  // bpftrace exits on this one
+  expected << "free 999 1\n";
+
+  std::string got;
+  for (;;) {
+    std::string l = bpftrace.read_line(std::chrono::seconds(30));
+    if (l.empty()) break;
+    got += l + "\n";
+  }
+  CHECK(bpftrace.finish() == 0);
+  CHECK(got == expected.str());
+  // Detached: the kernel decremented the semaphores again.
+  CHECK(wait_for(none_enabled, std::chrono::seconds(30)));
+}
+
+TEST_CASE("the shared library carries the same probes with semaphores") {
+  if (!test::tool_available("readelf")) return;
+  const std::string lib = test::binary_path("sdk/libjitunwind.so");
+  auto notes = test::run({"readelf", "-n", lib});
+  REQUIRE(notes.exit_code == 0);
+  for (const char* name :
+       {"window_publish", "window_retire", "window_free", "code_add", "code_remove"}) {
+    INFO(name);
+    const size_t at = notes.out.find(std::string("Name: ") + name + "\n");
+    REQUIRE(at != std::string::npos);
+    const size_t sem = notes.out.find("Semaphore: 0x", at);
+    REQUIRE(sem != std::string::npos);
+    CHECK(std::stoull(notes.out.substr(sem + 13, 16), nullptr, 16) != 0);
+  }
+  auto sections = test::run({"readelf", "-S", "-W", lib});
+  CHECK(sections.out.find(" .probes ") != std::string::npos);
+  if (!test::may_run_privileged("bpftrace -l on USDT probes")) return;
+  if (!test::tool_available("bpftrace")) return;
+  auto listed = test::run({"bpftrace", "-l", "usdt:" + lib + ":jitunwind:*"});
+  INFO(listed.err);
+  for (const char* name :
+       {"window_publish", "window_retire", "window_free", "code_add", "code_remove"}) {
+    CHECK(listed.out.find(std::string("jitunwind:") + name + "\n") != std::string::npos);
+  }
+}
