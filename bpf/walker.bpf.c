@@ -8,9 +8,9 @@
  *    (bpf_get_stack(BPF_F_USER_STACK)); a cost baseline for benchmarks.
  *  - jw_checkpoint (usdt): verify mode; walks at every ground-truth checkpoint and sends our
  *    walk, the kernel's frame-pointer walk and the ground truth to user space.
- *  - jw_window_publish / jw_window_retire / jw_code_add (usdt): the SDK's events; they keep
- *    jw_windows current synchronously (retired windows are refused from that moment on) and
- *    forward the events to user space.
+ *  - jw_window_publish / jw_window_retire / jw_window_free / jw_code_add (usdt): the SDK's
+ *    events; they keep jw_windows current synchronously (a freed window's rows are refused from
+ *    that moment on) and forward the events to user space.
  *  - jw_loader (uprobe on the dynamic loader's _dl_debug_state): objects were (un)loaded.
  *
  * The walk is a bpf_loop over frames (one callback per frame), each doing two bounded binary
@@ -167,18 +167,16 @@ static __always_inline struct jw_row* find_row(const struct jw_range* r, __u32 o
   return bpf_map_lookup_elem(&jw_rows, &key);
 }
 
-/* A JIT range is refused once its window was retired or republished with another generation
- * (the USDT handlers record that synchronously). Windows the handlers never saw were loaded
+/* A JIT range is refused once its window was freed (window_free fired for its generation or a
+ * later one; the handler records that synchronously). Windows the handlers never saw were loaded
  * from a consistent registry snapshot and are trusted. */
 static __always_inline int range_stale(const struct jw_range* r) {
   if (r->kind != JW_RANGE_JIT) return 0;
   __u64 id = r->window_id;
   struct jw_window_state* w = bpf_map_lookup_elem(&jw_windows, &id);
   if (!w) return 0;
-  __u64 gen = r->generation;
-  if (w->retired && gen <= w->retired_gen) return 1;
-  if (w->published_gen != gen) return 1;
-  return 0;
+  __u64 freed = w->freed_gen;
+  return freed != 0 && r->generation <= freed;
 }
 
 static __always_inline void mix(struct jw_scratch* s, __u64 v) { s->hash = (s->hash ^ v) * JW_HASH_MUL; }
@@ -224,6 +222,7 @@ static long walk_step(__u32 index, void* unused) {
         finish(s, d, JW_STOP_OUTERMOST, JW_META(JW_M_END, kind, uid));
         return 1;
       }
+      if (row && (row->flags & JW_ROW_FROM_EH_FRAME)) kind = JW_RANGE_EHFRAME;
       if (row && (row->kind == JW_ROW_CFA_SP || row->kind == JW_ROW_CFA_FP)) {
         method = JW_M_TABLE;
         cfa = (row->kind == JW_ROW_CFA_SP ? sp : fp) + (__s64)row->cfa_off;
@@ -505,25 +504,25 @@ int BPF_USDT(jw_window_publish, __u64 id, __u64 generation, __u64 text, __u64 te
   return 0;
 }
 
-SEC("usdt")
-int BPF_USDT(jw_window_retire, __u64 id, __u64 generation) {
-  if (!is_target()) return 0;
-  stat_add(JW_STAT_EVENTS, 1);
+static __always_inline int window_event(__u32 type, __u64 id, __u64 generation) {
   struct jw_window_state* w = bpf_map_lookup_elem(&jw_windows, &id);
+  if (!w) {
+    struct jw_window_state fresh = {};
+    bpf_map_update_elem(&jw_windows, &id, &fresh, BPF_NOEXIST);
+    w = bpf_map_lookup_elem(&jw_windows, &id);
+  }
   if (w) {
-    if (!w->retired || generation > w->retired_gen) w->retired_gen = generation;
-    w->retired = 1;
-  } else {
-    struct jw_window_state fresh = {.published_gen = generation, .retired_gen = generation,
-                                    .retired = 1};
-    bpf_map_update_elem(&jw_windows, &id, &fresh, BPF_ANY);
+    __u64* slot = type == JW_EV_WINDOW_FREE ? &w->freed_gen : &w->retired_gen;
+    /* Generations only grow; a racing older event must not lower the mark. */
+    __u64 old = *slot;
+    if (generation > old) __sync_val_compare_and_swap(slot, old, generation);
   }
   struct jw_window_event* e = bpf_ringbuf_reserve(&jw_events, sizeof(*e), 0);
   if (!e) {
     stat_add(JW_STAT_RINGBUF_FULL, 1);
     return 0;
   }
-  fill_header(&e->h, JW_EV_WINDOW_RETIRE);
+  fill_header(&e->h, type);
   e->id = id;
   e->generation = generation;
   e->text = e->text_len = e->sframe = e->sframe_len = 0;
@@ -532,7 +531,22 @@ int BPF_USDT(jw_window_retire, __u64 id, __u64 generation) {
 }
 
 SEC("usdt")
-int BPF_USDT(jw_code_add, __u64 addr, __u64 size, __u64 name) {
+int BPF_USDT(jw_window_retire, __u64 id, __u64 generation) {
+  if (!is_target()) return 0;
+  stat_add(JW_STAT_EVENTS, 1);
+  return window_event(JW_EV_WINDOW_RETIRE, id, generation);
+}
+
+/* The window's memory is about to be reused or unmapped: from now on its rows are refused. */
+SEC("usdt")
+int BPF_USDT(jw_window_free, __u64 id, __u64 generation) {
+  if (!is_target()) return 0;
+  stat_add(JW_STAT_EVENTS, 1);
+  return window_event(JW_EV_WINDOW_FREE, id, generation);
+}
+
+SEC("usdt")
+int BPF_USDT(jw_code_add, __u64 addr, __u64 size, __u64 name, __u64 window_id) {
   if (!is_target()) return 0;
   stat_add(JW_STAT_EVENTS, 1);
   struct jw_code_event* e = bpf_ringbuf_reserve(&jw_events, sizeof(*e), 0);
@@ -543,6 +557,7 @@ int BPF_USDT(jw_code_add, __u64 addr, __u64 size, __u64 name) {
   fill_header(&e->h, JW_EV_CODE_ADD);
   e->addr = addr;
   e->size = size;
+  e->window_id = window_id;
   if (bpf_probe_read_user_str(e->name, sizeof(e->name), (void*)name) < 0) e->name[0] = 0;
   bpf_ringbuf_submit(e, 0);
   return 0;

@@ -16,9 +16,9 @@
  *  - Rows are never rewritten while any index half references them. Each half has a sequence
  *    number that user space bumps around every rewrite of that half; a walk whose half's
  *    sequence changed while it ran is discarded (JW_STOP_TABLE_RACE).
- *  - JIT windows: the window_retire USDT handler marks the window retired in jw_windows
+ *  - JIT windows: the window_free USDT handler records the freed generation in jw_windows
  *    synchronously, in the target's own thread, before the runtime can reuse the memory. A range
- *    whose generation is not newer than the retired one is never used (counted as stale-table
+ *    whose generation is not newer than the freed one is never used (counted as stale-table
  *    rejections), even before user space has removed it.
  */
 #ifndef JITWALK_WALKER_H
@@ -55,7 +55,8 @@ enum jw_row_kind {
   JW_ROW_OUTERMOST = 3, /* return address undefined: the stack ends here (a proper root) */
 };
 /* Row flags. */
-#define JW_ROW_FP_SAVED 0x1 /* caller's FP is at CFA + fp_off (otherwise unchanged) */
+#define JW_ROW_FP_SAVED 0x1     /* caller's FP is at CFA + fp_off (otherwise unchanged) */
+#define JW_ROW_FROM_EH_FRAME 0x2 /* row came from .eh_frame (statistics: frame source) */
 
 struct jw_row {
   __u32 pc_off; /* from range.start */
@@ -101,12 +102,15 @@ struct jw_ctl {
 };
 JW_STATIC_ASSERT(sizeof(struct jw_ctl) == 32, "jw_ctl layout");
 
-/* Per-window state maintained by the USDT handlers (key: window id). */
+/* Per-window state maintained by the USDT handlers (key: window id). Generations are unique
+ * and strictly increasing in a process (docs/registry-abi.md), 0 = none. Rows of a generation
+ * stay valid while the window is retired (its code may still be on stacks and its memory is
+ * unchanged during the grace period); window_free means the memory is about to be reused or
+ * unmapped, so every range with generation <= freed_gen is refused from then on. */
 struct jw_window_state {
   __u64 published_gen; /* last generation announced by window_publish */
   __u64 retired_gen;   /* last generation announced by window_retire */
-  __u32 retired;       /* 1 once any generation was retired */
-  __u32 reserved;
+  __u64 freed_gen;     /* last generation announced by window_free */
 };
 JW_STATIC_ASSERT(sizeof(struct jw_window_state) == 24, "jw_window_state layout");
 
@@ -115,7 +119,7 @@ enum jw_method {
   JW_M_TABLE = 1,       /* a row of a trusted table */
   JW_M_FP = 2,          /* frame-pointer fallback: no table covers the PC */
   JW_M_FP_GAP = 3,      /* frame-pointer fallback: PC in a table's gap */
-  JW_M_FP_STALE = 4,    /* frame-pointer fallback: the range was retired (rows not used) */
+  JW_M_FP_STALE = 4,    /* frame-pointer fallback: the window was freed (rows not used) */
   JW_M_END = 5,         /* last frame (see stop reason) */
 };
 /* frame meta = method | (range kind << 4) | (range uid << 8). */
@@ -144,7 +148,7 @@ enum jw_stat {
   JW_STAT_OTHER_TASK = 1,    /* perf samples of other processes (filtered out) */
   JW_STAT_STORED = 2,        /* samples aggregated */
   JW_STAT_DROPPED_MAP = 3,   /* lost: a map was full */
-  JW_STAT_STALE_REJECT = 4,  /* frames whose range was retired (rows not used) */
+  JW_STAT_STALE_REJECT = 4,  /* frames whose window was freed (rows refused) */
   JW_STAT_RACES = 5,         /* walks discarded because tables changed */
   JW_STAT_CHECKPOINTS = 6,   /* checkpoint probe hits */
   JW_STAT_RINGBUF_FULL = 7,  /* events lost: ring buffer full */
@@ -160,7 +164,7 @@ struct jw_stack {
   __u32 depth; /* valid entries in pcs/meta */
   __u8 stop;   /* enum jw_stop */
   __u8 fallback; /* 1 if any frame used the frame-pointer fallback */
-  __u16 stale;   /* frames whose retired range was refused */
+  __u16 stale;   /* frames whose freed window's rows were refused */
   __u64 pcs[JW_MAX_DEPTH];  /* pcs[0] = interrupted PC, then return addresses */
   __u32 meta[JW_MAX_DEPTH]; /* JW_META per frame */
   __u32 reserved;
@@ -182,6 +186,7 @@ JW_STATIC_ASSERT(sizeof(struct jw_count_key) == 24, "jw_count_key layout");
 enum jw_event_type {
   JW_EV_WINDOW_PUBLISH = 1,
   JW_EV_WINDOW_RETIRE = 2,
+  JW_EV_WINDOW_FREE = 6,
   JW_EV_CODE_ADD = 3,
   JW_EV_LOADER = 4,     /* the dynamic loader changed the link map (_dl_debug_state) */
   JW_EV_CHECKPOINT = 5, /* verify mode */
@@ -196,7 +201,7 @@ struct jw_event_header {
 };
 JW_STATIC_ASSERT(sizeof(struct jw_event_header) == 24, "jw_event_header layout");
 
-struct jw_window_event { /* publish and retire */
+struct jw_window_event { /* publish, retire and free */
   struct jw_event_header h;
   __u64 id;
   __u64 generation;
@@ -211,9 +216,10 @@ struct jw_code_event {
   struct jw_event_header h;
   __u64 addr;
   __u64 size;
+  __u64 window_id;
   char name[JW_NAME_LEN];
 };
-JW_STATIC_ASSERT(sizeof(struct jw_code_event) == 24 + 16 + JW_NAME_LEN, "jw_code_event layout");
+JW_STATIC_ASSERT(sizeof(struct jw_code_event) == 24 + 24 + JW_NAME_LEN, "jw_code_event layout");
 
 struct jw_checkpoint_event {
   struct jw_event_header h;

@@ -79,19 +79,21 @@ const char* to_string(program p) noexcept {
     case program::checkpoint: return "jw_checkpoint";
     case program::window_publish: return "jw_window_publish";
     case program::window_retire: return "jw_window_retire";
+    case program::window_free: return "jw_window_free";
     case program::code_add: return "jw_code_add";
     case program::loader: return "jw_loader";
   }
   return "?";
 }
 
-struct bpf_program* bpf_session::prog(program p) {
+::bpf_program* bpf_session::prog(program p) {
   switch (p) {
     case program::sample: return skel_->progs.jw_sample;
     case program::sample_kfp: return skel_->progs.jw_sample_kfp;
     case program::checkpoint: return skel_->progs.jw_checkpoint;
     case program::window_publish: return skel_->progs.jw_window_publish;
     case program::window_retire: return skel_->progs.jw_window_retire;
+    case program::window_free: return skel_->progs.jw_window_free;
     case program::code_add: return skel_->progs.jw_code_add;
     case program::loader: return skel_->progs.jw_loader;
   }
@@ -133,9 +135,16 @@ result<std::unique_ptr<bpf_session>> bpf_session::open(const bpf_options& o) {
   return s;
 }
 
-bpf_session::~bpf_session() {
-  for (bpf_link* l : links_) bpf_link__destroy(l);
+void bpf_session::detach_sampling() {
+  for (bpf_link* l : perf_links_) bpf_link__destroy(l);
   for (int fd : perf_fds_) ::close(fd);
+  perf_links_.clear();
+  perf_fds_.clear();
+}
+
+bpf_session::~bpf_session() {
+  detach_sampling();
+  for (bpf_link* l : links_) bpf_link__destroy(l);
   if (rb_ != nullptr) ring_buffer__free(rb_);
   if (rows_map_ != nullptr) munmap(rows_map_, rows_map_size_);
   if (ranges_map_ != nullptr) munmap(ranges_map_, ranges_map_size_);
@@ -177,7 +186,7 @@ result<void> bpf_session::attach_sampling(program which, unsigned hz) {
       ::close(fd);
       continue;
     }
-    links_.push_back(link);
+    perf_links_.push_back(link);
     perf_fds_.push_back(fd);
     ++attached;
   }

@@ -17,6 +17,7 @@
 struct walker;
 struct bpf_link;
 struct ring_buffer;
+struct bpf_program;
 
 namespace jitwalk {
 
@@ -26,7 +27,16 @@ struct bpf_options {
   uint32_t count_capacity = 65536;   ///< distinct (stack, thread, kernel stack) keys between drains
 };
 
-enum class program { sample, sample_kfp, checkpoint, window_publish, window_retire, code_add, loader };
+enum class program {
+  sample,
+  sample_kfp,
+  checkpoint,
+  window_publish,
+  window_retire,
+  window_free,
+  code_add,
+  loader
+};
 const char* to_string(program p) noexcept;
 
 struct prog_stats {
@@ -47,6 +57,8 @@ class bpf_session {
 
   /// One cpu-clock perf event per online CPU at `hz`, running `which` (sample or sample_kfp).
   result<void> attach_sampling(program which, unsigned hz);
+  /// Stops sampling (closes the perf events); probes stay attached.
+  void detach_sampling();
   /// USDT probe `provider:name` in the object at `path`, for process `pid`.
   result<void> attach_usdt(program which, pid_t pid, const std::string& path,
                            const std::string& provider, const std::string& name);
@@ -77,11 +89,12 @@ class bpf_session {
 
  private:
   bpf_session() = default;
-  struct bpf_program* prog(program p);
+  ::bpf_program* prog(program p);
 
   walker* skel_ = nullptr;
   std::vector<bpf_link*> links_;
   std::vector<int> perf_fds_;
+  std::vector<bpf_link*> perf_links_;
   ring_buffer* rb_ = nullptr;
   const event_handler* current_handler_ = nullptr;
   void* rows_map_ = nullptr;

@@ -66,6 +66,8 @@ void elf_file::load_symbols_from(const elf_image& img, bool want_symtab) const {
       // STT_FUNC = 2, STT_GNU_IFUNC = 10; defined (shndx != 0).
       if ((sym.type != 2 && sym.type != 10) || sym.shndx == 0 || sym.value == 0) continue;
       if (sym.name.empty()) continue;
+      // "memcpy@@GLIBC_2.14" -> "memcpy": versions are noise in a profile.
+      if (size_t at = sym.name.find('@'); at != std::string::npos && at > 0) sym.name.resize(at);
       symbols_.push_back({sym.value, sym.size, std::move(sym.name)});
     }
   }
@@ -162,6 +164,13 @@ std::vector<sdt_probe> elf_file::sdt_probes() const {
 }
 
 std::string elf_file::build_id() const {
+  if (build_id_loaded_) return build_id_;
+  build_id_loaded_ = true;
+  build_id_ = compute_build_id();
+  return build_id_;
+}
+
+std::string elf_file::compute_build_id() const {
   for (const elf_section& s : image_->sections()) {
     if (s.type != 7 /* SHT_NOTE */) continue;
     auto data = image_->section_data(s);

@@ -70,6 +70,9 @@ class elf_file {
   mutable bool symbols_loaded_ = false;
   mutable std::vector<function_symbol> symbols_;
   mutable std::shared_ptr<elf_file> debug_file_;
+  mutable bool build_id_loaded_ = false;
+  mutable std::string build_id_;
+  std::string compute_build_id() const;
 
   void load_symbols_from(const jitunwind::detail::elf_image& img, bool want_symtab) const;
 };

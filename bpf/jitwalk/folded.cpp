@@ -24,7 +24,9 @@ std::string folded_text(const profile_data& p) {
     append_clean(line, s.thread);
     for (auto it = s.frames.rbegin(); it != s.frames.rend(); ++it) {
       line.push_back(';');
-      append_clean(line, p.frames()[*it].name);
+      const profile_frame& f = p.frames()[*it];
+      append_clean(line, f.name);
+      if (f.kind == frame_kind::kernel) line += "_[k]";  // flamegraph.pl's kernel annotation
     }
     lines[line] += s.count;
   }

@@ -61,10 +61,11 @@ result<unwind_function> from_frame_model(const jitunwind::function_desc& f, tabl
 
 namespace {
 
-jw_row to_bpf(const unwind_row& r, uint32_t pc_off) {
+jw_row to_bpf(const unwind_row& r, uint32_t pc_off, table_source source) {
   jw_row b{};
   b.pc_off = pc_off;
   b.kind = static_cast<uint8_t>(r.kind);
+  if (source == table_source::eh_frame && r.kind != rule::gap) b.flags |= JW_ROW_FROM_EH_FRAME;
   if (r.kind == rule::cfa_sp || r.kind == rule::cfa_fp) {
     b.cfa_off = r.cfa_off;
     if (r.fp_saved) {
@@ -158,13 +159,13 @@ result<range_rows> flatten(std::vector<unwind_function> functions, uint64_t bias
     if (f.pcmask_rep == 0) {
       for (const unwind_row& r : f.rows) {
         if (r.pc_off >= f.size) break;
-        if (auto e = push(to_bpf(r, base + r.pc_off)); !e) return e.error();
+        if (auto e = push(to_bpf(r, base + r.pc_off, f.source)); !e) return e.error();
       }
     } else {
       for (uint64_t block = 0; block < f.size; block += f.pcmask_rep) {
         for (const unwind_row& r : f.rows) {
           if (r.pc_off >= f.pcmask_rep || block + r.pc_off >= f.size) break;
-          auto e = push(to_bpf(r, base + static_cast<uint32_t>(block) + r.pc_off));
+          auto e = push(to_bpf(r, base + static_cast<uint32_t>(block) + r.pc_off, f.source));
           if (!e) return e.error();
         }
       }

@@ -64,7 +64,6 @@ class symbolizer {
   std::vector<std::string> jitdump_paths_;
   bool kallsyms_loaded_ = false;
   std::vector<std::pair<uint64_t, std::string>> kallsyms_;
-  std::map<uint64_t, std::string> demangled_cache_unused_;
 };
 
 /// Demangles C++ names; anything else is returned unchanged.

@@ -106,7 +106,7 @@ result<void> table_store::commit() {
   ++commits_;
   // Walks still using this half (they read `active` before the last flip) are invalidated
   // before anything they might read changes.
-  std::atomic_ref<uint64_t>(v_.ctl->seq[half]).fetch_add(1, std::memory_order_acq_rel);
+  std::atomic_ref<__u64>(v_.ctl->seq[half]).fetch_add(1, std::memory_order_acq_rel);
 
   // Rows released by an earlier commit were referenced only by this half (now invalidated)
   // and the active half no longer has them: reusable now.
