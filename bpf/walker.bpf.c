@@ -248,6 +248,7 @@ static long walk_step(__u32 index, void* unused) {
 
   if (method != JW_M_TABLE) {
     /* Frame-pointer fallback: [fp] = caller's fp, [fp + 8] = return address. */
+    s->st.fallback = 1;
     if (fp == 0) {
       finish(s, d, JW_STOP_FP_END, JW_META(JW_M_END, kind, uid));
       return 1;
@@ -264,7 +265,6 @@ static long walk_step(__u32 index, void* unused) {
     new_fp = pair[0];
     ra = pair[1];
     cfa = fp + 16;
-    s->st.fallback = 1;
     stat_add(JW_STAT_FP_FRAMES, 1);
   }
 

@@ -2,6 +2,7 @@
 
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include <cstring>
 
@@ -56,15 +57,16 @@ void tracker::attach_probes_in(const std::string& path) {
   if (!obj) return;
   struct stat st {};
   if (stat(path.c_str(), &st) != 0) return;
-  attach_object_probes(path, *obj.value(), 0, st.st_ino);
+  // /proc/PID/maps prints devices as major:minor; keep the same encoding.
+  const uint64_t dev = (uint64_t{major(st.st_dev)} << 20) | minor(st.st_dev);
+  attach_object_probes(path, *obj.value(), dev, st.st_ino);
 }
 
 void tracker::attach_object_probes(const std::string& path, const elf_file& obj, uint64_t dev,
                                    uint64_t inode) {
   // One attachment per (object, probe name): libbpf attaches every site of that name.
-  if (probed_paths_.count(path) || (inode != 0 && dev != 0 && probed_.count({dev, inode}))) return;
-  if (dev != 0) probed_.insert({dev, inode});
-  probed_paths_.insert(path);
+  if (probed_.count({dev, inode})) return;
+  probed_.insert({dev, inode});
   std::set<std::pair<std::string, std::string>> done;
   for (const sdt_probe& p : obj.sdt_probes()) {
     if (!done.insert({p.provider, p.name}).second) continue;

@@ -102,7 +102,6 @@ class tracker {
   tracker_options o_;
   std::map<object_key, uint32_t> objects_;  // executable mapping -> uid (0: no table)
   std::set<std::pair<uint64_t, uint64_t>> probed_;  // (dev, inode) whose probes are attached
-  std::set<std::string> probed_paths_;
   std::optional<jitunwind::remote::registry_reader> reader_;
   std::map<uint64_t, window_info> windows_;  // by window id
   std::set<std::pair<uint64_t, uint64_t>> rejected_;  // (id, generation)
