@@ -19,6 +19,7 @@
 //                          and runs a function whose frame records point to themselves
 // options: --depth N (100) --iterations N (200) --spin N (20000) --recycle-every N (10)
 //          --fp (keep frame pointers) --no-checkpoint --seconds S (run for S seconds instead)
+//          --lie (every 10th checkpoint claims one JIT frame too many: verify must fail)
 #include <jitunwind/frame.h>
 #include <jitunwind/registry_abi.h>
 #include <jitunwind/sframe.h>
@@ -289,6 +290,8 @@ uint64_t g_truth[512];
 uint64_t g_truth_count = 0;
 unsigned g_depth = 100;
 bool g_checkpoint = true;
+bool g_lie = false;
+unsigned long g_checkpoints = 0;
 int64_t g_tag = 1;
 
 extern "C" __attribute__((noinline)) void jw_helper() {
@@ -297,6 +300,7 @@ extern "C" __attribute__((noinline)) void jw_helper() {
   g_truth[n++] = g_layout.ra_f_base;
   for (unsigned i = 0; i < g_depth && n < 511; ++i) g_truth[n++] = g_layout.ra_f_rec;
   g_truth[n++] = g_layout.ra_g;
+  if (g_lie && ++g_checkpoints % 10 == 0) g_truth[n++] = g_layout.ra_f_rec;
   g_truth_count = n;
   uint64_t* addrs = g_truth;
   int64_t tag = g_tag;
@@ -372,6 +376,7 @@ int main(int argc, char** argv) {
     else if (a == "--seconds") seconds = std::atof(next());
     else if (a == "--fp") g_fp = true;
     else if (a == "--no-checkpoint") g_checkpoint = false;
+    else if (a == "--lie") g_lie = true;
     else {
       std::fprintf(stderr, "jit_target: unknown option %s\n", a.c_str());
       return 2;
