@@ -1,0 +1,194 @@
+// Cost of dynamic USDT probes against a compiled-in <sys/sdt.h> probe with a semaphore,
+// measured in the same run:
+//   guarded, no tracer:   if (p.enabled()) p.fire(...)   vs   if (sema) STAP_PROBE2(...)
+//   unguarded, no tracer: p.fire(...) (a call into the stub: libstapsdt's model)
+//   traced (root + bpftrace): a fired probe with bpftrace attached (uprobe trap), both kinds.
+// Prints a ratio table after Google Benchmark's own output.
+#define _SDT_HAS_SEMAPHORES 1
+#include <sys/sdt.h>
+
+#include <jitunwind/usdt.h>
+
+#include <benchmark/benchmark.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <thread>
+
+extern char** environ;
+
+// The compiled-in baseline's semaphore (sys/sdt.h naming: provider_name_semaphore).
+__extension__ unsigned short jitbench_hot_semaphore __attribute__((unused))
+__attribute__((section(".probes")));
+
+namespace {
+
+using namespace jitunwind::usdt;
+
+probe g_probe;  // the dynamic probe under test
+
+void sdt_guarded(benchmark::State& state) {
+  uint64_t i = 0;
+  for (auto _ : state) {
+    if (__builtin_expect(jitbench_hot_semaphore != 0, 0)) STAP_PROBE2(jitbench, hot, i, 42);
+    benchmark::DoNotOptimize(++i);
+  }
+}
+
+void dynamic_guarded(benchmark::State& state) {
+  const probe p = g_probe;
+  uint64_t i = 0;
+  for (auto _ : state) {
+    if (p.enabled()) p.fire(i, uint64_t{42});
+    benchmark::DoNotOptimize(++i);
+  }
+}
+
+// What a JIT embeds: the semaphore's address, valid until the provider is unloaded.
+void dynamic_raw_semaphore(benchmark::State& state) {
+  const probe p = g_probe;
+  const volatile uint16_t* sem = p.semaphore_address();
+  uint64_t i = 0;
+  for (auto _ : state) {
+    if (__builtin_expect(*sem != 0, 0)) p.fire(i, uint64_t{42});
+    benchmark::DoNotOptimize(++i);
+  }
+}
+
+void dynamic_unguarded(benchmark::State& state) {
+  const probe p = g_probe;
+  uint64_t i = 0;
+  for (auto _ : state) {
+    p.fire(i, uint64_t{42});
+    benchmark::DoNotOptimize(++i);
+  }
+}
+
+void sdt_traced(benchmark::State& state) {
+  sdt_guarded(state);
+}
+void dynamic_traced(benchmark::State& state) {
+  dynamic_guarded(state);
+}
+
+BENCHMARK(sdt_guarded);
+BENCHMARK(dynamic_guarded);
+BENCHMARK(dynamic_raw_semaphore);
+BENCHMARK(dynamic_unguarded);
+BENCHMARK(sdt_traced)->Iterations(200000);
+BENCHMARK(dynamic_traced)->Iterations(200000);
+
+// Collects each benchmark's time per iteration (ns) while printing as usual.
+class collecting_reporter : public benchmark::ConsoleReporter {
+ public:
+  std::map<std::string, double> ns;
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const auto& r : runs)
+      // CPU time: the machine is shared, and wall time counts other processes' turns.
+      if (!r.error_occurred && r.run_type == Run::RT_Iteration) {
+        const std::string name = r.benchmark_name().substr(0, r.benchmark_name().find('/'));
+        ns[name] = r.GetAdjustedCPUTime();
+      }
+    ConsoleReporter::ReportRuns(runs);
+  }
+};
+
+pid_t start_bpftrace(const std::string& script) {
+  const char* argv[] = {"bpftrace", "-p", nullptr, "-e", script.c_str(), nullptr};
+  const std::string pid = std::to_string(getpid());
+  argv[2] = pid.c_str();
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  pid_t child = -1;
+  const int rc = posix_spawnp(&child, "bpftrace", &fa, nullptr, const_cast<char**>(argv), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  return rc == 0 ? child : -1;
+}
+
+bool wait_for(bool (*cond)(), std::chrono::seconds limit) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (!cond()) {
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+void print_ratio(const collecting_reporter& r, const char* what, const char* num, const char* den) {
+  auto a = r.ns.find(num), b = r.ns.find(den);
+  if (a == r.ns.end() || b == r.ns.end()) {
+    std::printf("| %-52s | %9s | %9s | %7s |\n", what, "-", "-", "n/a");
+    return;
+  }
+  std::printf("| %-52s | %9.3f | %9.3f | %6.2fx |\n", what, a->second, b->second,
+              a->second / b->second);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  auto prov = provider::create("jitbench_dyn");
+  if (!prov) {
+    std::fprintf(stderr, "%s\n", prov.error().message().c_str());
+    return 1;
+  }
+  auto p = prov->add_probe("hot", {arg_type::u64, arg_type::u64});
+  if (!p || !prov->load()) {
+    std::fprintf(stderr, "bench_usdt: cannot load the dynamic provider\n");
+    return 1;
+  }
+  g_probe = *p;
+
+  collecting_reporter reporter;
+  benchmark::RunSpecifiedBenchmarks(
+      &reporter, "^(sdt_guarded|dynamic_guarded|dynamic_raw_semaphore|dynamic_unguarded)$");
+
+  // Traced: bpftrace attached to both probes (root only).
+  bool traced = false;
+  pid_t bt = -1;
+  if (geteuid() == 0) {
+    bt = start_bpftrace(
+        "usdt:*:jitbench:hot { @s = count(); } usdt:*:jitbench_dyn:hot "
+        "{ @d = count(); }");
+    traced = bt > 0 && wait_for([] { return jitbench_hot_semaphore != 0 && g_probe.enabled(); },
+                                std::chrono::seconds(60));
+    // The semaphores rise when the uprobes are registered; give bpftrace a moment to attach
+    // its programs before measuring.
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  if (traced)
+    benchmark::RunSpecifiedBenchmarks(&reporter, "^(sdt_traced|dynamic_traced)/");
+  else
+    std::fprintf(stderr, "bench_usdt: traced benchmarks skipped (need root and bpftrace)\n");
+  if (bt > 0) {
+    kill(bt, SIGINT);
+    int status = 0;
+    waitpid(bt, &status, 0);
+  }
+
+  std::printf("\nRatios (CPU time per iteration, ns; same run):\n");
+  std::printf("| %-52s | %9s | %9s | %7s |\n", "measured vs baseline", "measured", "baseline",
+              "ratio");
+  std::printf("|%s|%s|%s|%s|\n", std::string(54, '-').c_str(), std::string(11, '-').c_str(),
+              std::string(11, '-').c_str(), std::string(9, '-').c_str());
+  print_ratio(reporter, "if (p.enabled()) p.fire() vs sdt.h semaphore, no tracer",
+              "dynamic_guarded", "sdt_guarded");
+  print_ratio(reporter, "raw semaphore check (JIT style) vs sdt.h semaphore",
+              "dynamic_raw_semaphore", "sdt_guarded");
+  print_ratio(reporter, "unguarded p.fire() vs sdt.h semaphore, no tracer", "dynamic_unguarded",
+              "sdt_guarded");
+  print_ratio(reporter, "dynamic probe vs sdt.h probe, bpftrace attached", "dynamic_traced",
+              "sdt_traced");
+  benchmark::Shutdown();
+  return 0;
+}

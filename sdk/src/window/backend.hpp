@@ -1,0 +1,57 @@
+// Private: the interface between windows and the publishers.
+//
+// A session holds one backend per active publisher. Windows call them in a fixed order on every
+// publish/retire; a backend that returns an error is marked failed by the session and is not
+// called again, so one publisher can never stop the others.
+#pragma once
+
+#include <jitunwind/frame.h>
+#include <jitunwind/result.h>
+#include <jitunwind/window.h>
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace jitunwind::detail {
+
+struct published_function {
+  std::string name;
+  function_desc frames;
+  uint64_t moved_from = 0;  ///< != 0: the code was copied from there (jitdump CODE_MOVE)
+};
+
+/// What a backend sees of a window when it is published or retired.
+struct window_view {
+  uint64_t id = 0;
+  uint32_t generation = 0;
+  abi target = abi::amd64;
+  uint64_t text_start = 0;
+  uint64_t text_size = 0;
+  /// The SFrame section now in effect (publish) or last in effect (retire).
+  uint64_t sframe_address = 0;
+  std::span<const uint8_t> sframe;
+  /// The SFrame section that was in effect before this publish (empty on the first one).
+  uint64_t previous_sframe_address = 0;
+  uint64_t previous_sframe_size = 0;
+  /// Every function of the window, and those that this publish makes visible.
+  std::span<const published_function> all;
+  std::span<const published_function> added;
+};
+
+class publisher_backend {
+ public:
+  virtual ~publisher_backend() = default;
+  virtual publisher kind() const noexcept = 0;
+  /// A human note for session::status() while active ("writing /tmp/perf-1.map").
+  virtual std::string note() const { return {}; }
+  virtual result<void> on_publish(const window_view& w) = 0;
+  virtual result<void> on_retire(const window_view& w) = 0;
+  /// The window's memory is about to be freed or wiped for reuse.
+  virtual result<void> on_free(const window_view& w) {
+    (void)w;
+    return {};
+  }
+};
+
+}  // namespace jitunwind::detail

@@ -1,0 +1,14 @@
+// Private: creation of the publisher backends (one file per publisher in this folder).
+#pragma once
+
+#include "window/backend.hpp"
+
+#include <memory>
+
+namespace jitunwind::detail {
+
+/// The backend of publisher `p`, or `unsupported`/another error saying why it cannot run.
+result<std::unique_ptr<publisher_backend>> make_backend(publisher p,
+                                                        const session_options& options);
+
+}  // namespace jitunwind::detail

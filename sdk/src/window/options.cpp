@@ -1,0 +1,109 @@
+#include <jitunwind/window.h>
+
+#include "common/error.hpp"
+
+#include <cstdlib>
+
+namespace jitunwind {
+
+using detail::make_error;
+
+namespace {
+
+constexpr publisher all_publishers[] = {publisher::registry, publisher::usdt_events,
+                                        publisher::perfmap,  publisher::jitdump,
+                                        publisher::gdb,      publisher::kernel};
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+}  // namespace
+
+const char* to_string(publisher p) noexcept {
+  switch (p) {
+    case publisher::registry: return "registry";
+    case publisher::usdt_events: return "usdt-events";
+    case publisher::perfmap: return "perfmap";
+    case publisher::jitdump: return "jitdump";
+    case publisher::gdb: return "gdb";
+    case publisher::kernel: return "kernel";
+  }
+  return "unknown";
+}
+
+const char* to_string(publisher_state s) noexcept {
+  switch (s) {
+    case publisher_state::disabled: return "disabled";
+    case publisher_state::active: return "active";
+    case publisher_state::failed: return "failed";
+    case publisher_state::unsupported: return "unsupported";
+  }
+  return "unknown";
+}
+
+const char* to_string(window_state s) noexcept {
+  switch (s) {
+    case window_state::open: return "open";
+    case window_state::sealed: return "sealed";
+    case window_state::retired: return "retired";
+    case window_state::freed: return "freed";
+  }
+  return "unknown";
+}
+
+result<publisher_set> parse_publishers(std::string_view list) {
+  publisher_set set = 0;
+  list = trim(list);
+  if (list == "none" || list.empty()) return publisher_set{0};
+  while (!list.empty()) {
+    const size_t comma = list.find(',');
+    std::string_view item = trim(list.substr(0, comma));
+    list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
+    if (item == "all") {
+      for (publisher p : all_publishers) set |= static_cast<uint32_t>(p);
+      continue;
+    }
+    if (item == "default") {
+      set |= default_publishers;
+      continue;
+    }
+    bool found = false;
+    for (publisher p : all_publishers) {
+      if (item == to_string(p) || (p == publisher::usdt_events && item == "usdt")) {
+        set |= static_cast<uint32_t>(p);
+        found = true;
+      }
+    }
+    if (!found)
+      return make_error(errc::invalid_argument,
+                        "unknown publisher '%.*s' (known: registry, usdt-events, perfmap, "
+                        "jitdump, gdb, kernel, all, default, none)",
+                        static_cast<int>(item.size()), item.data());
+  }
+  return set;
+}
+
+result<session_options> session_options::from_env() {
+  session_options o;
+  if (const char* v = std::getenv("JITUNWIND_PUBLISH")) {
+    auto set = parse_publishers(v);
+    if (!set) return make_error(errc::invalid_argument, "JITUNWIND_PUBLISH: %s",
+                                set.error().message().c_str());
+    o.publishers = *set;
+  }
+  if (const char* v = std::getenv("JITUNWIND_DIR"); v != nullptr && *v != '\0') {
+    o.perfmap_dir = v;
+    o.jitdump_dir = v;
+  }
+  if (const char* v = std::getenv("JITDUMPDIR"); v != nullptr && *v != '\0') o.jitdump_dir = v;
+  if (const char* v = std::getenv("JITUNWIND_KERNEL_SFRAME"); v != nullptr && *v != '\0') {
+    o.kernel_sframe = v;
+    o.publishers |= static_cast<uint32_t>(publisher::kernel);
+  }
+  return o;
+}
+
+}  // namespace jitunwind

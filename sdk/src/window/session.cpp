@@ -1,0 +1,162 @@
+#include "window/session_impl.hpp"
+
+#include "common/error.hpp"
+#include "window/backends.hpp"
+
+#include <algorithm>
+#include <atomic>
+
+namespace jitunwind {
+
+result<std::unique_ptr<session>> session::create(const session_options& options) {
+  if (options.target != abi::amd64 && options.target != abi::aarch64_le &&
+      options.target != abi::aarch64_be)
+    return detail::make_error(errc::invalid_argument, "session: unknown ABI id %d",
+                              static_cast<int>(options.target));
+  if (contains(options.publishers, publisher::kernel) && options.kernel_sframe.empty())
+    return detail::make_error(errc::invalid_argument,
+                              "session: the kernel publisher needs kernel_sframe (e.g. "
+                              "\"prctl:79,80\"); it is never guessed");
+  auto s = std::make_unique<detail::session_impl>(options);
+  s->start_publishers();
+  return std::unique_ptr<session>(std::move(s));
+}
+
+namespace detail {
+
+uint64_t next_window_id() noexcept {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+session_impl::session_impl(const session_options& options) : options_(options) {}
+
+session_impl::~session_impl() {
+  std::vector<std::unique_ptr<window_impl>> windows;
+  {
+    std::lock_guard lock(mutex_);
+    windows.swap(windows_);
+  }
+  for (auto& w : windows) w->shutdown();
+  windows.clear();
+  slots_.clear();  // backends flush and close their files (jitdump CODE_CLOSE)
+}
+
+void session_impl::start_publishers() {
+  // Publishing order: the registry first (external unwinders then find the new rows as soon as
+  // any announcement arrives), the kernel, the name publishers, and the USDT events last.
+  const publisher order[] = {publisher::registry, publisher::kernel,  publisher::perfmap,
+                             publisher::jitdump,  publisher::gdb,     publisher::usdt_events};
+  for (publisher p : order) {
+    slot s;
+    s.kind = p;
+    if (!contains(options_.publishers, p)) {
+      slots_.push_back(std::move(s));
+      continue;
+    }
+    auto backend = make_backend(p, options_);
+    if (backend) {
+      s.backend = std::move(backend).value();
+      s.state = publisher_state::active;
+      s.message = s.backend->note();
+      log(log_level::debug, std::string("jitunwind: publisher ") + to_string(p) + " active" +
+                                (s.message.empty() ? "" : ": " + s.message));
+    } else {
+      const error& e = backend.error();
+      s.state = e.code() == errc::unsupported ? publisher_state::unsupported
+                                              : publisher_state::failed;
+      s.message = e.message();
+      log(e.code() == errc::unsupported ? log_level::info : log_level::warning,
+          std::string("jitunwind: publisher ") + to_string(p) + " " + to_string(s.state) + ": " +
+              e.message());
+    }
+    slots_.push_back(std::move(s));
+  }
+}
+
+void session_impl::mark_failed(slot& s, const char* what, uint64_t window_id, const error& e) {
+  std::string message = std::string(to_string(s.kind)) + ": " + what + " of window " +
+                        std::to_string(window_id) + " failed: " + e.message();
+  {
+    std::lock_guard lock(mutex_);
+    if (s.state != publisher_state::active) return;
+    s.state = e.code() == errc::unsupported ? publisher_state::unsupported
+                                            : publisher_state::failed;
+    s.message = message;
+  }
+  log(log_level::error, "jitunwind: publisher " + message + " (publisher stopped)");
+}
+
+result<window*> session_impl::create_owned_window(const owned_window_options& o) {
+  size_t sframe_capacity = o.sframe_capacity;
+  if (sframe_capacity == 0) {
+    // About one typical function (FDE + 4 rows) per 64 bytes of code, at least one page.
+    sframe_capacity = std::max<size_t>(page_size(), o.code_capacity / 64 * 48 + 64);
+  }
+  auto mem = owned_memory::create(o.code_capacity, sframe_capacity, o.dual_mapping);
+  if (!mem) return std::move(mem).error();
+  auto w = std::make_unique<window_impl>(*this, next_window_id(), std::move(mem).value());
+  window* raw = w.get();
+  std::lock_guard lock(mutex_);
+  windows_.push_back(std::move(w));
+  return raw;
+}
+
+result<window*> session_impl::describe_window(const described_window_options& o) {
+  if (o.text_size == 0 || o.text_start + o.text_size < o.text_start)
+    return make_error(errc::invalid_argument, "describe_window: invalid range 0x%llx + %zu",
+                      static_cast<unsigned long long>(o.text_start), o.text_size);
+  if (o.text_size >= (size_t{1} << 31))
+    return make_error(errc::out_of_range,
+                      "describe_window: a window of %zu bytes cannot be described by one SFrame "
+                      "section (32-bit offsets); split it",
+                      o.text_size);
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& w : windows_) {
+      if (w->state() == window_state::freed) continue;
+      const uint64_t a = w->text_start(), b = a + w->text_size();
+      if (o.text_start < b && a < o.text_start + o.text_size)
+        return make_error(errc::already_exists,
+                          "describe_window: [0x%llx, 0x%llx) overlaps window %llu [0x%llx, "
+                          "0x%llx)",
+                          static_cast<unsigned long long>(o.text_start),
+                          static_cast<unsigned long long>(o.text_start + o.text_size),
+                          static_cast<unsigned long long>(w->id()),
+                          static_cast<unsigned long long>(a), static_cast<unsigned long long>(b));
+    }
+  }
+  size_t sframe_capacity = o.sframe_capacity;
+  if (sframe_capacity == 0)
+    sframe_capacity = std::max<size_t>(page_size(), o.text_size / 64 * 48 + 64);
+  auto near = near_buffers::create(o.text_start, o.text_size, sframe_capacity);
+  if (!near) return std::move(near).error();
+  auto w = std::make_unique<window_impl>(*this, next_window_id(), o.text_start, o.text_size,
+                                         std::move(near).value());
+  window* raw = w.get();
+  std::lock_guard lock(mutex_);
+  windows_.push_back(std::move(w));
+  return raw;
+}
+
+size_t session_impl::poll() {
+  std::vector<window_impl*> windows;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto& w : windows_) windows.push_back(w.get());
+  }
+  const auto now = std::chrono::steady_clock::now();
+  size_t acted = 0;
+  for (window_impl* w : windows) acted += w->poll_grace(now) ? 1 : 0;
+  return acted;
+}
+
+std::vector<publisher_status> session_impl::status() const {
+  std::lock_guard lock(mutex_);
+  std::vector<publisher_status> out;
+  for (const slot& s : slots_) out.push_back({s.kind, s.state, s.message});
+  return out;
+}
+
+}  // namespace detail
+}  // namespace jitunwind

@@ -1,0 +1,134 @@
+// Private: the implementation classes behind jitunwind::session and jitunwind::window.
+#pragma once
+
+#include <jitunwind/sframe.h>
+#include <jitunwind/window.h>
+
+#include "window/backend.hpp"
+#include "window/code_memory.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+namespace jitunwind::detail {
+
+class session_impl;
+
+/// Creates the backend of one publisher, or says why it cannot run here.
+using backend_factory = result<std::unique_ptr<publisher_backend>> (*)(const session_options&);
+
+class window_impl final : public window {
+ public:
+  window_impl(session_impl& s, uint64_t id, owned_memory mem);
+  window_impl(session_impl& s, uint64_t id, uint64_t text_start, size_t text_size,
+              near_buffers near);
+  ~window_impl() override;
+
+  window_state state() const noexcept override { return state_.load(std::memory_order_acquire); }
+  uint64_t text_start() const noexcept override { return text_start_; }
+  size_t text_size() const noexcept override { return text_size_; }
+  bool owned() const noexcept override { return owned_; }
+
+  result<code_space> allocate(size_t size, size_t alignment) override;
+  result<void> append(std::string_view name, const function_desc& frames,
+                      uint64_t moved_from) override;
+  result<void> publish() override;
+  result<void> seal() override;
+  result<void> retire(std::chrono::milliseconds grace,
+                      std::function<bool(window&)> on_grace_over) override;
+  result<void> reuse() override;
+  std::vector<function_entry> functions() const override;
+  std::span<const uint8_t> published_sframe() const noexcept override;
+
+  /// Called by session::poll: runs the grace callback when due. Returns true if it acted.
+  bool poll_grace(std::chrono::steady_clock::time_point now);
+  /// Unpublishes and releases everything (session shutdown).
+  void shutdown();
+
+ private:
+  result<void> reset_encoder();
+  window_view view(size_t added_from) const;
+  const sframe_buffers& buffers() const noexcept;
+  void free_memory();
+
+  session_impl& session_;
+  const bool owned_;
+  owned_memory mem_;
+  near_buffers near_;
+  uint64_t text_start_ = 0;
+  size_t text_size_ = 0;
+
+  std::atomic<window_state> state_{window_state::open};
+  std::optional<sframe::encoder> encoder_;
+  std::vector<published_function> functions_;
+  size_t published_count_ = 0;
+  uint64_t last_end_ = 0;  // end address of the last appended function
+
+  size_t alloc_cursor_ = 0;  // owned: bytes of code reserved so far
+  size_t exec_from_ = 0;     // owned: first byte not yet made executable
+
+  int current_buffer_ = -1;  // SFrame buffer in effect, -1 before the first publish
+  size_t current_size_ = 0;
+  uint64_t previous_sframe_address_ = 0;
+  size_t previous_sframe_size_ = 0;
+
+  std::chrono::steady_clock::time_point grace_deadline_{};
+  std::function<bool(window&)> on_grace_over_;
+  bool grace_done_ = false;
+  bool kept_for_reuse_ = false;
+};
+
+class session_impl final : public session {
+ public:
+  explicit session_impl(const session_options& options);
+  ~session_impl() override;
+
+  void start_publishers();
+
+  result<window*> create_owned_window(const owned_window_options& options) override;
+  result<window*> describe_window(const described_window_options& options) override;
+  size_t poll() override;
+  std::vector<publisher_status> status() const override;
+  const session_options& options() const noexcept override { return options_; }
+
+  /// Runs `call` on every active backend in publishing order; failures mark the backend failed.
+  template <class Call>
+  void for_each_backend(const char* what, uint64_t window_id, Call&& call);
+
+  void log(log_level level, const std::string& message) const { options_.log(level, message); }
+
+ private:
+  struct slot {
+    publisher kind;
+    publisher_state state = publisher_state::disabled;
+    std::string message;
+    std::unique_ptr<publisher_backend> backend;
+  };
+  void mark_failed(slot& s, const char* what, uint64_t window_id, const error& e);
+
+  session_options options_;
+  std::vector<slot> slots_;  // publishing order
+  mutable std::mutex mutex_;  // guards slots_' state/message and windows_
+  std::vector<std::unique_ptr<window_impl>> windows_;
+};
+
+/// Window ids are unique in the process (the registry ABI keys windows by id).
+uint64_t next_window_id() noexcept;
+
+template <class Call>
+void session_impl::for_each_backend(const char* what, uint64_t window_id, Call&& call) {
+  for (slot& s : slots_) {
+    {
+      std::lock_guard lock(mutex_);
+      if (s.state != publisher_state::active) continue;
+    }
+    result<void> r = call(*s.backend);
+    if (!r) mark_failed(s, what, window_id, r.error());
+  }
+}
+
+}  // namespace jitunwind::detail

@@ -1,0 +1,292 @@
+#include "window/session_impl.hpp"
+
+#include "common/error.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace jitunwind::detail {
+
+namespace {
+
+// Upper bound of the SFrame bytes one function adds: the FDE plus, per row, a 4-byte start
+// address, the info byte and three 4-byte offsets.
+size_t sframe_bytes_bound(const function_desc& f) { return 20 + f.rows.size() * (4 + 1 + 12); }
+
+result<void> check_name(std::string_view name) {
+  if (name.empty()) return make_error(errc::invalid_argument, "function name is empty");
+  if (name.size() > 4096)
+    return make_error(errc::invalid_argument, "function name of %zu bytes is too long (max 4096)",
+                      name.size());
+  for (size_t i = 0; i < name.size(); ++i) {
+    const auto c = static_cast<unsigned char>(name[i]);
+    if (c < 0x20 || c == 0x7f)
+      return make_error(errc::invalid_argument,
+                        "function name '%.*s…' has control character 0x%02x at byte %zu",
+                        static_cast<int>(std::min<size_t>(i, 64)), name.data(), c, i);
+  }
+  return {};
+}
+
+}  // namespace
+
+window_impl::window_impl(session_impl& s, uint64_t id, owned_memory mem)
+    : window(id), session_(s), owned_(true), mem_(std::move(mem)) {
+  text_start_ = mem_.code_address();
+  text_size_ = mem_.code_capacity();
+  last_end_ = text_start_;
+}
+
+window_impl::window_impl(session_impl& s, uint64_t id, uint64_t text_start, size_t text_size,
+                         near_buffers near)
+    : window(id), session_(s), owned_(false), near_(std::move(near)) {
+  text_start_ = text_start;
+  text_size_ = text_size;
+  last_end_ = text_start_;
+}
+
+window_impl::~window_impl() = default;
+
+const sframe_buffers& window_impl::buffers() const noexcept {
+  return owned_ ? mem_.sframe() : near_.sframe();
+}
+
+result<void> window_impl::reset_encoder() {
+  sframe::encoder_options o;
+  o.target = session_.options().target;
+  o.section_address = reinterpret_cast<uint64_t>(buffers().buffer(0));
+  auto e = sframe::encoder::create(o);
+  if (!e) return std::move(e).error();
+  encoder_.emplace(std::move(e).value());
+  return {};
+}
+
+result<window::code_space> window_impl::allocate(size_t size, size_t alignment) {
+  if (!owned_)
+    return make_error(errc::invalid_argument,
+                      "window %llu: allocate() is for owned windows; a described window's memory "
+                      "belongs to the runtime",
+                      static_cast<unsigned long long>(id_));
+  if (state() != window_state::open)
+    return make_error(errc::bad_state, "window %llu: allocate() on a %s window",
+                      static_cast<unsigned long long>(id_), to_string(state()));
+  if (size == 0 || alignment == 0 || (alignment & (alignment - 1)) != 0 ||
+      alignment > page_size())
+    return make_error(errc::invalid_argument,
+                      "window %llu: allocate(size %zu, alignment %zu): size must be > 0 and "
+                      "alignment a power of two up to the page size",
+                      static_cast<unsigned long long>(id_), size, alignment);
+  const size_t offset = round_up(alloc_cursor_, alignment);
+  if (offset > mem_.code_capacity() || size > mem_.code_capacity() - offset)
+    return make_error(errc::limit_exceeded,
+                      "window %llu: %zu bytes of code do not fit (%zu of %zu bytes used)",
+                      static_cast<unsigned long long>(id_), size, alloc_cursor_,
+                      mem_.code_capacity());
+  alloc_cursor_ = offset + size;
+  const uint64_t address = text_start_ + offset;
+  return code_space{address, std::span<uint8_t>(mem_.writable_for(address), size)};
+}
+
+result<void> window_impl::append(std::string_view name, const function_desc& frames,
+                                 uint64_t moved_from) {
+  const auto id = static_cast<unsigned long long>(id_);
+  if (state() != window_state::open)
+    return make_error(errc::bad_state, "window %llu: append to a %s window", id,
+                      to_string(state()));
+  if (auto ok = check_name(name); !ok)
+    return make_error(errc::invalid_argument, "window %llu: %s", id, ok.error().message().c_str());
+  const uint64_t end = frames.start + frames.size;
+  const uint64_t limit = owned_ ? text_start_ + alloc_cursor_ : text_start_ + text_size_;
+  if (frames.start < text_start_ || end > limit || end < frames.start)
+    return make_error(errc::invalid_argument,
+                      "window %llu: function '%.*s' [0x%llx, 0x%llx) is outside the window's "
+                      "%s [0x%llx, 0x%llx)",
+                      id, static_cast<int>(name.size()), name.data(),
+                      static_cast<unsigned long long>(frames.start),
+                      static_cast<unsigned long long>(end),
+                      owned_ ? "allocated code" : "range",
+                      static_cast<unsigned long long>(text_start_),
+                      static_cast<unsigned long long>(limit));
+  if (frames.start < last_end_)
+    return make_error(errc::invalid_argument,
+                      "window %llu: function '%.*s' at 0x%llx overlaps or precedes the previous "
+                      "function (ends at 0x%llx); functions are appended in address order",
+                      id, static_cast<int>(name.size()), name.data(),
+                      static_cast<unsigned long long>(frames.start),
+                      static_cast<unsigned long long>(last_end_));
+  if (!encoder_) {
+    if (auto ok = reset_encoder(); !ok) return ok;
+  }
+  if (encoder_->size() + sframe_bytes_bound(frames) > buffers().capacity())
+    return make_error(errc::limit_exceeded,
+                      "window %llu: SFrame capacity of %zu bytes is full (%zu used); open a new "
+                      "window",
+                      id, buffers().capacity(), encoder_->size());
+  if (auto ok = encoder_->append(frames); !ok)
+    return make_error(ok.error().code(), "window %llu: function '%.*s': %s", id,
+                      static_cast<int>(name.size()), name.data(), ok.error().message().c_str());
+  functions_.push_back(published_function{std::string(name), frames, moved_from});
+  last_end_ = end;
+  return {};
+}
+
+window_view window_impl::view(size_t added_from) const {
+  window_view v;
+  v.id = id_;
+  v.generation = generation_;
+  v.target = session_.options().target;
+  v.text_start = text_start_;
+  v.text_size = text_size_;
+  if (current_buffer_ >= 0) {
+    v.sframe_address = reinterpret_cast<uint64_t>(buffers().buffer(current_buffer_));
+    v.sframe = std::span<const uint8_t>(buffers().buffer(current_buffer_), current_size_);
+  }
+  v.previous_sframe_address = previous_sframe_address_;
+  v.previous_sframe_size = previous_sframe_size_;
+  v.all = std::span<const published_function>(functions_);
+  v.added = v.all.subspan(std::min(added_from, functions_.size()));
+  return v;
+}
+
+result<void> window_impl::publish() {
+  const auto id = static_cast<unsigned long long>(id_);
+  const window_state st = state();
+  if (st != window_state::open && st != window_state::sealed)
+    return make_error(errc::bad_state, "window %llu: publish on a %s window", id, to_string(st));
+  if (published_count_ == functions_.size() && current_buffer_ >= 0) return {};
+  if (!encoder_) {
+    if (auto ok = reset_encoder(); !ok) return ok;
+  }
+  if (owned_) {
+    if (auto ok = mem_.make_executable(exec_from_, alloc_cursor_ - exec_from_); !ok)
+      return make_error(ok.error().code(), "window %llu: %s", id, ok.error().message().c_str());
+    // New code goes to a fresh page: published pages are never made writable again.
+    if (!mem_.dual()) alloc_cursor_ = std::min(round_up(alloc_cursor_, page_size()),
+                                               mem_.code_capacity());
+    exec_from_ = alloc_cursor_;
+  }
+  // Build the new section in the buffer not in use, then switch: consumers of the old one
+  // (kernel, external readers between their seqlock checks) never see a half-written section.
+  const int target = current_buffer_ == 0 ? 1 : 0;
+  uint8_t* buf = buffers().buffer(target);
+  if (auto ok = encoder_->relocate(reinterpret_cast<uint64_t>(buf)); !ok)
+    return make_error(ok.error().code(), "window %llu: %s", id, ok.error().message().c_str());
+  const size_t size = encoder_->size();
+  if (auto ok = encoder_->write(std::span<uint8_t>(buf, size)); !ok)
+    return make_error(ok.error().code(), "window %llu: %s", id, ok.error().message().c_str());
+  if (current_buffer_ >= 0) {
+    previous_sframe_address_ = reinterpret_cast<uint64_t>(buffers().buffer(current_buffer_));
+    previous_sframe_size_ = current_size_;
+  }
+  current_buffer_ = target;
+  current_size_ = size;
+  const size_t added_from = published_count_;
+  published_count_ = functions_.size();
+  const window_view v = view(added_from);
+  session_.for_each_backend("publish", id_, [&](publisher_backend& b) { return b.on_publish(v); });
+  return {};
+}
+
+result<void> window_impl::seal() {
+  if (state() != window_state::open)
+    return make_error(errc::bad_state, "window %llu: seal on a %s window",
+                      static_cast<unsigned long long>(id_), to_string(state()));
+  if (auto ok = publish(); !ok) return ok;
+  state_.store(window_state::sealed, std::memory_order_release);
+  return {};
+}
+
+result<void> window_impl::retire(std::chrono::milliseconds grace,
+                                 std::function<bool(window&)> on_grace_over) {
+  const window_state st = state();
+  if (st != window_state::open && st != window_state::sealed)
+    return make_error(errc::bad_state, "window %llu: retire on a %s window",
+                      static_cast<unsigned long long>(id_), to_string(st));
+  if (grace.count() < 0)
+    return make_error(errc::invalid_argument, "window %llu: negative grace period",
+                      static_cast<unsigned long long>(id_));
+  state_.store(window_state::retired, std::memory_order_release);
+  const window_view v = view(functions_.size());
+  session_.for_each_backend("retire", id_, [&](publisher_backend& b) { return b.on_retire(v); });
+  grace_deadline_ = std::chrono::steady_clock::now() + grace;
+  on_grace_over_ = std::move(on_grace_over);
+  grace_done_ = false;
+  kept_for_reuse_ = false;
+  return {};
+}
+
+bool window_impl::poll_grace(std::chrono::steady_clock::time_point now) {
+  if (state() != window_state::retired || grace_done_ || now < grace_deadline_) return false;
+  grace_done_ = true;
+  kept_for_reuse_ = on_grace_over_ ? on_grace_over_(*this) : false;
+  on_grace_over_ = nullptr;
+  if (!kept_for_reuse_) free_memory();
+  return true;
+}
+
+void window_impl::free_memory() {
+  const window_view v = view(functions_.size());
+  session_.for_each_backend("free", id_, [&](publisher_backend& b) { return b.on_free(v); });
+  mem_ = owned_memory{};
+  near_ = near_buffers{};
+  encoder_.reset();
+  functions_.clear();
+  published_count_ = 0;
+  current_buffer_ = -1;
+  current_size_ = 0;
+  state_.store(window_state::freed, std::memory_order_release);
+}
+
+result<void> window_impl::reuse() {
+  const auto id = static_cast<unsigned long long>(id_);
+  if (state() != window_state::retired || !grace_done_ || !kept_for_reuse_)
+    return make_error(errc::bad_state,
+                      "window %llu: reuse needs a retired window whose grace period is over and "
+                      "whose callback kept it (state %s)",
+                      id, to_string(state()));
+  const window_view v = view(functions_.size());
+  session_.for_each_backend("free", id_, [&](publisher_backend& b) { return b.on_free(v); });
+  if (owned_) {
+    if (auto ok = mem_.wipe(); !ok)
+      return make_error(ok.error().code(), "window %llu: %s", id, ok.error().message().c_str());
+  }
+  encoder_.reset();
+  functions_.clear();
+  published_count_ = 0;
+  last_end_ = text_start_;
+  alloc_cursor_ = 0;
+  exec_from_ = 0;
+  current_buffer_ = -1;
+  current_size_ = 0;
+  previous_sframe_address_ = 0;
+  previous_sframe_size_ = 0;
+  ++generation_;
+  kept_for_reuse_ = false;
+  grace_done_ = false;
+  state_.store(window_state::open, std::memory_order_release);
+  return {};
+}
+
+void window_impl::shutdown() {
+  const window_state st = state();
+  if (st == window_state::open || st == window_state::sealed) {
+    state_.store(window_state::retired, std::memory_order_release);
+    const window_view v = view(functions_.size());
+    session_.for_each_backend("retire", id_, [&](publisher_backend& b) { return b.on_retire(v); });
+  }
+  if (state() != window_state::freed) free_memory();
+}
+
+std::vector<window::function_entry> window_impl::functions() const {
+  std::vector<function_entry> out;
+  out.reserve(functions_.size());
+  for (const auto& f : functions_) out.push_back({f.name, f.frames.start, f.frames.size});
+  return out;
+}
+
+std::span<const uint8_t> window_impl::published_sframe() const noexcept {
+  if (current_buffer_ < 0) return {};
+  return {buffers().buffer(current_buffer_), current_size_};
+}
+
+}  // namespace jitunwind::detail

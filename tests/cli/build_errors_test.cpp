@@ -1,0 +1,122 @@
+// `jitunwind sframe build` rejects bad descriptions with messages naming the JSON path, and bad
+// command lines with exit status 2.
+#include "cli/cli_support.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace jitunwind::test;
+using namespace jitunwind::test::cli;
+
+namespace {
+
+/// Builds `json` into a raw section; returns the result.
+run_result build(const temp_dir& dir, const std::string& json,
+                 const std::vector<std::string>& extra = {}) {
+  REQUIRE(write_file(dir / "in.json", json));
+  std::vector<std::string> args{"sframe",        "build", "--input",
+                                dir / "in.json", "--raw", dir / "out.sframe"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return run_tool(args);
+}
+
+void expect_error(const temp_dir& dir, const std::string& json, const std::string& message) {
+  auto r = build(dir, json);
+  INFO(json << "\n--- stderr:\n" << r.err);
+  CHECK(r.exit_code == 1);
+  CHECK(r.out.empty());
+  // "jitunwind sframe build: error: <input path>: <message>"
+  CHECK(r.err.find("jitunwind sframe build: error: " + dir / "in.json" + ": ") == 0);
+  CHECK(r.err.find(message) != std::string::npos);
+}
+
+std::string one_function(const std::string& rows, const std::string& extra = "") {
+  return R"({"abi": "amd64", "functions": [{"start": 4096, "size": 32)" + extra + R"(, "rows": [)" +
+         rows + "]}]}";
+}
+
+}  // namespace
+
+TEST_CASE("build: JSON errors name the path and the value") {
+  temp_dir dir;
+  expect_error(dir, one_function(R"({"pc": 0, "cfa": "sp+8"}, {"pc": 4, "cfa": "x+1"})"),
+               R"(functions[0].rows[1].cfa: expected "sp+N" or "fp+N", got "x+1")");
+  expect_error(dir, one_function(R"({"pc": 0, "cfa": "sp+8", "fq": -16})"),
+               R"(functions[0].rows[0]: unknown key "fq")");
+  expect_error(dir, one_function(R"({"pc": 0})"),
+               R"(functions[0].rows[0]: missing "cfa" (or "outermost": true))");
+  expect_error(dir, one_function(R"({"pc": -1, "cfa": "sp+8"})"),
+               "functions[0].rows[0].pc: expected an integer >= 0, got -1");
+  expect_error(dir, one_function(R"({"pc": 0, "cfa": "sp+8", "fp": 1.5})"),
+               "functions[0].rows[0].fp: expected an integer, got 1.5");
+  expect_error(dir, one_function(R"({"pc": 0, "outermost": true, "cfa": "sp+8"})"),
+               R"(functions[0].rows[0]: an outermost row has no "cfa")");
+  expect_error(dir, one_function(R"({"pc": 0, "cfa": "sp+8"})", R"(, "pcmask_rep": 300)"),
+               "functions[0].pcmask_rep: 300 is out of range (0..255)");
+  expect_error(dir, R"({"abi": "amd64", "functions": [{"start": 1, "size": 0, "rows": []}]})",
+               "functions[0].size: 0 is out of range (1..4294967295)");
+  expect_error(dir, R"({"abi": "amd64", "functions": [{"size": 4, "rows": []}]})",
+               R"(functions[0]: missing "start")");
+  expect_error(dir, R"({"abi": "amd64", "functions": [{"start": 1, "size": 4, "rows": []}]})",
+               "functions[0].rows: expected a non-empty array of rows, got []");
+  expect_error(dir, R"({"abi": "riscv", "functions": []})",
+               R"(abi: expected "amd64", "aarch64-le" or "aarch64-be", got "riscv")");
+  expect_error(dir, R"({"functions": []})", R"((top level): missing "abi")");
+  expect_error(dir, R"({"abi": "amd64", "functions": [], "extra": 1})",
+               R"((top level): unknown key "extra")");
+  expect_error(dir, R"({"version": 1, "abi": "amd64", "functions": []})",
+               "version: only version 2 can be encoded, got 1");
+  expect_error(
+      dir, R"({"abi": "amd64", "flags": ["SORTED"], "functions": []})",
+      R"(flags[0]: expected "FDE_SORTED", "FRAME_POINTER" or "FDE_FUNC_START_PCREL", got "SORTED")");
+  expect_error(dir, "{\"abi\": \"amd64\",\n \"functions\": [}", "invalid JSON: ");
+  expect_error(dir, "{\"abi\": \"amd64\",\n \"functions\": [}", "line 2");
+  expect_error(dir, "[1, 2]", "(top level): expected an object, got [1,2]");
+}
+
+TEST_CASE("build: frame-model and layout errors") {
+  temp_dir dir;
+  // jitunwind::validate's message, prefixed with the function's path.
+  expect_error(dir, one_function(R"({"pc": 0, "cfa": "sp+8"}, {"pc": 2, "cfa": "sp+12"})"),
+               "functions[0]: ");
+  expect_error(dir, one_function(R"({"pc": 0, "cfa": "sp+8"}, {"pc": 2, "cfa": "sp+12"})"),
+               "multiple of 8");
+  expect_error(dir, one_function(R"({"pc": 0, "cfa": "sp+8"}, {"pc": 40, "cfa": "sp+16"})"),
+               "past the function's end");
+  expect_error(dir, one_function(R"({"pc": 0, "cfa": "sp+8", "ra": -16})"), "functions[0]: ");
+  expect_error(dir, R"({"abi": "amd64", "functions": [
+      {"start": 4096, "size": 32, "rows": [{"pc": 0, "cfa": "sp+8"}]},
+      {"start": 4112, "size": 32, "rows": [{"pc": 0, "cfa": "sp+8"}]}]})",
+               "functions[1]: [0x1010, 0x1030) overlaps functions[0] [0x1000, 0x1020)");
+  // Out of the ±2 GiB an FDE start offset can reach from the section (raw: address 0).
+  expect_error(dir, R"({"abi": "amd64", "functions": [
+      {"start": 140737488289792, "size": 32, "rows": [{"pc": 0, "cfa": "sp+8"}]}]})",
+               "");
+}
+
+TEST_CASE("build: command-line errors exit with status 2") {
+  temp_dir dir;
+  REQUIRE(write_file(dir / "in.json", one_function(R"({"pc": 0, "cfa": "sp+8"})")));
+  const std::string in = dir / "in.json";
+  auto neither = run_tool({"sframe", "build", "--input", in});
+  CHECK(neither.exit_code == 2);
+  CHECK(neither.err.find("give exactly one of --raw OUT and --elf OUT") != std::string::npos);
+  auto both = run_tool({"sframe", "build", "--input", in, "--raw", dir / "a", "--elf", dir / "b"});
+  CHECK(both.exit_code == 2);
+  auto no_input = run_tool({"sframe", "build", "--raw", dir / "a"});
+  CHECK(no_input.exit_code == 2);
+  CHECK(no_input.err.find("--input FILE is required") != std::string::npos);
+  auto elf_address = run_tool({"sframe", "build", "-i", in, "--elf", dir / "b", "--address", "1"});
+  CHECK(elf_address.exit_code == 2);
+  auto bad_address = run_tool({"sframe", "build", "-i", in, "--raw", dir / "a", "--address", "x"});
+  CHECK(bad_address.exit_code == 2);
+  CHECK(bad_address.err.find("--address: not a number: 'x'") != std::string::npos);
+  auto missing = run_tool({"sframe", "build", "-i", dir / "nope.json", "--raw", dir / "a"});
+  CHECK(missing.exit_code == 1);
+  CHECK(missing.err.find(dir / "nope.json" + ": cannot open: No such file or directory") !=
+        std::string::npos);
+  auto unwritable = run_tool({"sframe", "build", "-i", in, "--raw", dir / "no/such/dir/x"});
+  CHECK(unwritable.exit_code == 1);
+  CHECK(unwritable.err.find(dir / "no/such/dir/x: cannot create") != std::string::npos);
+  // A failed build leaves nothing behind.
+  CHECK(read_file(dir / "a").empty());
+}

@@ -1,0 +1,79 @@
+// `--help` at every level exits 0 and documents every option; `--version`; usage errors exit 2.
+#include "cli/cli_support.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <map>
+
+using namespace jitunwind::test;
+using namespace jitunwind::test::cli;
+
+TEST_CASE("help: top level and group") {
+  for (const auto& args : std::vector<std::vector<std::string>>{{"--help"}, {"-h"}, {"help"}}) {
+    auto r = run_tool(args);
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.find("Usage: jitunwind GROUP COMMAND") == 0);
+    CHECK(r.out.find("sframe") != std::string::npos);
+    CHECK(r.out.find("--version") != std::string::npos);
+  }
+  auto v = run_tool({"--version"});
+  CHECK(v.exit_code == 0);
+  CHECK(v.out.rfind("jitunwind 0.", 0) == 0);
+
+  for (const char* h : {"--help", "-h"}) {
+    auto g = run_tool({"sframe", h});
+    CHECK(g.exit_code == 0);
+    for (const char* cmd : {"dump", "check", "build"})
+      CHECK(g.out.find(std::string("  ") + cmd + " ") != std::string::npos);
+  }
+}
+
+TEST_CASE("help: every sframe command documents every option") {
+  const std::map<std::string, std::vector<std::string>> options = {
+      {"dump", {"--section NAME", "--raw", "--address ADDR", "-f, --format FMT", "-h, --help"}},
+      {"check", {"--section NAME", "--raw", "--address ADDR", "-h, --help"}},
+      {"build",
+       {"-i, --input FILE", "--raw OUT", "--elf OUT", "--address ADDR", "--section-relative",
+        "-h, --help"}},
+  };
+  for (const auto& [cmd, opts] : options) {
+    INFO(cmd);
+    for (const char* h : {"--help", "-h"}) {
+      auto r = run_tool({"sframe", cmd, h});
+      INFO(r.out);
+      CHECK(r.exit_code == 0);
+      CHECK(r.out.find("Usage: jitunwind sframe " + cmd) == 0);
+      for (const auto& o : opts) CHECK(r.out.find(o) != std::string::npos);
+      CHECK(r.out.find("Examples:") != std::string::npos);
+    }
+    // --help wins over other errors on the same line.
+    auto r = run_tool({"sframe", cmd, "--no-such-option", "--help"});
+    CHECK(r.exit_code == 0);
+  }
+}
+
+TEST_CASE("usage errors exit 2 and point to --help") {
+  auto none = run_tool({});
+  CHECK(none.exit_code == 2);
+  auto group = run_tool({"nosuchgroup"});
+  CHECK(group.exit_code == 2);
+  CHECK(group.err.find("unknown command group 'nosuchgroup'") != std::string::npos);
+  auto cmd = run_tool({"sframe", "frobnicate"});
+  CHECK(cmd.exit_code == 2);
+  CHECK(cmd.err.find("unknown command 'frobnicate'") != std::string::npos);
+  auto opt = run_tool({"sframe", "dump", "--bogus", "x"});
+  CHECK(opt.exit_code == 2);
+  CHECK(opt.err.find("unknown option '--bogus'") != std::string::npos);
+  CHECK(opt.err.find("Try 'jitunwind sframe dump --help'") != std::string::npos);
+  auto operand = run_tool({"sframe", "dump"});
+  CHECK(operand.exit_code == 2);
+  CHECK(operand.err.find("'dump' needs FILE") != std::string::npos);
+  auto format = run_tool({"sframe", "dump", "--format", "xml", "x"});
+  CHECK(format.exit_code == 2);
+  CHECK(format.err.find("--format: expected text or json, got 'xml'") != std::string::npos);
+  auto value = run_tool({"sframe", "dump", "x", "--format"});
+  CHECK(value.exit_code == 2);
+  CHECK(value.err.find("option --format needs a value (FMT)") != std::string::npos);
+  auto section_raw = run_tool({"sframe", "check", "--raw", "--section", ".x", "f"});
+  CHECK(section_raw.exit_code == 2);
+}

@@ -1,0 +1,227 @@
+// bpftrace 0.17 (bcc 0.26) attaching to dynamic probes, by path and with -p, in both modes.
+// The test process is the traced process: it fires while bpftrace runs in the background.
+#include <jitunwind/usdt.h>
+
+#include "support/privileges.hpp"
+#include "tracer_support.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <climits>
+#include <sstream>
+
+using namespace jitunwind;
+using namespace jitunwind::usdt;
+using namespace jitunwind::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+bool bpftrace_ready() {
+  if (!may_run_privileged("bpftrace") || !tool_available("bpftrace")) return false;
+  std::string why;
+  if (!ensure_tracefs(&why)) {
+    FAIL(why);
+    return false;
+  }
+  return true;
+}
+
+const char* const text_arg = "hello usdt";
+int marker = 0;
+
+// Fires `fire` every millisecond until bpftrace has finished (it exits after its first event),
+// checking the semaphore protocol on the way: disabled before, enabled while attached,
+// disabled again after bpftrace detached.
+template <class Fire>
+run_result trace_while_firing(const probe& p, std::vector<std::string> argv, Fire fire) {
+  CHECK(!p.enabled());
+  background_run tracer(std::move(argv), 60s);
+  const bool attached = wait_until([&] { return p.enabled() || tracer.done(); }, 60s);
+  CHECK(attached);
+  CHECK(p.enabled());
+  // The kernel increments the semaphore when it registers the uprobe, a moment before the
+  // tracer has its program attached: keep firing until the tracer has seen an event.
+  while (!tracer.done()) {
+    fire();
+    std::this_thread::sleep_for(1ms);
+  }
+  const run_result& r = tracer.wait();
+  CHECK(wait_until([&] { return !p.enabled(); }, 10s));
+  return r;
+}
+
+// The 12-argument probe: every type, negative values, 64-bit extremes, a pointer, a string.
+struct full_probe {
+  provider prov;
+  probe p;
+};
+
+full_probe make_full(object_location where) {
+  provider_options o;
+  o.location = where;
+  auto prov = provider::create(unique_provider("bt"), o);
+  REQUIRE(prov.ok());
+  auto p =
+      prov->add_probe("all", {arg_type::i8, arg_type::u8, arg_type::i16, arg_type::u16,
+                              arg_type::i32, arg_type::u32, arg_type::i64, arg_type::u64,
+                              arg_type::pointer, arg_type::string, arg_type::i32, arg_type::i64});
+  REQUIRE(p.ok());
+  REQUIRE(prov->load().ok());
+  return {std::move(*prov), *p};
+}
+
+void fire_full(const probe& p) {
+  p.fire(int8_t{-128}, uint8_t{255}, int16_t{-32768}, uint16_t{65535}, INT32_MIN, UINT32_MAX,
+         INT64_MIN, UINT64_MAX, &marker, text_arg, int32_t{-7}, INT64_MAX);
+}
+
+// bpftrace 0.17 names only arg0..arg5 on x86-64 (its semantic analyser caps argN at the
+// register arguments, for every probe type). Arguments 6..11 are read from the stack slots
+// the note names: N@8(%rsp), N@16(%rsp), ...
+std::string full_script(const std::string& target, const std::string& provider_name) {
+  std::ostringstream s;
+  s << "usdt:" << target << ":" << provider_name << ":all { "
+    << "printf(\"R %d %u %d %u %d %u\\n\", arg0, arg1, arg2, arg3, arg4, arg5); "
+    << "printf(\"S %lld %llu %llx %s %d %lld\\n\", *(int64*)(reg(\"sp\") + 8), "
+    << "*(uint64*)(reg(\"sp\") + 16), *(uint64*)(reg(\"sp\") + 24), "
+    << "str(*(uint64*)(reg(\"sp\") + 32)), *(int32*)(reg(\"sp\") + 40), "
+    << "*(int64*)(reg(\"sp\") + 48)); exit(); }";
+  return s.str();
+}
+
+void check_full_output(const run_result& r) {
+  INFO("bpftrace stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("R -128 255 -32768 65535 -2147483648 4294967295\n") != std::string::npos);
+  std::ostringstream s;
+  s << "S -9223372036854775808 18446744073709551615 " << std::hex
+    << reinterpret_cast<uintptr_t>(&marker) << std::dec << " " << text_arg
+    << " -7 9223372036854775807\n";
+  CHECK(r.out.find(s.str()) != std::string::npos);
+}
+
+}  // namespace
+
+TEST_CASE("bpftrace -p PID receives every argument exactly (memfd)") {
+  if (!bpftrace_ready()) return;
+  full_probe f = make_full(object_location::memfd);
+  auto r = trace_while_firing(f.p, bpftrace_command(full_script("*", f.prov.name()), getpid()),
+                              [&] { fire_full(f.p); });
+  check_full_output(r);
+}
+
+TEST_CASE("bpftrace by path receives every argument exactly (memfd via /proc/PID/fd/N)") {
+  if (!bpftrace_ready()) return;
+  full_probe f = make_full(object_location::memfd);
+  auto r =
+      trace_while_firing(f.p, bpftrace_command(full_script(f.prov.object_path(), f.prov.name())),
+                         [&] { fire_full(f.p); });
+  check_full_output(r);
+}
+
+TEST_CASE("bpftrace by path and with -p receives every argument exactly (file mode)") {
+  if (!bpftrace_ready()) return;
+  full_probe f = make_full(object_location::file);
+  auto by_path =
+      trace_while_firing(f.p, bpftrace_command(full_script(f.prov.object_path(), f.prov.name())),
+                         [&] { fire_full(f.p); });
+  check_full_output(by_path);
+  auto by_pid = trace_while_firing(f.p, bpftrace_command(full_script("*", f.prov.name()), getpid()),
+                                   [&] { fire_full(f.p); });
+  check_full_output(by_pid);
+}
+
+TEST_CASE("bpftrace sees probes with 0 to 12 arguments") {
+  if (!bpftrace_ready()) return;
+  auto prov = provider::create(unique_provider("counts"));
+  REQUIRE(prov.ok());
+  std::vector<probe> probes;
+  for (size_t n = 0; n <= max_args; ++n)
+    probes.push_back(
+        prov->add_probe("p" + std::to_string(n), std::vector<arg_type>(n, arg_type::i64)).value());
+  REQUIRE(prov->load().ok());
+  // Each probe prints its argument count's worth of values once (arg k = -(100 n + k)); the
+  // script exits when all 13 have been seen.
+  std::ostringstream script;
+  for (size_t n = 0; n <= max_args; ++n) {
+    script << "usdt:*:" << prov->name() << ":p" << n << " /@seen" << n << " == 0/ { @seen" << n
+           << " = 1; printf(\"p" << n;
+    for (size_t k = 0; k < n; ++k) script << " %lld";
+    script << "\\n\"";
+    for (size_t k = 0; k < n; ++k) {
+      if (k < 6)
+        script << ", arg" << k;
+      else
+        script << ", *(int64*)(reg(\"sp\") + " << 8 * (k - 5) << ")";
+    }
+    script << "); @total = @total + 1; if (@total == 13) { exit(); } } ";
+  }
+  script << "END { clear(@total); ";
+  for (size_t n = 0; n <= max_args; ++n) script << "clear(@seen" << n << "); ";
+  script << "}";
+  auto fire_all = [&] {
+    for (size_t n = 0; n <= max_args; ++n) {
+      std::vector<uint64_t> v(n);
+      for (size_t k = 0; k < n; ++k)
+        v[k] = static_cast<uint64_t>(-static_cast<int64_t>(100 * n + k));
+      probes[n].fire_slots(v.data(), n);
+    }
+  };
+  auto r = trace_while_firing(probes[12], bpftrace_command(script.str(), getpid()), fire_all);
+  INFO(r.out << r.err);
+  for (size_t n = 0; n <= max_args; ++n) {
+    std::string line = "p" + std::to_string(n);
+    for (size_t k = 0; k < n; ++k) line += " " + std::to_string(-static_cast<int64_t>(100 * n + k));
+    CHECK(r.out.find(line + "\n") != std::string::npos);
+  }
+}
+
+TEST_CASE("unload and reload while bpftrace is attached: no crash, the old probes go away") {
+  if (!bpftrace_ready()) return;
+  const std::string name = unique_provider("reload");
+  auto prov = provider::create(name);
+  REQUIRE(prov.ok());
+  auto old_probe = prov->add_probe("old", {arg_type::i32});
+  REQUIRE(old_probe.ok());
+  REQUIRE(prov->load().ok());
+
+  // bpftrace prints every event and stays attached for 4 s (its interval probe ends it).
+  background_run tracer(bpftrace_command("usdt:*:" + name +
+                                             ":old { printf(\"old %d\\n\", arg0); } "
+                                             "interval:s:4 { exit(); }",
+                                         getpid()),
+                        60s);
+  REQUIRE(wait_until([&] { return old_probe->enabled() || tracer.done(); }, 60s));
+  // Fire for ~300 ms so that bpftrace's program is attached and sees events.
+  for (int i = 0; i < 150; ++i) {
+    old_probe->fire(i);
+    std::this_thread::sleep_for(2ms);
+  }
+  REQUIRE(!tracer.done());
+  // Unload while attached, fire the stale handle, reload a different probe set.
+  REQUIRE(prov->unload().ok());
+  old_probe->fire(-1);  // inert
+  CHECK(!old_probe->enabled());
+  REQUIRE(prov->remove_probe("old").ok());
+  auto fresh = prov->add_probe("fresh", {arg_type::u64});
+  REQUIRE(fresh.ok());
+  REQUIRE(prov->load().ok());
+  for (int i = 0; i < 100; ++i) fresh->fire(uint64_t{42});
+  CHECK(!fresh->enabled());  // bpftrace's uprobe is on the old object's inode
+
+  // A fresh bpftrace lists what the process has now: the new probe, not the old one.
+  auto listing =
+      run({"bpftrace", "-l", "usdt:*:" + name + ":*", "-p", std::to_string(getpid())}, {}, 60s);
+  INFO(listing.out << listing.err);
+  CHECK(listing.out.find(name + ":fresh") != std::string::npos);
+  CHECK(listing.out.find(name + ":old") == std::string::npos);
+  REQUIRE(prov->unload().ok());
+  const run_result& r = tracer.wait();
+  INFO(r.out << r.err);
+  // It saw old events (the last ones at least) and never the stale fire (-1).
+  CHECK(r.out.find("old 149\n") != std::string::npos);
+  CHECK(r.out.find("old -1\n") == std::string::npos);
+}

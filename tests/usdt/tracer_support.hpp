@@ -1,0 +1,46 @@
+// Helpers of the usdt tests: running a tracer in the background while the test process (the
+// traced process) fires probes, and waiting for conditions without blind sleeps.
+#pragma once
+
+#include "support/process.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace jitunwind::test {
+
+/// A program running in a background thread (`run` with a timeout).
+class background_run {
+ public:
+  background_run(std::vector<std::string> argv, std::chrono::milliseconds timeout);
+  ~background_run();
+  bool done() const { return done_.load(); }
+  /// Waits for the end and returns the result.
+  const run_result& wait();
+
+ private:
+  std::atomic<bool> done_{false};
+  run_result result_;
+  std::thread thread_;
+};
+
+/// Polls `cond` every millisecond until it is true or `timeout` passes.
+bool wait_until(const std::function<bool()>& cond, std::chrono::milliseconds timeout);
+
+/// Mounts tracefs on /sys/kernel/tracing if it is not (perf probe and bcc's fallback paths
+/// use uprobe_events). Returns false with a reason in `why` if it cannot.
+bool ensure_tracefs(std::string* why);
+
+/// A provider name unique to this test process and call ("<prefix>_<pid>_<n>").
+std::string unique_provider(const std::string& prefix);
+
+/// bpftrace command line prefix (bpftrace prints a harmless warning when it cannot raise
+/// RLIMIT_MEMLOCK: kernels >= 5.11 account BPF memory to the cgroup instead).
+std::vector<std::string> bpftrace_command(const std::string& script, int pid = 0);
+
+}  // namespace jitunwind::test

@@ -1,0 +1,284 @@
+#include <jitunwind/sframe.h>
+#include <jitunwind/window.h>
+
+#include <catch2/catch.hpp>
+
+#include <sys/mman.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+using namespace jitunwind;
+
+namespace {
+
+session_options quiet_options() {
+  session_options o;
+  o.publishers = 0;  // windows alone; publishers are tested in their own folders
+  return o;
+}
+
+// Permissions ("r-xp") of the mapping containing `address`, from /proc/self/maps.
+std::string perms_of(uint64_t address) {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    unsigned long long lo = 0, hi = 0;
+    char perms[8] = {};
+    if (std::sscanf(line.c_str(), "%llx-%llx %7s", &lo, &hi, perms) == 3 && address >= lo &&
+        address < hi)
+      return perms;
+  }
+  return "?";
+}
+
+// x86-64: mov eax, imm32; ret
+void emit_return_constant(std::span<uint8_t> out, uint32_t value) {
+  const uint8_t code[] = {0xb8, 0, 0, 0, 0, 0xc3};
+  std::memcpy(out.data(), code, sizeof code);
+  std::memcpy(out.data() + 1, &value, 4);
+}
+
+}  // namespace
+
+TEST_CASE("owned window: write, publish, run, decode") {
+  auto s = session::create(quiet_options());
+  REQUIRE(s.ok());
+  auto w = (*s)->create_owned_window({.code_capacity = 64 * 1024});
+  REQUIRE(w.ok());
+  window& win = **w;
+  CHECK(win.owned());
+  CHECK(win.state() == window_state::open);
+
+  auto space = win.allocate(6);
+  REQUIRE(space.ok());
+  emit_return_constant(space->writable, 42);
+  CHECK(perms_of(space->address).substr(0, 3) == "rw-");  // writable, not executable
+  auto leaf = recipes::leaf(abi::amd64, space->address, 6);
+  REQUIRE(leaf.ok());
+  REQUIRE(win.append("answer", *leaf).ok());
+  CHECK(win.published_sframe().empty());
+  REQUIRE(win.publish().ok());
+  CHECK(perms_of(space->address).substr(0, 3) == "r-x");  // executable, not writable
+
+  auto fn = reinterpret_cast<int (*)()>(space->address);
+  CHECK(fn() == 42);
+
+  auto sf = win.published_sframe();
+  REQUIRE_FALSE(sf.empty());
+  auto decoded = sframe::decode(sf, reinterpret_cast<uint64_t>(sf.data()));
+  REQUIRE(decoded.ok());
+  REQUIRE(decoded->functions.size() == 1);
+  CHECK(decoded->functions[0] == *leaf);
+  // The SFrame lives within reach of 32-bit FDE offsets.
+  const int64_t distance = static_cast<int64_t>(reinterpret_cast<uint64_t>(sf.data())) -
+                           static_cast<int64_t>(space->address);
+  CHECK(std::llabs(distance) < (int64_t{1} << 31));
+
+  // New code after a publish lands on a fresh page: published pages stay RX.
+  auto next = win.allocate(6);
+  REQUIRE(next.ok());
+  CHECK(next->address / 4096 != space->address / 4096);
+  emit_return_constant(next->writable, 7);
+  REQUIRE(win.append("seven", *recipes::leaf(abi::amd64, next->address, 6)).ok());
+  REQUIRE(win.publish().ok());
+  CHECK(reinterpret_cast<int (*)()>(next->address)() == 7);
+  CHECK(fn() == 42);
+  auto both = sframe::decode(win.published_sframe(),
+                             reinterpret_cast<uint64_t>(win.published_sframe().data()));
+  REQUIRE(both.ok());
+  CHECK(both->functions.size() == 2);
+  REQUIRE(win.functions().size() == 2);
+  CHECK(win.functions()[1].name == "seven");
+}
+
+TEST_CASE("dual-mapped owned window never changes protections") {
+  auto s = session::create(quiet_options());
+  REQUIRE(s.ok());
+  auto w = (*s)->create_owned_window({.code_capacity = 8192, .dual_mapping = true});
+  REQUIRE(w.ok());
+  auto a = (*w)->allocate(6);
+  REQUIRE(a.ok());
+  CHECK(reinterpret_cast<uint64_t>(a->writable.data()) != a->address);
+  emit_return_constant(a->writable, 5);
+  REQUIRE((*w)->append("five", *recipes::leaf(abi::amd64, a->address, 6)).ok());
+  REQUIRE((*w)->publish().ok());
+  CHECK(reinterpret_cast<int (*)()>(a->address)() == 5);
+  auto b = (*w)->allocate(6);
+  REQUIRE(b.ok());
+  CHECK(b->address == a->address + 16);  // no page skip needed with an RW alias
+}
+
+TEST_CASE("appends are checked and nothing partial is published") {
+  auto s = session::create(quiet_options());
+  REQUIRE(s.ok());
+  auto w = (*s)->create_owned_window({.code_capacity = 4096});
+  REQUIRE(w.ok());
+  window& win = **w;
+  auto a = win.allocate(64);
+  REQUIRE(a.ok());
+  REQUIRE(win.append("f", *recipes::leaf(abi::amd64, a->address + 16, 16)).ok());
+
+  SECTION("out of order") {
+    auto r = win.append("g", *recipes::leaf(abi::amd64, a->address, 8));
+    REQUIRE_FALSE(r.ok());
+    CHECK_THAT(r.error().message(), Catch::Contains("address order"));
+  }
+  SECTION("overlapping") {
+    auto r = win.append("g", *recipes::leaf(abi::amd64, a->address + 24, 8));
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code() == errc::invalid_argument);
+  }
+  SECTION("outside the allocated code") {
+    auto r = win.append("g", *recipes::leaf(abi::amd64, a->address + 60, 8));
+    REQUIRE_FALSE(r.ok());
+    CHECK_THAT(r.error().message(), Catch::Contains("outside"));
+  }
+  SECTION("control characters in the name") {
+    auto r = win.append("bad\nname", *recipes::leaf(abi::amd64, a->address + 32, 8));
+    REQUIRE_FALSE(r.ok());
+    CHECK_THAT(r.error().message(), Catch::Contains("control character 0x0a"));
+  }
+  SECTION("invalid rows") {
+    function_desc f = *recipes::leaf(abi::amd64, a->address + 32, 8);
+    f.rows[0].cfa_offset = 12;
+    auto r = win.append("g", f);
+    REQUIRE_FALSE(r.ok());
+    CHECK_THAT(r.error().message(), Catch::Contains("'g'"));
+  }
+  REQUIRE(win.publish().ok());
+  auto d = sframe::decode(win.published_sframe(),
+                          reinterpret_cast<uint64_t>(win.published_sframe().data()));
+  REQUIRE(d.ok());
+  CHECK(d->functions.size() == 1);  // only "f"
+}
+
+TEST_CASE("SFrame capacity is enforced") {
+  auto s = session::create(quiet_options());
+  REQUIRE(s.ok());
+  auto w = (*s)->create_owned_window({.code_capacity = 1 << 20, .sframe_capacity = 4096});
+  REQUIRE(w.ok());
+  auto a = (*w)->allocate(1 << 19);
+  REQUIRE(a.ok());
+  bool full = false;
+  for (uint64_t i = 0; i < 4096 && !full; ++i) {
+    auto r = (*w)->append("f" + std::to_string(i),
+                          *recipes::leaf(abi::amd64, a->address + i * 16, 16));
+    if (!r) {
+      CHECK(r.error().code() == errc::limit_exceeded);
+      full = true;
+    }
+  }
+  CHECK(full);
+  REQUIRE((*w)->publish().ok());
+  CHECK((*w)->published_sframe().size() <= 4096);
+}
+
+TEST_CASE("retire, grace period, reuse bumps the generation") {
+  auto s = session::create(quiet_options());
+  REQUIRE(s.ok());
+  auto w = (*s)->create_owned_window({.code_capacity = 4096});
+  REQUIRE(w.ok());
+  window& win = **w;
+  auto a = win.allocate(6);
+  emit_return_constant(a->writable, 1);
+  REQUIRE(win.append("one", *recipes::leaf(abi::amd64, a->address, 6)).ok());
+  REQUIRE(win.seal().ok());
+  CHECK(win.state() == window_state::sealed);
+  CHECK_FALSE(win.append("x", *recipes::leaf(abi::amd64, a->address + 8, 4)).ok());
+  CHECK(win.generation() == 1);
+
+  int calls = 0;
+  REQUIRE(win.retire(std::chrono::milliseconds(0), [&](window&) {
+                ++calls;
+                return true;  // keep for reuse
+              }).ok());
+  CHECK(win.state() == window_state::retired);
+  CHECK_FALSE(win.reuse().ok());  // grace period not polled yet
+  CHECK((*s)->poll() == 1);
+  CHECK(calls == 1);
+  CHECK((*s)->poll() == 0);
+  REQUIRE(win.reuse().ok());
+  CHECK(win.state() == window_state::open);
+  CHECK(win.generation() == 2);
+  CHECK(win.functions().empty());
+  auto b = win.allocate(6);
+  REQUIRE(b.ok());
+  CHECK(b->address == a->address);  // same range
+  CHECK(perms_of(b->address).substr(0, 3) == "rw-");
+  emit_return_constant(b->writable, 2);
+  REQUIRE(win.append("two", *recipes::leaf(abi::amd64, b->address, 6)).ok());
+  REQUIRE(win.publish().ok());
+  CHECK(reinterpret_cast<int (*)()>(b->address)() == 2);
+
+  REQUIRE(win.retire(std::chrono::milliseconds(0)).ok());
+  CHECK((*s)->poll() == 1);
+  CHECK(win.state() == window_state::freed);
+  CHECK_FALSE(win.publish().ok());
+}
+
+TEST_CASE("described windows get SFrame within reach") {
+  auto s = session::create(quiet_options());
+  REQUIRE(s.ok());
+  const size_t len = 1 << 16;
+  void* code = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(code != MAP_FAILED);
+  const auto start = reinterpret_cast<uint64_t>(code);
+  auto w = (*s)->describe_window({.text_start = start, .text_size = len});
+  REQUIRE(w.ok());
+  CHECK_FALSE((*w)->owned());
+  CHECK_FALSE((*w)->allocate(16).ok());
+  REQUIRE((*w)->append("a", *recipes::leaf(abi::amd64, start, 32)).ok());
+  REQUIRE((*w)->append("b", *recipes::leaf(abi::amd64, start + 32, 32)).ok());
+  REQUIRE((*w)->publish().ok());
+  const auto sf = reinterpret_cast<uint64_t>((*w)->published_sframe().data());
+  CHECK((sf > start ? sf - start : start - sf) < (uint64_t{1} << 31));
+
+  auto overlap = (*s)->describe_window({.text_start = start + 4096, .text_size = 4096});
+  REQUIRE_FALSE(overlap.ok());
+  CHECK(overlap.error().code() == errc::already_exists);
+  auto huge = (*s)->describe_window({.text_start = start, .text_size = size_t{3} << 30});
+  REQUIRE_FALSE(huge.ok());
+  CHECK(huge.error().code() == errc::out_of_range);
+  auto empty = (*s)->describe_window({.text_start = start, .text_size = 0});
+  CHECK_FALSE(empty.ok());
+  s->reset();
+  munmap(code, len);
+}
+
+TEST_CASE("publisher lists and the environment") {
+  auto all = parse_publishers("all");
+  REQUIRE(all.ok());
+  CHECK(contains(*all, publisher::kernel));
+  auto some = parse_publishers("perfmap, jitdump");
+  REQUIRE(some.ok());
+  CHECK(*some == (publisher::perfmap | publisher::jitdump));
+  CHECK(*parse_publishers("none") == 0);
+  CHECK(*parse_publishers("default") == default_publishers);
+  auto bad = parse_publishers("perfmap,ftrace");
+  REQUIRE_FALSE(bad.ok());
+  CHECK_THAT(bad.error().message(), Catch::Contains("'ftrace'"));
+
+  setenv("JITUNWIND_PUBLISH", "perfmap", 1);
+  setenv("JITUNWIND_DIR", "/tmp/somewhere", 1);
+  auto o = session_options::from_env();
+  REQUIRE(o.ok());
+  CHECK(o->publishers == static_cast<uint32_t>(publisher::perfmap));
+  CHECK(o->perfmap_dir == "/tmp/somewhere");
+  CHECK(o->jitdump_dir == "/tmp/somewhere");
+  setenv("JITUNWIND_PUBLISH", "nonsense", 1);
+  auto e = session_options::from_env();
+  REQUIRE_FALSE(e.ok());
+  CHECK_THAT(e.error().message(), Catch::Contains("JITUNWIND_PUBLISH"));
+  unsetenv("JITUNWIND_PUBLISH");
+  unsetenv("JITUNWIND_DIR");
+
+  session_options k;
+  k.publishers = publisher::kernel | publisher::perfmap;
+  auto ks = session::create(k);
+  REQUIRE_FALSE(ks.ok());
+  CHECK_THAT(ks.error().message(), Catch::Contains("never guessed"));
+}

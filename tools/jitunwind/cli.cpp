@@ -1,0 +1,214 @@
+#include "cli.hpp"
+
+#include <jitunwind/config.h>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <sstream>
+
+namespace jitunwind::cli {
+
+namespace {
+
+#define JITUNWIND_STR2(x) #x
+#define JITUNWIND_STR(x) JITUNWIND_STR2(x)
+
+error usage_error(std::string message) {
+  return error(errc::invalid_argument, std::move(message));
+}
+
+const option_spec* find_long(const command_spec& spec, const std::string& name) {
+  for (const auto& o : spec.options)
+    if (o.name == name) return &o;
+  return nullptr;
+}
+
+const option_spec* find_short(const command_spec& spec, char c) {
+  for (const auto& o : spec.options)
+    if (o.short_name == c) return &o;
+  return nullptr;
+}
+
+/// Wraps `text` at `width` columns, each line prefixed by `indent` spaces; keeps explicit
+/// newlines.
+std::string wrap(const std::string& text, size_t indent, size_t width) {
+  std::string out;
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream words(line);
+    std::string word, current(indent, ' ');
+    bool empty = true;
+    while (words >> word) {
+      if (!empty && current.size() + 1 + word.size() > width) {
+        out += current + "\n";
+        current.assign(indent, ' ');
+        empty = true;
+      }
+      if (!empty) current += ' ';
+      current += word;
+      empty = false;
+    }
+    out += (empty ? std::string() : current) + "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+const char* version_string() {
+  return JITUNWIND_STR(JITUNWIND_VERSION_MAJOR) "." JITUNWIND_STR(
+      JITUNWIND_VERSION_MINOR) "." JITUNWIND_STR(JITUNWIND_VERSION_PATCH);
+}
+
+result<parsed_args> parse(const command_spec& spec, std::span<const std::string> args) {
+  parsed_args out;
+  // --help wins over everything else on the line (even a bad option before it).
+  for (const std::string& a : args) {
+    if (a == "--") break;
+    if (a == "-h" || a == "--help") {
+      out.help = true;
+      return out;
+    }
+  }
+  bool options_done = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (options_done || a.size() < 2 || a[0] != '-') {
+      out.operands.push_back(a);
+      continue;
+    }
+    if (a == "--") {
+      options_done = true;
+      continue;
+    }
+    const option_spec* o = nullptr;
+    std::optional<std::string> inline_value;
+    std::string shown = a;
+    if (a.rfind("--", 0) == 0) {
+      std::string name = a.substr(2);
+      if (auto eq = name.find('='); eq != std::string::npos) {
+        inline_value = name.substr(eq + 1);
+        name.resize(eq);
+        shown = "--" + name;
+      }
+      o = find_long(spec, name);
+    } else if (a.size() == 2) {
+      o = find_short(spec, a[1]);
+    }
+    if (!o) return usage_error("unknown option '" + shown + "' for '" + spec.name + "'");
+    if (o->value_name.empty()) {
+      if (inline_value) return usage_error("option --" + o->name + " takes no value");
+      out.flags[o->name] = true;
+      continue;
+    }
+    if (!inline_value) {
+      if (i + 1 >= args.size())
+        return usage_error("option --" + o->name + " needs a value (" + o->value_name + ")");
+      inline_value = args[++i];
+    }
+    out.values[o->name] = *inline_value;
+  }
+  if (out.operands.size() < spec.min_operands)
+    return usage_error("'" + spec.name + "' needs " +
+                       (spec.operands.empty() ? std::string("operands") : spec.operands));
+  if (out.operands.size() > spec.max_operands)
+    return usage_error("unexpected argument '" + out.operands[spec.max_operands] + "' for '" +
+                       spec.name + "'");
+  return out;
+}
+
+std::string help_text(const std::string& program, const command_spec& spec) {
+  std::string s = "Usage: " + program + " " + spec.name;
+  if (!spec.options.empty()) s += " [OPTIONS]";
+  if (!spec.operands.empty()) s += " " + spec.operands;
+  s += "\n\n" + wrap(spec.summary, 0, 100);
+  if (!spec.description.empty()) s += "\n" + wrap(spec.description, 0, 100);
+  s += "\nOptions:\n";
+  std::vector<std::pair<std::string, std::string>> rows;
+  for (const auto& o : spec.options) {
+    std::string left = o.short_name ? std::string("-") + o.short_name + ", " : std::string("    ");
+    left += "--" + o.name;
+    if (!o.value_name.empty()) left += " " + o.value_name;
+    rows.emplace_back(left, o.help);
+  }
+  rows.emplace_back("-h, --help", "Show this help and exit.");
+  size_t width = 0;
+  for (const auto& r : rows) width = std::max(width, r.first.size());
+  for (const auto& r : rows) {
+    std::string body = wrap(r.second, 2 + width + 2, 100);
+    body.replace(0, 2 + r.first.size(), "  " + r.first);
+    s += body;
+  }
+  if (!spec.examples.empty()) s += "\nExamples:\n" + wrap(spec.examples, 2, 1000);
+  return s;
+}
+
+std::optional<uint64_t> parse_u64(const std::string& text) {
+  if (text.empty() || text[0] == '-' || text[0] == '+') return std::nullopt;
+  const bool hex = text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X');
+  const char* begin = text.c_str() + (hex ? 2 : 0);
+  if (*begin == 0) return std::nullopt;
+  errno = 0;
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(begin, &end, hex ? 16 : 10);
+  if (errno != 0 || *end != 0 || end == begin) return std::nullopt;
+  return static_cast<uint64_t>(v);
+}
+
+result<std::vector<uint8_t>> read_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return error(errc::io_error, path + ": cannot open: " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    return error(errc::io_error, path + ": is a directory");
+  }
+  std::vector<uint8_t> bytes;
+  uint8_t buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int saved = errno;
+      ::close(fd);
+      return error(errc::io_error, path + ": cannot read: " + std::strerror(saved));
+    }
+    if (n == 0) break;
+    bytes.insert(bytes.end(), buf, buf + n);
+  }
+  ::close(fd);
+  return bytes;
+}
+
+result<void> write_file(const std::string& path, std::span<const uint8_t> bytes) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return error(errc::io_error, path + ": cannot create: " + std::strerror(errno));
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int saved = errno;
+      ::close(fd);
+      return error(errc::io_error, path + ": cannot write: " + std::strerror(saved));
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::close(fd) != 0)
+    return error(errc::io_error, path + ": cannot write: " + std::strerror(errno));
+  return {};
+}
+
+int report(const std::string& program, const std::string& message, int status) {
+  std::fprintf(stderr, "%s: error: %s\n", program.c_str(), message.c_str());
+  if (status == exit_usage) std::fprintf(stderr, "Try '%s --help'.\n", program.c_str());
+  return status;
+}
+
+}  // namespace jitunwind::cli

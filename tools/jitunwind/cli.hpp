@@ -1,0 +1,82 @@
+// Command-line plumbing shared by every command group of the `jitunwind` tool: option parsing
+// driven by a declarative spec (so `--help` documents exactly the options that are parsed),
+// number parsing and whole-file I/O with error messages that name the file.
+#pragma once
+
+#include <jitunwind/result.h>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace jitunwind::cli {
+
+/// Exit statuses of the tool.
+inline constexpr int exit_ok = 0;
+inline constexpr int exit_failure = 1;  ///< the input is invalid, a file cannot be read/written
+inline constexpr int exit_usage = 2;    ///< bad command line
+
+/// What a group's entry point receives: the words after the group name.
+struct invocation {
+  std::string program;  ///< "jitunwind <group>", for messages and help
+  std::vector<std::string> args;
+};
+
+struct option_spec {
+  std::string name;        ///< long name without dashes ("format")
+  char short_name = 0;     ///< optional one-letter alias ('f'), 0 = none
+  std::string value_name;  ///< empty: a flag; otherwise the placeholder shown in help ("FMT")
+  std::string help;        ///< one or more sentences
+};
+
+struct command_spec {
+  std::string name;         ///< "dump"
+  std::string operands;     ///< placeholder of positional arguments ("FILE...")
+  std::string summary;      ///< one line for the group's command list
+  std::string description;  ///< paragraphs shown by --help after the usage line
+  std::vector<option_spec> options;
+  size_t min_operands = 0;
+  size_t max_operands = SIZE_MAX;
+  std::string examples;  ///< shown last by --help
+};
+
+struct parsed_args {
+  std::map<std::string, std::string> values;  ///< options that take a value (last one wins)
+  std::map<std::string, bool> flags;
+  std::vector<std::string> operands;
+  bool help = false;
+
+  bool flag(const std::string& name) const { return flags.count(name) != 0; }
+  std::optional<std::string> value(const std::string& name) const {
+    auto it = values.find(name);
+    if (it == values.end()) return std::nullopt;
+    return it->second;
+  }
+};
+
+/// Parses `args` against `spec`: `--name VALUE`, `--name=VALUE`, `-x VALUE`, flags, `--` ends
+/// options, `-h`/`--help` anywhere sets `help`. Errors are messages for the user.
+result<parsed_args> parse(const command_spec& spec, std::span<const std::string> args);
+
+/// The full --help text of a command.
+std::string help_text(const std::string& program, const command_spec& spec);
+
+/// Parses an unsigned integer in decimal or 0x-hexadecimal.
+std::optional<uint64_t> parse_u64(const std::string& text);
+
+/// Reads a whole file; `io_error` naming the path and the reason.
+result<std::vector<uint8_t>> read_file(const std::string& path);
+/// Writes a whole file (created or truncated, mode 0644 minus umask); `io_error` naming it.
+result<void> write_file(const std::string& path, std::span<const uint8_t> bytes);
+
+/// Prints "PROGRAM: error: MESSAGE" (and a hint to --help for usage errors) to stderr and
+/// returns `status`.
+int report(const std::string& program, const std::string& message, int status);
+
+/// The version printed by `--version`.
+const char* version_string();
+
+}  // namespace jitunwind::cli

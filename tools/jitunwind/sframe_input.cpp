@@ -1,0 +1,196 @@
+#include "sframe_input.hpp"
+
+#include "cli.hpp"
+#include "elf/elf_reader.hpp"
+
+#include <jitunwind/sframe.h>
+
+#include <limits>
+
+namespace jitunwind::cli {
+
+namespace {
+
+using detail::elf_image;
+using detail::elf_section;
+
+// Relocation types that can appear on a 32-bit FDE start field.
+constexpr uint32_t r_x86_64_none = 0, r_x86_64_pc32 = 2, r_x86_64_plt32 = 4, r_x86_64_32 = 10,
+                   r_x86_64_32s = 11;
+constexpr uint32_t r_aarch64_none = 0, r_aarch64_abs32 = 258, r_aarch64_prel32 = 261;
+
+std::string hex(uint64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+std::string elf_kind(const elf_image& img) {
+  std::string kind;
+  switch (img.type()) {
+    case detail::elf_et_rel:
+      kind = "relocatable";
+      break;
+    case detail::elf_et_exec:
+      kind = "executable";
+      break;
+    case detail::elf_et_dyn:
+      kind = "shared object";
+      break;
+    default:
+      kind = "ELF type " + std::to_string(img.type());
+      break;
+  }
+  kind += " " + detail::elf_machine_name(img.machine());
+  if (img.big_endian()) kind += " (big endian)";
+  return kind;
+}
+
+enum class reloc_kind { none, field32, unsupported };
+
+/// Relocations that can sit on a 32-bit FDE start field. PC-relative or absolute makes no
+/// difference here: the target (S + A) is the function start either way.
+reloc_kind classify_relocation(uint16_t machine, uint32_t type) {
+  if (machine == detail::elf_em_x86_64) {
+    if (type == r_x86_64_none) return reloc_kind::none;
+    if (type == r_x86_64_pc32 || type == r_x86_64_plt32 || type == r_x86_64_32 ||
+        type == r_x86_64_32s)
+      return reloc_kind::field32;
+  } else if (machine == detail::elf_em_aarch64) {
+    if (type == r_aarch64_none) return reloc_kind::none;
+    if (type == r_aarch64_prel32 || type == r_aarch64_abs32) return reloc_kind::field32;
+  }
+  return reloc_kind::unsupported;
+}
+
+/// Resolves the relocations that apply to the SFrame section of a relocatable object (see the
+/// header for the meaning given to them).
+result<size_t> apply_relocations(const elf_image& img, const elf_section& target,
+                                 uint64_t section_address, std::vector<uint8_t>& bytes) {
+  size_t applied = 0;
+  const bool pcrel = bytes.size() > 3 && (bytes[3] & sframe::flag_fde_func_start_pcrel);
+  for (const elf_section& rs : img.sections()) {
+    if ((rs.type != detail::elf_sht_rela && rs.type != detail::elf_sht_rel) ||
+        rs.info != target.index)
+      continue;
+    auto relocs = img.relocations(rs);
+    if (!relocs) return relocs.error();
+    if (rs.link >= img.sections().size())
+      return error(errc::malformed, "relocation section " + rs.name + ": symbol table index " +
+                                        std::to_string(rs.link) + " out of range");
+    auto symbols = img.symbols(img.sections()[rs.link]);
+    if (!symbols) return symbols.error();
+    for (size_t i = 0; i < relocs->size(); ++i) {
+      const auto& r = (*relocs)[i];
+      const std::string where = rs.name + "[" + std::to_string(i) + "]";
+      const reloc_kind kind = classify_relocation(img.machine(), r.type);
+      if (kind == reloc_kind::unsupported)
+        return error(errc::unsupported, where + ": relocation type " + std::to_string(r.type) +
+                                            " on an SFrame section is not supported");
+      if (kind == reloc_kind::none) continue;
+      if (r.offset > bytes.size() || bytes.size() - r.offset < 4)
+        return error(errc::malformed, where + ": offset " + hex(r.offset) +
+                                          " is past the section (" + std::to_string(bytes.size()) +
+                                          " bytes)");
+      if (r.symbol >= symbols->size())
+        return error(errc::malformed, where + ": symbol index " + std::to_string(r.symbol) +
+                                          " out of range (" + std::to_string(symbols->size()) +
+                                          " symbols)");
+      const auto& sym = (*symbols)[r.symbol];
+      uint64_t s = sym.value;
+      // Section-relative symbol values (SHN_UNDEF = 0, reserved indices ≥ 0xff00 excluded).
+      if (sym.shndx != 0 && sym.shndx < 0xff00 && sym.shndx < img.sections().size())
+        s += img.sections()[sym.shndx].addr;
+      int64_t addend = r.addend;
+      if (rs.type == detail::elf_sht_rel)
+        addend = static_cast<int32_t>(img.read_uint(bytes.data() + r.offset, 4));
+      const uint64_t target_address = s + static_cast<uint64_t>(addend);
+      const uint64_t base = pcrel ? section_address + r.offset : section_address;
+      const int64_t value = static_cast<int64_t>(target_address - base);
+      if (value < std::numeric_limits<int32_t>::min() ||
+          value > std::numeric_limits<int32_t>::max())
+        return error(errc::out_of_range, where + ": target " + hex(target_address) +
+                                             " is not within ±2 GiB of the field");
+      const auto v = static_cast<uint32_t>(static_cast<int32_t>(value));
+      for (int k = 0; k < 4; ++k) {
+        const int shift = 8 * (img.big_endian() ? 3 - k : k);
+        bytes[r.offset + k] = static_cast<uint8_t>(v >> shift);
+      }
+      ++applied;
+    }
+  }
+  return applied;
+}
+
+void collect_function_symbols(const elf_image& img, sframe_source& out) {
+  for (const elf_section& s : img.sections()) {
+    if (s.type != detail::elf_sht_symtab && s.type != detail::elf_sht_dynsym) continue;
+    auto symbols = img.symbols(s);
+    if (!symbols) continue;  // names are a convenience; a bad symbol table is not fatal
+    for (const auto& sym : *symbols) {
+      if (sym.type != 2 || sym.name.empty() || sym.shndx == 0) continue;  // STT_FUNC, defined
+      uint64_t address = sym.value;
+      if (img.type() == detail::elf_et_rel && sym.shndx < 0xff00 &&
+          sym.shndx < img.sections().size())
+        address += img.sections()[sym.shndx].addr;
+      out.function_symbols.emplace(address, sym.name);  // first name wins (.symtab before aliases)
+    }
+  }
+}
+
+}  // namespace
+
+result<sframe_source> load_sframe_source(const std::string& path,
+                                         const sframe_source_options& options) {
+  auto file = read_file(path);
+  if (!file) return file.error();
+  sframe_source out;
+  if (options.raw) {
+    out.bytes = std::move(*file);
+    out.address = options.address.value_or(0);
+    out.where = "raw file";
+    return out;
+  }
+
+  auto img = elf_image::parse(*file);
+  if (!img) {
+    const bool is_elf = file->size() >= 4 && (*file)[0] == 0x7f && (*file)[1] == 'E' &&
+                        (*file)[2] == 'L' && (*file)[3] == 'F';
+    if (!is_elf)
+      return error(errc::malformed,
+                   path + ": not an ELF file (use --raw for a bare SFrame section)");
+    return error(img.error().code(), path + ": " + img.error().message());
+  }
+  out.elf_kind = elf_kind(*img);
+
+  const elf_section* sec = img->find_section(options.section);
+  if (!sec) {
+    const auto* seg = img->find_segment(detail::elf_pt_gnu_sframe);
+    if (options.section == ".sframe" && img->sections().size() <= 1 && seg) {
+      auto data = img->segment_data(*seg);
+      if (!data) return error(data.error().code(), path + ": " + data.error().message());
+      out.bytes.assign(data->begin(), data->end());
+      out.address = options.address.value_or(seg->vaddr);
+      out.where = "PT_GNU_SFRAME";
+      return out;
+    }
+    return error(errc::not_found, path + ": no section " + options.section + " (" + out.elf_kind +
+                                      ", " + std::to_string(img->sections().size()) + " sections)");
+  }
+  if (sec->type == detail::elf_sht_nobits)
+    return error(errc::malformed, path + ": section " + sec->name + " is SHT_NOBITS (no data)");
+  auto data = img->section_data(*sec);
+  if (!data) return error(data.error().code(), path + ": " + data.error().message());
+  out.bytes.assign(data->begin(), data->end());
+  out.address = options.address.value_or(sec->addr);
+  out.where = "section " + sec->name + " [" + std::to_string(sec->index) + "]";
+  if (img->type() == detail::elf_et_rel) {
+    auto applied = apply_relocations(*img, *sec, out.address, out.bytes);
+    if (!applied) return error(applied.error().code(), path + ": " + applied.error().message());
+    out.relocations_applied = *applied;
+  }
+  collect_function_symbols(*img, out);
+  return out;
+}
+
+}  // namespace jitunwind::cli

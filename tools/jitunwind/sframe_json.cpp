@@ -1,0 +1,395 @@
+#include "sframe_json.hpp"
+
+#include "cli.hpp"
+
+#include <jitunwind/sframe.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cinttypes>
+#include <limits>
+#include <numeric>
+#include <set>
+
+namespace jitunwind::cli {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+struct flag_name {
+  uint8_t bit;
+  const char* name;
+};
+constexpr flag_name flag_names[] = {
+    {sframe::flag_fde_sorted, "FDE_SORTED"},
+    {sframe::flag_frame_pointer, "FRAME_POINTER"},
+    {sframe::flag_fde_func_start_pcrel, "FDE_FUNC_START_PCREL"},
+};
+
+error path_error(const std::string& path, const std::string& message) {
+  return error(errc::invalid_argument, path + ": " + message);
+}
+
+/// A short rendering of a JSON value for messages.
+std::string shown(const json& j) {
+  std::string s = j.dump();
+  if (s.size() > 60) s = s.substr(0, 57) + "...";
+  return s;
+}
+
+result<void> check_keys(const json& obj, const std::string& path,
+                        std::initializer_list<const char*> allowed) {
+  for (const auto& item : obj.items()) {
+    bool known = false;
+    for (const char* k : allowed) known = known || item.key() == k;
+    if (!known) {
+      std::string list;
+      for (const char* k : allowed) list += std::string(list.empty() ? "" : ", ") + k;
+      return path_error(path, "unknown key \"" + item.key() + "\" (expected " + list + ")");
+    }
+  }
+  return {};
+}
+
+/// An unsigned integer in [min, max]: a JSON integer, or a string in decimal or 0x-hex (JSON
+/// has no hexadecimal literals and addresses are easier to read in hex).
+result<uint64_t> get_unsigned(const json& j, const std::string& path, uint64_t min, uint64_t max) {
+  uint64_t v = 0;
+  if (j.is_number_unsigned()) {
+    v = j.get<uint64_t>();
+  } else if (j.is_number_integer()) {
+    return path_error(path, "expected an integer >= " + std::to_string(min) + ", got " + shown(j));
+  } else if (j.is_string()) {
+    auto parsed = parse_u64(j.get<std::string>());
+    if (!parsed)
+      return path_error(path, "expected an integer or a \"0x...\" string, got " + shown(j));
+    v = *parsed;
+  } else {
+    return path_error(path, "expected an integer, got " + shown(j));
+  }
+  if (v < min || v > max)
+    return path_error(path, std::to_string(v) + " is out of range (" + std::to_string(min) + ".." +
+                                std::to_string(max) + ")");
+  return v;
+}
+
+result<int32_t> get_signed32(const json& j, const std::string& path) {
+  if (!j.is_number_integer()) return path_error(path, "expected an integer, got " + shown(j));
+  if (j.is_number_unsigned() && j.get<uint64_t>() > uint64_t(std::numeric_limits<int32_t>::max()))
+    return path_error(path, shown(j) + " does not fit in 32 bits");
+  const int64_t v = j.get<int64_t>();
+  if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max())
+    return path_error(path, shown(j) + " does not fit in 32 bits");
+  return static_cast<int32_t>(v);
+}
+
+/// "sp+16", "fp+16", also "sp-8" (a negative offset is accepted here and rejected, with
+/// reasons, by the frame-model validation).
+result<void> parse_cfa(const json& j, const std::string& path, frame_row& row) {
+  const auto bad = [&] {
+    return path_error(path, "expected \"sp+N\" or \"fp+N\", got " + shown(j));
+  };
+  if (!j.is_string()) return bad();
+  const std::string s = j.get<std::string>();
+  if (s.size() < 4 || (s.compare(0, 2, "sp") != 0 && s.compare(0, 2, "fp") != 0) ||
+      (s[2] != '+' && s[2] != '-'))
+    return bad();
+  const std::string digits = s.substr(3);
+  if (digits.empty() || digits.size() > 10 ||
+      !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return bad();
+  int64_t v = std::stoll(digits);
+  if (s[2] == '-') v = -v;
+  if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max())
+    return path_error(path, "offset in " + shown(j) + " does not fit in 32 bits");
+  row.cfa = s[0] == 's' ? cfa_base::sp : cfa_base::fp;
+  row.cfa_offset = static_cast<int32_t>(v);
+  return {};
+}
+
+result<frame_row> parse_row(const json& j, const std::string& path, abi target) {
+  if (!j.is_object()) return path_error(path, "expected an object, got " + shown(j));
+  if (auto r = check_keys(j, path, {"pc", "cfa", "ra", "fp", "ra_mangled", "outermost"}); !r)
+    return r.error();
+  frame_row row;
+  if (!j.contains("pc")) return path_error(path, "missing \"pc\"");
+  auto pc = get_unsigned(j["pc"], path + ".pc", 0, std::numeric_limits<uint32_t>::max());
+  if (!pc) return pc.error();
+
+  bool outermost = false;
+  if (j.contains("outermost")) {
+    if (!j["outermost"].is_boolean())
+      return path_error(path + ".outermost",
+                        "expected true or false, got " + shown(j["outermost"]));
+    outermost = j["outermost"].get<bool>();
+  }
+  if (outermost) {
+    for (const char* k : {"cfa", "ra", "fp", "ra_mangled"})
+      if (j.contains(k))
+        return path_error(path, std::string("an outermost row has no \"") + k +
+                                    "\" (the return address is undefined)");
+    return outermost_row(static_cast<uint32_t>(*pc));
+  }
+
+  row = entry_row(target);
+  row.pc_offset = static_cast<uint32_t>(*pc);
+  if (!j.contains("cfa")) return path_error(path, "missing \"cfa\" (or \"outermost\": true)");
+  if (auto r = parse_cfa(j["cfa"], path + ".cfa", row); !r) return r.error();
+  if (j.contains("ra")) {
+    auto ra = get_signed32(j["ra"], path + ".ra");
+    if (!ra) return ra.error();
+    row.ra = ra_rule::saved;
+    row.ra_offset = *ra;
+  } else if (target == abi::amd64) {
+    row.ra = ra_rule::saved;
+    row.ra_offset = -8;
+  } else {
+    row.ra = ra_rule::in_register;
+    row.ra_offset = 0;
+  }
+  if (j.contains("fp")) {
+    auto fp = get_signed32(j["fp"], path + ".fp");
+    if (!fp) return fp.error();
+    row.fp = fp_rule::saved;
+    row.fp_offset = *fp;
+  }
+  if (j.contains("ra_mangled")) {
+    if (!j["ra_mangled"].is_boolean())
+      return path_error(path + ".ra_mangled",
+                        "expected true or false, got " + shown(j["ra_mangled"]));
+    row.ra_mangled = j["ra_mangled"].get<bool>();
+  }
+  return row;
+}
+
+result<uint8_t> parse_flags(const json& j) {
+  if (!j.is_array()) return path_error("flags", "expected an array of flag names, got " + shown(j));
+  uint8_t flags = 0;
+  for (size_t i = 0; i < j.size(); ++i) {
+    const std::string path = "flags[" + std::to_string(i) + "]";
+    bool found = false;
+    if (j[i].is_string())
+      for (const auto& f : flag_names)
+        if (j[i].get<std::string>() == f.name) {
+          flags |= f.bit;
+          found = true;
+        }
+    if (!found)
+      return path_error(path,
+                        "expected \"FDE_SORTED\", \"FRAME_POINTER\" or "
+                        "\"FDE_FUNC_START_PCREL\", got " +
+                            shown(j[i]));
+  }
+  return flags;
+}
+
+std::string hex(uint64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
+  return buf;
+}
+
+/// A flat object or array on one line, with a space after ':' and ','.
+std::string one_line(const json& j) {
+  std::string s;
+  if (j.is_object()) {
+    for (const auto& item : j.items())
+      s += (s.empty() ? "" : ", ") + json(item.key()).dump() + ": " + one_line(item.value());
+    return "{" + s + "}";
+  }
+  if (j.is_array()) {
+    for (const auto& v : j) s += (s.empty() ? "" : ", ") + one_line(v);
+    return "[" + s + "]";
+  }
+  return j.dump();
+}
+
+}  // namespace
+
+std::vector<std::string> sframe_flag_names(uint8_t flags) {
+  std::vector<std::string> out;
+  uint8_t known = 0;
+  for (const auto& f : flag_names) {
+    known |= f.bit;
+    if (flags & f.bit) out.emplace_back(f.name);
+  }
+  for (int bit = 0; bit < 8; ++bit)
+    if ((flags & ~known) & (1u << bit)) out.push_back(hex(1u << bit));
+  return out;
+}
+
+std::string cfa_text(const frame_row& r) {
+  std::string s = r.cfa == cfa_base::sp ? "sp" : "fp";
+  s += r.cfa_offset < 0 ? "-" : "+";
+  s += std::to_string(r.cfa_offset < 0 ? -int64_t(r.cfa_offset) : int64_t(r.cfa_offset));
+  return s;
+}
+
+result<sframe_description> parse_sframe_json(const std::string& text) {
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const json::parse_error& e) {
+    // nlohmann's message names line and column ("[json.exception.parse_error.101] parse error at
+    // line 3, column 5: ..."); drop the exception id.
+    std::string what = e.what();
+    if (auto p = what.find("] "); p != std::string::npos) what = what.substr(p + 2);
+    return error(errc::invalid_argument, "invalid JSON: " + what);
+  }
+  if (!doc.is_object()) return path_error("(top level)", "expected an object, got " + shown(doc));
+  if (auto r = check_keys(doc, "(top level)", {"version", "abi", "flags", "functions"}); !r)
+    return r.error();
+
+  sframe_description d;
+  if (doc.contains("version")) {
+    auto v = get_unsigned(doc["version"], "version", 0, 255);
+    if (!v) return v.error();
+    if (*v != 2)
+      return path_error("version", "only version 2 can be encoded, got " + std::to_string(*v));
+    d.version = 2;
+  }
+  if (!doc.contains("abi"))
+    return path_error("(top level)",
+                      "missing \"abi\" (\"amd64\", \"aarch64-le\" or \"aarch64-be\")");
+  if (!doc["abi"].is_string())
+    return path_error(
+        "abi", "expected \"amd64\", \"aarch64-le\" or \"aarch64-be\", got " + shown(doc["abi"]));
+  auto target = parse_abi(doc["abi"].get<std::string>());
+  if (!target)
+    return path_error(
+        "abi", "expected \"amd64\", \"aarch64-le\" or \"aarch64-be\", got " + shown(doc["abi"]));
+  d.target = *target;
+  if (doc.contains("flags")) {
+    auto flags = parse_flags(doc["flags"]);
+    if (!flags) return flags.error();
+    d.flags = *flags;
+  }
+  if (!doc.contains("functions")) return path_error("(top level)", "missing \"functions\"");
+  const json& functions = doc["functions"];
+  if (!functions.is_array())
+    return path_error("functions", "expected an array, got " + shown(functions));
+
+  bool any_name = false;
+  for (size_t i = 0; i < functions.size(); ++i) {
+    const std::string path = "functions[" + std::to_string(i) + "]";
+    const json& fj = functions[i];
+    if (!fj.is_object()) return path_error(path, "expected an object, got " + shown(fj));
+    if (auto r = check_keys(fj, path, {"name", "start", "size", "pcmask_rep", "rows"}); !r)
+      return r.error();
+    function_desc f;
+    std::string name;
+    if (fj.contains("name")) {
+      if (!fj["name"].is_string())
+        return path_error(path + ".name", "expected a string, got " + shown(fj["name"]));
+      name = fj["name"].get<std::string>();
+      any_name = true;
+    }
+    for (const char* k : {"start", "size", "rows"})
+      if (!fj.contains(k)) return path_error(path, std::string("missing \"") + k + "\"");
+    auto start = get_unsigned(fj["start"], path + ".start", 0, UINT64_MAX);
+    if (!start) return start.error();
+    auto size = get_unsigned(fj["size"], path + ".size", 1, UINT32_MAX);
+    if (!size) return size.error();
+    f.start = *start;
+    f.size = static_cast<uint32_t>(*size);
+    if (fj.contains("pcmask_rep")) {
+      // SFrame stores the repetition size in one byte.
+      auto rep = get_unsigned(fj["pcmask_rep"], path + ".pcmask_rep", 0, 255);
+      if (!rep) return rep.error();
+      f.pcmask_rep = static_cast<uint32_t>(*rep);
+    }
+    const json& rows = fj["rows"];
+    if (!rows.is_array() || rows.empty())
+      return path_error(path + ".rows", "expected a non-empty array of rows, got " + shown(rows));
+    for (size_t r = 0; r < rows.size(); ++r) {
+      auto row = parse_row(rows[r], path + ".rows[" + std::to_string(r) + "]", d.target);
+      if (!row) return row.error();
+      f.rows.push_back(*row);
+    }
+    if (auto v = validate(d.target, f); !v) return path_error(path, v.error().message());
+    d.functions.push_back(std::move(f));
+    d.names.push_back(std::move(name));
+  }
+  if (!any_name) d.names.clear();
+
+  // Overlaps are reported here with JSON paths; the encoder would only name addresses.
+  std::vector<size_t> order(d.functions.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return d.functions[a].start < d.functions[b].start; });
+  for (size_t k = 1; k < order.size(); ++k) {
+    const function_desc& a = d.functions[order[k - 1]];
+    const function_desc& b = d.functions[order[k]];
+    if (a.start + a.size > b.start)
+      return path_error("functions[" + std::to_string(order[k]) + "]",
+                        "[" + hex(b.start) + ", " + hex(b.start + b.size) +
+                            ") overlaps functions[" + std::to_string(order[k - 1]) + "] [" +
+                            hex(a.start) + ", " + hex(a.start + a.size) + ")");
+  }
+  return d;
+}
+
+std::string to_sframe_json(const sframe_description& d) {
+  json doc;
+  doc["version"] = d.version.value_or(sframe::version_2);
+  doc["abi"] = to_string(d.target);
+  if (d.flags) doc["flags"] = sframe_flag_names(*d.flags);
+  json functions = json::array();
+  for (size_t i = 0; i < d.functions.size(); ++i) {
+    const function_desc& f = d.functions[i];
+    json fj;
+    if (i < d.names.size() && !d.names[i].empty()) fj["name"] = d.names[i];
+    fj["start"] = f.start;
+    fj["size"] = f.size;
+    if (f.pcmask_rep != 0) fj["pcmask_rep"] = f.pcmask_rep;
+    json rows = json::array();
+    for (const frame_row& r : f.rows) {
+      json rj;
+      rj["pc"] = r.pc_offset;
+      if (r.ra == ra_rule::undefined) {
+        rj["outermost"] = true;
+        rows.push_back(std::move(rj));
+        continue;
+      }
+      rj["cfa"] = cfa_text(r);
+      // AMD64's RA is implicitly at CFA-8; anything else (only possible in foreign input) is
+      // shown so that nothing is hidden.
+      if (r.ra == ra_rule::saved && (d.target != abi::amd64 || r.ra_offset != -8))
+        rj["ra"] = r.ra_offset;
+      if (r.fp == fp_rule::saved) rj["fp"] = r.fp_offset;
+      if (r.ra_mangled) rj["ra_mangled"] = true;
+      rows.push_back(std::move(rj));
+    }
+    fj["rows"] = std::move(rows);
+    functions.push_back(std::move(fj));
+  }
+  // Layout meant for reading and hand-editing: one row per line.
+  std::string out = "{\n";
+  for (const auto& item : doc.items())
+    out += "  " + json(item.key()).dump() + ": " + one_line(item.value()) + ",\n";
+  out += "  \"functions\": [";
+  for (size_t i = 0; i < functions.size(); ++i) {
+    out += i ? ",\n    {" : "\n    {";
+    bool first = true;
+    for (const auto& item : functions[i].items()) {
+      out += first ? "\n" : ",\n";
+      first = false;
+      out += "      " + json(item.key()).dump() + ": ";
+      if (item.key() != "rows") {
+        out += one_line(item.value());
+        continue;
+      }
+      out += "[";
+      for (size_t r = 0; r < item.value().size(); ++r)
+        out += (r ? ",\n        " : "\n        ") + one_line(item.value()[r]);
+      out += "\n      ]";
+    }
+    out += "\n    }";
+  }
+  out += functions.empty() ? "]\n}\n" : "\n  ]\n}\n";
+  return out;
+}
+
+}  // namespace jitunwind::cli

@@ -1,0 +1,44 @@
+// The JSON form of an SFrame description (docs/sframe-json.md): input of `sframe build`,
+// output of `sframe dump --format json`, so that dump(build(x)) gives x back.
+#pragma once
+
+#include <jitunwind/frame.h>
+#include <jitunwind/result.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace jitunwind::cli {
+
+/// A set of functions of one ABI, plus the section-level facts a dump reports.
+struct sframe_description {
+  abi target = abi::amd64;
+  std::vector<function_desc> functions;
+  /// Optional per-function names (same length as `functions` or empty); from "name" keys or
+  /// from ELF symbols. An empty string means no name.
+  std::vector<std::string> names;
+  /// "version": required to be 2 on input when present; the section's version on output.
+  std::optional<uint8_t> version;
+  /// "flags": SFrame header flags (SFRAME_F_* bits), when given / known.
+  std::optional<uint8_t> flags;
+};
+
+/// Parses and strictly validates a description. Errors (`invalid_argument`) name the JSON path
+/// and the offending value, e.g.
+/// `functions[3].rows[1].cfa: expected "sp+N" or "fp+N", got "x+1"`; frame-model errors come
+/// from `jitunwind::validate`, prefixed with the function's path.
+result<sframe_description> parse_sframe_json(const std::string& text);
+
+/// Renders a description as JSON (2-space indentation, trailing newline).
+std::string to_sframe_json(const sframe_description& d);
+
+/// Names of header flags: "FDE_SORTED", "FRAME_POINTER", "FDE_FUNC_START_PCREL"; unknown bits
+/// as "0xNN".
+std::vector<std::string> sframe_flag_names(uint8_t flags);
+
+/// "sp+16", "fp-8", …
+std::string cfa_text(const frame_row& r);
+
+}  // namespace jitunwind::cli

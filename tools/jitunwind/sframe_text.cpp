@@ -1,0 +1,109 @@
+#include "sframe_text.hpp"
+
+#include "sframe_json.hpp"
+
+#include <cinttypes>
+#include <cstdarg>
+#include <cstdio>
+
+namespace jitunwind::cli {
+
+namespace {
+
+[[gnu::format(printf, 2, 3)]] void append(std::string& out, const char* fmt, ...) {
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  out += buf;
+}
+
+std::string offset_text(const char* base, int32_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%s%+d", base, v);
+  return buf;
+}
+
+std::string ra_text(abi target, const frame_row& r) {
+  switch (r.ra) {
+    case ra_rule::undefined:
+      return "undefined";
+    case ra_rule::in_register:
+      return target == abi::amd64 ? "in register" : "lr";
+    case ra_rule::saved:
+      break;
+  }
+  std::string s = offset_text("cfa", r.ra_offset);
+  if (r.ra_mangled) s += " (signed)";
+  return s;
+}
+
+std::string fp_text(const frame_row& r) {
+  return r.fp == fp_rule::saved ? offset_text("cfa", r.fp_offset) : "unchanged";
+}
+
+std::string flags_text(uint8_t flags) {
+  std::string s;
+  for (const auto& name : sframe_flag_names(flags)) s += (s.empty() ? "" : " | ") + name;
+  if (s.empty()) s = "none";
+  char buf[16];
+  std::snprintf(buf, sizeof buf, " (0x%x)", flags);
+  return s + buf;
+}
+
+}  // namespace
+
+std::string render_sframe_text(const std::string& path, const sframe_source& source,
+                               const sframe::decoded_section& section) {
+  std::string out;
+  const sframe::section_info& h = section.info;
+  append(out, "File: %s%s%s%s\n", path.c_str(), source.elf_kind.empty() ? "" : " (",
+         source.elf_kind.c_str(), source.elf_kind.empty() ? "" : ")");
+  append(out, "SFrame %s at 0x%" PRIx64 ", %zu bytes", source.where.c_str(), source.address,
+         source.bytes.size());
+  if (source.relocations_applied)
+    append(out, ", %zu relocations applied", source.relocations_applied);
+  out += "\n\nHeader:\n";
+  append(out, "  Version:                 %u\n", h.version);
+  append(out, "  Flags:                   %s\n", flags_text(h.flags).c_str());
+  append(out, "  ABI:                     %s (%u)\n", to_string(h.target),
+         static_cast<unsigned>(h.target));
+  append(out, "  CFA fixed FP offset:     %d\n", h.cfa_fixed_fp_offset);
+  append(out, "  CFA fixed RA offset:     %d\n", h.cfa_fixed_ra_offset);
+  append(out, "  Auxiliary header length: %u\n", h.aux_header_len);
+  append(out, "  Functions (FDEs):        %u\n", h.num_fdes);
+  append(out, "  Rows (FREs):             %u\n", h.num_fres);
+  append(out, "  FRE sub-section length:  %u\n", h.fre_len);
+  append(out, "  FDE sub-section offset:  %u\n", h.fde_off);
+  append(out, "  FRE sub-section offset:  %u\n", h.fre_off);
+
+  for (size_t i = 0; i < section.functions.size(); ++i) {
+    const function_desc& f = section.functions[i];
+    append(out, "\nFunction %zu", i);
+    auto name = source.function_symbols.find(f.start);
+    if (name != source.function_symbols.end()) append(out, " <%s>", name->second.c_str());
+    append(out, ": [0x%" PRIx64 ", 0x%" PRIx64 ") size %u", f.start,
+           f.start + static_cast<uint64_t>(f.size), f.size);
+    if (f.pcmask_rep) append(out, ", PCMASK (rows repeat every %u bytes)", f.pcmask_rep);
+    append(out, ", %zu row%s\n", f.rows.size(), f.rows.size() == 1 ? "" : "s");
+    append(out, "  %-26s %-10s %-16s %s\n", f.pcmask_rep ? "BLOCK OFFSET" : "PC", "CFA", "RA",
+           "FP");
+    for (const frame_row& r : f.rows) {
+      char pc[64];
+      if (f.pcmask_rep)
+        std::snprintf(pc, sizeof pc, "+0x%x", r.pc_offset);
+      else
+        std::snprintf(pc, sizeof pc, "0x%" PRIx64 " (+0x%x)", f.start + r.pc_offset, r.pc_offset);
+      if (r.ra == ra_rule::undefined) {
+        append(out, "  %-26s outermost frame (return address undefined)\n", pc);
+        continue;
+      }
+      append(out, "  %-26s %-10s %-16s %s\n", pc, cfa_text(r).c_str(), ra_text(h.target, r).c_str(),
+             fp_text(r).c_str());
+    }
+  }
+  return out;
+}
+
+}  // namespace jitunwind::cli
