@@ -49,6 +49,7 @@ struct verify_state {
   uint64_t complete = 0, fp_complete = 0;
   uint64_t truth_frames = 0, found_frames = 0, fp_found_frames = 0;
   uint64_t invalid_truth = 0;
+  uint64_t empty_truth_with_jit = 0;  // count 0 although the walk found JIT frames
   uint64_t stale_refusals = 0, stale_uses = 0, races = 0;
   uint64_t max_truth = 0;
   std::array<uint64_t, 5> steps{};
@@ -184,6 +185,7 @@ int cmd_verify(int argc, char** argv) {
     std::vector<uint64_t> ours = jit_pcs(e.walk.pcs, depth);
     const size_t fp_n = e.fp_bytes > 0 ? std::min<size_t>(static_cast<size_t>(e.fp_bytes) / 8, JW_MAX_DEPTH) : 0;
     std::vector<uint64_t> fp = jit_pcs(e.fp_pcs, fp_n);
+    if (n == 0 && !ours.empty()) ++v.empty_truth_with_jit;
     v.truth_frames += n;
     v.max_truth = std::max<uint64_t>(v.max_truth, n);
     ts.max_truth = std::max<uint64_t>(ts.max_truth, n);
@@ -325,6 +327,10 @@ int cmd_verify(int argc, char** argv) {
   } else if (match + 1e-9 < min_match) {
     pass = false;
     verdict = format("%.2f%% exact < --min-match %g%%", match, min_match);
+    if (v.empty_truth_with_jit == v.checkpoints) {
+      verdict += "; every checkpoint reported an empty ground truth while the walk found JIT "
+                 "frames: does the runtime need an option to record it (toy-jit: --shadow-stack)?";
+    }
   } else if (v.stale_uses) {
     pass = false;
     verdict = "stale tables were used";

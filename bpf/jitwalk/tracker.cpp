@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace jitwalk {
@@ -133,7 +134,11 @@ void tracker::scan_objects() {
     }
     objects_[key] = uid.value();
     ++stats_.objects;
-    if (t->sframe_functions) ++stats_.objects_sframe;
+    if (t->sframe_functions) {
+      ++stats_.objects_sframe;
+      if (t->sframe_version == 1) ++stats_.objects_sframe_v1;
+      if (t->sframe_version == 2) ++stats_.objects_sframe_v2;
+    }
     detail("%s: %zu rows (%zu functions from .sframe v%d, %zu from .eh_frame)", m.path.c_str(),
            nrows, t->sframe_functions, t->sframe_version, t->eh_frame_functions);
   }
@@ -182,6 +187,7 @@ void tracker::sync_registry() {
     if (!present.count(it->first)) {
       if (it->second.uid) tables_.remove(it->second.uid);
       it = windows_.erase(it);
+      window_index_dirty_ = true;
     } else {
       ++it;
     }
@@ -200,6 +206,7 @@ void tracker::load_window(const window_record& w) {
     tables_.remove(old->second.uid);
   }
   windows_[w.window_id] = info;
+  window_index_dirty_ = true;
   if (w.sframe_size == 0) return;  // no code described yet
   auto reject = [&](const std::string& why) {
     rejected_.insert({w.window_id, w.generation});
@@ -221,6 +228,7 @@ void tracker::load_window(const window_record& w) {
     if (bytes.error().code() == errc::bad_state) {
       registry_dirty_ = true;  // changed while we read it: a newer generation is coming
       windows_.erase(w.window_id);
+      window_index_dirty_ = true;
       return;
     }
     reject(bytes.error().message());
@@ -271,6 +279,7 @@ void tracker::drop_window(uint64_t id, uint64_t up_to_generation, uint64_t time)
     freed_at_[it->second.uid] = time;
   }
   windows_.erase(it);
+  window_index_dirty_ = true;
   ++stats_.windows_freed;
 }
 
@@ -349,8 +358,21 @@ void tracker::flush() {
 }
 
 const window_info* tracker::window_at(uint64_t pc) const {
-  for (const auto& [id, w] : windows_) {
-    if (pc >= w.text_start && pc - w.text_start < w.text_size) return &w;
+  if (window_index_dirty_) {
+    window_index_.clear();
+    for (const auto& [id, w] : windows_) window_index_.emplace_back(w.text_start, &w);
+    std::sort(window_index_.begin(), window_index_.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    window_index_dirty_ = false;
+  }
+  auto it = std::upper_bound(window_index_.begin(), window_index_.end(), pc,
+                             [](uint64_t v, const auto& e) { return v < e.first; });
+  // Windows do not overlap, except briefly when freed memory is reused before the free event
+  // is processed: look at a few candidates below pc.
+  for (int n = 0; n < 4 && it != window_index_.begin(); ++n) {
+    --it;
+    const window_info& w = *it->second;
+    if (pc - w.text_start < w.text_size) return &w;
   }
   return nullptr;
 }

@@ -47,6 +47,8 @@ struct window_info {
 struct tracker_stats {
   size_t objects = 0;            ///< executable mappings with tables
   size_t objects_sframe = 0;     ///< ... of which with .sframe
+  size_t objects_sframe_v1 = 0;  ///< ... version 1 (binutils 2.40)
+  size_t objects_sframe_v2 = 0;  ///< ... version 2 (binutils >= 2.41, LLVM)
   size_t objects_without = 0;    ///< executable mappings with no usable table
   size_t windows_loaded = 0;     ///< window generations loaded
   size_t windows_rejected = 0;   ///< window generations refused (hostile / invalid SFrame)
@@ -108,6 +110,8 @@ class tracker {
   std::map<uint32_t, uint64_t> freed_at_;             // uid -> time
   std::vector<std::string> rejections_;
   tracker_stats stats_;
+  mutable std::vector<std::pair<uint64_t, const window_info*>> window_index_;  // by text start
+  mutable bool window_index_dirty_ = true;
   bool resume_ = false;
   bool registry_dirty_ = false;
   bool objects_dirty_ = false;

@@ -54,7 +54,7 @@ nlohmann::json verify(const std::vector<std::string>& target_args, jt::run_resul
 
 }  // namespace
 
-TEST_CASE("every subcommand has --help; bad arguments are named") {
+TEST_CASE("every subcommand has --help, bad arguments are named") {
   for (const char* cmd : {"profile", "verify"}) {
     auto r = jt::run({jitwalk(), cmd, "--help"});
     CHECK(r.exit_code == 0);
@@ -78,11 +78,14 @@ TEST_CASE("profile: a missing PID is named") {
   CHECK_THAT(r.err, Catch::Contains("999999999"));
 }
 
-TEST_CASE("profile: a native program without frame pointers unwinds to main through .sframe") {
-  if (!jt::may_run_privileged("jitwalk profile")) return;
+namespace {
+
+// Profiles a native target with only .sframe tables loaded; every sample in its loop must show
+// the whole chain from main (main's frame itself is described only by the .sframe section).
+void profile_native(const std::string& program, const char* version) {
   jt::temp_dir dir;
   auto r = jt::run({jitwalk(), "profile", "-F", "499", "--folded", dir / "f.txt",
-                    "--native-tables", "sframe", "--", native_target(), "2"},
+                    "--native-tables", "sframe", "--", program, "2"},
                    {}, std::chrono::seconds(120));
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
@@ -94,10 +97,30 @@ TEST_CASE("profile: a native program without frame pointers unwinds to main thro
     if (stack.find(";main;native_top;native_middle;native_leaf") != std::string::npos) chain += count;
   }
   INFO(jt::read_file(dir / "f.txt"));
-  // Only .sframe was loaded: main's own frame is described by the v1 section gas emitted, so
-  // every sample in the loop must show the full chain from main down.
   CHECK(chain * 10 >= n * 9);
   CHECK_THAT(r.err, Catch::Contains("unwound to the root"));
+  CHECK_THAT(r.err, Catch::Contains(std::string("1 with .sframe: ") + version));
+}
+
+}  // namespace
+
+TEST_CASE("profile: a native program without frame pointers unwinds to main through .sframe v1") {
+  if (!jt::may_run_privileged("jitwalk profile")) return;
+  profile_native(native_target(), "1 v1, 0 v2");
+}
+
+TEST_CASE("profile: the same program with an LLVM-made .sframe v2") {
+#ifndef JITWALK_HAVE_SFRAME_V2_TARGET
+  if (!jt::tool_available("llvm-mc-22")) return;
+#else
+  if (!jt::may_run_privileged("jitwalk profile")) return;
+  if (jt::tool_available("llvm-readobj-22")) {
+    auto ro = jt::run({"llvm-readobj-22", "--sframe", native_target() + "_v2"});
+    REQUIRE(ro.exit_code == 0);
+    CHECK_THAT(ro.out, Catch::Contains("Version: V2"));
+  }
+  profile_native(native_target() + "_v2", "0 v1, 1 v2");
+#endif
 }
 
 TEST_CASE("profile: the JIT target's stacks, SVG in Chromium, pprof through protoc") {
