@@ -71,7 +71,14 @@ struct jw_scratch {
   struct jw_stack st;
   __u64 pc, sp, fp;
   __u64 hash;
-  __u32 active, nranges, max_depth, reserved;
+  __u32 active, nranges, max_depth;
+  /* Consecutive frames are often in the same object or window (recursion, a library's
+   * internal calls): the last range found and its staleness verdict are kept for the walk. */
+  __u32 last_range;   /* jw_ranges key + 1, 0 = none */
+  __u32 last_uid;
+  __u32 last_stale;
+  __u32 last_row;     /* jw_rows key + 1 of the row found for last_row_pc (recursion) */
+  __u64 last_row_pc;
 };
 
 struct {
@@ -125,8 +132,14 @@ static __always_inline __u32 read_u32(const volatile __u32* p) { return *p; }
 static __always_inline __u64 read_u64(const volatile __u64* p) { return *p; }
 
 /* The last range whose start <= pc, if pc < its end. */
-static __always_inline struct jw_range* find_range(__u32 active, __u32 n, __u64 pc) {
-  __u32 base = active ? JW_RANGE_CAP : 0;
+static __always_inline struct jw_range* find_range(struct jw_scratch* s, __u64 pc) {
+  __u32 n = s->nranges;
+  __u32 base = s->active ? JW_RANGE_CAP : 0;
+  if (s->last_range) {
+    __u32 key = s->last_range - 1;
+    struct jw_range* r = bpf_map_lookup_elem(&jw_ranges, &key);
+    if (r && pc >= r->start && pc < r->end) return r;
+  }
   __u32 lo = 0, hi = n;
   for (int i = 0; i < JW_RANGE_SEARCH_STEPS; i++) {
     if (lo >= hi) break;
@@ -143,11 +156,13 @@ static __always_inline struct jw_range* find_range(__u32 active, __u32 n, __u64 
   __u32 key = base + lo - 1;
   struct jw_range* r = bpf_map_lookup_elem(&jw_ranges, &key);
   if (!r || pc < r->start || pc >= r->end) return NULL;
+  s->last_range = key + 1;
   return r;
 }
 
-/* The last row of the range with pc_off <= off. */
-static __always_inline struct jw_row* find_row(const struct jw_range* r, __u32 off) {
+/* The last row of the range with pc_off <= off; its key in *key_out. */
+static __always_inline struct jw_row* find_row(const struct jw_range* r, __u32 off,
+                                               __u32* key_out) {
   __u32 first = r->row_first;
   __u32 lo = 0, hi = r->row_count;
   if (hi > JW_MAX_ROWS_PER_RANGE) return NULL;
@@ -164,19 +179,26 @@ static __always_inline struct jw_row* find_row(const struct jw_range* r, __u32 o
   }
   if (lo == 0) return NULL;
   __u32 key = first + lo - 1;
+  *key_out = key;
   return bpf_map_lookup_elem(&jw_rows, &key);
 }
 
 /* A JIT range is refused once its window was freed (window_free fired for its generation or a
  * later one; the handler records that synchronously). Windows the handlers never saw were loaded
  * from a consistent registry snapshot and are trusted. */
-static __always_inline int range_stale(const struct jw_range* r) {
+static __always_inline int range_stale(struct jw_scratch* s, const struct jw_range* r) {
   if (r->kind != JW_RANGE_JIT) return 0;
+  if (s->last_uid == r->uid) return s->last_stale;
   __u64 id = r->window_id;
   struct jw_window_state* w = bpf_map_lookup_elem(&jw_windows, &id);
-  if (!w) return 0;
-  __u64 freed = w->freed_gen;
-  return freed != 0 && r->generation <= freed;
+  int stale = 0;
+  if (w) {
+    __u64 freed = w->freed_gen;
+    stale = freed != 0 && r->generation <= freed;
+  }
+  s->last_uid = r->uid;
+  s->last_stale = stale;
+  return stale;
 }
 
 static __always_inline void mix(struct jw_scratch* s, __u64 v) { s->hash = (s->hash ^ v) * JW_HASH_MUL; }
@@ -208,16 +230,27 @@ static long walk_step(__u32 index, void* unused) {
   __u32 method = JW_M_FP, kind = JW_RANGE_NONE, uid = 0;
   __u64 cfa = 0, ra = 0, new_fp = fp;
 
-  struct jw_range* r = jw_cfg.fp_only ? NULL : find_range(s->active, s->nranges, lookup_pc);
+  struct jw_range* r = jw_cfg.fp_only ? NULL : find_range(s, lookup_pc);
   if (r) {
     kind = r->kind;
     uid = r->uid;
-    if (range_stale(r)) {
+    if (range_stale(s, r)) {
       method = JW_M_FP_STALE;
       s->st.stale++;
       stat_add(JW_STAT_STALE_REJECT, 1);
     } else {
-      struct jw_row* row = find_row(r, (__u32)(lookup_pc - r->start));
+      struct jw_row* row = NULL;
+      if (s->last_row && s->last_row_pc == lookup_pc) {
+        __u32 key = s->last_row - 1;
+        row = bpf_map_lookup_elem(&jw_rows, &key);
+      } else {
+        __u32 key = 0;
+        row = find_row(r, (__u32)(lookup_pc - r->start), &key);
+        if (row) {
+          s->last_row = key + 1;
+          s->last_row_pc = lookup_pc;
+        }
+      }
       if (row && row->kind == JW_ROW_OUTERMOST) {
         finish(s, d, JW_STOP_OUTERMOST, JW_META(JW_M_END, kind, uid));
         return 1;
@@ -230,12 +263,25 @@ static long walk_step(__u32 index, void* unused) {
           finish(s, d, JW_STOP_NO_PROGRESS, JW_META(JW_M_END, kind, uid));
           return 1;
         }
-        if (bpf_probe_read_user(&ra, sizeof(ra), (void*)(cfa - 8))) {
-          finish(s, d, JW_STOP_READ, JW_META(JW_M_END, kind, uid));
-          return 1;
-        }
-        if (row->flags & JW_ROW_FP_SAVED) {
-          if (bpf_probe_read_user(&new_fp, sizeof(new_fp), (void*)(cfa + (__s64)row->fp_off))) {
+        /* One read for the RA and, when it sits right below it (push rbp at entry: the
+         * common case), the saved FP. */
+        int fp_saved = row->flags & JW_ROW_FP_SAVED;
+        __s32 fp_off = row->fp_off;
+        if (fp_saved && fp_off == -16) {
+          __u64 pair[2];
+          if (bpf_probe_read_user(pair, sizeof(pair), (void*)(cfa - 16))) {
+            finish(s, d, JW_STOP_READ, JW_META(JW_M_END, kind, uid));
+            return 1;
+          }
+          new_fp = pair[0];
+          ra = pair[1];
+        } else {
+          if (bpf_probe_read_user(&ra, sizeof(ra), (void*)(cfa - 8))) {
+            finish(s, d, JW_STOP_READ, JW_META(JW_M_END, kind, uid));
+            return 1;
+          }
+          if (fp_saved &&
+              bpf_probe_read_user(&new_fp, sizeof(new_fp), (void*)(cfa + (__s64)fp_off))) {
             finish(s, d, JW_STOP_READ, JW_META(JW_M_END, kind, uid));
             return 1;
           }
@@ -265,7 +311,6 @@ static long walk_step(__u32 index, void* unused) {
     new_fp = pair[0];
     ra = pair[1];
     cfa = fp + 16;
-    stat_add(JW_STAT_FP_FRAMES, 1);
   }
 
   if (cfa <= sp) {
@@ -306,6 +351,11 @@ static __always_inline struct jw_scratch* walk_user(__u64 pc, __u64 sp, __u64 fp
   s->st.stop = JW_STOP_DEPTH;
   s->st.fallback = 0;
   s->st.stale = 0;
+  s->last_range = 0;
+  s->last_uid = 0;
+  s->last_stale = 0;
+  s->last_row = 0;
+  s->last_row_pc = 0;
   bpf_loop(JW_MAX_DEPTH, walk_step, NULL, 0);
   if (s->st.depth > JW_MAX_DEPTH) s->st.depth = JW_MAX_DEPTH;
   if (read_u64(&c->seq[active]) != seq) {
@@ -314,6 +364,7 @@ static __always_inline struct jw_scratch* walk_user(__u64 pc, __u64 sp, __u64 fp
   }
   mix(s, s->st.stop);
   stat_add(JW_STAT_FRAMES, s->st.depth);
+  if (s->st.fallback) stat_add(JW_STAT_FP_FRAMES, 1);
   return s;
 }
 
@@ -382,12 +433,13 @@ int jw_sample(struct bpf_perf_event_data* ctx) {
     stat_add(JW_STAT_OTHER_TASK, 1);
     return 0;
   }
+  __u64 t0 = bpf_ktime_get_ns();
   stat_add(JW_STAT_SAMPLES, 1);
   __u64 pc, sp, fp;
   if (user_regs(ctx, &pc, &sp, &fp)) return 0;
   struct jw_scratch* s = walk_user(pc, sp, fp);
-  if (!s || s->st.stop == JW_STOP_TABLE_RACE) return 0;
-  aggregate(ctx, s->hash, &s->st);
+  if (s && s->st.stop != JW_STOP_TABLE_RACE) aggregate(ctx, s->hash, &s->st);
+  stat_add(JW_STAT_WALK_NS, bpf_ktime_get_ns() - t0);
   return 0;
 }
 
@@ -397,6 +449,7 @@ int jw_sample_kfp(struct bpf_perf_event_data* ctx) {
     stat_add(JW_STAT_OTHER_TASK, 1);
     return 0;
   }
+  __u64 t0 = bpf_ktime_get_ns();
   stat_add(JW_STAT_SAMPLES, 1);
   __u32 zero = 0;
   struct jw_scratch* s = bpf_map_lookup_elem(&jw_scratch, &zero);
@@ -417,6 +470,7 @@ int jw_sample_kfp(struct bpf_perf_event_data* ctx) {
   s->st.stale = 0;
   hash ^= 0x6b6670; /* keep kernel-FP stacks apart from walked ones */
   aggregate(ctx, hash, &s->st);
+  stat_add(JW_STAT_WALK_NS, bpf_ktime_get_ns() - t0);
   return 0;
 }
 

@@ -153,10 +153,11 @@ enum jw_stat {
   JW_STAT_CHECKPOINTS = 6,   /* checkpoint probe hits */
   JW_STAT_RINGBUF_FULL = 7,  /* events lost: ring buffer full */
   JW_STAT_FRAMES = 8,        /* frames walked */
-  JW_STAT_FP_FRAMES = 9,     /* frames unwound by the frame-pointer fallback */
+  JW_STAT_FP_FRAMES = 9,     /* walks that used the frame-pointer fallback */
   JW_STAT_EVENTS = 10,       /* registry / code / loader events */
   JW_STAT_STOPS = 11,        /* target stopped for synchronous table loading */
-  JW_STAT_COUNT_ = 12,
+  JW_STAT_WALK_NS = 12,      /* time spent in sample programs for the target (bpf_ktime) */
+  JW_STAT_COUNT_ = 13,
 };
 
 /* A walked user stack (value of jw_stacks; also embedded in checkpoint events). */

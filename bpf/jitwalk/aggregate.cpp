@@ -119,8 +119,9 @@ void aggregator::drain() {
       }
       summary_.frames[slot] += count;
     }
-    const bool root = st.stop == JW_STOP_OUTERMOST ||
-                      ((st.stop == JW_STOP_FP_END || st.stop == JW_STOP_RA_ZERO) && last_entry);
+    // Reaching the thread's or process's entry function counts as the root even when the walk
+    // then stops on something else (glibc's start code has no frame pointer to follow).
+    const bool root = st.stop == JW_STOP_OUTERMOST || (last_entry && st.stop != JW_STOP_TABLE_RACE);
     summary_.samples += count;
     if (root) summary_.root += count;
     if (st.fallback) summary_.fallback += count;

@@ -140,6 +140,7 @@ void bpf_session::detach_sampling() {
   for (int fd : perf_fds_) ::close(fd);
   perf_links_.clear();
   perf_fds_.clear();
+  sampled_tids_.clear();
 }
 
 bpf_session::~bpf_session() {
@@ -163,7 +164,46 @@ table_views bpf_session::views() {
   return v;
 }
 
-result<void> bpf_session::attach_sampling(program which, unsigned hz) {
+result<void> bpf_session::attach_sampling(program which, unsigned hz,
+                                          const std::vector<pid_t>& tids) {
+  if (hz == 0) return make_error(errc::invalid_argument, "sampling frequency 0");
+  size_t attached = 0;
+  std::string last_error;
+  for (pid_t tid : tids) {
+    if (sampled_tids_.count(tid)) continue;
+    perf_event_attr attr{};
+    attr.size = sizeof attr;
+    attr.type = PERF_TYPE_SOFTWARE;
+    attr.config = PERF_COUNT_SW_CPU_CLOCK;
+    attr.sample_period = 1000000000ull / hz;  // nanoseconds of the thread's CPU time
+    attr.inherit = 1;
+    attr.disabled = 1;
+    int fd = static_cast<int>(syscall(__NR_perf_event_open, &attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC));
+    if (fd < 0) {
+      if (errno != ESRCH) {
+        last_error = format("perf_event_open(cpu-clock, thread %d): %s", tid, std::strerror(errno));
+      }
+      continue;
+    }
+    bpf_link* link = bpf_program__attach_perf_event(prog(which), fd);
+    if (link == nullptr) {
+      last_error = format("attaching %s to thread %d: %s", to_string(which), tid, std::strerror(errno));
+      ::close(fd);
+      continue;
+    }
+    perf_links_.push_back(link);
+    perf_fds_.push_back(fd);
+    sampled_tids_.insert(tid);
+    ++attached;
+  }
+  if (attached == 0 && sampled_tids_.empty()) {
+    return make_error(errc::io_error, "no perf event could be attached: %s",
+                      last_error.empty() ? "no thread" : last_error.c_str());
+  }
+  return {};
+}
+
+result<void> bpf_session::attach_sampling_cpus(program which, unsigned hz) {
   if (hz == 0) return make_error(errc::invalid_argument, "sampling frequency 0");
   size_t attached = 0;
   std::string last_error;

@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -55,8 +56,13 @@ class bpf_session {
   jw_config& config();
   table_views views();
 
-  /// One cpu-clock perf event per online CPU at `hz`, running `which` (sample or sample_kfp).
-  result<void> attach_sampling(program which, unsigned hz);
+  /// cpu-clock sampling at `hz` with `which` (sample or sample_kfp), on the given threads: one
+  /// per-task event each, inherited by the threads and processes they create later (so a command
+  /// started by jitwalk needs only its first thread). Threads already attached are skipped; a
+  /// thread that exited meanwhile is ignored. `io_error` if no event at all could be attached.
+  result<void> attach_sampling(program which, unsigned hz, const std::vector<pid_t>& tids);
+  /// Same on every online CPU (system-wide events, filtered by the target's PID in BPF).
+  result<void> attach_sampling_cpus(program which, unsigned hz);
   /// Stops sampling (closes the perf events); probes stay attached.
   void detach_sampling();
   /// USDT probe `provider:name` in the object at `path`, for process `pid`.
@@ -95,6 +101,7 @@ class bpf_session {
   std::vector<bpf_link*> links_;
   std::vector<int> perf_fds_;
   std::vector<bpf_link*> perf_links_;
+  std::set<pid_t> sampled_tids_;
   ring_buffer* rb_ = nullptr;
   const event_handler* current_handler_ = nullptr;
   void* rows_map_ = nullptr;

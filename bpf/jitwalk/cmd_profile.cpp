@@ -41,6 +41,8 @@ options:
                          (no sample ever misses a new window; costs the target a pause)
   --no-cut-marker        do not root cut stacks at a "[cut: reason]" frame
   --bpf-stats            report the BPF program's run time per sample (kernel bpf_stats)
+  --per-cpu-events       sample with one event per CPU, filtered by PID in BPF (default: one
+                         event per target thread, inherited by the threads it creates)
   --rows N               capacity of the BPF row table (default 1048576)
   -q, --quiet            only errors and the summary;  -v, --verbose  details
   -h, --help             this text
@@ -54,6 +56,7 @@ struct profile_options {
   std::string folded, svg, pprof;
   bool mark_cut = true;
   bool bpf_stats = false;
+  bool per_cpu_events = false;
   program unwinder = program::sample;
 };
 
@@ -144,6 +147,8 @@ int cmd_profile(int argc, char** argv) {
       o.mark_cut = false;
     } else if (a.is({"--bpf-stats"})) {
       o.bpf_stats = true;
+    } else if (a.is({"--per-cpu-events"})) {
+      o.per_cpu_events = true;
     } else if (a.is({"--rows"})) {
       auto v = a.integer(1024, 1ll << 28);
       if (!v) return fail(v.error());
@@ -175,8 +180,16 @@ int cmd_profile(int argc, char** argv) {
   if (o.bpf_stats) {
     if (auto r = s.bpf().enable_run_time_stats(); !r) warn("%s", r.error().message().c_str());
   }
-  if (auto r = s.bpf().attach_sampling(o.unwinder, o.hz); !r) {
-    report(r.error());
+  // Per-thread events (inherited by new threads) run the BPF program only for the target;
+  // --per-cpu-events uses one event per CPU and filters in BPF, like a system-wide profiler.
+  auto attach_threads = [&]() -> result<void> {
+    if (o.per_cpu_events) return {};
+    return s.bpf().attach_sampling(o.unwinder, o.hz,
+                                   s.child() ? std::vector<pid_t>{s.pid()} : list_threads(s.pid()));
+  };
+  if (auto r = o.per_cpu_events ? s.bpf().attach_sampling_cpus(o.unwinder, o.hz) : attach_threads();
+      !r) {
+    report(error(r.error().code(), format("pid %d: %s", s.pid(), r.error().message().c_str())));
     return 1;
   }
 
@@ -199,6 +212,7 @@ int cmd_profile(int argc, char** argv) {
        o.run.duration_s > 0 ? format(" for %.1f s", o.run.duration_s).c_str() : "");
   unsigned ticks = 0;
   s.loop([&] {
+    if (!s.child()) (void)attach_threads();  // threads created before our events existed
     agg.drain();
     if (++ticks % 2 == 0) {
       const auto& t = s.track().stats();
@@ -303,9 +317,13 @@ int cmd_profile(int argc, char** argv) {
   }
   if (o.bpf_stats) {
     prog_stats ps = s.bpf().stats_of(o.unwinder);
-    std::fprintf(stderr, "jitwalk:   BPF %s: %llu runs, %.0f ns per run (kernel bpf_stats)\n",
+    std::fprintf(stderr,
+                 "jitwalk:   BPF %s: %llu runs, %.0f ns per run (kernel bpf_stats); %.0f ns per "
+                 "target sample inside the program (bpf_ktime)\n",
                  to_string(o.unwinder), static_cast<unsigned long long>(ps.run_cnt),
-                 ps.run_cnt ? static_cast<double>(ps.run_time_ns) / ps.run_cnt : 0.0);
+                 ps.run_cnt ? static_cast<double>(ps.run_time_ns) / ps.run_cnt : 0.0,
+                 bs[JW_STAT_SAMPLES] ? static_cast<double>(bs[JW_STAT_WALK_NS]) / bs[JW_STAT_SAMPLES]
+                                     : 0.0);
   }
   for (const std::string& w : wrote) std::fprintf(stderr, "jitwalk:   wrote %s\n", w.c_str());
   return rc;

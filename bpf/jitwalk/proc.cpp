@@ -1,5 +1,6 @@
 #include "jitwalk/proc.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -7,6 +8,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -72,6 +74,17 @@ std::string read_exe(pid_t pid) {
   ssize_t n = readlink(link.c_str(), buf, sizeof buf - 1);
   if (n <= 0) return {};
   return std::string(buf, static_cast<size_t>(n));
+}
+
+std::vector<pid_t> list_threads(pid_t pid) {
+  std::vector<pid_t> out;
+  DIR* d = opendir(format("/proc/%d/task", pid).c_str());
+  if (d == nullptr) return out;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] >= '0' && e->d_name[0] <= '9') out.push_back(static_cast<pid_t>(std::atoi(e->d_name)));
+  }
+  closedir(d);
+  return out;
 }
 
 bool process_alive(pid_t pid) {

@@ -37,6 +37,8 @@ std::string read_comm(pid_t pid, pid_t tid = 0);
 /// /proc/PID/exe resolved, or empty.
 std::string read_exe(pid_t pid);
 bool process_alive(pid_t pid);
+/// The thread ids in /proc/PID/task (empty if the process is gone).
+std::vector<pid_t> list_threads(pid_t pid);
 
 /// A command started by jitwalk. The child is created stopped at a gate (before exec) so BPF
 /// programs and probes can be attached to its PID first; `release` lets it exec.
