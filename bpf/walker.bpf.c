@@ -74,10 +74,10 @@ struct jw_scratch {
   __u32 active, nranges, max_depth;
   /* Consecutive frames are often in the same object or window (recursion, a library's
    * internal calls): the last range found and its staleness verdict are kept for the walk. */
-  __u32 last_range;   /* jw_ranges key + 1, 0 = none */
+  __u32 last_range; /* jw_ranges key + 1, 0 = none */
   __u32 last_uid;
   __u32 last_stale;
-  __u32 last_row;     /* jw_rows key + 1 of the row found for last_row_pc (recursion) */
+  __u32 last_row; /* jw_rows key + 1 of the row found for last_row_pc (recursion) */
   __u64 last_row_pc;
 };
 
@@ -128,8 +128,12 @@ static __always_inline void stat_add(__u32 which, __u64 n) {
   if (v) *v += n; /* per-CPU: no atomics needed */
 }
 
-static __always_inline __u32 read_u32(const volatile __u32* p) { return *p; }
-static __always_inline __u64 read_u64(const volatile __u64* p) { return *p; }
+static __always_inline __u32 read_u32(const volatile __u32* p) {
+  return *p;
+}
+static __always_inline __u64 read_u64(const volatile __u64* p) {
+  return *p;
+}
 
 /* The last range whose start <= pc, if pc < its end. */
 static __always_inline struct jw_range* find_range(struct jw_scratch* s, __u64 pc) {
@@ -201,7 +205,9 @@ static __always_inline int range_stale(struct jw_scratch* s, const struct jw_ran
   return stale;
 }
 
-static __always_inline void mix(struct jw_scratch* s, __u64 v) { s->hash = (s->hash ^ v) * JW_HASH_MUL; }
+static __always_inline void mix(struct jw_scratch* s, __u64 v) {
+  s->hash = (s->hash ^ v) * JW_HASH_MUL;
+}
 
 static __always_inline void finish(struct jw_scratch* s, __u32 d, __u8 stop, __u32 meta) {
   if (d < JW_MAX_DEPTH) s->st.meta[d] = meta;

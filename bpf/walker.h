@@ -55,7 +55,7 @@ enum jw_row_kind {
   JW_ROW_OUTERMOST = 3, /* return address undefined: the stack ends here (a proper root) */
 };
 /* Row flags. */
-#define JW_ROW_FP_SAVED 0x1     /* caller's FP is at CFA + fp_off (otherwise unchanged) */
+#define JW_ROW_FP_SAVED 0x1      /* caller's FP is at CFA + fp_off (otherwise unchanged) */
 #define JW_ROW_FROM_EH_FRAME 0x2 /* row came from .eh_frame (statistics: frame source) */
 
 struct jw_row {
@@ -71,14 +71,14 @@ JW_STATIC_ASSERT(sizeof(struct jw_row) == 16, "jw_row layout");
 /* Range kinds (also the "source" of a frame in statistics). */
 enum jw_range_kind {
   JW_RANGE_NONE = 0,
-  JW_RANGE_SFRAME = 1, /* native object, .sframe */
+  JW_RANGE_SFRAME = 1,  /* native object, .sframe */
   JW_RANGE_EHFRAME = 2, /* native object, .eh_frame */
   JW_RANGE_JIT = 3,     /* JIT window published through the jitunwind registry */
 };
 
 struct jw_range {
-  __u64 start; /* first byte covered */
-  __u64 end;   /* one past the last byte */
+  __u64 start;      /* first byte covered */
+  __u64 end;        /* one past the last byte */
   __u64 window_id;  /* JIT: registry window id; 0 otherwise */
   __u64 generation; /* JIT: window generation these rows describe */
   __u32 row_first;  /* index into jw_rows */
@@ -116,15 +116,15 @@ JW_STATIC_ASSERT(sizeof(struct jw_window_state) == 24, "jw_window_state layout")
 
 /* How the walk went from frame i to frame i+1 (low 4 bits of frame meta). */
 enum jw_method {
-  JW_M_TABLE = 1,       /* a row of a trusted table */
-  JW_M_FP = 2,          /* frame-pointer fallback: no table covers the PC */
-  JW_M_FP_GAP = 3,      /* frame-pointer fallback: PC in a table's gap */
-  JW_M_FP_STALE = 4,    /* frame-pointer fallback: the window was freed (rows not used) */
-  JW_M_END = 5,         /* last frame (see stop reason) */
+  JW_M_TABLE = 1,    /* a row of a trusted table */
+  JW_M_FP = 2,       /* frame-pointer fallback: no table covers the PC */
+  JW_M_FP_GAP = 3,   /* frame-pointer fallback: PC in a table's gap */
+  JW_M_FP_STALE = 4, /* frame-pointer fallback: the window was freed (rows not used) */
+  JW_M_END = 5,      /* last frame (see stop reason) */
 };
 /* frame meta = method | (range kind << 4) | (range uid << 8). */
 #define JW_META(method, kind, uid) ((__u32)(method) | ((__u32)(kind) << 4) | ((__u32)(uid) << 8))
-#define JW_META_METHOD(m) ((m) & 0xf)
+#define JW_META_METHOD(m) ((m)&0xf)
 #define JW_META_KIND(m) (((m) >> 4) & 0xf)
 #define JW_META_UID(m) ((m) >> 8)
 
@@ -144,28 +144,28 @@ enum jw_stop {
 
 /* Statistics counters (per-CPU array, index = enum). */
 enum jw_stat {
-  JW_STAT_SAMPLES = 0,       /* perf samples of the target */
-  JW_STAT_OTHER_TASK = 1,    /* perf samples of other processes (filtered out) */
-  JW_STAT_STORED = 2,        /* samples aggregated */
-  JW_STAT_DROPPED_MAP = 3,   /* lost: a map was full */
-  JW_STAT_STALE_REJECT = 4,  /* frames whose window was freed (rows refused) */
-  JW_STAT_RACES = 5,         /* walks discarded because tables changed */
-  JW_STAT_CHECKPOINTS = 6,   /* checkpoint probe hits */
-  JW_STAT_RINGBUF_FULL = 7,  /* events lost: ring buffer full */
-  JW_STAT_FRAMES = 8,        /* frames walked */
-  JW_STAT_FP_FRAMES = 9,     /* walks that used the frame-pointer fallback */
-  JW_STAT_EVENTS = 10,       /* registry / code / loader events */
-  JW_STAT_STOPS = 11,        /* target stopped for synchronous table loading */
-  JW_STAT_WALK_NS = 12,      /* time spent in sample programs for the target (bpf_ktime) */
+  JW_STAT_SAMPLES = 0,      /* perf samples of the target */
+  JW_STAT_OTHER_TASK = 1,   /* perf samples of other processes (filtered out) */
+  JW_STAT_STORED = 2,       /* samples aggregated */
+  JW_STAT_DROPPED_MAP = 3,  /* lost: a map was full */
+  JW_STAT_STALE_REJECT = 4, /* frames whose window was freed (rows refused) */
+  JW_STAT_RACES = 5,        /* walks discarded because tables changed */
+  JW_STAT_CHECKPOINTS = 6,  /* checkpoint probe hits */
+  JW_STAT_RINGBUF_FULL = 7, /* events lost: ring buffer full */
+  JW_STAT_FRAMES = 8,       /* frames walked */
+  JW_STAT_FP_FRAMES = 9,    /* walks that used the frame-pointer fallback */
+  JW_STAT_EVENTS = 10,      /* registry / code / loader events */
+  JW_STAT_STOPS = 11,       /* target stopped for synchronous table loading */
+  JW_STAT_WALK_NS = 12,     /* time spent in sample programs for the target (bpf_ktime) */
   JW_STAT_COUNT_ = 13,
 };
 
 /* A walked user stack (value of jw_stacks; also embedded in checkpoint events). */
 struct jw_stack {
-  __u32 depth; /* valid entries in pcs/meta */
-  __u8 stop;   /* enum jw_stop */
-  __u8 fallback; /* 1 if any frame used the frame-pointer fallback */
-  __u16 stale;   /* frames whose freed window's rows were refused */
+  __u32 depth;              /* valid entries in pcs/meta */
+  __u8 stop;                /* enum jw_stop */
+  __u8 fallback;            /* 1 if any frame used the frame-pointer fallback */
+  __u16 stale;              /* frames whose freed window's rows were refused */
   __u64 pcs[JW_MAX_DEPTH];  /* pcs[0] = interrupted PC, then return addresses */
   __u32 meta[JW_MAX_DEPTH]; /* JW_META per frame */
   __u32 reserved;
@@ -175,10 +175,10 @@ JW_STATIC_ASSERT(sizeof(struct jw_stack) == 8 + 8 * JW_MAX_DEPTH + 4 * JW_MAX_DE
 
 /* Aggregation key (jw_counts). */
 struct jw_count_key {
-  __u64 ustack;  /* hash of the user stack (key into jw_stacks) */
+  __u64 ustack; /* hash of the user stack (key into jw_stacks) */
   __u32 tgid;
-  __u32 tid;     /* 0 unless per-thread aggregation is on */
-  __s32 kstack;  /* bpf_get_stackid() id, or negative when kernel stacks are off/failed */
+  __u32 tid;    /* 0 unless per-thread aggregation is on */
+  __s32 kstack; /* bpf_get_stackid() id, or negative when kernel stacks are off/failed */
   __u32 reserved;
 };
 JW_STATIC_ASSERT(sizeof(struct jw_count_key) == 24, "jw_count_key layout");
@@ -225,11 +225,11 @@ JW_STATIC_ASSERT(sizeof(struct jw_code_event) == 24 + 24 + JW_NAME_LEN, "jw_code
 struct jw_checkpoint_event {
   struct jw_event_header h;
   __s64 tag;
-  __u64 truth_count;     /* as passed by the probe (may exceed JW_MAX_TRUTH: then invalid) */
-  __u64 truth_addr;      /* the array's address in the target */
-  __s32 truth_read_err;  /* bpf_probe_read_user result for the array (0 = ok) */
-  __s32 fp_bytes;        /* bpf_get_stack() result: bytes of fp_pcs, or negative errno */
-  struct jw_stack walk;  /* our unwind */
+  __u64 truth_count;          /* as passed by the probe (may exceed JW_MAX_TRUTH: then invalid) */
+  __u64 truth_addr;           /* the array's address in the target */
+  __s32 truth_read_err;       /* bpf_probe_read_user result for the array (0 = ok) */
+  __s32 fp_bytes;             /* bpf_get_stack() result: bytes of fp_pcs, or negative errno */
+  struct jw_stack walk;       /* our unwind */
   __u64 fp_pcs[JW_MAX_DEPTH]; /* the kernel's frame-pointer walk on the same event */
   __u64 truth[JW_MAX_TRUTH];
 };
@@ -237,7 +237,7 @@ struct jw_checkpoint_event {
 /* Runtime settings (BPF .data, written by user space before and during the run). */
 struct jw_config {
   __u32 target_tgid;
-  __u32 max_depth;    /* <= JW_MAX_DEPTH */
+  __u32 max_depth; /* <= JW_MAX_DEPTH */
   __u32 kernel_stacks;
   __u32 per_thread;
   __u32 stop_on_publish; /* synchronous table loading: SIGSTOP on window_publish */

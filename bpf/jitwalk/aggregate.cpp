@@ -6,24 +6,43 @@ namespace jitwalk {
 
 const char* stop_name(unsigned stop) noexcept {
   switch (stop) {
-    case JW_STOP_OUTERMOST: return "outermost frame";
-    case JW_STOP_FP_END: return "end of frame-pointer chain";
-    case JW_STOP_RA_ZERO: return "return address 0";
-    case JW_STOP_DEPTH: return "depth limit";
-    case JW_STOP_READ: return "unreadable stack";
-    case JW_STOP_NO_PROGRESS: return "stack did not move up";
-    case JW_STOP_BAD_FP: return "bad frame pointer";
-    case JW_STOP_TABLE_RACE: return "table update race";
-    case JW_STOP_NO_USER: return "no user context";
-    default: return "?";
+    case JW_STOP_OUTERMOST:
+      return "outermost frame";
+    case JW_STOP_FP_END:
+      return "end of frame-pointer chain";
+    case JW_STOP_RA_ZERO:
+      return "return address 0";
+    case JW_STOP_DEPTH:
+      return "depth limit";
+    case JW_STOP_READ:
+      return "unreadable stack";
+    case JW_STOP_NO_PROGRESS:
+      return "stack did not move up";
+    case JW_STOP_BAD_FP:
+      return "bad frame pointer";
+    case JW_STOP_TABLE_RACE:
+      return "table update race";
+    case JW_STOP_NO_USER:
+      return "no user context";
+    default:
+      return "?";
   }
 }
 
 bool is_entry_function(const std::string& name) noexcept {
-  static const std::set<std::string> entries = {
-      "_start", "__libc_start_main", "__libc_start_call_main", "__libc_start_main_impl",
-      "start_thread", "clone", "clone3", "__clone", "__clone3", "__clone_internal",
-      "thread_start", "_dl_start_user", "__start"};
+  static const std::set<std::string> entries = {"_start",
+                                                "__libc_start_main",
+                                                "__libc_start_call_main",
+                                                "__libc_start_main_impl",
+                                                "start_thread",
+                                                "clone",
+                                                "clone3",
+                                                "__clone",
+                                                "__clone3",
+                                                "__clone_internal",
+                                                "thread_start",
+                                                "_dl_start_user",
+                                                "__start"};
   return entries.count(name) != 0;
 }
 

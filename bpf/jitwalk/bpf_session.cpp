@@ -74,28 +74,44 @@ std::vector<int> online_cpus() {
 
 const char* to_string(program p) noexcept {
   switch (p) {
-    case program::sample: return "jw_sample";
-    case program::sample_kfp: return "jw_sample_kfp";
-    case program::checkpoint: return "jw_checkpoint";
-    case program::window_publish: return "jw_window_publish";
-    case program::window_retire: return "jw_window_retire";
-    case program::window_free: return "jw_window_free";
-    case program::code_add: return "jw_code_add";
-    case program::loader: return "jw_loader";
+    case program::sample:
+      return "jw_sample";
+    case program::sample_kfp:
+      return "jw_sample_kfp";
+    case program::checkpoint:
+      return "jw_checkpoint";
+    case program::window_publish:
+      return "jw_window_publish";
+    case program::window_retire:
+      return "jw_window_retire";
+    case program::window_free:
+      return "jw_window_free";
+    case program::code_add:
+      return "jw_code_add";
+    case program::loader:
+      return "jw_loader";
   }
   return "?";
 }
 
 ::bpf_program* bpf_session::prog(program p) {
   switch (p) {
-    case program::sample: return skel_->progs.jw_sample;
-    case program::sample_kfp: return skel_->progs.jw_sample_kfp;
-    case program::checkpoint: return skel_->progs.jw_checkpoint;
-    case program::window_publish: return skel_->progs.jw_window_publish;
-    case program::window_retire: return skel_->progs.jw_window_retire;
-    case program::window_free: return skel_->progs.jw_window_free;
-    case program::code_add: return skel_->progs.jw_code_add;
-    case program::loader: return skel_->progs.jw_loader;
+    case program::sample:
+      return skel_->progs.jw_sample;
+    case program::sample_kfp:
+      return skel_->progs.jw_sample_kfp;
+    case program::checkpoint:
+      return skel_->progs.jw_checkpoint;
+    case program::window_publish:
+      return skel_->progs.jw_window_publish;
+    case program::window_retire:
+      return skel_->progs.jw_window_retire;
+    case program::window_free:
+      return skel_->progs.jw_window_free;
+    case program::code_add:
+      return skel_->progs.jw_code_add;
+    case program::loader:
+      return skel_->progs.jw_loader;
   }
   return nullptr;
 }
@@ -106,16 +122,16 @@ result<std::unique_ptr<bpf_session>> bpf_session::open(const bpf_options& o) {
   std::unique_ptr<bpf_session> s(new bpf_session());
   s->skel_ = walker__open();
   if (s->skel_ == nullptr) {
-    return make_error(errc::io_error, "cannot open the BPF walker object: %s", std::strerror(errno));
+    return make_error(errc::io_error, "cannot open the BPF walker object: %s",
+                      std::strerror(errno));
   }
   bpf_map__set_max_entries(s->skel_->maps.jw_rows, std::max<uint32_t>(o.row_capacity, 1));
   bpf_map__set_max_entries(s->skel_->maps.jw_stacks, std::max<uint32_t>(o.stack_capacity, 16));
   bpf_map__set_max_entries(s->skel_->maps.jw_counts, std::max<uint32_t>(o.count_capacity, 16));
   int err = walker__load(s->skel_);
   if (err != 0) {
-    const errc code = (err == -EPERM || err == -EACCES) && geteuid() != 0
-                          ? errc::permission_denied
-                          : errc::io_error;
+    const errc code = (err == -EPERM || err == -EACCES) && geteuid() != 0 ? errc::permission_denied
+                                                                          : errc::io_error;
     std::string log = g_libbpf_log;
     if (log.size() > 4000) log = "..." + log.substr(log.size() - 4000);
     return make_error(code, "cannot load the BPF walker (%s)%s:\n%s", std::strerror(-err),
@@ -154,7 +170,9 @@ bpf_session::~bpf_session() {
   if (skel_ != nullptr) walker__destroy(skel_);
 }
 
-jw_config& bpf_session::config() { return skel_->data->jw_cfg; }
+jw_config& bpf_session::config() {
+  return skel_->data->jw_cfg;
+}
 
 table_views bpf_session::views() {
   table_views v;
@@ -178,7 +196,8 @@ result<void> bpf_session::attach_sampling(program which, unsigned hz,
     attr.sample_period = 1000000000ull / hz;  // nanoseconds of the thread's CPU time
     attr.inherit = 1;
     attr.disabled = 1;
-    int fd = static_cast<int>(syscall(__NR_perf_event_open, &attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC));
+    int fd =
+        static_cast<int>(syscall(__NR_perf_event_open, &attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC));
     if (fd < 0) {
       if (errno != ESRCH) {
         last_error = format("perf_event_open(cpu-clock, thread %d): %s", tid, std::strerror(errno));
@@ -187,7 +206,8 @@ result<void> bpf_session::attach_sampling(program which, unsigned hz,
     }
     bpf_link* link = bpf_program__attach_perf_event(prog(which), fd);
     if (link == nullptr) {
-      last_error = format("attaching %s to thread %d: %s", to_string(which), tid, std::strerror(errno));
+      last_error =
+          format("attaching %s to thread %d: %s", to_string(which), tid, std::strerror(errno));
       ::close(fd);
       continue;
     }
@@ -215,14 +235,16 @@ result<void> bpf_session::attach_sampling_cpus(program which, unsigned hz) {
     // cpu-clock counts nanoseconds: a fixed period gives exactly `hz` samples per CPU second.
     attr.sample_period = 1000000000ull / hz;
     attr.disabled = 1;
-    int fd = static_cast<int>(syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC));
+    int fd =
+        static_cast<int>(syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC));
     if (fd < 0) {
       last_error = format("perf_event_open(cpu-clock, cpu %d): %s", cpu, std::strerror(errno));
       continue;
     }
     bpf_link* link = bpf_program__attach_perf_event(prog(which), fd);
     if (link == nullptr) {
-      last_error = format("attaching %s to cpu %d: %s", to_string(which), cpu, std::strerror(errno));
+      last_error =
+          format("attaching %s to cpu %d: %s", to_string(which), cpu, std::strerror(errno));
       ::close(fd);
       continue;
     }
@@ -272,7 +294,8 @@ result<int> bpf_session::poll_events(int timeout_ms, const event_handler& handle
         },
         this, nullptr);
     if (rb_ == nullptr) {
-      return make_error(errc::io_error, "cannot open the BPF ring buffer: %s", std::strerror(errno));
+      return make_error(errc::io_error, "cannot open the BPF ring buffer: %s",
+                        std::strerror(errno));
     }
   }
   current_handler_ = &handler;

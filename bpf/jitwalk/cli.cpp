@@ -47,7 +47,8 @@ result<std::string> arg_reader::value() {
     has_inline_ = false;
     return inline_value_;
   }
-  if (done()) return make_error(errc::invalid_argument, "option %s needs a value", matched_.c_str());
+  if (done())
+    return make_error(errc::invalid_argument, "option %s needs a value", matched_.c_str());
   return args_[i_++];
 }
 

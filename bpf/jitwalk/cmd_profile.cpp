@@ -60,7 +60,9 @@ struct profile_options {
   program unwinder = program::sample;
 };
 
-double pct(uint64_t part, uint64_t whole) { return whole ? 100.0 * part / whole : 0.0; }
+double pct(uint64_t part, uint64_t whole) {
+  return whole ? 100.0 * part / whole : 0.0;
+}
 
 uint64_t unix_now_ns() {
   timespec ts{};
@@ -81,7 +83,8 @@ int cmd_profile(int argc, char** argv) {
   while (!a.done()) {
     if (a.current() == "--") {
       o.run.target.command = a.rest_after_separator();
-      if (o.run.target.command.empty()) return fail(error(errc::invalid_argument, "no command after --"));
+      if (o.run.target.command.empty())
+        return fail(error(errc::invalid_argument, "no command after --"));
     } else if (a.is({"-h", "--help"})) {
       std::fputs(kProfileHelp, stdout);
       return 0;
@@ -128,8 +131,9 @@ int cmd_profile(int argc, char** argv) {
       } else if (*v == "kernel-fp") {
         o.unwinder = program::sample_kfp;
       } else {
-        return fail(error(errc::invalid_argument,
-                          format("--unwinder: '%s' (expected sframe, fp or kernel-fp)", v->c_str())));
+        return fail(
+            error(errc::invalid_argument,
+                  format("--unwinder: '%s' (expected sframe, fp or kernel-fp)", v->c_str())));
       }
     } else if (a.is({"--native-tables"})) {
       auto v = a.value();
@@ -158,7 +162,8 @@ int cmd_profile(int argc, char** argv) {
     } else if (a.is({"-v", "--verbose"})) {
       g_verbosity = 2;
     } else {
-      return fail(error(errc::invalid_argument, format("unknown argument '%s'", a.unknown().c_str())));
+      return fail(
+          error(errc::invalid_argument, format("unknown argument '%s'", a.unknown().c_str())));
     }
   }
   if ((o.run.target.pid > 0) == !o.run.target.command.empty()) {
@@ -299,8 +304,7 @@ int cmd_profile(int argc, char** argv) {
                "tables); JIT windows: %zu loaded, %zu rejected, %zu freed; freed-window rows "
                "refused %llu times\n",
                ts.objects, ts.objects_sframe, ts.objects_sframe_v1, ts.objects_sframe_v2,
-               ts.objects_without, ts.windows_loaded,
-               ts.windows_rejected, ts.windows_freed,
+               ts.objects_without, ts.windows_loaded, ts.windows_rejected, ts.windows_freed,
                static_cast<unsigned long long>(bs[JW_STAT_STALE_REJECT]));
   std::fprintf(stderr,
                "jitwalk:   BPF: %llu samples of the target, %llu of other tasks, %llu lost (maps "
@@ -317,13 +321,13 @@ int cmd_profile(int argc, char** argv) {
   }
   if (o.bpf_stats) {
     prog_stats ps = s.bpf().stats_of(o.unwinder);
-    std::fprintf(stderr,
-                 "jitwalk:   BPF %s: %llu runs, %.0f ns per run (kernel bpf_stats); %.0f ns per "
-                 "target sample inside the program (bpf_ktime)\n",
-                 to_string(o.unwinder), static_cast<unsigned long long>(ps.run_cnt),
-                 ps.run_cnt ? static_cast<double>(ps.run_time_ns) / ps.run_cnt : 0.0,
-                 bs[JW_STAT_SAMPLES] ? static_cast<double>(bs[JW_STAT_WALK_NS]) / bs[JW_STAT_SAMPLES]
-                                     : 0.0);
+    std::fprintf(
+        stderr,
+        "jitwalk:   BPF %s: %llu runs, %.0f ns per run (kernel bpf_stats); %.0f ns per "
+        "target sample inside the program (bpf_ktime)\n",
+        to_string(o.unwinder), static_cast<unsigned long long>(ps.run_cnt),
+        ps.run_cnt ? static_cast<double>(ps.run_time_ns) / ps.run_cnt : 0.0,
+        bs[JW_STAT_SAMPLES] ? static_cast<double>(bs[JW_STAT_WALK_NS]) / bs[JW_STAT_SAMPLES] : 0.0);
   }
   for (const std::string& w : wrote) std::fprintf(stderr, "jitwalk:   wrote %s\n", w.c_str());
   return rc;

@@ -1,8 +1,8 @@
 // jitwalk verify: compare the BPF walk with the ground truth the example runtimes carry at every
 // `checkpoint` probe (protocol: docs/ground-truth.md), side by side with the kernel's
 // frame-pointer walk on the same events.
-#include <nlohmann/json.hpp>
 #include <signal.h>
+#include <nlohmann/json.hpp>
 
 #include <cstdio>
 #include <fstream>
@@ -53,12 +53,15 @@ struct verify_state {
   uint64_t stale_refusals = 0, stale_uses = 0, races = 0;
   uint64_t max_truth = 0;
   std::array<uint64_t, 5> steps{};
-  std::map<uint64_t, uint64_t> fp_lost_at;  // index of the first ground-truth frame the FP walk missed
+  std::map<uint64_t, uint64_t>
+      fp_lost_at;  // index of the first ground-truth frame the FP walk missed
   std::map<int64_t, tag_stats> tags;
   std::vector<std::string> mismatches;
 };
 
-double pct(uint64_t a, uint64_t b) { return b ? 100.0 * a / b : 0.0; }
+double pct(uint64_t a, uint64_t b) {
+  return b ? 100.0 * a / b : 0.0;
+}
 
 }  // namespace
 
@@ -117,10 +120,12 @@ int cmd_verify(int argc, char** argv) {
     } else if (a.is({"-v", "--verbose"})) {
       g_verbosity = 2;
     } else {
-      return fail(error(errc::invalid_argument, format("unknown argument '%s'", a.unknown().c_str())));
+      return fail(
+          error(errc::invalid_argument, format("unknown argument '%s'", a.unknown().c_str())));
     }
   }
-  if (ro.target.command.empty()) return fail(error(errc::invalid_argument, "no command: -- COMMAND ARGS"));
+  if (ro.target.command.empty())
+    return fail(error(errc::invalid_argument, "no command: -- COMMAND ARGS"));
 
   install_stop_signals();
   auto started = run_session::start(ro);
@@ -171,11 +176,11 @@ int cmd_verify(int argc, char** argv) {
     if (e.truth_count > JW_MAX_TRUTH || e.truth_read_err != 0) {
       ++v.invalid_truth;
       if (v.mismatches.size() < show) {
-        v.mismatches.push_back(format("checkpoint tag %lld: ground truth unreadable (count %llu, "
-                                      "read error %d)",
-                                      static_cast<long long>(e.tag),
-                                      static_cast<unsigned long long>(e.truth_count),
-                                      e.truth_read_err));
+        v.mismatches.push_back(
+            format("checkpoint tag %lld: ground truth unreadable (count %llu, "
+                   "read error %d)",
+                   static_cast<long long>(e.tag), static_cast<unsigned long long>(e.truth_count),
+                   e.truth_read_err));
       }
       return;
     }
@@ -183,7 +188,8 @@ int cmd_verify(int argc, char** argv) {
     std::vector<uint64_t> truth(e.truth, e.truth + n);
     const size_t depth = std::min<size_t>(e.walk.depth, JW_MAX_DEPTH);
     std::vector<uint64_t> ours = jit_pcs(e.walk.pcs, depth);
-    const size_t fp_n = e.fp_bytes > 0 ? std::min<size_t>(static_cast<size_t>(e.fp_bytes) / 8, JW_MAX_DEPTH) : 0;
+    const size_t fp_n =
+        e.fp_bytes > 0 ? std::min<size_t>(static_cast<size_t>(e.fp_bytes) / 8, JW_MAX_DEPTH) : 0;
     std::vector<uint64_t> fp = jit_pcs(e.fp_pcs, fp_n);
     if (n == 0 && !ours.empty()) ++v.empty_truth_with_jit;
     v.truth_frames += n;
@@ -230,18 +236,19 @@ int cmd_verify(int argc, char** argv) {
       }
     }
     if (!exact && v.mismatches.size() < show) {
-      std::string m = format("checkpoint tag %lld (thread %u): ground truth %zu JIT frames, "
-                             "jitwalk found %zu (first %zu agree), walk ended by %s\n",
-                             static_cast<long long>(e.tag), e.h.tid, n, ours.size(),
-                             common_prefix(ours), stop_name(e.walk.stop));
+      std::string m = format(
+          "checkpoint tag %lld (thread %u): ground truth %zu JIT frames, "
+          "jitwalk found %zu (first %zu agree), walk ended by %s\n",
+          static_cast<long long>(e.tag), e.h.tid, n, ours.size(), common_prefix(ours),
+          stop_name(e.walk.stop));
       m += "    ground truth (innermost first):\n";
       for (size_t i = 0; i < n && i < 12; ++i) m += "      " + describe(truth[i], true) + "\n";
       if (n > 12) m += format("      ... %zu more\n", n - 12);
       m += "    jitwalk walk (all frames):\n";
       for (size_t i = 0; i < depth; ++i) {
         const uint32_t meta = e.walk.meta[i];
-        const char* how = JW_META_METHOD(meta) == JW_M_TABLE   ? "table"
-                          : JW_META_METHOD(meta) == JW_M_END   ? "end"
+        const char* how = JW_META_METHOD(meta) == JW_M_TABLE      ? "table"
+                          : JW_META_METHOD(meta) == JW_M_END      ? "end"
                           : JW_META_METHOD(meta) == JW_M_FP_STALE ? "fp (freed window)"
                                                                   : "fp";
         m += format("      #%-3zu %s  [%s%s]\n", i, describe(e.walk.pcs[i], i > 0).c_str(), how,
@@ -272,15 +279,15 @@ int cmd_verify(int argc, char** argv) {
               s.pid(), static_cast<unsigned long long>(v.checkpoints), s.stop_reason().c_str());
   std::printf("  %-24s %-22s %-18s %s\n", "", "exact matches", "complete (main)",
               "JIT frames found");
-  std::printf("  %-24s %8llu %6.1f%%        %8llu %6.1f%%   %llu of %llu\n", "jitwalk (SFrame walk)",
-              static_cast<unsigned long long>(v.exact), pct(v.exact, v.checkpoints),
-              static_cast<unsigned long long>(v.complete), pct(v.complete, v.checkpoints),
-              static_cast<unsigned long long>(v.found_frames),
+  std::printf("  %-24s %8llu %6.1f%%        %8llu %6.1f%%   %llu of %llu\n",
+              "jitwalk (SFrame walk)", static_cast<unsigned long long>(v.exact),
+              pct(v.exact, v.checkpoints), static_cast<unsigned long long>(v.complete),
+              pct(v.complete, v.checkpoints), static_cast<unsigned long long>(v.found_frames),
               static_cast<unsigned long long>(v.truth_frames));
-  std::printf("  %-24s %8llu %6.1f%%        %8llu %6.1f%%   %llu of %llu\n", "kernel frame-pointer walk",
-              static_cast<unsigned long long>(v.fp_exact), pct(v.fp_exact, v.checkpoints),
-              static_cast<unsigned long long>(v.fp_complete), pct(v.fp_complete, v.checkpoints),
-              static_cast<unsigned long long>(v.fp_found_frames),
+  std::printf("  %-24s %8llu %6.1f%%        %8llu %6.1f%%   %llu of %llu\n",
+              "kernel frame-pointer walk", static_cast<unsigned long long>(v.fp_exact),
+              pct(v.fp_exact, v.checkpoints), static_cast<unsigned long long>(v.fp_complete),
+              pct(v.fp_complete, v.checkpoints), static_cast<unsigned long long>(v.fp_found_frames),
               static_cast<unsigned long long>(v.truth_frames));
   if (!v.fp_lost_at.empty()) {
     std::string hist;
@@ -290,24 +297,27 @@ int cmd_verify(int argc, char** argv) {
     }
     std::printf("  kernel frame-pointer walk lost the stack: %s\n", hist.c_str());
   }
-  std::printf("  deepest ground truth: %llu JIT frames\n", static_cast<unsigned long long>(v.max_truth));
+  std::printf("  deepest ground truth: %llu JIT frames\n",
+              static_cast<unsigned long long>(v.max_truth));
   for (const auto& [tag, t] : v.tags) {
-    std::printf("  tag %lld: %llu checkpoints, jitwalk %llu exact, kernel FP %llu exact, %llu "
-                "complete, up to %llu JIT frames\n",
-                static_cast<long long>(tag), static_cast<unsigned long long>(t.checkpoints),
-                static_cast<unsigned long long>(t.exact), static_cast<unsigned long long>(t.fp_exact),
-                static_cast<unsigned long long>(t.complete),
-                static_cast<unsigned long long>(t.max_truth));
+    std::printf(
+        "  tag %lld: %llu checkpoints, jitwalk %llu exact, kernel FP %llu exact, %llu "
+        "complete, up to %llu JIT frames\n",
+        static_cast<long long>(tag), static_cast<unsigned long long>(t.checkpoints),
+        static_cast<unsigned long long>(t.exact), static_cast<unsigned long long>(t.fp_exact),
+        static_cast<unsigned long long>(t.complete), static_cast<unsigned long long>(t.max_truth));
   }
-  std::printf("  jitwalk caller steps: %llu JIT window tables, %llu native .sframe, %llu native "
-              ".eh_frame, %llu frame-pointer fallback\n",
-              static_cast<unsigned long long>(v.steps[0]), static_cast<unsigned long long>(v.steps[1]),
-              static_cast<unsigned long long>(v.steps[2]), static_cast<unsigned long long>(v.steps[3]));
-  std::printf("  JIT windows: %zu generations loaded, %zu rejected, %zu freed; freed-window rows "
-              "refused %llu times; stale-table uses: %llu; table races: %llu\n",
-              tst.windows_loaded, tst.windows_rejected, tst.windows_freed,
-              static_cast<unsigned long long>(v.stale_refusals),
-              static_cast<unsigned long long>(v.stale_uses), static_cast<unsigned long long>(v.races));
+  std::printf(
+      "  jitwalk caller steps: %llu JIT window tables, %llu native .sframe, %llu native "
+      ".eh_frame, %llu frame-pointer fallback\n",
+      static_cast<unsigned long long>(v.steps[0]), static_cast<unsigned long long>(v.steps[1]),
+      static_cast<unsigned long long>(v.steps[2]), static_cast<unsigned long long>(v.steps[3]));
+  std::printf(
+      "  JIT windows: %zu generations loaded, %zu rejected, %zu freed; freed-window rows "
+      "refused %llu times; stale-table uses: %llu; table races: %llu\n",
+      tst.windows_loaded, tst.windows_rejected, tst.windows_freed,
+      static_cast<unsigned long long>(v.stale_refusals),
+      static_cast<unsigned long long>(v.stale_uses), static_cast<unsigned long long>(v.races));
   if (v.invalid_truth) {
     std::printf("  checkpoints with unreadable ground truth: %llu\n",
                 static_cast<unsigned long long>(v.invalid_truth));
@@ -328,8 +338,9 @@ int cmd_verify(int argc, char** argv) {
     pass = false;
     verdict = format("%.2f%% exact < --min-match %g%%", match, min_match);
     if (v.empty_truth_with_jit == v.checkpoints) {
-      verdict += "; every checkpoint reported an empty ground truth while the walk found JIT "
-                 "frames: does the runtime need an option to record it (toy-jit: --shadow-stack)?";
+      verdict +=
+          "; every checkpoint reported an empty ground truth while the walk found JIT "
+          "frames: does the runtime need an option to record it (toy-jit: --shadow-stack)?";
     }
   } else if (v.stale_uses) {
     pass = false;
@@ -363,7 +374,9 @@ int cmd_verify(int argc, char** argv) {
     j["windows_loaded"] = tst.windows_loaded;
     j["windows_rejected"] = tst.windows_rejected;
     j["windows_freed"] = tst.windows_freed;
-    j["steps"] = {{"jit", v.steps[0]}, {"sframe", v.steps[1]}, {"eh_frame", v.steps[2]},
+    j["steps"] = {{"jit", v.steps[0]},
+                  {"sframe", v.steps[1]},
+                  {"eh_frame", v.steps[2]},
                   {"fp_fallback", v.steps[3]}};
     nlohmann::json lost = nlohmann::json::object();
     for (const auto& [k, c] : v.fp_lost_at) lost[std::to_string(k)] = c;

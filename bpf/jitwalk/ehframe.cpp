@@ -79,21 +79,46 @@ struct cursor {
     const uint64_t field = vaddr + pos;
     uint64_t v = 0;
     switch (enc & 0x0f) {
-      case 0x00: v = le(8); break;
-      case 0x01: v = uleb(); break;
-      case 0x02: v = le(2); break;
-      case 0x03: v = le(4); break;
-      case 0x04: v = le(8); break;
-      case 0x09: v = static_cast<uint64_t>(sleb()); break;
-      case 0x0a: v = static_cast<uint64_t>(static_cast<int64_t>(static_cast<int16_t>(le(2)))); break;
-      case 0x0b: v = static_cast<uint64_t>(static_cast<int64_t>(static_cast<int32_t>(le(4)))); break;
-      case 0x0c: v = le(8); break;
-      default: bad = true; return std::nullopt;
+      case 0x00:
+        v = le(8);
+        break;
+      case 0x01:
+        v = uleb();
+        break;
+      case 0x02:
+        v = le(2);
+        break;
+      case 0x03:
+        v = le(4);
+        break;
+      case 0x04:
+        v = le(8);
+        break;
+      case 0x09:
+        v = static_cast<uint64_t>(sleb());
+        break;
+      case 0x0a:
+        v = static_cast<uint64_t>(static_cast<int64_t>(static_cast<int16_t>(le(2))));
+        break;
+      case 0x0b:
+        v = static_cast<uint64_t>(static_cast<int64_t>(static_cast<int32_t>(le(4))));
+        break;
+      case 0x0c:
+        v = le(8);
+        break;
+      default:
+        bad = true;
+        return std::nullopt;
     }
     switch (enc & 0x70) {
-      case 0x00: break;
-      case 0x10: v += field; break;  // pcrel
-      default: bad = true; return std::nullopt;  // textrel/datarel/funcrel: not in .eh_frame of x86-64 objects
+      case 0x00:
+        break;
+      case 0x10:
+        v += field;
+        break;  // pcrel
+      default:
+        bad = true;
+        return std::nullopt;  // textrel/datarel/funcrel: not in .eh_frame of x86-64 objects
     }
     if (enc & 0x80) {  // indirect: would need a memory read of the loaded image
       bad = true;
@@ -133,8 +158,8 @@ unwind_row to_row(const cfi_state& s, uint32_t loc) {
     r.cfa_off = 0;
     return r;
   }
-  const bool cfa_ok = !s.cfa_expr && (s.cfa_reg == kRsp || s.cfa_reg == kRbp) &&
-                      s.cfa_off > 0 && s.cfa_off <= INT32_MAX;
+  const bool cfa_ok = !s.cfa_expr && (s.cfa_reg == kRsp || s.cfa_reg == kRbp) && s.cfa_off > 0 &&
+                      s.cfa_off <= INT32_MAX;
   const bool ra_ok = s.ra == reg_rule::offset && s.ra_off == -8;
   const bool rbp_ok = s.rbp == reg_rule::same ||
                       (s.rbp == reg_rule::offset && s.rbp_off >= INT32_MIN && s.rbp_off < 0);
@@ -166,26 +191,53 @@ class evaluator {
         case 1:
           if (auto e = advance(low * c_.code_align); !e.empty()) return e;
           continue;
-        case 2: set_offset(low, static_cast<int64_t>(cur_.uleb()) * c_.data_align); continue;
-        case 3: restore(low); continue;
-        default: break;
+        case 2:
+          set_offset(low, static_cast<int64_t>(cur_.uleb()) * c_.data_align);
+          continue;
+        case 3:
+          restore(low);
+          continue;
+        default:
+          break;
       }
       switch (op) {
-        case 0x00: break;                                  // nop
-        case 0x01: {                                       // set_loc
+        case 0x00:
+          break;      // nop
+        case 0x01: {  // set_loc
           auto a = cur_.pointer(c_.fde_enc);
           if (!a || *a < pc_begin_ + loc_) return "DW_CFA_set_loc moves backwards or is unreadable";
           if (auto e = advance(*a - pc_begin_ - loc_); !e.empty()) return e;
           break;
         }
-        case 0x02: if (auto e = advance(cur_.le(1) * c_.code_align); !e.empty()) return e; break;
-        case 0x03: if (auto e = advance(cur_.le(2) * c_.code_align); !e.empty()) return e; break;
-        case 0x04: if (auto e = advance(cur_.le(4) * c_.code_align); !e.empty()) return e; break;
-        case 0x05: { uint64_t r = cur_.uleb(); set_offset(r, static_cast<int64_t>(cur_.uleb()) * c_.data_align); break; }
-        case 0x06: restore(cur_.uleb()); break;
-        case 0x07: set_rule(cur_.uleb(), reg_rule::undefined); break;
-        case 0x08: set_rule(cur_.uleb(), reg_rule::same); break;
-        case 0x09: { uint64_t r = cur_.uleb(); cur_.uleb(); set_rule(r, reg_rule::other); break; }
+        case 0x02:
+          if (auto e = advance(cur_.le(1) * c_.code_align); !e.empty()) return e;
+          break;
+        case 0x03:
+          if (auto e = advance(cur_.le(2) * c_.code_align); !e.empty()) return e;
+          break;
+        case 0x04:
+          if (auto e = advance(cur_.le(4) * c_.code_align); !e.empty()) return e;
+          break;
+        case 0x05: {
+          uint64_t r = cur_.uleb();
+          set_offset(r, static_cast<int64_t>(cur_.uleb()) * c_.data_align);
+          break;
+        }
+        case 0x06:
+          restore(cur_.uleb());
+          break;
+        case 0x07:
+          set_rule(cur_.uleb(), reg_rule::undefined);
+          break;
+        case 0x08:
+          set_rule(cur_.uleb(), reg_rule::same);
+          break;
+        case 0x09: {
+          uint64_t r = cur_.uleb();
+          cur_.uleb();
+          set_rule(r, reg_rule::other);
+          break;
+        }
         case 0x0a:
           if (stack_.size() >= kMaxRememberDepth) return "DW_CFA_remember_state nested too deep";
           stack_.push_back(s_);
@@ -198,20 +250,69 @@ class evaluator {
             stack_.pop_back();
           }
           break;
-        case 0x0c: s_.cfa_reg = cur_.uleb(); s_.cfa_off = static_cast<int64_t>(cur_.uleb()); s_.cfa_expr = false; break;
-        case 0x0d: s_.cfa_reg = cur_.uleb(); s_.cfa_expr = false; break;
-        case 0x0e: s_.cfa_off = static_cast<int64_t>(cur_.uleb()); break;
-        case 0x0f: skip_block(); s_.cfa_expr = true; break;
-        case 0x10: { uint64_t r = cur_.uleb(); skip_block(); set_rule(r, reg_rule::other); break; }
-        case 0x11: { uint64_t r = cur_.uleb(); set_offset(r, cur_.sleb() * c_.data_align); break; }
-        case 0x12: s_.cfa_reg = cur_.uleb(); s_.cfa_off = cur_.sleb() * c_.data_align; s_.cfa_expr = false; break;
-        case 0x13: s_.cfa_off = cur_.sleb() * c_.data_align; break;
-        case 0x14: { uint64_t r = cur_.uleb(); cur_.uleb(); set_rule(r, reg_rule::other); break; }
-        case 0x15: { uint64_t r = cur_.uleb(); cur_.sleb(); set_rule(r, reg_rule::other); break; }
-        case 0x16: { uint64_t r = cur_.uleb(); skip_block(); set_rule(r, reg_rule::other); break; }
-        case 0x2e: cur_.uleb(); break;  // GNU_args_size
-        case 0x2f: { uint64_t r = cur_.uleb(); set_offset(r, -static_cast<int64_t>(cur_.uleb()) * c_.data_align); break; }
-        default: return format("unknown CFA instruction 0x%02x", op);
+        case 0x0c:
+          s_.cfa_reg = cur_.uleb();
+          s_.cfa_off = static_cast<int64_t>(cur_.uleb());
+          s_.cfa_expr = false;
+          break;
+        case 0x0d:
+          s_.cfa_reg = cur_.uleb();
+          s_.cfa_expr = false;
+          break;
+        case 0x0e:
+          s_.cfa_off = static_cast<int64_t>(cur_.uleb());
+          break;
+        case 0x0f:
+          skip_block();
+          s_.cfa_expr = true;
+          break;
+        case 0x10: {
+          uint64_t r = cur_.uleb();
+          skip_block();
+          set_rule(r, reg_rule::other);
+          break;
+        }
+        case 0x11: {
+          uint64_t r = cur_.uleb();
+          set_offset(r, cur_.sleb() * c_.data_align);
+          break;
+        }
+        case 0x12:
+          s_.cfa_reg = cur_.uleb();
+          s_.cfa_off = cur_.sleb() * c_.data_align;
+          s_.cfa_expr = false;
+          break;
+        case 0x13:
+          s_.cfa_off = cur_.sleb() * c_.data_align;
+          break;
+        case 0x14: {
+          uint64_t r = cur_.uleb();
+          cur_.uleb();
+          set_rule(r, reg_rule::other);
+          break;
+        }
+        case 0x15: {
+          uint64_t r = cur_.uleb();
+          cur_.sleb();
+          set_rule(r, reg_rule::other);
+          break;
+        }
+        case 0x16: {
+          uint64_t r = cur_.uleb();
+          skip_block();
+          set_rule(r, reg_rule::other);
+          break;
+        }
+        case 0x2e:
+          cur_.uleb();
+          break;  // GNU_args_size
+        case 0x2f: {
+          uint64_t r = cur_.uleb();
+          set_offset(r, -static_cast<int64_t>(cur_.uleb()) * c_.data_align);
+          break;
+        }
+        default:
+          return format("unknown CFA instruction 0x%02x", op);
       }
     }
     if (cur_.bad) return "CFA instructions run past their entry";
@@ -300,15 +401,23 @@ std::string parse_cie(cursor c, size_t content_end, cie& out) {
     if (!c.have(len)) return "CIE augmentation data past the entry";
     for (size_t i = 1; i < aug.size(); ++i) {
       switch (aug[i]) {
-        case 'R': out.fde_enc = c.u8(); break;
-        case 'L': c.u8(); break;
+        case 'R':
+          out.fde_enc = c.u8();
+          break;
+        case 'L':
+          c.u8();
+          break;
         case 'P': {
           uint8_t enc = c.u8();
           if (!c.pointer(enc & 0x7f)) return "CIE personality pointer unreadable";
           break;
         }
-        case 'S': case 'B': case 'G': break;
-        default: return format("CIE augmentation '%c' unsupported", aug[i]);
+        case 'S':
+        case 'B':
+        case 'G':
+          break;
+        default:
+          return format("CIE augmentation '%c' unsupported", aug[i]);
       }
     }
     c.pos = aug_end;

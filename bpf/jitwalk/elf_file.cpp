@@ -56,8 +56,8 @@ std::span<const uint8_t> elf_file::section(const char* name, uint64_t* vaddr) co
 
 void elf_file::load_symbols_from(const elf_image& img, bool want_symtab) const {
   for (const elf_section& s : img.sections()) {
-    if (s.type != (want_symtab ? jitunwind::detail::elf_sht_symtab
-                               : jitunwind::detail::elf_sht_dynsym)) {
+    if (s.type !=
+        (want_symtab ? jitunwind::detail::elf_sht_symtab : jitunwind::detail::elf_sht_dynsym)) {
       continue;
     }
     auto syms = img.symbols(s);
@@ -82,7 +82,8 @@ const std::vector<function_symbol>& elf_file::symbols() const {
   } else {
     std::string id = build_id();
     if (id.size() > 2) {
-      std::string dbg = "/usr/lib/debug/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug";
+      std::string dbg =
+          "/usr/lib/debug/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug";
       if (access(dbg.c_str(), R_OK) == 0) {
         if (auto d = open(dbg); d) {
           debug_file_ = d.value();
@@ -92,10 +93,11 @@ const std::vector<function_symbol>& elf_file::symbols() const {
     }
   }
   load_symbols_from(*image_, false);  // .dynsym adds exported aliases and fills gaps
-  std::sort(symbols_.begin(), symbols_.end(), [](const function_symbol& a, const function_symbol& b) {
-    if (a.start != b.start) return a.start < b.start;
-    return a.size > b.size;
-  });
+  std::sort(symbols_.begin(), symbols_.end(),
+            [](const function_symbol& a, const function_symbol& b) {
+              if (a.start != b.start) return a.start < b.start;
+              return a.size > b.size;
+            });
   // One symbol per address: prefer the first (largest size; .symtab before .dynsym).
   std::vector<function_symbol> unique;
   unique.reserve(symbols_.size());
@@ -134,7 +136,8 @@ std::vector<sdt_probe> elf_file::sdt_probes() const {
     size_t desc_at = name_at + align4(namesz);
     size_t next = desc_at + align4(descsz);
     if (namesz > d.size() || descsz > d.size() || next > d.size() || desc_at > d.size()) break;
-    const bool is_sdt = type == 3 && namesz == 8 && std::memcmp(d.data() + name_at, "stapsdt", 8) == 0;
+    const bool is_sdt =
+        type == 3 && namesz == 8 && std::memcmp(d.data() + name_at, "stapsdt", 8) == 0;
     if (is_sdt && descsz >= 24) {
       sdt_probe p;
       p.pc = image_->read_uint(d.data() + desc_at, 8);
@@ -214,7 +217,8 @@ std::optional<uint64_t> elf_file::offset_to_vaddr(uint64_t off) const noexcept {
   return std::nullopt;
 }
 
-std::optional<uint64_t> elf_file::load_bias(uint64_t map_start, uint64_t map_offset) const noexcept {
+std::optional<uint64_t> elf_file::load_bias(uint64_t map_start,
+                                            uint64_t map_offset) const noexcept {
   // The loader maps page_down(p.offset) at page_down(bias + p.vaddr), so for the segment whose
   // file range starts in this mapping's first page: bias = start - offset + p.offset - p.vaddr.
   for (const auto& p : image_->segments()) {

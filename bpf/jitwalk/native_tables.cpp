@@ -9,9 +9,8 @@
 namespace jitwalk {
 
 result<std::vector<unwind_function>> sframe_functions(std::span<const uint8_t> bytes,
-                                                      uint64_t section_address,
-                                                      table_source source, int* version_out,
-                                                      bool check_rules) {
+                                                      uint64_t section_address, table_source source,
+                                                      int* version_out, bool check_rules) {
   auto dec = jitunwind::sframe::decode(bytes, section_address);
   if (!dec) return dec.error();
   if (version_out != nullptr) *version_out = dec->info.version;
@@ -67,7 +66,8 @@ result<native_table> build_native_table(const elf_file& obj, uint64_t bias, uint
         std::sort(covered.begin(), covered.end());
         for (auto& f : r->functions) {
           const uint64_t s = f.start, e = f.start + f.size;
-          auto it = std::lower_bound(covered.begin(), covered.end(), std::make_pair(e, uint64_t{0}));
+          auto it =
+              std::lower_bound(covered.begin(), covered.end(), std::make_pair(e, uint64_t{0}));
           bool overlaps = false;
           if (it != covered.begin()) {
             auto prev = it - 1;

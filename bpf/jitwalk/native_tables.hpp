@@ -36,8 +36,7 @@ result<native_table> build_native_table(const elf_file& obj, uint64_t bias, uint
 /// the frame model's ABI rules to every function (jitunwind::validate) — for JIT windows, whose
 /// tables come from a process we do not trust.
 result<std::vector<unwind_function>> sframe_functions(std::span<const uint8_t> bytes,
-                                                      uint64_t section_address,
-                                                      table_source source, int* version_out,
-                                                      bool check_rules = false);
+                                                      uint64_t section_address, table_source source,
+                                                      int* version_out, bool check_rules = false);
 
 }  // namespace jitwalk

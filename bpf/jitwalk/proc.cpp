@@ -49,7 +49,8 @@ std::vector<mapping> parse_maps(const std::string& text) {
 result<std::vector<mapping>> read_maps(pid_t pid) {
   std::string path = format("/proc/%d/maps", pid);
   std::ifstream f(path);
-  if (!f) return make_error(errc::not_found, "cannot read %s (process %d gone?)", path.c_str(), pid);
+  if (!f)
+    return make_error(errc::not_found, "cannot read %s (process %d gone?)", path.c_str(), pid);
   std::stringstream ss;
   ss << f.rdbuf();
   return parse_maps(ss.str());
@@ -81,7 +82,8 @@ std::vector<pid_t> list_threads(pid_t pid) {
   DIR* d = opendir(format("/proc/%d/task", pid).c_str());
   if (d == nullptr) return out;
   while (dirent* e = readdir(d)) {
-    if (e->d_name[0] >= '0' && e->d_name[0] <= '9') out.push_back(static_cast<pid_t>(std::atoi(e->d_name)));
+    if (e->d_name[0] >= '0' && e->d_name[0] <= '9')
+      out.push_back(static_cast<pid_t>(std::atoi(e->d_name)));
   }
   closedir(d);
   return out;
@@ -100,7 +102,8 @@ bool process_alive(pid_t pid) {
 result<child_process> child_process::spawn(const std::vector<std::string>& argv) {
   if (argv.empty()) return make_error(errc::invalid_argument, "no command given");
   int gate[2], err[2];
-  if (pipe2(gate, O_CLOEXEC) != 0) return make_error(errc::io_error, "pipe: %s", std::strerror(errno));
+  if (pipe2(gate, O_CLOEXEC) != 0)
+    return make_error(errc::io_error, "pipe: %s", std::strerror(errno));
   if (pipe2(err, O_CLOEXEC) != 0) {
     ::close(gate[0]);
     ::close(gate[1]);
@@ -141,8 +144,12 @@ result<child_process> child_process::spawn(const std::vector<std::string>& argv)
 }
 
 child_process::child_process(child_process&& o) noexcept
-    : pid_(o.pid_), gate_fd_(o.gate_fd_), error_fd_(o.error_fd_), command_(std::move(o.command_)),
-      exited_(o.exited_), exit_code_(o.exit_code_) {
+    : pid_(o.pid_),
+      gate_fd_(o.gate_fd_),
+      error_fd_(o.error_fd_),
+      command_(std::move(o.command_)),
+      exited_(o.exited_),
+      exit_code_(o.exit_code_) {
   o.pid_ = -1;
   o.gate_fd_ = o.error_fd_ = -1;
 }

@@ -33,10 +33,9 @@ std::vector<profile_stack> profile_data::stacks() const {
   std::sort(out.begin(), out.end(), [&](const profile_stack& a, const profile_stack& b) {
     if (a.thread != b.thread) return a.thread < b.thread;
     auto na = root_first_names(a), nb = root_first_names(b);
-    return std::lexicographical_compare(na.begin(), na.end(), nb.begin(), nb.end(),
-                                        [](const std::string* x, const std::string* y) {
-                                          return *x < *y;
-                                        });
+    return std::lexicographical_compare(
+        na.begin(), na.end(), nb.begin(), nb.end(),
+        [](const std::string* x, const std::string* y) { return *x < *y; });
   });
   return out;
 }

@@ -6,9 +6,12 @@ namespace jitwalk {
 
 const char* to_string(table_source s) noexcept {
   switch (s) {
-    case table_source::sframe: return "sframe";
-    case table_source::eh_frame: return "eh_frame";
-    case table_source::jit: return "jit";
+    case table_source::sframe:
+      return "sframe";
+    case table_source::eh_frame:
+      return "eh_frame";
+    case table_source::jit:
+      return "jit";
   }
   return "?";
 }
@@ -77,18 +80,16 @@ jw_row to_bpf(const unwind_row& r, uint32_t pc_off, table_source source) {
 }
 
 bool same_rule(const jw_row& a, const jw_row& b) {
-  return a.kind == b.kind && a.cfa_off == b.cfa_off && a.fp_off == b.fp_off &&
-         a.flags == b.flags;
+  return a.kind == b.kind && a.cfa_off == b.cfa_off && a.fp_off == b.fp_off && a.flags == b.flags;
 }
 
 }  // namespace
 
 result<range_rows> flatten(std::vector<unwind_function> functions, uint64_t bias,
                            const flatten_limits& limits) {
-  std::stable_sort(functions.begin(), functions.end(),
-                   [](const unwind_function& a, const unwind_function& b) {
-                     return a.start < b.start;
-                   });
+  std::stable_sort(
+      functions.begin(), functions.end(),
+      [](const unwind_function& a, const unwind_function& b) { return a.start < b.start; });
   range_rows out;
   uint64_t cursor = 0;  // end of the last function laid out (absolute)
   bool first = true;
@@ -125,10 +126,9 @@ result<range_rows> flatten(std::vector<unwind_function> functions, uint64_t bias
     }
     if (start < limits.lo || end > limits.hi) {
       if (limits.strict) {
-        return make_error(errc::malformed,
-                          "function [%s, %s) lies outside the covered text [%s, %s)",
-                          hex(start).c_str(), hex(end).c_str(), hex(limits.lo).c_str(),
-                          hex(limits.hi).c_str());
+        return make_error(
+            errc::malformed, "function [%s, %s) lies outside the covered text [%s, %s)",
+            hex(start).c_str(), hex(end).c_str(), hex(limits.lo).c_str(), hex(limits.hi).c_str());
       }
       ++out.dropped;
       continue;

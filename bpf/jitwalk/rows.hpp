@@ -61,8 +61,8 @@ struct range_rows {
   uint64_t start = 0;
   uint64_t end = 0;
   std::vector<jw_row> rows;
-  size_t functions = 0;      ///< functions laid out
-  size_t dropped = 0;        ///< functions dropped (overlapping a previous one)
+  size_t functions = 0;  ///< functions laid out
+  size_t dropped = 0;    ///< functions dropped (overlapping a previous one)
 };
 
 struct flatten_limits {

@@ -11,7 +11,9 @@ namespace jitwalk {
 
 namespace {
 volatile sig_atomic_t g_stop = 0;
-void on_stop_signal(int) { g_stop = 1; }
+void on_stop_signal(int) {
+  g_stop = 1;
+}
 
 // execvp's PATH lookup, done here to find the executable's dynamic loader before it runs.
 std::string resolve_command(const std::string& cmd) {
@@ -40,7 +42,9 @@ void install_stop_signals() {
   sigaction(SIGTERM, &sa, nullptr);
 }
 
-bool stop_requested() { return g_stop != 0; }
+bool stop_requested() {
+  return g_stop != 0;
+}
 
 result<std::unique_ptr<run_session>> run_session::start(const run_options& o) {
   std::unique_ptr<run_session> s(new run_session());

@@ -29,9 +29,9 @@ struct run_options {
   uint32_t max_depth = JW_MAX_DEPTH;
   bool kernel_stacks = false;
   bool per_thread = false;
-  bool fp_only = false;       ///< walk with frame pointers only (our BPF walker)
-  bool sync_tables = false;   ///< SIGSTOP the target on window_publish until its rows are loaded
-  double duration_s = 0;      ///< 0 = until the command exits / Ctrl-C
+  bool fp_only = false;      ///< walk with frame pointers only (our BPF walker)
+  bool sync_tables = false;  ///< SIGSTOP the target on window_publish until its rows are loaded
+  double duration_s = 0;     ///< 0 = until the command exits / Ctrl-C
 };
 
 /// A prepared session: BPF loaded, target started (gated) or attached, tables and probes set.

@@ -33,11 +33,21 @@ std::string escape(const std::string& s) {
   out.reserve(s.size());
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           out += ' ';
@@ -154,12 +164,15 @@ std::string flamegraph_svg(const profile_data& p, const svg_options& o) {
       "<svg version=\"1.1\" width=\"%u\" height=\"%u\" viewBox=\"0 0 %u %u\" "
       "xmlns=\"http://www.w3.org/2000/svg\">\n",
       width, height, width, height);
-  svg += "<style>text{font-family:Verdana,sans-serif;font-size:11px;fill:#000}"
-         "g.f rect{stroke:#fff;stroke-width:0.5;rx:2;ry:2}g.f:hover rect{stroke:#000}"
-         ".title{font-size:17px;text-anchor:middle}.sub{font-size:12px;fill:#555;text-anchor:middle}"
-         "#reset{cursor:pointer;fill:#036}</style>\n";
-  svg += format("<rect x=\"0\" y=\"0\" width=\"%u\" height=\"%u\" fill=\"#f8f8f0\"/>\n", width, height);
-  svg += format("<text class=\"title\" x=\"%u\" y=\"22\">%s</text>\n", width / 2, escape(o.title).c_str());
+  svg +=
+      "<style>text{font-family:Verdana,sans-serif;font-size:11px;fill:#000}"
+      "g.f rect{stroke:#fff;stroke-width:0.5;rx:2;ry:2}g.f:hover rect{stroke:#000}"
+      ".title{font-size:17px;text-anchor:middle}.sub{font-size:12px;fill:#555;text-anchor:middle}"
+      "#reset{cursor:pointer;fill:#036}</style>\n";
+  svg += format("<rect x=\"0\" y=\"0\" width=\"%u\" height=\"%u\" fill=\"#f8f8f0\"/>\n", width,
+                height);
+  svg += format("<text class=\"title\" x=\"%u\" y=\"22\">%s</text>\n", width / 2,
+                escape(o.title).c_str());
   if (!o.subtitle.empty()) {
     svg += format("<text class=\"sub\" x=\"%u\" y=\"40\">%s</text>\n", width / 2,
                   escape(o.subtitle).c_str());

@@ -11,10 +11,14 @@ namespace jitwalk {
 
 const char* to_string(frame_kind k) noexcept {
   switch (k) {
-    case frame_kind::native: return "native";
-    case frame_kind::jit: return "jit";
-    case frame_kind::kernel: return "kernel";
-    case frame_kind::unknown: return "unknown";
+    case frame_kind::native:
+      return "native";
+    case frame_kind::jit:
+      return "jit";
+    case frame_kind::kernel:
+      return "kernel";
+    case frame_kind::unknown:
+      return "unknown";
   }
   return "?";
 }
@@ -43,7 +47,8 @@ void symbolizer::refresh() {
     for (const mapping& mp : maps_) {
       if (mp.path.size() > suffix.size() &&
           mp.path.compare(mp.path.size() - suffix.size(), suffix.size(), suffix) == 0 &&
-          std::find(jitdump_paths_.begin(), jitdump_paths_.end(), mp.path) == jitdump_paths_.end()) {
+          std::find(jitdump_paths_.begin(), jitdump_paths_.end(), mp.path) ==
+              jitdump_paths_.end()) {
         jitdump_paths_.push_back(mp.path);
       }
     }

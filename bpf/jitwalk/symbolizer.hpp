@@ -21,8 +21,8 @@ enum class frame_kind : uint8_t { native, jit, kernel, unknown };
 const char* to_string(frame_kind k) noexcept;
 
 struct frame_desc {
-  std::string name;    ///< function name (demangled), or "[unknown 0x...]" / "module+0x..."
-  std::string module;  ///< object path, "[jit]", "[kernel]", or ""
+  std::string name;          ///< function name (demangled), or "[unknown 0x...]" / "module+0x..."
+  std::string module;        ///< object path, "[jit]", "[kernel]", or ""
   uint64_t module_base = 0;  ///< start of the module's mapping (pprof Mapping)
   uint64_t module_limit = 0;
   uint64_t module_offset = 0;  ///< file offset of the first mapped byte

@@ -16,7 +16,8 @@ T load_relaxed(T* p) {
 }  // namespace
 
 table_store::table_store(table_views views) : v_(views) {
-  if (!v_.rows.empty()) free_[0] = static_cast<uint32_t>(std::min<size_t>(v_.rows.size(), UINT32_MAX));
+  if (!v_.rows.empty())
+    free_[0] = static_cast<uint32_t>(std::min<size_t>(v_.rows.size(), UINT32_MAX));
   store_release(&v_.ctl->nranges[0], 0u);
   store_release(&v_.ctl->nranges[1], 0u);
   store_release(&v_.ctl->active, 0u);
@@ -167,8 +168,7 @@ result<void> table_store::commit() {
   store_release(&v_.ctl->active, half);
   dirty_ = false;
   if (!failures.empty()) {
-    return make_error(errc::limit_exceeded, "BPF row table full, not loaded: %s",
-                      failures.c_str());
+    return make_error(errc::limit_exceeded, "BPF row table full, not loaded: %s", failures.c_str());
   }
   return {};
 }

@@ -89,8 +89,8 @@ void tracker::attach_object_probes(const std::string& path, const elf_file& obj,
       continue;
     }
     ++stats_.probes_attached;
-    detail("attached %s to USDT %s:%s in %s", to_string(*which), p.provider.c_str(),
-           p.name.c_str(), path.c_str());
+    detail("attached %s to USDT %s:%s in %s", to_string(*which), p.provider.c_str(), p.name.c_str(),
+           path.c_str());
   }
 }
 
@@ -211,11 +211,10 @@ void tracker::load_window(const window_record& w) {
   auto reject = [&](const std::string& why) {
     rejected_.insert({w.window_id, w.generation});
     ++stats_.windows_rejected;
-    std::string msg = format("window %llu (generation %llu, text %s+%llu): SFrame rejected: %s",
-                             static_cast<unsigned long long>(w.window_id),
-                             static_cast<unsigned long long>(w.generation),
-                             hex(w.text_start).c_str(),
-                             static_cast<unsigned long long>(w.text_size), why.c_str());
+    std::string msg = format(
+        "window %llu (generation %llu, text %s+%llu): SFrame rejected: %s",
+        static_cast<unsigned long long>(w.window_id), static_cast<unsigned long long>(w.generation),
+        hex(w.text_start).c_str(), static_cast<unsigned long long>(w.text_size), why.c_str());
     warn("%s", msg.c_str());
     rejections_.push_back(std::move(msg));
   };

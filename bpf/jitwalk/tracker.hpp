@@ -30,8 +30,8 @@ namespace jitwalk {
 
 struct tracker_options {
   native_policy native;
-  bool jit = true;               ///< load JIT windows from the registry
-  bool attach_events = true;     ///< attach jitunwind:* USDT events
+  bool jit = true;                  ///< load JIT windows from the registry
+  bool attach_events = true;        ///< attach jitunwind:* USDT events
   bool attach_checkpoints = false;  ///< attach every `checkpoint` probe (verify)
   std::string checkpoint_provider;  ///< only this provider's checkpoint probes ("" = any)
 };
@@ -102,10 +102,10 @@ class tracker {
   symbolizer& sym_;
   pid_t pid_;
   tracker_options o_;
-  std::map<object_key, uint32_t> objects_;  // executable mapping -> uid (0: no table)
+  std::map<object_key, uint32_t> objects_;          // executable mapping -> uid (0: no table)
   std::set<std::pair<uint64_t, uint64_t>> probed_;  // (dev, inode) whose probes are attached
   std::optional<jitunwind::remote::registry_reader> reader_;
-  std::map<uint64_t, window_info> windows_;  // by window id
+  std::map<uint64_t, window_info> windows_;           // by window id
   std::set<std::pair<uint64_t, uint64_t>> rejected_;  // (id, generation)
   std::map<uint32_t, uint64_t> freed_at_;             // uid -> time
   std::vector<std::string> rejections_;

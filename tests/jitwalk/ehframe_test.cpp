@@ -23,7 +23,8 @@ struct expected_row {
 
 // Parses readelf's interpreted tables: FDE header lines, then "LOC CFA <regs...> ra" rows.
 // FDEs without rows inherit their CIE's initial row.
-std::map<uint64_t, std::pair<uint64_t, std::vector<expected_row>>> readelf_rows(const std::string& text) {
+std::map<uint64_t, std::pair<uint64_t, std::vector<expected_row>>> readelf_rows(
+    const std::string& text) {
   std::map<uint64_t, std::pair<uint64_t, std::vector<expected_row>>> out;  // start -> (end, rows)
   std::map<std::string, unwind_row> cie_rows;  // CIE offset -> initial row
   std::istringstream in(text);
@@ -121,10 +122,10 @@ const unwind_row* row_at(const unwind_function& f, uint64_t pc) {
 }
 
 bool same(const unwind_row& a, const unwind_row& b) {
-  return a.kind == b.kind && (a.kind != rule::cfa_sp && a.kind != rule::cfa_fp
-                                  ? true
-                                  : a.cfa_off == b.cfa_off && a.fp_saved == b.fp_saved &&
-                                        a.fp_off == b.fp_off);
+  return a.kind == b.kind &&
+         (a.kind != rule::cfa_sp && a.kind != rule::cfa_fp
+              ? true
+              : a.cfa_off == b.cfa_off && a.fp_saved == b.fp_saved && a.fp_off == b.fp_off);
 }
 
 void compare_with_readelf(const std::string& path, size_t min_rows) {
@@ -207,16 +208,17 @@ TEST_CASE("eh_frame rows of libstdc++ and of a test program match readelf's inte
 
 TEST_CASE("hostile eh_frame input is rejected without reading out of bounds") {
   // A CIE, then an FDE whose length runs past the section, then garbage instructions.
-  std::vector<uint8_t> s = {
-      0x14, 0, 0, 0, 0, 0, 0, 0, 1, 'z', 'R', 0, 1, 0x78, 0x10, 1, 0x1b, 0x0c, 7, 8, 0x90, 1, 0, 0,
-      0xff, 0xff, 0, 0, 0x1c, 0, 0, 0};
+  std::vector<uint8_t> s = {0x14, 0, 0,    0,    0, 0,    0,    0, 1, 'z',  'R',
+                            0,    1, 0x78, 0x10, 1, 0x1b, 0x0c, 7, 8, 0x90, 1,
+                            0,    0, 0xff, 0xff, 0, 0,    0x1c, 0, 0, 0};
   auto r = parse_eh_frame(s, 0x1000);
   REQUIRE_FALSE(r.ok());
   CHECK_THAT(r.error().message(), Catch::Contains("runs past the section"));
   // Unknown CFA opcode inside an otherwise valid FDE.
-  std::vector<uint8_t> t = {
-      0x14, 0, 0, 0, 0, 0, 0, 0, 1, 'z', 'R', 0, 1, 0x78, 0x10, 1, 0x1b, 0x0c, 7, 8, 0x90, 1, 0, 0,
-      0x14, 0, 0, 0, 0x1c, 0, 0, 0, 0, 0, 0, 0, 0x10, 0, 0, 0, 0, 0x3f, 0, 0, 0, 0, 0, 0};
+  std::vector<uint8_t> t = {0x14, 0,    0,    0, 0,    0,    0, 0, 1,    'z', 'R', 0,
+                            1,    0x78, 0x10, 1, 0x1b, 0x0c, 7, 8, 0x90, 1,   0,   0,
+                            0x14, 0,    0,    0, 0x1c, 0,    0, 0, 0,    0,   0,   0,
+                            0x10, 0,    0,    0, 0,    0x3f, 0, 0, 0,    0,   0,   0};
   auto u = parse_eh_frame(t, 0x1000);
   REQUIRE(u.ok());
   CHECK(u->skipped == 1);

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "png_check.hpp"
@@ -16,9 +17,15 @@ namespace jt = jitunwind::test;
 
 namespace {
 
-std::string jitwalk() { return jt::binary_path("bpf/jitwalk"); }
-std::string jit_target() { return jt::binary_path("tests/jitwalk/jitwalk_jit_target"); }
-std::string native_target() { return jt::binary_path("tests/jitwalk/jitwalk_native_target"); }
+std::string jitwalk() {
+  return jt::binary_path("bpf/jitwalk");
+}
+std::string jit_target() {
+  return jt::binary_path("tests/jitwalk/jitwalk_jit_target");
+}
+std::string native_target() {
+  return jt::binary_path("tests/jitwalk/jitwalk_native_target");
+}
 
 std::map<std::string, uint64_t> parse_folded(const std::string& text) {
   std::map<std::string, uint64_t> out;
@@ -84,8 +91,8 @@ namespace {
 // the whole chain from main (main's frame itself is described only by the .sframe section).
 void profile_native(const std::string& program, const char* version) {
   jt::temp_dir dir;
-  auto r = jt::run({jitwalk(), "profile", "-F", "499", "--folded", dir / "f.txt",
-                    "--native-tables", "sframe", "--", program, "2"},
+  auto r = jt::run({jitwalk(), "profile", "-F", "499", "--folded", dir / "f.txt", "--native-tables",
+                    "sframe", "--", program, "2"},
                    {}, std::chrono::seconds(120));
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
@@ -94,7 +101,8 @@ void profile_native(const std::string& program, const char* version) {
   REQUIRE(n > 200);
   uint64_t chain = 0;
   for (const auto& [stack, count] : folded) {
-    if (stack.find(";main;native_top;native_middle;native_leaf") != std::string::npos) chain += count;
+    if (stack.find(";main;native_top;native_middle;native_leaf") != std::string::npos)
+      chain += count;
   }
   INFO(jt::read_file(dir / "f.txt"));
   CHECK(chain * 10 >= n * 9);
@@ -123,6 +131,70 @@ TEST_CASE("profile: the same program with an LLVM-made .sframe v2") {
 #endif
 }
 
+TEST_CASE("profile: threads, per-thread roots and kernel stacks") {
+  if (!jt::may_run_privileged("jitwalk profile")) return;
+  jt::temp_dir dir;
+  // Three threads: their samples arrive through the inherited per-thread events.
+  auto r = jt::run({jitwalk(), "profile", "-F", "299", "--per-thread", "--folded", dir / "t.txt",
+                    "--", native_target(), "2", "3"},
+                   {}, std::chrono::seconds(120));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  auto folded = parse_folded(jt::read_file(dir / "t.txt"));
+  std::set<std::string> roots;
+  uint64_t from_thread = 0, n = total(folded);
+  for (const auto& [stack, count] : folded) {
+    roots.insert(stack.substr(0, stack.find(';')));
+    if (stack.find("start_thread;native_thread;spin") != std::string::npos ||
+        stack.find(";native_thread;native_top;native_middle;native_leaf") != std::string::npos) {
+      from_thread += count;
+    }
+  }
+  INFO(jt::read_file(dir / "t.txt").substr(0, 3000));
+  CHECK(roots.size() >= 3);     // "jitwalk_native_/TID" per thread
+  CHECK(from_thread * 2 >= n);  // two of the three threads start in native_thread
+
+  // Kernel stacks: a program that lives in write(2).
+  auto k = jt::run({jitwalk(), "profile", "-F", "499", "--kernel", "--folded", dir / "k.txt", "-d",
+                    "2", "--", "dd", "if=/dev/zero", "of=/dev/null", "bs=1", "count=100000000"},
+                   {}, std::chrono::seconds(120));
+  INFO(k.err);
+  REQUIRE(k.exit_code == 0);
+  auto kf = parse_folded(jt::read_file(dir / "k.txt"));
+  uint64_t with_kernel = 0;
+  for (const auto& [stack, count] : kf) {
+    if (stack.find("_[k]") != std::string::npos &&
+        (stack.find("_write;") != std::string::npos || stack.find("_read;") != std::string::npos)) {
+      with_kernel += count;
+    }
+  }
+  INFO(jt::read_file(dir / "k.txt").substr(0, 3000));
+  CHECK(with_kernel * 4 >= total(kf));  // dd with bs=1 spends most of its time in read/write
+}
+
+TEST_CASE("profile: attaching to a running JIT process with -p") {
+  if (!jt::may_run_privileged("jitwalk profile")) return;
+  jt::temp_dir dir;
+  // The target runs on its own; jitwalk finds its registry, windows and perf map after the fact.
+  auto r = jt::run_shell(jit_target() +
+                             " deep --seconds 6 --depth 25 --no-checkpoint & pid=$!; "
+                             "sleep 1; " +
+                             jitwalk() + " profile -p $pid -d 2 -F 499 --folded " + dir / "p.txt" +
+                             "; rc=$?; wait $pid; exit $rc",
+                         std::chrono::seconds(120));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  auto folded = parse_folded(jt::read_file(dir / "p.txt"));
+  uint64_t jit = 0, n = total(folded);
+  for (const auto& [stack, count] : folded) {
+    if (stack.find(";main;jit:entry;jit:rec;jit:rec;jit:rec") != std::string::npos) jit += count;
+  }
+  INFO(jt::read_file(dir / "p.txt").substr(0, 3000));
+  REQUIRE(n > 100);
+  CHECK(jit * 10 >= n * 9);
+  CHECK_THAT(r.err, Catch::Contains("2 loaded"));
+}
+
 TEST_CASE("profile: the JIT target's stacks, SVG in Chromium, pprof through protoc") {
   if (!jt::may_run_privileged("jitwalk profile")) return;
   jt::temp_dir dir;
@@ -147,18 +219,18 @@ TEST_CASE("profile: the JIT target's stacks, SVG in Chromium, pprof through prot
   CHECK(full * 10 >= n * 8);  // startup samples and the exit path are the rest
 
   if (jt::tool_available("protoc")) {
-    auto d = jt::run_shell("gzip -dc " + dir / "p.pb.gz" + " | protoc --proto_path=" +
-                           jt::source_path("bpf/proto") +
+    auto d = jt::run_shell("gzip -dc " + dir / "p.pb.gz" +
+                           " | protoc --proto_path=" + jt::source_path("bpf/proto") +
                            " --decode=perftools.profiles.Profile profile.proto");
     REQUIRE(d.exit_code == 0);
     CHECK_THAT(d.out, Catch::Contains("string_table: \"jit:rec\""));
     CHECK_THAT(d.out, Catch::Contains("string_table: \"main\""));
   }
   if (jt::tool_available("chromium")) {
-    auto shot = jt::run({"chromium", "--headless", "--no-sandbox", "--disable-gpu",
-                         "--hide-scrollbars", "--screenshot=" + dir / "f.png",
-                         "--window-size=1200,900", "file://" + dir / "f.svg"},
-                        {}, std::chrono::seconds(90));
+    auto shot = jt::run(
+        {"chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+         "--screenshot=" + dir / "f.png", "--window-size=1200,900", "file://" + dir / "f.svg"},
+        {}, std::chrono::seconds(90));
     REQUIRE(shot.exit_code == 0);
     jitwalk_test::image img;
     REQUIRE(jitwalk_test::decode_png(jt::read_file(dir / "f.png"), img));
@@ -208,27 +280,30 @@ TEST_CASE("verify fails when the walk and the ground truth disagree") {
   CHECK(j["exact"] == 45);
   CHECK_THAT(r.out, Catch::Contains("MISMATCH") && Catch::Contains("result: FAIL"));
   // ... and passes with a threshold the lies stay under.
-  auto k = verify({"deep", "--depth", "20", "--iterations", "50", "--lie"}, &r, {"--min-match", "90"});
+  auto k =
+      verify({"deep", "--depth", "20", "--iterations", "50", "--lie"}, &r, {"--min-match", "90"});
   CHECK(r.exit_code == 0);
 }
 
 TEST_CASE("hostile windows are rejected by id; the walker stays within its bounds") {
   if (!jt::may_run_privileged("jitwalk profile")) return;
   jt::temp_dir dir;
-  auto r = jt::run({jitwalk(), "profile", "-F", "499", "--folded", dir / "f.txt", "--", jit_target(),
-                    "hostile", "--seconds", "2", "--depth", "20"},
+  auto r = jt::run({jitwalk(), "profile", "-F", "499", "--folded", dir / "f.txt", "--",
+                    jit_target(), "hostile", "--seconds", "2", "--depth", "20"},
                    {}, std::chrono::seconds(120));
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.err, Catch::Contains("window 10 (") && Catch::Contains("FDE sub-section"));
-  CHECK_THAT(r.err, Catch::Contains("window 11 (") && Catch::Contains("past the end of the function"));
+  CHECK_THAT(r.err,
+             Catch::Contains("window 11 (") && Catch::Contains("past the end of the function"));
   CHECK_THAT(r.err, Catch::Contains("window 12 (") && Catch::Contains("outside the covered text"));
   CHECK_THAT(r.err, Catch::Contains("window 13 (") && Catch::Contains("above the limit"));
   CHECK_THAT(r.err, Catch::Contains("4 rejected"));
   auto folded = parse_folded(jt::read_file(dir / "f.txt"));
   uint64_t looped = 0, good = 0;
   for (const auto& [stack, count] : folded) {
-    if (stack.find("[cut: stack did not move up];jit:loop_outer;jit:loop_inner") != std::string::npos) {
+    if (stack.find("[cut: stack did not move up];jit:loop_outer;jit:loop_inner") !=
+        std::string::npos) {
       looped += count;
     }
     if (stack.find(";main;jit:entry;jit:rec") != std::string::npos) good += count;

@@ -89,7 +89,8 @@ TEST_CASE("SVG flame graph is well-formed and renders in headless Chromium") {
   svg_options o;
   o.title = "test <profile> & more";
   REQUIRE(write_svg(sample_profile(), o, svg).ok());
-  auto xml = jt::run({"python3", "-c", "import sys, xml.dom.minidom as m; m.parse(sys.argv[1])", svg});
+  auto xml =
+      jt::run({"python3", "-c", "import sys, xml.dom.minidom as m; m.parse(sys.argv[1])", svg});
   INFO(xml.err);
   CHECK(xml.exit_code == 0);
   const std::string text = jt::read_file(svg);

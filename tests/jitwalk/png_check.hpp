@@ -61,16 +61,24 @@ inline bool decode_png(const std::string& file, image& out) {
       const int a = x >= bpp ? cur[x - bpp] : 0, b = prev[x], c = x >= bpp ? prev[x - bpp] : 0;
       int p = line[x];
       switch (filter) {
-        case 0: break;
-        case 1: p += a; break;
-        case 2: p += b; break;
-        case 3: p += (a + b) / 2; break;
+        case 0:
+          break;
+        case 1:
+          p += a;
+          break;
+        case 2:
+          p += b;
+          break;
+        case 3:
+          p += (a + b) / 2;
+          break;
         case 4: {
           const int pa = std::abs(b - c), pb = std::abs(a - c), pc = std::abs(a + b - 2 * c);
           p += (pa <= pb && pa <= pc) ? a : (pb <= pc ? b : c);
           break;
         }
-        default: return false;
+        default:
+          return false;
       }
       cur[x] = static_cast<uint8_t>(p);
     }

@@ -10,8 +10,8 @@ using namespace jitwalk;
 
 namespace {
 
-unwind_function fn(uint64_t start, uint32_t size, std::vector<unwind_row> rows,
-                   uint32_t rep = 0, table_source src = table_source::sframe) {
+unwind_function fn(uint64_t start, uint32_t size, std::vector<unwind_row> rows, uint32_t rep = 0,
+                   table_source src = table_source::sframe) {
   unwind_function f;
   f.start = start;
   f.size = size;
@@ -21,8 +21,12 @@ unwind_function fn(uint64_t start, uint32_t size, std::vector<unwind_row> rows,
   return f;
 }
 
-unwind_row sp(uint32_t at, int32_t off) { return {at, rule::cfa_sp, off, false, 0}; }
-unwind_row fp(uint32_t at, int32_t off, int32_t saved) { return {at, rule::cfa_fp, off, true, saved}; }
+unwind_row sp(uint32_t at, int32_t off) {
+  return {at, rule::cfa_sp, off, false, 0};
+}
+unwind_row fp(uint32_t at, int32_t off, int32_t saved) {
+  return {at, rule::cfa_fp, off, true, saved};
+}
 
 }  // namespace
 

@@ -23,7 +23,10 @@ struct fake_maps {
     uint32_t lo = 0, hi = n;
     for (int i = 0; i < JW_RANGE_SEARCH_STEPS && lo < hi; ++i) {
       uint32_t mid = lo + (hi - lo) / 2;
-      if (base[mid].start <= pc) lo = mid + 1; else hi = mid;
+      if (base[mid].start <= pc)
+        lo = mid + 1;
+      else
+        hi = mid;
     }
     if (lo == 0) return nullptr;
     const jw_range& r = base[lo - 1];
@@ -34,7 +37,10 @@ struct fake_maps {
     hi = r.row_count;
     for (int i = 0; i < JW_ROW_SEARCH_STEPS && lo < hi; ++i) {
       uint32_t mid = lo + (hi - lo) / 2;
-      if (rows[r.row_first + mid].pc_off <= off) lo = mid + 1; else hi = mid;
+      if (rows[r.row_first + mid].pc_off <= off)
+        lo = mid + 1;
+      else
+        hi = mid;
     }
     return lo ? &rows[r.row_first + lo - 1] : nullptr;
   }
@@ -154,8 +160,9 @@ TEST_CASE("many ranges: every lookup agrees with a linear search") {
   for (uint64_t i = 0; i < 3000; ++i) {
     uint64_t s = 0x100000 + i * 0x300 + (i % 7) * 16;
     spans.emplace_back(s, s + 0x100 + (i % 5) * 0x40);
-    REQUIRE(t.add(make(s, spans.back().second, {8, static_cast<int32_t>(16 + 8 * (i % 9))}),
-                  info("r")).ok());
+    REQUIRE(
+        t.add(make(s, spans.back().second, {8, static_cast<int32_t>(16 + 8 * (i % 9))}), info("r"))
+            .ok());
   }
   REQUIRE(t.commit().ok());
   for (uint64_t pc = 0x100000 - 0x100; pc < 0x100000 + 3000 * 0x300 + 0x400; pc += 37) {

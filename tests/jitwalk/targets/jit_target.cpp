@@ -71,8 +71,9 @@ void registry_init() {
 }
 
 // Writes a slot with the seqlock protocol; returns the generation.
-uint64_t registry_write(uint32_t slot, uint64_t id, uint32_t state, uint64_t text, uint64_t text_size,
-                        uint64_t sframe, uint64_t sframe_size, uint64_t generation = 0) {
+uint64_t registry_write(uint32_t slot, uint64_t id, uint32_t state, uint64_t text,
+                        uint64_t text_size, uint64_t sframe, uint64_t sframe_size,
+                        uint64_t generation = 0) {
   jitunwind_registry_entry& e = g_entries[slot];
   uint64_t seq = __atomic_load_n(&e.seq, __ATOMIC_RELAXED);
   __atomic_store_n(&e.seq, seq + 1, __ATOMIC_RELAXED);
@@ -139,8 +140,8 @@ void publish(window& w, const std::vector<uint8_t>& code, const std::vector<emit
   std::memcpy(w.base + kCodeSize, bytes->data(), bytes->size());
   const uint64_t text = reinterpret_cast<uint64_t>(w.base);
   const uint64_t sframe_size = sframe_size_override ? sframe_size_override : bytes->size();
-  w.generation = registry_write(w.slot, w.id, JITUNWIND_WINDOW_LIVE, text, code.size(),
-                                sframe_addr, sframe_size);
+  w.generation = registry_write(w.slot, w.id, JITUNWIND_WINDOW_LIVE, text, code.size(), sframe_addr,
+                                sframe_size);
   for (const auto& f : fns) {
     ev::code_add(f.frames.start, f.frames.size, f.name.c_str(), w.id);
     if (g_perfmap != nullptr) {
@@ -230,31 +231,31 @@ function_desc fn_rows(uint64_t start, uint32_t size, uint32_t after_alloc, int32
 std::vector<emitted_function> gen_rec(window& w, unsigned pad, std::vector<uint8_t>& out) {
   code_buf c;
   const uint64_t base = reinterpret_cast<uint64_t>(w.base);
-  prologue(c);                       // 0..4
-  c.put({0x48, 0x83, 0xEC, 0x10});   // sub rsp, 16 -> 8
+  prologue(c);                      // 0..4
+  c.put({0x48, 0x83, 0xEC, 0x10});  // sub rsp, 16 -> 8
   for (unsigned i = 0; i < pad; ++i) c.put({0x90});
-  c.put({0x48, 0x85, 0xFF});         // test rdi, rdi
-  c.put({0x74, 0x00});               // jz base (patched)
+  c.put({0x48, 0x85, 0xFF});  // test rdi, rdi
+  c.put({0x74, 0x00});        // jz base (patched)
   const uint32_t jz = c.at() - 1;
-  c.put({0x48, 0xFF, 0xCF});         // dec rdi
-  c.put({0xE8});                     // call f
+  c.put({0x48, 0xFF, 0xCF});  // dec rdi
+  c.put({0xE8});              // call f
   c.u32(static_cast<uint32_t>(0 - (c.at() + 4)));
   const uint32_t ra_rec = c.at();
-  c.put({0x48, 0x83, 0xC4, 0x10});   // add rsp, 16
+  c.put({0x48, 0x83, 0xC4, 0x10});  // add rsp, 16
   const uint32_t ep1_add = c.at();
-  c.put({0x5D});                     // pop rbp
+  c.put({0x5D});  // pop rbp
   const uint32_t ep1_pop = c.at();
-  c.put({0xC3});                     // ret
+  c.put({0xC3});  // ret
   const uint32_t base_at = c.at();
   c.b[jz] = static_cast<uint8_t>(base_at - (jz + 1));
-  c.put({0xB9});                     // mov ecx, spin
+  c.put({0xB9});  // mov ecx, spin
   c.u32(g_spin ? g_spin : 1);
-  c.put({0xFF, 0xC9, 0x75, 0xFC});   // l: dec ecx; jnz l
-  c.put({0x48, 0xB8});               // mov rax, helper
+  c.put({0xFF, 0xC9, 0x75, 0xFC});  // l: dec ecx; jnz l
+  c.put({0x48, 0xB8});              // mov rax, helper
   c.u64(reinterpret_cast<uint64_t>(&jw_helper));
-  c.put({0xFF, 0xD0});               // call rax
+  c.put({0xFF, 0xD0});  // call rax
   const uint32_t ra_base = c.at();
-  c.put({0x48, 0x83, 0xC4, 0x10});   // add rsp, 16
+  c.put({0x48, 0x83, 0xC4, 0x10});  // add rsp, 16
   const uint32_t ep2_add = c.at();
   c.put({0x5D});
   const uint32_t ep2_pop = c.at();
@@ -269,12 +270,12 @@ std::vector<emitted_function> gen_rec(window& w, unsigned pad, std::vector<uint8
 std::vector<emitted_function> gen_entry(window& w, std::vector<uint8_t>& out) {
   code_buf c;
   const uint64_t base = reinterpret_cast<uint64_t>(w.base);
-  prologue(c);                   // 0..4
-  c.put({0x48, 0xB8});           // mov rax, f
+  prologue(c);          // 0..4
+  c.put({0x48, 0xB8});  // mov rax, f
   c.u64(g_layout.f);
-  c.put({0xFF, 0xD0});           // call rax
+  c.put({0xFF, 0xD0});  // call rax
   const uint32_t ra = c.at();
-  c.put({0x5D});                 // pop rbp
+  c.put({0x5D});  // pop rbp
   const uint32_t pop = c.at();
   c.put({0xC3});
   out = c.b;
@@ -333,20 +334,20 @@ void hostile_loop_fn(window& w) {
   //        pop rbp; ret        -- its saved-FP slot points to itself while it spins
   code_buf c;
   const uint64_t base = reinterpret_cast<uint64_t>(w.base);
-  c.put({0x55, 0x48, 0x89, 0xE5});          // outer
+  c.put({0x55, 0x48, 0x89, 0xE5});  // outer
   c.put({0x48, 0xB8});
   const uint32_t inner_imm = c.at();
   c.u64(0);
   c.put({0xFF, 0xD0, 0x5D, 0xC3});
   const uint32_t outer_size = c.at();
   const uint32_t inner = c.at();
-  c.put({0x55, 0x48, 0x89, 0xE5});          // push rbp; mov rbp, rsp
-  c.put({0x48, 0x8B, 0x45, 0x00});          // mov rax, [rbp]
-  c.put({0x48, 0x89, 0x6D, 0x00});          // mov [rbp], rbp
+  c.put({0x55, 0x48, 0x89, 0xE5});  // push rbp; mov rbp, rsp
+  c.put({0x48, 0x8B, 0x45, 0x00});  // mov rax, [rbp]
+  c.put({0x48, 0x89, 0x6D, 0x00});  // mov [rbp], rbp
   c.put({0xB9});
   c.u32(20000000);
-  c.put({0xFF, 0xC9, 0x75, 0xFC});          // spin
-  c.put({0x48, 0x89, 0x45, 0x00});          // mov [rbp], rax
+  c.put({0xFF, 0xC9, 0x75, 0xFC});  // spin
+  c.put({0x48, 0x89, 0x45, 0x00});  // mov [rbp], rax
   c.put({0x5D, 0xC3});
   const uint32_t inner_size = c.at() - inner;
   const uint64_t inner_addr = base + inner;
@@ -356,8 +357,9 @@ void hostile_loop_fn(window& w) {
     b.push_frame_pointer(1, 4).pop_frame_pointer(size - 1);
     return b.finish(start, size).value();
   };
-  publish(w, c.b, {{"jit:loop_outer", rows(base, outer_size)},
-                   {"jit:loop_inner", rows(inner_addr, inner_size)}});
+  publish(w, c.b,
+          {{"jit:loop_outer", rows(base, outer_size)},
+           {"jit:loop_inner", rows(inner_addr, inner_size)}});
 }
 
 }  // namespace
@@ -369,14 +371,22 @@ int main(int argc, char** argv) {
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> const char* { return i + 1 < argc ? argv[++i] : "0"; };
-    if (a == "--depth") g_depth = static_cast<unsigned>(std::atoi(next()));
-    else if (a == "--iterations") iterations = static_cast<unsigned>(std::atoi(next()));
-    else if (a == "--spin") g_spin = static_cast<uint32_t>(std::atoi(next()));
-    else if (a == "--recycle-every") recycle_every = static_cast<unsigned>(std::atoi(next()));
-    else if (a == "--seconds") seconds = std::atof(next());
-    else if (a == "--fp") g_fp = true;
-    else if (a == "--no-checkpoint") g_checkpoint = false;
-    else if (a == "--lie") g_lie = true;
+    if (a == "--depth")
+      g_depth = static_cast<unsigned>(std::atoi(next()));
+    else if (a == "--iterations")
+      iterations = static_cast<unsigned>(std::atoi(next()));
+    else if (a == "--spin")
+      g_spin = static_cast<uint32_t>(std::atoi(next()));
+    else if (a == "--recycle-every")
+      recycle_every = static_cast<unsigned>(std::atoi(next()));
+    else if (a == "--seconds")
+      seconds = std::atof(next());
+    else if (a == "--fp")
+      g_fp = true;
+    else if (a == "--no-checkpoint")
+      g_checkpoint = false;
+    else if (a == "--lie")
+      g_lie = true;
     else {
       std::fprintf(stderr, "jit_target: unknown option %s\n", a.c_str());
       return 2;
@@ -405,14 +415,16 @@ int main(int argc, char** argv) {
       c.put({0x48, 0x83, 0xEC, 0x08, 0x48, 0x83, 0xC4, 0x08, 0xC3});
       frame_builder b(abi::amd64);
       b.stack_alloc(4, 8).stack_free(8, 8);
-      publish(past_end, c.b, {{"jit:past_end", b.finish(reinterpret_cast<uint64_t>(past_end.base), 9).value()}},
+      publish(past_end, c.b,
+              {{"jit:past_end", b.finish(reinterpret_cast<uint64_t>(past_end.base), 9).value()}},
               patch_row_past_end);
     }
     {
       // An FDE for a function outside the window's text: valid SFrame, wrong window.
       code_buf c;
       c.put({0xC3});
-      auto leaf = recipes::leaf(abi::amd64, reinterpret_cast<uint64_t>(outside.base) + 4096, 16).value();
+      auto leaf =
+          recipes::leaf(abi::amd64, reinterpret_cast<uint64_t>(outside.base) + 4096, 16).value();
       publish(outside, c.b, {{"jit:outside", leaf}});
     }
     {
@@ -449,7 +461,9 @@ int main(int argc, char** argv) {
   unsigned long calls = 0;
   for (unsigned i = 0;; ++i) {
     if (seconds > 0) {
-      if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >= seconds) break;
+      if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >=
+          seconds)
+        break;
     } else if (i >= iterations) {
       break;
     }
