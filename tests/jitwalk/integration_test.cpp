@@ -101,7 +101,7 @@ void profile_native(const std::string& program, const char* version) {
   REQUIRE(n > 200);
   uint64_t chain = 0;
   for (const auto& [stack, count] : folded) {
-    if (stack.find(";main;native_top;native_middle;native_leaf") != std::string::npos)
+    if (stack.find(";main;spin;native_top;native_middle;native_leaf") != std::string::npos)
       chain += count;
   }
   INFO(jt::read_file(dir / "f.txt"));
