@@ -74,7 +74,10 @@ result<registry_snapshot> read_all(const scripted_memory& m, unsigned attempts =
   registry_snapshot s;
   read_options o;
   o.max_attempts = attempts;
-  if (auto r = read_registry_at(m, 0x1000, "/x/lib.so", o, s); !r) return std::move(r).error();
+  read_scratch scratch;
+  if (auto r = read_registry_at(m, 0x1000, "/x/lib.so", o, s, scratch); !r) {
+    return std::move(r).error();
+  }
   return s;
 }
 

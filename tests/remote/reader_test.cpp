@@ -148,8 +148,16 @@ TEST_CASE("reader errors name the pid and what failed") {
   }
   SECTION("process without the SDK") {
     test::child_process child({"/bin/cat"});
-    // cat is running once its maps show it; wait until the loader is done.
-    usleep(100 * 1000);
+    // Until exec has happened the child's maps are ours (which has a registry): wait for cat.
+    for (int i = 0; i < 500; ++i) {
+      char exe[256] = {};
+      const std::string link = "/proc/" + std::to_string(child.pid()) + "/exe";
+      if (readlink(link.c_str(), exe, sizeof exe - 1) > 0 &&
+          std::string(exe).find("cat") != std::string::npos)
+        break;
+      usleep(10 * 1000);
+    }
+    usleep(50 * 1000);  // and for the loader to map libc
     auto r = remote::read_registry(child.pid());
     REQUIRE_FALSE(r.ok());
     CHECK(r.error().code() == errc::not_found);

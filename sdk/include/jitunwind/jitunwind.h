@@ -62,6 +62,50 @@ JITUNWIND_API const char* jitunwind_status_string(jitunwind_status status);
 
 /* ==== remote registry reader (jitunwind/remote.h) ========================================= */
 
+/* A window found in another process's registry (see jitunwind/remote.h, docs/registry-abi.md). */
+typedef enum jitunwind_remote_window_state {
+  JITUNWIND_REMOTE_WINDOW_LIVE = 1,   /* its code may run: use its SFrame */
+  JITUNWIND_REMOTE_WINDOW_RETIRED = 2 /* grace period: frames may still be on stacks */
+} jitunwind_remote_window_state;
+
+typedef struct jitunwind_remote_window {
+  uint64_t window_id;
+  uint64_t generation;       /* unique per published contents of the window */
+  uint32_t state;            /* jitunwind_remote_window_state */
+  uint32_t abi;              /* SFrame ABI id: 1 AArch64 BE, 2 AArch64 LE, 3 AMD64 */
+  uint64_t text_start;
+  uint64_t text_size;
+  uint64_t sframe_address;   /* 0 if the window has no SFrame yet */
+  uint64_t sframe_size;
+  uint64_t registry_address; /* the `jitunwind_registry` object it was read from */
+  uint64_t entry_address;    /* its entry, and the entry's sequence value when copied: */
+  uint64_t sequence;         /*   jitunwind_remote_read_sframe re-checks them */
+  uint32_t slot;
+  uint32_t reserved;
+} jitunwind_remote_window;
+
+/* Reads the live and retired windows of every jitunwind registry in process `pid` (consistent
+   copies, read with process_vm_readv without stopping it). On success `*windows` is a malloc'd
+   array of `*count` entries (NULL if none) that the caller frees with jitunwind_remote_free.
+   Thread-safe. Errors: NOT_FOUND (no such process, no registry in it), PERMISSION_DENIED,
+   UNSUPPORTED (other registry version), MALFORMED, BAD_STATE (entries kept changing). */
+JITUNWIND_API jitunwind_status jitunwind_remote_read_registry(int pid,
+                                                             jitunwind_remote_window** windows,
+                                                             size_t* count,
+                                                             jitunwind_error* error);
+
+/* Copies a window's SFrame section out of process `pid` into a malloc'd buffer (`*bytes`,
+   `*size`; free with jitunwind_remote_free), then fails with BAD_STATE if the window changed
+   meanwhile (read the registry again). Thread-safe. */
+JITUNWIND_API jitunwind_status jitunwind_remote_read_sframe(int pid,
+                                                           const jitunwind_remote_window* window,
+                                                           uint8_t** bytes, size_t* size,
+                                                           jitunwind_error* error);
+
+/* Frees memory returned by the jitunwind_remote_* functions. NULL is allowed. */
+JITUNWIND_API void jitunwind_remote_free(void* memory);
+
+
 
 /* ==== dynamic USDT (jitunwind/usdt.h) ===================================================== */
 

@@ -33,6 +33,9 @@ extern "C" {
    in the header as strides and ignore bytes they do not know). */
 #define JITUNWIND_REGISTRY_VERSION 1u
 
+/* The offset columns below are the documentation: */
+/* clang-format off */
+
 /* Slot states. */
 #define JITUNWIND_WINDOW_FREE 0u    /* unused slot: ignore every other field */
 #define JITUNWIND_WINDOW_LIVE 1u    /* the window's code may run: use its SFrame */
@@ -68,6 +71,8 @@ typedef struct jitunwind_registry_entry {
   uint32_t state;        /* 56: JITUNWIND_WINDOW_FREE / _LIVE / _RETIRED */
   uint32_t abi;          /* 60: SFrame ABI id of the code: 1 AArch64 BE, 2 AArch64 LE, 3 AMD64 */
 } jitunwind_registry_entry;
+
+/* clang-format on */
 
 #ifdef __cplusplus
 }  // extern "C"

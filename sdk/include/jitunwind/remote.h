@@ -114,6 +114,8 @@ class JITUNWIND_API registry_reader {
   pid_t pid_;
   std::vector<registry_location> registries_;
   read_options options_;
+  // Copy buffers reused between reads (a reader is used by one thread at a time).
+  mutable std::vector<uint8_t> scratch_[3];
 };
 
 }  // namespace jitunwind::remote

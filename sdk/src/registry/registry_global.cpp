@@ -7,7 +7,7 @@
 extern "C" {
 // Constant-initialized, so the header is valid (and a reader finds an empty registry) from the
 // moment the object is mapped, before any constructor runs.
-JITUNWIND_API [[gnu::used]] alignas(64) jitunwind_registry_header jitunwind_registry = {
+[[gnu::used]] alignas(64) JITUNWIND_API jitunwind_registry_header jitunwind_registry = {
     {'J', 'I', 'T', 'U', 'N', 'W', 'R', 'G'},
     JITUNWIND_REGISTRY_VERSION,
     sizeof(jitunwind_registry_header),

@@ -11,6 +11,12 @@
 #include <thread>
 
 namespace jitunwind::detail {
+
+uint64_t next_publication_generation() noexcept {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
 namespace {
 
 // Every field of the shared structures is accessed through atomic_ref: other threads of this
@@ -101,9 +107,12 @@ uint64_t registry_writer::entries_address() const {
 }
 
 jitunwind_registry_entry* registry_writer::entry(registry_slot slot) const {
-  if (entries_ == nullptr || slot.index >= capacity_) return nullptr;
+  // Through the header (acquire), not entries_: entries_ belongs to add() under the mutex, and
+  // this may run on a thread that never took it.
+  const uint64_t base = at(header_.entries).load(std::memory_order_acquire);
+  if (base == 0 || slot.index >= capacity_) return nullptr;
   if (slot.index >= at(header_.slot_count).load(std::memory_order_acquire)) return nullptr;
-  return entries_ + slot.index;
+  return reinterpret_cast<jitunwind_registry_entry*>(base) + slot.index;
 }
 
 result<void> registry_writer::ensure_storage() {
@@ -160,7 +169,8 @@ void registry_writer::store_window(jitunwind_registry_entry& e, const registry_w
   at(e.abi).store(static_cast<uint32_t>(w.code_abi), r);
 }
 
-result<registry_publication> registry_writer::add(const registry_window& window) {
+result<registry_publication> registry_writer::add(const registry_window& window,
+                                                   uint64_t generation) {
   if (auto v = validate_window(window); !v) return std::move(v).error();
   std::lock_guard lock(mutex_);
   if (auto s = ensure_storage(); !s) return std::move(s).error();
@@ -179,7 +189,7 @@ result<registry_publication> registry_writer::add(const registry_window& window)
   }
   jitunwind_registry_entry& e = entries_[index];
   const uint64_t locked = lock_slot(e);
-  const uint64_t generation = next_generation_.fetch_add(1, std::memory_order_relaxed);
+  if (generation == 0) generation = next_publication_generation();
   store_window(e, window, generation, registry_state::live);
   unlock_slot(e, locked, true);
   if (index == high_water_) {
@@ -190,7 +200,8 @@ result<registry_publication> registry_writer::add(const registry_window& window)
   return registry_publication{registry_slot{index}, generation};
 }
 
-result<uint64_t> registry_writer::update(registry_slot slot, const registry_window& window) {
+result<uint64_t> registry_writer::update(registry_slot slot, const registry_window& window,
+                                         uint64_t generation) {
   if (auto v = validate_window(window); !v) return std::move(v).error();
   jitunwind_registry_entry* e = entry(slot);
   if (e == nullptr) {
@@ -203,7 +214,7 @@ result<uint64_t> registry_writer::update(registry_slot slot, const registry_wind
     return make_error(errc::bad_state, "registry: update of free slot %u (window %llu)", slot.index,
                       static_cast<unsigned long long>(window.window_id));
   }
-  const uint64_t generation = next_generation_.fetch_add(1, std::memory_order_relaxed);
+  if (generation == 0) generation = next_publication_generation();
   store_window(*e, window, generation, registry_state::live);
   unlock_slot(*e, locked, true);
   return generation;
@@ -223,7 +234,9 @@ result<void> registry_writer::begin_update(registry_slot slot) {
   return ok_result();  // the slot stays odd (locked) until commit_update
 }
 
-result<uint64_t> registry_writer::commit_update(registry_slot slot, const registry_window& window) {
+result<uint64_t> registry_writer::commit_update(registry_slot slot,
+                                                const registry_window& window,
+                                                uint64_t generation) {
   jitunwind_registry_entry* e = entry(slot);
   if (e == nullptr) {
     return make_error(errc::bad_state, "registry: commit_update of slot %u, which was never issued",
@@ -239,7 +252,7 @@ result<uint64_t> registry_writer::commit_update(registry_slot slot, const regist
     unlock_slot(*e, locked, true);
     return std::move(v).error();
   }
-  const uint64_t generation = next_generation_.fetch_add(1, std::memory_order_relaxed);
+  if (generation == 0) generation = next_publication_generation();
   store_window(*e, window, generation, registry_state::live);
   unlock_slot(*e, locked, true);
   return generation;

@@ -73,19 +73,21 @@ class registry_writer {
   /// Publishes a new live window in a free slot with a fresh generation.
   /// Errors: invalid_argument (empty or wrapping text range, SFrame size without address),
   /// limit_exceeded (all `capacity` slots in use), no_memory (the entry array cannot be mapped).
-  result<registry_publication> add(const registry_window& window);
+  result<registry_publication> add(const registry_window& window, uint64_t generation = 0);
 
   /// Atomically replaces a live or retired slot's contents (text, SFrame, id, abi), makes it
   /// live and gives it a fresh generation, which is returned. The memory the slot pointed to may
   /// be changed or freed once update() has returned (readers detect the change).
   /// Errors: invalid_argument (bad window, as add), bad_state (slot not in use).
-  result<uint64_t> update(registry_slot slot, const registry_window& window);
+  result<uint64_t> update(registry_slot slot, const registry_window& window,
+                          uint64_t generation = 0);
 
   /// For changing the pointed-to memory in place: marks the slot as being written (readers retry
   /// or skip it) until commit_update(), which then behaves like update(). Nothing else may
   /// change the slot in between. Errors: bad_state (slot not in use).
   result<void> begin_update(registry_slot slot);
-  result<uint64_t> commit_update(registry_slot slot, const registry_window& window);
+  result<uint64_t> commit_update(registry_slot slot, const registry_window& window,
+                                 uint64_t generation = 0);
 
   /// Live -> retired: readers stop treating the window as live; the generation is kept and the
   /// memory must stay valid until update() or release(). Errors: bad_state (not live).
@@ -117,16 +119,20 @@ class registry_writer {
 
   jitunwind_registry_header& header_;
   const uint32_t capacity_;
-  jitunwind_registry_entry* entries_ = nullptr;
-  std::mutex mutex_;                  // slot allocation only
-  std::vector<uint32_t> free_slots_;  // min-heap: reuse the lowest index first
+  jitunwind_registry_entry* entries_ = nullptr;  // set once under mutex_ (add)
+  std::mutex mutex_;                             // slot allocation only
+  std::vector<uint32_t> free_slots_;             // min-heap: reuse the lowest index first
   uint32_t high_water_ = 0;
-  std::atomic<uint64_t> next_generation_{1};
 };
 
 /// The process-wide registry bound to the exported `jitunwind_registry` object. Created on first
 /// use, never destroyed (threads may publish until the very end of the process).
 registry_writer& registry();
+
+/// Generations are unique in the process and increase: every publication of a window (registry
+/// entry, USDT event, kernel registration) is keyed by (window id, generation). A caller may pass
+/// its own generation from here to add()/update(); 0 means "take the next one".
+uint64_t next_publication_generation() noexcept;
 
 /// Validates a window description (shared by add/update and by tests).
 result<void> validate_window(const registry_window& window);

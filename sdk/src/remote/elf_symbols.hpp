@@ -1,7 +1,9 @@
 // Just enough ELF64 to find one defined symbol in a mapped object's .dynsym or .symtab and to
 // turn its link-time value into a run-time address. The file comes from another process's
 // mappings and is treated as hostile: every offset, size and count is checked against the image.
-// (A general ELF reader lands on branch `sframe` as sdk/src/elf/; this stays small and private.)
+// (sdk/src/elf/elf_reader.hpp is the general ELF reader; this one stays because it looks for one
+// name while streaming over the tables, without materializing every symbol of every object
+// mapped into the target, and is covered by fuzz/registry_reader.cpp.)
 #pragma once
 
 #include <jitunwind/remote.h>

@@ -156,7 +156,7 @@ result<std::vector<uint8_t>> reread_entry(const memory_source& memory, uint64_t 
 
 result<void> read_registry_at(const memory_source& memory, uint64_t address,
                               const std::string& object_path, const read_options& options,
-                              registry_snapshot& out) {
+                              registry_snapshot& out, read_scratch& scratch) {
   const std::string where = describe_registry(memory.pid(), address, object_path);
   uint8_t header_bytes[sizeof(jitunwind_registry_header)];
   if (auto r = memory.read(address, header_bytes, sizeof(header_bytes)); !r) {
@@ -170,13 +170,17 @@ result<void> read_registry_at(const memory_source& memory, uint64_t address,
 
   // Three ordered copies of the array: counters before, bodies, counters after.
   const size_t bytes = static_cast<size_t>(h.slot_count) * h.entry_size;
-  std::vector<uint8_t> before(bytes), body(bytes), after(bytes);
+  std::vector<uint8_t>& before = scratch.before;
+  std::vector<uint8_t>& body = scratch.body;
+  std::vector<uint8_t>& after = scratch.after;
   for (auto* copy : {&before, &body, &after}) {
+    copy->resize(bytes);
     if (auto r = memory.read(h.entries, copy->data(), bytes); !r) {
       return make_error(r.error().code(), "%s: reading %llu entries at 0x%llx: %s", where.c_str(),
                         ull(h.slot_count), ull(h.entries), r.error().message().c_str());
     }
   }
+  out.windows.reserve(out.windows.size() + h.slot_count);
   for (uint32_t i = 0; i < h.slot_count; ++i) {
     const size_t off = size_t{i} * h.entry_size;
     std::span<const uint8_t> entry(body.data() + off, h.entry_size);

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace jitunwind::remote::detail {
 
@@ -37,10 +38,16 @@ result<header_fields> decode_header(std::span<const uint8_t> bytes, const std::s
 result<window_record> decode_entry(std::span<const uint8_t> bytes, const std::string& where,
                                    uint32_t slot);
 
+/// Buffers for the three copies of the entry array, kept between reads (allocating 3 x 64 KiB
+/// per read costs more in page faults than the copies themselves).
+struct read_scratch {
+  std::vector<uint8_t> before, body, after;
+};
+
 /// Appends the windows of the registry at `address` to `out` (and counts retries).
 result<void> read_registry_at(const memory_source& memory, uint64_t address,
                               const std::string& object_path, const read_options& options,
-                              registry_snapshot& out);
+                              registry_snapshot& out, read_scratch& scratch);
 
 /// Reads `w`'s SFrame bytes, then re-validates the entry (same even sequence value).
 result<std::vector<uint8_t>> read_sframe_checked(const memory_source& memory,

@@ -44,11 +44,16 @@ result<registry_snapshot> registry_reader::read() const {
   registry_snapshot snap;
   snap.pid = pid_;
   snap.registries = registries_;
+  read_scratch scratch{std::move(scratch_[0]), std::move(scratch_[1]), std::move(scratch_[2])};
+  result<void> r = ok_result();
   for (const registry_location& loc : registries_) {
-    if (auto r = read_registry_at(memory, loc.address, loc.object_path, options_, snap); !r) {
-      return std::move(r).error();
-    }
+    r = read_registry_at(memory, loc.address, loc.object_path, options_, snap, scratch);
+    if (!r) break;
   }
+  scratch_[0] = std::move(scratch.before);
+  scratch_[1] = std::move(scratch.body);
+  scratch_[2] = std::move(scratch.after);
+  if (!r) return std::move(r).error();
   return snap;
 }
 

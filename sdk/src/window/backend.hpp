@@ -24,7 +24,11 @@ struct published_function {
 /// What a backend sees of a window when it is published or retired.
 struct window_view {
   uint64_t id = 0;
-  uint32_t generation = 0;
+  /// Unique in the process and increasing: a fresh one for every publish of any window
+  /// (registry entries and USDT events carry it; consumers key rows by (id, generation)).
+  uint64_t generation = 0;
+  /// window::generation(): how many times the window's range was reused.
+  uint32_t reuse_count = 0;
   abi target = abi::amd64;
   uint64_t text_start = 0;
   uint64_t text_size = 0;
@@ -37,6 +41,8 @@ struct window_view {
   /// Every function of the window, and those that this publish makes visible.
   std::span<const published_function> all;
   std::span<const published_function> added;
+  /// End of the last function (the code that is actually published starts at text_start).
+  uint64_t code_end = 0;
 };
 
 class publisher_backend {

@@ -75,6 +75,7 @@ class window_impl final : public window {
   size_t current_size_ = 0;
   uint64_t previous_sframe_address_ = 0;
   size_t previous_sframe_size_ = 0;
+  uint64_t publication_generation_ = 0;  // of the last publish
 
   std::chrono::steady_clock::time_point grace_deadline_{};
   std::function<bool(window&)> on_grace_over_;

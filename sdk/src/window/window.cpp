@@ -1,6 +1,7 @@
 #include "window/session_impl.hpp"
 
 #include "common/error.hpp"
+#include "registry/registry_writer.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -133,7 +134,9 @@ result<void> window_impl::append(std::string_view name, const function_desc& fra
 window_view window_impl::view(size_t added_from) const {
   window_view v;
   v.id = id_;
-  v.generation = generation_;
+  v.generation = publication_generation_;
+  v.reuse_count = generation_;
+  v.code_end = last_end_;
   v.target = session_.options().target;
   v.text_start = text_start_;
   v.text_size = text_size_;
@@ -181,6 +184,7 @@ result<void> window_impl::publish() {
   current_buffer_ = target;
   current_size_ = size;
   const size_t added_from = published_count_;
+  publication_generation_ = next_publication_generation();
   published_count_ = functions_.size();
   const window_view v = view(added_from);
   session_.for_each_backend("publish", id_, [&](publisher_backend& b) { return b.on_publish(v); });

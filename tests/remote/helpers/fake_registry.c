@@ -1,6 +1,7 @@
 /* A process that is not the SDK but exports a `jitunwind_registry` of a future ABI version (or
    with a corrupt header): the reader must refuse it with a clear error. Usage:
    fake_registry VERSION [MAGIC]. Prints "ready", exits on stdin EOF. */
+#include <jitunwind/jitunwind.h> /* must compile as C */
 #include <jitunwind/registry_abi.h>
 
 #include <stdio.h>
