@@ -31,7 +31,7 @@ char LICENSE[] SEC("license") = "GPL";
 #define JW_HASH_MUL 0x100000001b3ULL
 
 /* Runtime settings; user space writes them through the skeleton's mmapped .data. */
-struct jw_config jw_cfg = {.max_depth = JW_MAX_DEPTH};
+struct jw_config jw_cfg = {.max_depth = JW_DEFAULT_DEPTH};
 
 /* ---- maps ---- */
 
@@ -69,6 +69,7 @@ struct {
 /* Walk state: too big for the 512-byte BPF stack. */
 struct jw_scratch {
   struct jw_stack st;
+  __u64 kfp[JW_KSTACK_DEPTH]; /* bpf_get_stack output of jw_sample_kfp */
   __u64 pc, sp, fp;
   __u64 hash;
   __u32 active, nranges, max_depth;
@@ -88,12 +89,26 @@ struct {
   __type(value, struct jw_scratch);
 } jw_scratch SEC(".maps");
 
+/* Value: the first jw_stack_bytes(max_depth) bytes of a struct jw_stack (size set at load). */
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
-  __uint(max_entries, 16384); /* resized by user space */
-  __type(key, __u64);
-  __type(value, struct jw_stack);
+  __uint(max_entries, 8192); /* resized by user space */
+  __uint(key_size, sizeof(__u64));
+  __uint(value_size, jw_stack_bytes(JW_DEFAULT_DEPTH));
 } jw_stacks SEC(".maps");
+
+/* Checkpoint records are assembled here, then copied out with their actual size. */
+struct jw_checkpoint_buf {
+  struct jw_checkpoint_event e;
+  __u8 data[JW_CHECKPOINT_DATA_MAX];
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct jw_checkpoint_buf);
+} jw_checkpoint_scratch SEC(".maps");
 
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
@@ -106,7 +121,7 @@ struct {
   __uint(type, BPF_MAP_TYPE_STACK_TRACE);
   __uint(max_entries, 16384);
   __uint(key_size, sizeof(__u32));
-  __uint(value_size, JW_MAX_DEPTH * sizeof(__u64));
+  __uint(value_size, JW_KSTACK_DEPTH * sizeof(__u64));
 } jw_kstacks SEC(".maps");
 
 struct {
@@ -118,7 +133,7 @@ struct {
 
 struct {
   __uint(type, BPF_MAP_TYPE_RINGBUF);
-  __uint(max_entries, 4 << 20);
+  __uint(max_entries, 16 << 20);
 } jw_events SEC(".maps");
 
 /* ---- helpers ---- */
@@ -210,7 +225,7 @@ static __always_inline void mix(struct jw_scratch* s, __u64 v) {
 }
 
 static __always_inline void finish(struct jw_scratch* s, __u32 d, __u8 stop, __u32 meta) {
-  if (d < JW_MAX_DEPTH) s->st.meta[d] = meta;
+  if (d < JW_MAX_DEPTH) s->st.frames[d].meta = meta;
   s->st.stop = stop;
   mix(s, meta);
 }
@@ -226,7 +241,7 @@ static long walk_step(__u32 index, void* unused) {
     return 1;
   }
   __u64 pc = s->pc, sp = s->sp, fp = s->fp;
-  s->st.pcs[d] = pc;
+  s->st.frames[d].pc = pc;
   s->st.depth = d + 1;
   mix(s, pc);
 
@@ -328,7 +343,7 @@ static long walk_step(__u32 index, void* unused) {
     return 1;
   }
   __u32 meta = JW_META(method, kind, uid);
-  s->st.meta[d] = meta;
+  s->st.frames[d].meta = meta;
   mix(s, meta);
   s->pc = ra;
   s->sp = cfa;
@@ -460,18 +475,20 @@ int jw_sample_kfp(struct bpf_perf_event_data* ctx) {
   __u32 zero = 0;
   struct jw_scratch* s = bpf_map_lookup_elem(&jw_scratch, &zero);
   if (!s) return 0;
-  long n = bpf_get_stack(ctx, s->st.pcs, sizeof(s->st.pcs), BPF_F_USER_STACK);
+  long n = bpf_get_stack(ctx, s->kfp, sizeof(s->kfp), BPF_F_USER_STACK);
   if (n < 0) return 0;
   __u32 depth = (__u32)n / 8;
-  if (depth > JW_MAX_DEPTH) depth = JW_MAX_DEPTH;
+  if (depth > JW_KSTACK_DEPTH) depth = JW_KSTACK_DEPTH;
   __u64 hash = 0xcbf29ce484222325ULL;
-  for (__u32 i = 0; i < JW_MAX_DEPTH; i++) {
+  for (__u32 i = 0; i < JW_KSTACK_DEPTH; i++) {
     if (i >= depth) break;
-    hash = (hash ^ s->st.pcs[i]) * JW_HASH_MUL;
-    s->st.meta[i] = JW_META(JW_M_FP, 0, 0);
+    __u64 pc = s->kfp[i];
+    hash = (hash ^ pc) * JW_HASH_MUL;
+    s->st.frames[i].pc = pc;
+    s->st.frames[i].meta = JW_META(JW_M_FP, 0, 0);
   }
   s->st.depth = depth;
-  s->st.stop = depth == JW_MAX_DEPTH ? JW_STOP_DEPTH : JW_STOP_FP_END;
+  s->st.stop = depth == JW_KSTACK_DEPTH ? JW_STOP_DEPTH : JW_STOP_FP_END;
   s->st.fallback = 1;
   s->st.stale = 0;
   hash ^= 0x6b6670; /* keep kernel-FP stacks apart from walked ones */
@@ -498,34 +515,61 @@ int jw_checkpoint(struct pt_regs* ctx) {
   bpf_usdt_arg(ctx, 1, &count);
   bpf_usdt_arg(ctx, 2, &addrs);
 
-  struct jw_checkpoint_event* e = bpf_ringbuf_reserve(&jw_events, sizeof(*e), 0);
-  if (!e) {
-    stat_add(JW_STAT_RINGBUF_FULL, 1);
-    return 0;
-  }
-  fill_header(&e->h, JW_EV_CHECKPOINT);
-  e->tag = tag;
-  e->truth_count = count;
-  e->truth_addr = addrs;
-  e->truth_read_err = 0;
+  __u32 zero = 0;
+  struct jw_checkpoint_buf* b = bpf_map_lookup_elem(&jw_checkpoint_scratch, &zero);
+  if (!b) return 0;
+  fill_header(&b->e.h, JW_EV_CHECKPOINT);
+  b->e.tag = tag;
+  b->e.truth_count = count;
+  b->e.truth_addr = addrs;
+  b->e.truth_read_err = 0;
+  b->e.truth_n = 0;
+
+  /* data: truth[truth_n], then the kernel's frame-pointer walk, then our walk. */
+  __u32 off = 0;
   __u64 n = (__u64)count;
   if (n > JW_MAX_TRUTH) {
-    e->truth_read_err = -7; /* E2BIG */
+    b->e.truth_read_err = -7; /* E2BIG: the protocol caps the array */
   } else if (n > 0) {
     __u32 bytes = (__u32)n * 8;
-    if (bytes > sizeof(e->truth)) bytes = sizeof(e->truth);
-    e->truth_read_err = bpf_probe_read_user(e->truth, bytes, (void*)addrs);
+    if (bytes > 8 * JW_MAX_TRUTH) bytes = 8 * JW_MAX_TRUTH;
+    b->e.truth_read_err = bpf_probe_read_user(b->data, bytes, (void*)addrs);
+    if (b->e.truth_read_err == 0) {
+      b->e.truth_n = (__u32)n;
+      off = bytes;
+    }
   }
 
+  if (off > 8 * JW_MAX_TRUTH) off = 8 * JW_MAX_TRUTH;
+  long fp = bpf_get_stack(ctx, b->data + off, 8 * JW_KSTACK_DEPTH, BPF_F_USER_STACK);
+  b->e.fp_err = fp < 0 ? (__s32)fp : 0;
+  __u32 fp_n = fp > 0 ? (__u32)fp / 8 : 0;
+  if (fp_n > JW_KSTACK_DEPTH) fp_n = JW_KSTACK_DEPTH;
+  b->e.fp_n = fp_n;
+  off += fp_n * 8;
+
   struct jw_scratch* s = walk_user(PT_REGS_IP(ctx), PT_REGS_SP(ctx), PT_REGS_FP(ctx));
+  __u32 depth = 0;
   if (s) {
-    bpf_probe_read_kernel(&e->walk, sizeof(e->walk), &s->st);
+    depth = s->st.depth;
+    if (depth > JW_MAX_DEPTH) depth = JW_MAX_DEPTH;
+    b->e.walk_stop = s->st.stop;
+    b->e.walk_fallback = s->st.fallback;
+    b->e.walk_stale = s->st.stale;
+    if (off > 8 * (JW_MAX_TRUTH + JW_KSTACK_DEPTH)) off = 8 * (JW_MAX_TRUTH + JW_KSTACK_DEPTH);
+    __u32 bytes = depth * 16;
+    if (bytes > 16 * JW_MAX_DEPTH) bytes = 16 * JW_MAX_DEPTH;
+    if (bytes) bpf_probe_read_kernel(b->data + off, bytes, s->st.frames);
+    off += bytes;
   } else {
-    e->walk.depth = 0;
-    e->walk.stop = JW_STOP_NO_USER;
+    b->e.walk_stop = JW_STOP_NO_USER;
+    b->e.walk_fallback = 0;
+    b->e.walk_stale = 0;
   }
-  e->fp_bytes = bpf_get_stack(ctx, e->fp_pcs, sizeof(e->fp_pcs), BPF_F_USER_STACK);
-  bpf_ringbuf_submit(e, 0);
+  b->e.walk_depth = depth;
+  __u64 size = sizeof(b->e) + off;
+  if (size > sizeof(*b)) size = sizeof(*b);
+  if (bpf_ringbuf_output(&jw_events, b, size, 0)) stat_add(JW_STAT_RINGBUF_FULL, 1);
   return 0;
 }
 

@@ -37,8 +37,10 @@
 #endif
 
 /* Hard caps compiled into the BPF program (runtime limits may be lower). */
-#define JW_MAX_DEPTH 127         /* frames per user stack */
+#define JW_MAX_DEPTH 1024        /* frames per user stack (power of two: cheap bounds proofs) */
+#define JW_DEFAULT_DEPTH 127     /* profile default (jw_config.max_depth) */
 #define JW_MAX_TRUTH 512         /* ground-truth entries per checkpoint (protocol maximum) */
+#define JW_KSTACK_DEPTH 127      /* bpf_get_stack frames (kernel.perf_event_max_stack default) */
 #define JW_RANGE_CAP 16384       /* ranges per index half */
 #define JW_RANGE_SEARCH_STEPS 15 /* ceil(log2(JW_RANGE_CAP + 1)) */
 #define JW_ROW_SEARCH_STEPS 24   /* rows per range < 2^24 */
@@ -160,18 +162,24 @@ enum jw_stat {
   JW_STAT_COUNT_ = 13,
 };
 
-/* A walked user stack (value of jw_stacks; also embedded in checkpoint events). */
-struct jw_stack {
-  __u32 depth;              /* valid entries in pcs/meta */
-  __u8 stop;                /* enum jw_stop */
-  __u8 fallback;            /* 1 if any frame used the frame-pointer fallback */
-  __u16 stale;              /* frames whose freed window's rows were refused */
-  __u64 pcs[JW_MAX_DEPTH];  /* pcs[0] = interrupted PC, then return addresses */
-  __u32 meta[JW_MAX_DEPTH]; /* JW_META per frame */
+/* A walked user stack (value of jw_stacks; the walk in checkpoint events). The map's value size
+ * is set at load time to hold exactly jw_config.max_depth frames (jw_stack_bytes). */
+struct jw_frame {
+  __u64 pc;   /* frames[0].pc = interrupted PC, then return addresses */
+  __u32 meta; /* JW_META */
   __u32 reserved;
 };
-JW_STATIC_ASSERT(sizeof(struct jw_stack) == 8 + 8 * JW_MAX_DEPTH + 4 * JW_MAX_DEPTH + 4,
-                 "jw_stack layout");
+JW_STATIC_ASSERT(sizeof(struct jw_frame) == 16, "jw_frame layout");
+
+struct jw_stack {
+  __u32 depth;   /* valid entries in frames */
+  __u8 stop;     /* enum jw_stop */
+  __u8 fallback; /* 1 if any frame used the frame-pointer fallback */
+  __u16 stale;   /* frames whose freed window's rows were refused */
+  struct jw_frame frames[JW_MAX_DEPTH];
+};
+JW_STATIC_ASSERT(sizeof(struct jw_stack) == 8 + 16 * JW_MAX_DEPTH, "jw_stack layout");
+#define jw_stack_bytes(depth) (8 + 16 * (depth))
 
 /* Aggregation key (jw_counts). */
 struct jw_count_key {
@@ -222,17 +230,25 @@ struct jw_code_event {
 };
 JW_STATIC_ASSERT(sizeof(struct jw_code_event) == 24 + 24 + JW_NAME_LEN, "jw_code_event layout");
 
+/* A checkpoint: a variable-size record. After the fixed part come truth_n ground-truth
+ * addresses (u64), fp_n PCs of the kernel's frame-pointer walk (u64), then walk_depth frames of
+ * our walk (struct jw_frame). */
 struct jw_checkpoint_event {
   struct jw_event_header h;
   __s64 tag;
-  __u64 truth_count;          /* as passed by the probe (may exceed JW_MAX_TRUTH: then invalid) */
-  __u64 truth_addr;           /* the array's address in the target */
-  __s32 truth_read_err;       /* bpf_probe_read_user result for the array (0 = ok) */
-  __s32 fp_bytes;             /* bpf_get_stack() result: bytes of fp_pcs, or negative errno */
-  struct jw_stack walk;       /* our unwind */
-  __u64 fp_pcs[JW_MAX_DEPTH]; /* the kernel's frame-pointer walk on the same event */
-  __u64 truth[JW_MAX_TRUTH];
+  __u64 truth_count;    /* as passed by the probe (> JW_MAX_TRUTH: not copied) */
+  __u64 truth_addr;     /* the array's address in the target */
+  __s32 truth_read_err; /* bpf_probe_read_user result for the array (0 = ok) */
+  __s32 fp_err;         /* bpf_get_stack() error, 0 if fine */
+  __u32 truth_n;
+  __u32 fp_n;
+  __u32 walk_depth;
+  __u8 walk_stop;
+  __u8 walk_fallback;
+  __u16 walk_stale;
 };
+JW_STATIC_ASSERT(sizeof(struct jw_checkpoint_event) == 24 + 48, "jw_checkpoint_event layout");
+#define JW_CHECKPOINT_DATA_MAX (8 * JW_MAX_TRUTH + 8 * JW_KSTACK_DEPTH + 16 * JW_MAX_DEPTH)
 
 /* Runtime settings (BPF .data, written by user space before and during the run). */
 struct jw_config {

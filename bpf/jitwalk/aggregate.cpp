@@ -83,6 +83,38 @@ uint32_t aggregator::user_frame(uint64_t pc, bool caller, uint32_t uid, bool* en
   return id;
 }
 
+const aggregator::known_stack& aggregator::know(uint64_t hash, const jw_stack* st) {
+  known_stack k;
+  if (st == nullptr) {
+    k.stop = JW_STOP_READ;  // evicted before we saw it (should not happen: we delete only ours)
+    return stacks_.emplace(hash, std::move(k)).first->second;
+  }
+  bool last_entry = false;
+  const uint32_t depth = std::min<uint32_t>(st->depth, JW_MAX_DEPTH);
+  k.frames.reserve(depth);
+  for (uint32_t i = 0; i < depth; ++i) {
+    const uint32_t meta = st->frames[i].meta;
+    k.frames.push_back(user_frame(st->frames[i].pc, i > 0, JW_META_UID(meta), &last_entry));
+    const unsigned method = JW_META_METHOD(meta), kind = JW_META_KIND(meta);
+    size_t slot = 4;
+    if (i + 1 < depth || method != JW_M_END) {
+      if (method == JW_M_TABLE) {
+        slot = kind == JW_RANGE_JIT ? 0 : kind == JW_RANGE_SFRAME ? 1 : 2;
+      } else {
+        slot = 3;
+      }
+    }
+    ++k.steps[slot];
+  }
+  k.stop = st->stop;
+  // Reaching the thread's or process's entry function counts as the root even when the walk
+  // then stops on something else (glibc's start code has no frame pointer to follow).
+  k.root = st->stop == JW_STOP_OUTERMOST || (last_entry && st->stop != JW_STOP_TABLE_RACE);
+  k.fallback = st->fallback != 0;
+  k.stale = st->stale != 0;
+  return stacks_.emplace(hash, std::move(k)).first->second;
+}
+
 void aggregator::drain() {
   std::vector<std::pair<jw_count_key, uint64_t>> counts;
   bpf_.drain_counts([&](const jw_count_key& k, uint64_t c) { counts.emplace_back(k, c); });
@@ -91,18 +123,12 @@ void aggregator::drain() {
   std::set<uint64_t> fetched;
   for (const auto& [key, count] : counts) {
     auto it = stacks_.find(key.ustack);
-    if (it == stacks_.end()) {
+    const known_stack* k = it == stacks_.end() ? nullptr : &it->second;
+    if (k == nullptr) {
       auto st = bpf_.read_stack(key.ustack);
-      if (!st) {
-        jw_stack lost{};
-        lost.stop = JW_STOP_READ;
-        it = stacks_.emplace(key.ustack, lost).first;
-      } else {
-        it = stacks_.emplace(key.ustack, *st).first;
-        fetched.insert(key.ustack);
-      }
+      k = &know(key.ustack, st ? &*st : nullptr);
+      if (st) fetched.insert(key.ustack);
     }
-    const jw_stack& st = it->second;
     std::vector<uint32_t> frames;
     if (key.kstack >= 0) {
       for (uint64_t pc : bpf_.read_kernel_stack(key.kstack)) {
@@ -121,34 +147,16 @@ void aggregator::drain() {
     } else if (o_.kernel) {
       summary_.kernel_stack_lost += count;
     }
-    bool last_entry = false;
-    const uint32_t depth = std::min<uint32_t>(st.depth, JW_MAX_DEPTH);
-    for (uint32_t i = 0; i < depth; ++i) {
-      const uint32_t meta = st.meta[i];
-      frames.push_back(user_frame(st.pcs[i], i > 0, JW_META_UID(meta), &last_entry));
-      const unsigned method = JW_META_METHOD(meta);
-      const unsigned kind = JW_META_KIND(meta);
-      size_t slot = 4;
-      if (i + 1 < depth || method != JW_M_END) {
-        if (method == JW_M_TABLE) {
-          slot = kind == JW_RANGE_JIT ? 0 : kind == JW_RANGE_SFRAME ? 1 : 2;
-        } else {
-          slot = 3;
-        }
-      }
-      summary_.frames[slot] += count;
-    }
-    // Reaching the thread's or process's entry function counts as the root even when the walk
-    // then stops on something else (glibc's start code has no frame pointer to follow).
-    const bool root = st.stop == JW_STOP_OUTERMOST || (last_entry && st.stop != JW_STOP_TABLE_RACE);
+    frames.insert(frames.end(), k->frames.begin(), k->frames.end());
+    for (size_t i = 0; i < k->steps.size(); ++i) summary_.frames[i] += k->steps[i] * count;
     summary_.samples += count;
-    if (root) summary_.root += count;
-    if (st.fallback) summary_.fallback += count;
-    if (st.stale) summary_.stale += count;
-    if (st.stop < JW_STOP_COUNT_) summary_.by_stop[st.stop] += count;
-    if (!root && o_.mark_cut) {
+    if (k->root) summary_.root += count;
+    if (k->fallback) summary_.fallback += count;
+    if (k->stale) summary_.stale += count;
+    if (k->stop < JW_STOP_COUNT_) summary_.by_stop[k->stop] += count;
+    if (!k->root && o_.mark_cut) {
       profile_frame marker;
-      marker.name = format("[cut: %s]", stop_name(st.stop));
+      marker.name = format("[cut: %s]", stop_name(k->stop));
       marker.kind = frame_kind::unknown;
       frames.push_back(out_.intern(marker));
     }

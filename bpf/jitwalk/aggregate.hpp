@@ -60,7 +60,16 @@ class aggregator {
   profile_data& out_;
   aggregate_options o_;
   walk_summary summary_;
-  std::unordered_map<uint64_t, jw_stack> stacks_;
+  // A user stack, symbolized the first time it is seen (its hash covers the PCs and the tables
+  // used, so later samples with the same hash are the same code).
+  struct known_stack {
+    std::vector<uint32_t> frames;  // profile frame ids, leaf first
+    std::array<uint64_t, 5> steps{};
+    uint8_t stop = 0;
+    bool root = false, fallback = false, stale = false;
+  };
+  const known_stack& know(uint64_t hash, const jw_stack* st);
+  std::unordered_map<uint64_t, known_stack> stacks_;
   std::map<std::tuple<uint64_t, bool, uint64_t>, cached_frame> frame_cache_;
   std::map<uint64_t, uint32_t> kernel_cache_;
   std::map<uint32_t, std::string> thread_names_;

@@ -7,6 +7,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdarg>
 #include <cstring>
@@ -127,6 +128,8 @@ result<std::unique_ptr<bpf_session>> bpf_session::open(const bpf_options& o) {
   }
   bpf_map__set_max_entries(s->skel_->maps.jw_rows, std::max<uint32_t>(o.row_capacity, 1));
   bpf_map__set_max_entries(s->skel_->maps.jw_stacks, std::max<uint32_t>(o.stack_capacity, 16));
+  const uint32_t depth = std::clamp<uint32_t>(o.stack_depth, 1, JW_MAX_DEPTH);
+  bpf_map__set_value_size(s->skel_->maps.jw_stacks, jw_stack_bytes(depth));
   bpf_map__set_max_entries(s->skel_->maps.jw_counts, std::max<uint32_t>(o.count_capacity, 16));
   int err = walker__load(s->skel_);
   if (err != 0) {
@@ -325,10 +328,15 @@ void bpf_session::drain_counts(const std::function<void(const jw_count_key&, uin
 }
 
 std::optional<jw_stack> bpf_session::read_stack(uint64_t hash) {
-  jw_stack st{};
-  if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.jw_stacks), &hash, &st) != 0) return std::nullopt;
-  if (st.depth > JW_MAX_DEPTH) st.depth = JW_MAX_DEPTH;
-  return st;
+  // The map holds the first jw_stack_bytes(depth) bytes; the rest stays zero.
+  auto st = std::make_unique<jw_stack>();
+  std::memset(st.get(), 0, sizeof(jw_stack));
+  if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.jw_stacks), &hash, st.get()) != 0) {
+    return std::nullopt;
+  }
+  const uint32_t room = (bpf_map__value_size(skel_->maps.jw_stacks) - 8) / 16;
+  if (st->depth > room) st->depth = room;
+  return *st;
 }
 
 void bpf_session::delete_stack(uint64_t hash) {

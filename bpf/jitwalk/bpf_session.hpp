@@ -23,9 +23,10 @@ struct bpf_program;
 namespace jitwalk {
 
 struct bpf_options {
-  uint32_t row_capacity = 1u << 20;  ///< rows in jw_rows (16 bytes each)
-  uint32_t stack_capacity = 16384;   ///< distinct user stacks between drains
-  uint32_t count_capacity = 65536;   ///< distinct (stack, thread, kernel stack) keys between drains
+  uint32_t row_capacity = 1u << 20;         ///< rows in jw_rows (16 bytes each)
+  uint32_t stack_capacity = 8192;           ///< distinct user stacks between drains
+  uint32_t stack_depth = JW_DEFAULT_DEPTH;  ///< frames a stored stack holds (<= JW_MAX_DEPTH)
+  uint32_t count_capacity = 65536;  ///< distinct (stack, thread, kernel stack) keys between drains
 };
 
 enum class program {

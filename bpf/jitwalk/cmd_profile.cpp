@@ -31,7 +31,7 @@ options:
   --pprof FILE           pprof protobuf (gzip), for go tool pprof, Parca, Pyroscope
   --kernel               add kernel stacks (frames suffixed _[k] in folded output)
   --per-thread           one root per thread ("name/tid") instead of per process
-  --max-depth N          frames per user stack, 1..127 (default 127)
+  --max-depth N          frames per user stack, 1..1024 (default 127)
   --unwinder KIND        sframe (default): tables, frame-pointer fallback;
                          fp: our BPF walk with frame pointers only;
                          kernel-fp: the kernel's walk (bpf_get_stack); both for comparisons

@@ -30,7 +30,7 @@ options:
   --show N            print up to N mismatching stacks (default 5)
   --no-sync-tables    do not stop the command at window_publish while its tables are loaded
                       (then checkpoints right after a publish may run on old tables)
-  --max-depth N       frames per walk, 1..127 (default 127)
+  --max-depth N       frames per walk, 1..1024 (default 1024)
   --native-tables L   sframe,eh_frame (default), sframe, eh_frame or none
   --json FILE         write the results as JSON
   -d, --duration SEC  stop after SEC seconds
@@ -72,6 +72,7 @@ int cmd_verify(int argc, char** argv) {
   std::string json_path;
   ro.sync_tables = true;
   ro.tracker.attach_checkpoints = true;
+  ro.max_depth = JW_MAX_DEPTH;  // ground truth goes up to 512 JIT frames
   arg_reader a(argc, argv, 2);
   auto fail = [](const error& e) {
     report(e);
@@ -137,15 +138,16 @@ int cmd_verify(int argc, char** argv) {
   verify_state v;
   std::map<uint64_t, bool> is_main_cache;
 
-  auto jit_pcs = [&](const __u64* pcs, size_t n) {
+  auto jit_pcs = [&](const std::vector<uint64_t>& pcs) {
     std::vector<uint64_t> out;
-    for (size_t i = 1; i < n; ++i) {
+    for (size_t i = 1; i < pcs.size(); ++i) {
       if (pcs[i] && s.track().window_at(pcs[i] - 1)) out.push_back(pcs[i]);
     }
     return out;
   };
   // "Complete": after the outermost JIT frame the walk goes on to `main`.
-  auto reaches_main = [&](const __u64* pcs, size_t n) {
+  auto reaches_main = [&](const std::vector<uint64_t>& pcs) {
+    const size_t n = pcs.size();
     size_t last_jit = 0;
     bool any = false;
     for (size_t i = 1; i < n; ++i) {
@@ -169,11 +171,12 @@ int cmd_verify(int argc, char** argv) {
     return format("%s %s", hex(pc).c_str(), d.name.c_str());
   };
 
-  s.track().checkpoint_handler = [&](const jw_checkpoint_event& e) {
+  s.track().checkpoint_handler = [&](const checkpoint_record& rec) {
+    const jw_checkpoint_event& e = *rec.e;
     ++v.checkpoints;
     tag_stats& ts = v.tags[e.tag];
     ++ts.checkpoints;
-    if (e.truth_count > JW_MAX_TRUTH || e.truth_read_err != 0) {
+    if (e.truth_count > JW_MAX_TRUTH || e.truth_read_err != 0 || e.truth_n != e.truth_count) {
       ++v.invalid_truth;
       if (v.mismatches.size() < show) {
         v.mismatches.push_back(
@@ -184,13 +187,14 @@ int cmd_verify(int argc, char** argv) {
       }
       return;
     }
-    const size_t n = static_cast<size_t>(e.truth_count);
-    std::vector<uint64_t> truth(e.truth, e.truth + n);
-    const size_t depth = std::min<size_t>(e.walk.depth, JW_MAX_DEPTH);
-    std::vector<uint64_t> ours = jit_pcs(e.walk.pcs, depth);
-    const size_t fp_n =
-        e.fp_bytes > 0 ? std::min<size_t>(static_cast<size_t>(e.fp_bytes) / 8, JW_MAX_DEPTH) : 0;
-    std::vector<uint64_t> fp = jit_pcs(e.fp_pcs, fp_n);
+    const size_t n = rec.truth.size();
+    std::vector<uint64_t> truth(rec.truth.begin(), rec.truth.end());
+    const size_t depth = rec.walk.size();
+    std::vector<uint64_t> walk_pcs;
+    for (const jw_frame& f : rec.walk) walk_pcs.push_back(f.pc);
+    std::vector<uint64_t> fp_pcs(rec.fp.begin(), rec.fp.end());
+    std::vector<uint64_t> ours = jit_pcs(walk_pcs);
+    std::vector<uint64_t> fp = jit_pcs(fp_pcs);
     if (n == 0 && !ours.empty()) ++v.empty_truth_with_jit;
     v.truth_frames += n;
     v.max_truth = std::max<uint64_t>(v.max_truth, n);
@@ -203,7 +207,7 @@ int cmd_verify(int argc, char** argv) {
     v.found_frames += common_prefix(ours);
     const size_t fp_prefix = common_prefix(fp);
     v.fp_found_frames += fp_prefix;
-    const bool exact = ours == truth && e.walk.stop != JW_STOP_TABLE_RACE;
+    const bool exact = ours == truth && e.walk_stop != JW_STOP_TABLE_RACE;
     const bool fp_exact = fp == truth;
     if (exact) {
       ++v.exact;
@@ -215,15 +219,15 @@ int cmd_verify(int argc, char** argv) {
     } else {
       ++v.fp_lost_at[fp_prefix];
     }
-    if (reaches_main(e.walk.pcs, depth)) {
+    if (reaches_main(walk_pcs)) {
       ++v.complete;
       ++ts.complete;
     }
-    if (reaches_main(e.fp_pcs, fp_n)) ++v.fp_complete;
-    if (e.walk.stop == JW_STOP_TABLE_RACE) ++v.races;
-    v.stale_refusals += e.walk.stale;
+    if (reaches_main(fp_pcs)) ++v.fp_complete;
+    if (e.walk_stop == JW_STOP_TABLE_RACE) ++v.races;
+    v.stale_refusals += e.walk_stale;
     for (size_t i = 0; i < depth; ++i) {
-      const uint32_t meta = e.walk.meta[i];
+      const uint32_t meta = rec.walk[i].meta;
       const unsigned method = JW_META_METHOD(meta), kind = JW_META_KIND(meta);
       if (method == JW_M_TABLE) {
         v.steps[kind == JW_RANGE_JIT ? 0 : kind == JW_RANGE_SFRAME ? 1 : 2]++;
@@ -240,19 +244,19 @@ int cmd_verify(int argc, char** argv) {
           "checkpoint tag %lld (thread %u): ground truth %zu JIT frames, "
           "jitwalk found %zu (first %zu agree), walk ended by %s\n",
           static_cast<long long>(e.tag), e.h.tid, n, ours.size(), common_prefix(ours),
-          stop_name(e.walk.stop));
+          stop_name(e.walk_stop));
       m += "    ground truth (innermost first):\n";
       for (size_t i = 0; i < n && i < 12; ++i) m += "      " + describe(truth[i], true) + "\n";
       if (n > 12) m += format("      ... %zu more\n", n - 12);
       m += "    jitwalk walk (all frames):\n";
       for (size_t i = 0; i < depth; ++i) {
-        const uint32_t meta = e.walk.meta[i];
+        const uint32_t meta = rec.walk[i].meta;
         const char* how = JW_META_METHOD(meta) == JW_M_TABLE      ? "table"
                           : JW_META_METHOD(meta) == JW_M_END      ? "end"
                           : JW_META_METHOD(meta) == JW_M_FP_STALE ? "fp (freed window)"
                                                                   : "fp";
-        m += format("      #%-3zu %s  [%s%s]\n", i, describe(e.walk.pcs[i], i > 0).c_str(), how,
-                    s.track().window_at(e.walk.pcs[i] - (i > 0)) ? ", jit" : "");
+        m += format("      #%-3zu %s  [%s%s]\n", i, describe(walk_pcs[i], i > 0).c_str(), how,
+                    s.track().window_at(walk_pcs[i] - (i > 0)) ? ", jit" : "");
       }
       v.mismatches.push_back(std::move(m));
     }

@@ -55,7 +55,9 @@ result<std::unique_ptr<run_session>> run_session::start(const run_options& o) {
   if (o.target.command.empty() && !process_alive(o.target.pid)) {
     return make_error(errc::not_found, "no process with PID %d", o.target.pid);
   }
-  auto bpf = bpf_session::open(o.bpf);
+  bpf_options bo = o.bpf;
+  bo.stack_depth = std::min<uint32_t>(std::max<uint32_t>(o.max_depth, 1), JW_MAX_DEPTH);
+  auto bpf = bpf_session::open(bo);
   if (!bpf) return bpf.error();
   s->bpf_ = std::move(bpf.value());
 

@@ -26,7 +26,7 @@ struct run_options {
   target_spec target;
   bpf_options bpf;
   tracker_options tracker;
-  uint32_t max_depth = JW_MAX_DEPTH;
+  uint32_t max_depth = JW_DEFAULT_DEPTH;
   bool kernel_stacks = false;
   bool per_thread = false;
   bool fp_only = false;      ///< walk with frame pointers only (our BPF walker)

@@ -331,11 +331,24 @@ void tracker::on_event(const void* data, size_t size) {
         if (auto r = tables_.commit(); !r) warn("%s", r.error().message().c_str());
       }
       break;
-    case JW_EV_CHECKPOINT:
-      if (size >= sizeof(jw_checkpoint_event) && checkpoint_handler) {
-        checkpoint_handler(*static_cast<const jw_checkpoint_event*>(data));
+    case JW_EV_CHECKPOINT: {
+      if (size < sizeof(jw_checkpoint_event) || !checkpoint_handler) break;
+      const auto* e = static_cast<const jw_checkpoint_event*>(data);
+      const size_t need =
+          sizeof(*e) + 8 * (size_t{e->truth_n} + e->fp_n) + 16 * size_t{e->walk_depth};
+      if (need > size) {
+        warn("checkpoint record of %zu bytes, %zu needed: ignored", size, need);
+        break;
       }
+      const auto* words = reinterpret_cast<const uint64_t*>(e + 1);
+      checkpoint_record rec;
+      rec.e = e;
+      rec.truth = {words, e->truth_n};
+      rec.fp = {words + e->truth_n, e->fp_n};
+      rec.walk = {reinterpret_cast<const jw_frame*>(words + e->truth_n + e->fp_n), e->walk_depth};
+      checkpoint_handler(rec);
       break;
+    }
     default:
       break;
   }

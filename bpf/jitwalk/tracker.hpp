@@ -23,6 +23,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,14 @@ struct window_info {
   uint64_t text_start = 0, text_size = 0;
   uint32_t uid = 0;  ///< 0 if not loaded (rejected, no SFrame yet)
   jitunwind::remote::window_state state = jitunwind::remote::window_state::live;
+};
+
+/// A checkpoint event with its variable-size parts (valid during the handler call only).
+struct checkpoint_record {
+  const jw_checkpoint_event* e = nullptr;
+  std::span<const uint64_t> truth;  ///< ground truth, innermost first
+  std::span<const uint64_t> fp;     ///< the kernel's frame-pointer walk
+  std::span<const jw_frame> walk;   ///< our walk
 };
 
 struct tracker_stats {
@@ -77,7 +86,7 @@ class tracker {
   /// Publishes pending table changes and resumes the target if a handler stopped it.
   void flush();
 
-  std::function<void(const jw_checkpoint_event&)> checkpoint_handler;
+  std::function<void(const checkpoint_record&)> checkpoint_handler;
 
   /// Is `pc` inside the text of a window currently known (live or retired)?
   const window_info* window_at(uint64_t pc) const;

@@ -245,7 +245,7 @@ TEST_CASE("profile: the JIT target's stacks, SVG in Chromium, pprof through prot
 TEST_CASE("verify: deep JIT recursion without frame pointers matches exactly") {
   if (!jt::may_run_privileged("jitwalk verify")) return;
   jt::run_result r;
-  auto j = verify({"deep", "--depth", "110", "--iterations", "200"}, &r);
+  auto j = verify({"deep", "--depth", "300", "--iterations", "200"}, &r);
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(j["checkpoints"] == 200);
@@ -255,6 +255,7 @@ TEST_CASE("verify: deep JIT recursion without frame pointers matches exactly") {
   // The kernel's frame-pointer walk on the same events never gets past the first JIT frame.
   CHECK(j["fp_exact"] == 0);
   CHECK(j["fp_found_frames"].get<int>() <= 200);
+  CHECK(j["max_truth"].get<int>() == 302);  // deeper than the profile default of 127 frames
   CHECK(j["stale_uses"] == 0);
   CHECK_THAT(r.out, Catch::Contains("result: PASS"));
 }
