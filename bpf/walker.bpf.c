@@ -231,9 +231,13 @@ static __always_inline void finish(struct jw_scratch* s, __u32 d, __u8 stop, __u
 }
 
 /* One frame: record the PC, find how to reach the caller, step. 0 = continue, 1 = stop. */
-static long walk_step(__u32 index, void* unused) {
-  __u32 zero = 0;
-  struct jw_scratch* s = bpf_map_lookup_elem(&jw_scratch, &zero);
+struct walk_ctx {
+  struct jw_scratch* s;
+  __u32 fp_only;
+};
+
+static long walk_step(__u32 index, struct walk_ctx* c) {
+  struct jw_scratch* s = c->s;
   if (!s) return 1;
   __u32 d = s->st.depth;
   if (d >= JW_MAX_DEPTH || d >= s->max_depth) {
@@ -251,7 +255,7 @@ static long walk_step(__u32 index, void* unused) {
   __u32 method = JW_M_FP, kind = JW_RANGE_NONE, uid = 0;
   __u64 cfa = 0, ra = 0, new_fp = fp;
 
-  struct jw_range* r = jw_cfg.fp_only ? NULL : find_range(s, lookup_pc);
+  struct jw_range* r = c->fp_only ? NULL : find_range(s, lookup_pc);
   if (r) {
     kind = r->kind;
     uid = r->uid;
@@ -377,7 +381,8 @@ static __always_inline struct jw_scratch* walk_user(__u64 pc, __u64 sp, __u64 fp
   s->last_stale = 0;
   s->last_row = 0;
   s->last_row_pc = 0;
-  bpf_loop(JW_MAX_DEPTH, walk_step, NULL, 0);
+  struct walk_ctx wc = {.s = s, .fp_only = jw_cfg.fp_only};
+  bpf_loop(JW_MAX_DEPTH, walk_step, &wc, 0);
   if (s->st.depth > JW_MAX_DEPTH) s->st.depth = JW_MAX_DEPTH;
   if (read_u64(&c->seq[active]) != seq) {
     s->st.stop = JW_STOP_TABLE_RACE;

@@ -329,6 +329,15 @@ int cmd_profile(int argc, char** argv) {
         ps.run_cnt ? static_cast<double>(ps.run_time_ns) / ps.run_cnt : 0.0,
         bs[JW_STAT_SAMPLES] ? static_cast<double>(bs[JW_STAT_WALK_NS]) / bs[JW_STAT_SAMPLES] : 0.0);
   }
+  if (s.child() && s.child()->exited()) {
+    std::fprintf(stderr, "jitwalk:   command: exit status %d, %.3f s CPU (user + system)\n",
+                 s.child()->exit_code(), s.child()->cpu_seconds());
+  }
+  if (o.bpf_stats && s.child() && s.child()->cpu_seconds() > 0) {
+    prog_stats ps = s.bpf().stats_of(o.unwinder);
+    std::fprintf(stderr, "jitwalk:   BPF time / command CPU time: %.4f%%\n",
+                 100.0 * static_cast<double>(ps.run_time_ns) / 1e9 / s.child()->cpu_seconds());
+  }
   for (const std::string& w : wrote) std::fprintf(stderr, "jitwalk:   wrote %s\n", w.c_str());
   return rc;
 }

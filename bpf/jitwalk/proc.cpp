@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -191,13 +192,20 @@ static int decode_status(int status) {
   return -1;
 }
 
+static double cpu_of(const rusage& ru) {
+  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
 bool child_process::poll_exit() {
   if (exited_) return true;
   int status = 0;
-  pid_t r = waitpid(pid_, &status, WNOHANG);
+  rusage ru{};
+  pid_t r = wait4(pid_, &status, WNOHANG, &ru);
   if (r == pid_ && (WIFEXITED(status) || WIFSIGNALED(status))) {
     exited_ = true;
     exit_code_ = decode_status(status);
+    cpu_s_ = cpu_of(ru);
   }
   return exited_;
 }
@@ -205,7 +213,8 @@ bool child_process::poll_exit() {
 int child_process::wait() {
   while (!exited_) {
     int status = 0;
-    pid_t r = waitpid(pid_, &status, 0);
+    rusage ru{};
+    pid_t r = wait4(pid_, &status, 0, &ru);
     if (r < 0 && errno == EINTR) continue;
     if (r < 0) {
       exited_ = true;
@@ -214,6 +223,7 @@ int child_process::wait() {
     if (WIFEXITED(status) || WIFSIGNALED(status)) {
       exited_ = true;
       exit_code_ = decode_status(status);
+      cpu_s_ = cpu_of(ru);
     }
   }
   return exit_code_;

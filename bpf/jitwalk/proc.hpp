@@ -58,6 +58,8 @@ class child_process {
   /// Blocking wait.
   int wait();
   int exit_code() const noexcept { return exit_code_; }
+  /// User + system CPU time of the command (and its waited-for children), once exited.
+  double cpu_seconds() const noexcept { return cpu_s_; }
   bool exited() const noexcept { return exited_; }
   /// Sends a signal (no-op once exited).
   void signal(int sig);
@@ -70,6 +72,7 @@ class child_process {
   std::string command_;
   bool exited_ = false;
   int exit_code_ = -1;
+  double cpu_s_ = 0;
 };
 
 }  // namespace jitwalk
