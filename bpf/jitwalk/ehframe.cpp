@@ -6,6 +6,13 @@
 namespace jitwalk {
 namespace {
 
+// A factored offset; hostile values saturate to something no row accepts (|offset| > 2^31).
+int64_t factor(int64_t value, int64_t factor_by) {
+  int64_t out = 0;
+  if (__builtin_mul_overflow(value, factor_by, &out)) return INT64_MAX;
+  return out;
+}
+
 // DWARF register numbers on x86-64.
 constexpr uint64_t kRbp = 6, kRsp = 7, kRip = 16;
 constexpr size_t kMaxRememberDepth = 64;
@@ -59,7 +66,7 @@ struct cursor {
       v |= int64_t(b & 0x7f) << shift;
       shift += 7;
     } while (b & 0x80);
-    if (shift < 64 && (b & 0x40)) v |= -(int64_t{1} << shift);
+    if (shift < 64 && (b & 0x40)) v |= static_cast<int64_t>(~uint64_t{0} << shift);
     return v;
   }
   std::string cstr() {
@@ -192,7 +199,7 @@ class evaluator {
           if (auto e = advance(low * c_.code_align); !e.empty()) return e;
           continue;
         case 2:
-          set_offset(low, static_cast<int64_t>(cur_.uleb()) * c_.data_align);
+          set_offset(low, factor(static_cast<int64_t>(cur_.uleb()), c_.data_align));
           continue;
         case 3:
           restore(low);
@@ -220,7 +227,7 @@ class evaluator {
           break;
         case 0x05: {
           uint64_t r = cur_.uleb();
-          set_offset(r, static_cast<int64_t>(cur_.uleb()) * c_.data_align);
+          set_offset(r, factor(static_cast<int64_t>(cur_.uleb()), c_.data_align));
           break;
         }
         case 0x06:
@@ -274,16 +281,16 @@ class evaluator {
         }
         case 0x11: {
           uint64_t r = cur_.uleb();
-          set_offset(r, cur_.sleb() * c_.data_align);
+          set_offset(r, factor(cur_.sleb(), c_.data_align));
           break;
         }
         case 0x12:
           s_.cfa_reg = cur_.uleb();
-          s_.cfa_off = cur_.sleb() * c_.data_align;
+          s_.cfa_off = factor(cur_.sleb(), c_.data_align);
           s_.cfa_expr = false;
           break;
         case 0x13:
-          s_.cfa_off = cur_.sleb() * c_.data_align;
+          s_.cfa_off = factor(cur_.sleb(), c_.data_align);
           break;
         case 0x14: {
           uint64_t r = cur_.uleb();
@@ -308,7 +315,7 @@ class evaluator {
           break;  // GNU_args_size
         case 0x2f: {
           uint64_t r = cur_.uleb();
-          set_offset(r, -static_cast<int64_t>(cur_.uleb()) * c_.data_align);
+          set_offset(r, factor(factor(static_cast<int64_t>(cur_.uleb()), -1), c_.data_align));
           break;
         }
         default:
@@ -425,7 +432,12 @@ std::string parse_cie(cursor c, size_t content_end, cie& out) {
     return format("CIE augmentation \"%s\" unsupported", aug.c_str());
   }
   if (c.bad) return "CIE truncated";
-  if (out.code_align == 0) return "CIE code alignment 0";
+  if (out.code_align == 0 || out.code_align > 0xffff) {
+    return format("CIE code alignment %llu", static_cast<unsigned long long>(out.code_align));
+  }
+  if (out.data_align < -0xffff || out.data_align > 0xffff) {
+    return format("CIE data alignment %lld", static_cast<long long>(out.data_align));
+  }
   out.insn_begin = c.pos;
   out.insn_end = content_end;
   return {};

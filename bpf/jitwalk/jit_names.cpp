@@ -40,12 +40,18 @@ size_t jit_names::load_perf_map(const std::string& path) {
   f.seekg(static_cast<std::streamoff>(done));
   std::stringstream ss;
   ss << f.rdbuf();
-  const std::string text = ss.str();
+  size_t used = 0;
+  size_t n = parse_perf_map(ss.str(), used);
+  done += used;
+  return n;
+}
+
+size_t jit_names::parse_perf_map(std::string_view text, size_t& used) {
   size_t n = 0, pos = 0;
   for (;;) {
     size_t nl = text.find('\n', pos);
     if (nl == std::string::npos) break;  // a line still being written: next time
-    std::string line = text.substr(pos, nl - pos);
+    std::string line(text.substr(pos, nl - pos));
     pos = nl + 1;
     unsigned long long start = 0, size = 0;
     int consumed = 0;
@@ -61,7 +67,7 @@ size_t jit_names::load_perf_map(const std::string& path) {
     add(std::move(e));
     ++n;
   }
-  done += pos;
+  used = pos;
   return n;
 }
 
@@ -70,7 +76,12 @@ result<size_t> jit_names::load_jitdump(const std::string& path) {
   if (!f) return make_error(errc::io_error, "cannot read jitdump %s", path.c_str());
   std::stringstream ss;
   ss << f.rdbuf();
-  const std::string data = ss.str();
+  auto n = parse_jitdump(ss.str(), consumed_[path]);
+  if (!n) return make_error(n.error().code(), "%s: %s", path.c_str(), n.error().message().c_str());
+  return n;
+}
+
+result<size_t> jit_names::parse_jitdump(std::string_view data, size_t& done) {
   auto u32 = [&](size_t at) {
     uint32_t v;
     std::memcpy(&v, data.data() + at, 4);
@@ -82,9 +93,9 @@ result<size_t> jit_names::load_jitdump(const std::string& path) {
     return v;
   };
   if (data.size() < 40 || u32(0) != 0x4A695444) {
-    return make_error(errc::malformed, "%s: not a jitdump file (no JiTD magic)", path.c_str());
+    return make_error(errc::malformed, "not a jitdump file (no JiTD magic)");
   }
-  size_t& done = consumed_[path];
+  if (u32(8) < 40) return make_error(errc::malformed, "jitdump header size %u < 40", u32(8));
   size_t pos = done ? done : u32(8);  // resume after the last complete record
   size_t n = 0;
   auto& by_index = jitdump_index_;  // code_index -> name, for CODE_MOVE
@@ -92,6 +103,7 @@ result<size_t> jit_names::load_jitdump(const std::string& path) {
     uint32_t id = u32(pos), total = u32(pos + 4);
     uint64_t ts = u64(pos + 8);
     if (total < 16 || total > data.size() - pos) break;  // truncated (still being written)
+    if (total > 16 + 40 + 4096 + (uint64_t{1} << 30)) break;  // nonsense
     const size_t body = pos + 16;
     if (id == 0 && total >= 16 + 40 + 1) {  // CODE_LOAD
       uint64_t code_addr = u64(body + 16), code_size = u64(body + 24), index = u64(body + 32);

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace jitwalk {
@@ -42,6 +43,11 @@ class jit_names {
   /// Returns entries read; `malformed` if the
   /// header is not a jitdump header, `io_error` if unreadable.
   result<size_t> load_jitdump(const std::string& path);
+
+  /// The parsers behind the loaders, on bytes already read. `done` / `used`: bytes consumed
+  /// (whole records or lines; a partial last one is left for the next call).
+  result<size_t> parse_jitdump(std::string_view data, size_t& done);
+  size_t parse_perf_map(std::string_view text, size_t& used);
 
  private:
   std::map<uint64_t, std::vector<entry>> timed_;    // by start; each vector in insertion order

@@ -71,6 +71,13 @@ TEST_CASE("build: JSON errors name the path and the value") {
   expect_error(dir, "{\"abi\": \"amd64\",\n \"functions\": [}", "invalid JSON: ");
   expect_error(dir, "{\"abi\": \"amd64\",\n \"functions\": [}", "line 2");
   expect_error(dir, "[1, 2]", "(top level): expected an object, got [1,2]");
+  // Found by fuzz/cli_sframe_json.cpp: nlohmann reports this overflow as out_of_range.
+  expect_error(dir, R"({"abi": "amd64", "functions": [{"start": 66666666e66666666}]})",
+               "invalid JSON: number overflow");
+  expect_error(dir, one_function(R"({"pc": 0, "cfa": "sp+8", "fp": 99999999999})"),
+               "functions[0].rows[0].fp: 99999999999 does not fit in 32 bits");
+  expect_error(dir, one_function(R"({"pc": 0, "cfa": "sp+9999999999"})"),
+               R"(functions[0].rows[0].cfa: offset in "sp+9999999999" does not fit in 32 bits)");
 }
 
 TEST_CASE("build: frame-model and layout errors") {

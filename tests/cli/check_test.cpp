@@ -2,6 +2,9 @@
 // sections, random corruption, non-ELF files and ELF files without .sframe.
 #include "cli/cli_support.hpp"
 #include "elf/elf_reader.hpp"
+#include "elf/elf_writer.hpp"
+
+#include <elf.h>
 #include "support/privileges.hpp"
 
 #include <catch2/catch.hpp>
@@ -153,7 +156,7 @@ TEST_CASE("check and dump: a file that is not ELF") {
   CHECK(d.out.empty());
 }
 
-TEST_CASE("check: missing file and an ELF without .sframe; one bad file fails the run") {
+TEST_CASE("check: missing file and an ELF without .sframe, one bad file fails the run") {
   fixture f;
   const std::string missing = f.dir / "missing.o";
   expect_problem(run_tool({"sframe", "check", missing}), missing, "No such file");
@@ -194,4 +197,34 @@ TEST_CASE("dump and check find .sframe through PT_GNU_SFRAME when section header
   CHECK(d.out.find("SFrame PT_GNU_SFRAME at 0x402000") != std::string::npos);
   CHECK(normalized(dump_json({stripped}), false) ==
         normalized(nlohmann::json::parse(description), false));
+}
+
+TEST_CASE("dump --format json survives symbol names that are not UTF-8") {
+  // Symbol names end up in JSON strings, which nlohmann refuses to serialize when they are not
+  // UTF-8 unless told to replace the bad bytes.
+  fixture f;
+  jitunwind::detail::elf_writer w({});
+  jitunwind::detail::elf_writer::section text;
+  text.name = ".text";
+  text.flags = SHF_ALLOC | SHF_EXECINSTR;
+  text.address = 0x401000;
+  text.data.assign(0xa0, 0);
+  w.add_section(text);
+  jitunwind::detail::elf_writer::section sf;
+  sf.name = ".sframe";
+  sf.flags = SHF_ALLOC;
+  sf.address = 0x402000;
+  sf.align = 8;
+  sf.data.assign(f.section.begin(), f.section.end());
+  w.add_section(sf);
+  w.add_symbol({"bad\xff\xfename", ".text", 0x401000, 64});
+  w.add_segment({PT_LOAD, PF_R | PF_X, {".text"}, 0});
+  w.add_segment({PT_LOAD, PF_R, {".sframe"}, 0});
+  auto image = w.write();
+  REQUIRE(image.ok());
+  const std::string path = f.dir / "names.so";
+  REQUIRE(write_file(path, std::string(image->begin(), image->end())));
+  // The raw section was encoded for address 0, so it is read at that address.
+  const auto doc = dump_json({"--address", "0", path});
+  CHECK(doc["functions"][0]["name"] == "bad\xef\xbf\xbd\xef\xbf\xbdname");  // U+FFFD twice
 }

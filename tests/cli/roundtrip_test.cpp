@@ -155,6 +155,19 @@ TEST_CASE("round trip: explicit flags in the description are honoured") {
 
 TEST_CASE("round trip: aarch64 little endian, RA in LR, saved and signed") {
   check_round_trip(aarch64_description("aarch64-le"), 0x500000, 0x1 | 0x4);
+  // The text form names where the RA is and whether it is signed.
+  built b;
+  build_both(b, aarch64_description("aarch64-le"), 0x500000);
+  auto text = run_tool({"sframe", "dump", b.elf});
+  INFO(text.out << text.err);
+  REQUIRE(text.exit_code == 0);
+  CHECK(text.out.find("(shared object aarch64)") != std::string::npos);
+  CHECK(text.out.find("0x401000 (+0x0)            sp+0       lr               unchanged\n") !=
+        std::string::npos);
+  CHECK(text.out.find("0x401004 (+0x4)            sp+0       lr (signed)      unchanged\n") !=
+        std::string::npos);
+  CHECK(text.out.find("0x40100c (+0xc)            fp+32      cfa-24 (signed)  cfa-32\n") !=
+        std::string::npos);
 }
 
 TEST_CASE("round trip: aarch64 big endian") {

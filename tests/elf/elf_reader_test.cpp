@@ -9,7 +9,6 @@
 
 #include <filesystem>
 #include <random>
-#include <regex>
 #include <sstream>
 
 using namespace jitunwind;
@@ -24,19 +23,26 @@ struct readelf_section {
   uint64_t addr, offset, size;
 };
 
-// Parses `llvm-readelf-22 -SW` output.
+bool is_hex(const std::string& s) {
+  return !s.empty() && s.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+
+// Parses `llvm-readelf-22 -SW` output: "[Nr] Name Type Address Off Size ...".
 std::vector<readelf_section> readelf_sections(const std::string& path) {
   auto r = t::run({"llvm-readelf-22", "-SW", path});
   REQUIRE(r.exit_code == 0);
   std::vector<readelf_section> out;
-  static const std::regex line(
-      R"(^\s*\[\s*(\d+)\] (\S+)\s+\S+\s+([0-9a-f]+) ([0-9a-f]+) ([0-9a-f]+) )");
   std::istringstream in(r.out);
   for (std::string l; std::getline(in, l);) {
-    std::smatch m;
-    if (!std::regex_search(l, m, line)) continue;
-    out.push_back({static_cast<unsigned>(std::stoul(m[1])), m[2], std::stoull(m[3], nullptr, 16),
-                   std::stoull(m[4], nullptr, 16), std::stoull(m[5], nullptr, 16)});
+    const auto open = l.find('['), close = l.find(']');
+    if (open == std::string::npos || close == std::string::npos || close < open) continue;
+    const std::string nr = l.substr(open + 1, close - open - 1);
+    if (nr.find_first_not_of(" 0123456789") != std::string::npos || nr == " 0") continue;
+    std::istringstream fields(l.substr(close + 1));
+    std::string name, type, addr, off, size;
+    if (!(fields >> name >> type >> addr >> off >> size) || !is_hex(addr) || !is_hex(off)) continue;
+    out.push_back({static_cast<unsigned>(std::stoul(nr)), name, std::stoull(addr, nullptr, 16),
+                   std::stoull(off, nullptr, 16), std::stoull(size, nullptr, 16)});
   }
   return out;
 }
@@ -46,18 +52,19 @@ struct readelf_segment {
   uint64_t offset, vaddr, filesz, memsz;
 };
 
+// Parses `llvm-readelf-22 -lW`: "Type Offset VirtAddr PhysAddr FileSiz MemSiz Flg Align".
 std::vector<readelf_segment> readelf_segments(const std::string& path) {
   auto r = t::run({"llvm-readelf-22", "-lW", path});
   REQUIRE(r.exit_code == 0);
   std::vector<readelf_segment> out;
-  static const std::regex line(
-      R"(^\s+(\S+)\s+0x([0-9a-f]+) 0x([0-9a-f]+) 0x[0-9a-f]+ 0x([0-9a-f]+) 0x([0-9a-f]+) )");
   std::istringstream in(r.out);
   for (std::string l; std::getline(in, l);) {
-    std::smatch m;
-    if (!std::regex_search(l, m, line)) continue;
-    out.push_back({m[1], std::stoull(m[2], nullptr, 16), std::stoull(m[3], nullptr, 16),
-                   std::stoull(m[4], nullptr, 16), std::stoull(m[5], nullptr, 16)});
+    std::istringstream fields(l);
+    std::string type, off, vaddr, paddr, filesz, memsz;
+    if (!(fields >> type >> off >> vaddr >> paddr >> filesz >> memsz)) continue;
+    if (off.rfind("0x", 0) != 0 || vaddr.rfind("0x", 0) != 0 || memsz.rfind("0x", 0) != 0) continue;
+    out.push_back({type, std::stoull(off, nullptr, 16), std::stoull(vaddr, nullptr, 16),
+                   std::stoull(filesz, nullptr, 16), std::stoull(memsz, nullptr, 16)});
   }
   return out;
 }
@@ -70,7 +77,7 @@ void compare_with_readelf(const std::string& path) {
   REQUIRE(img.ok());
   const auto expect = readelf_sections(path);
   REQUIRE(!expect.empty());
-  REQUIRE(img->sections().size() == expect.size() + 1);  // readelf's regex skips the null section
+  REQUIRE(img->sections().size() == expect.size() + 1);  // the parser skips the null section
   for (const auto& e : expect) {
     const auto& s = img->sections().at(e.index);
     INFO("section " << e.index << " " << e.name);

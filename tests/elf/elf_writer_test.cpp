@@ -185,7 +185,7 @@ TEST_CASE("ELF writer images pass eu-elflint except for types elfutils 0.188 pre
   CHECK(clean.out + clean.err == "No errors\n");
 }
 
-TEST_CASE("ELF writer: sections of one segment keep their spacing; NOBITS takes no file space") {
+TEST_CASE("ELF writer: sections of one segment keep their spacing, NOBITS takes no file space") {
   elf_writer w({});
   elf_writer::section a;
   a.name = ".text";

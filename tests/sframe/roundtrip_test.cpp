@@ -347,6 +347,16 @@ TEST_CASE("non-strict encoding takes foreign rows that SFrame can express") {
   REQUIRE(d->nonconforming.size() == 1);
   CHECK(d->nonconforming[0].index == 0);
   CHECK(d->nonconforming[0].reason.find("below the stack pointer") != std::string::npos);
+  // Empty functions are fine, but two functions never share a start (readers binary-search).
+  function_desc empty;
+  empty.start = 0x2000;
+  auto enc = encoder::create(loose);
+  REQUIRE(enc.ok());
+  REQUIRE(enc->append(empty).ok());
+  CHECK(!enc->append(empty).ok());
+  empty.start = 0x2001;
+  CHECK(enc->append(empty).ok());
+  CHECK(decode(enc->bytes(), 0).ok());
   // But not rows the AMD64 layout has no room for.
   f.rows[0].ra = ra_rule::in_register;
   f.rows[0].ra_offset = 0;

@@ -149,6 +149,16 @@ std::string help_text(const std::string& program, const command_spec& spec) {
   return s;
 }
 
+std::string count_text(size_t n, const std::string& noun) {
+  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+}
+
+std::string hex_text(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
 std::optional<uint64_t> parse_u64(const std::string& text) {
   if (text.empty() || text[0] == '-' || text[0] == '+') return std::nullopt;
   const bool hex = text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X');

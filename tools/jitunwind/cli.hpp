@@ -64,6 +64,12 @@ result<parsed_args> parse(const command_spec& spec, std::span<const std::string>
 /// The full --help text of a command.
 std::string help_text(const std::string& program, const command_spec& spec);
 
+/// "1 row", "3 rows".
+std::string count_text(size_t n, const std::string& noun);
+
+/// "0x1f".
+std::string hex_text(uint64_t v);
+
 /// Parses an unsigned integer in decimal or 0x-hexadecimal.
 std::optional<uint64_t> parse_u64(const std::string& text);
 

@@ -52,7 +52,8 @@ const command_spec check_spec{
     "check",
     "FILE...",
     "Validate SFrame sections; exit 0 only if every FILE is valid.",
-    "Prints `FILE: ok (N functions, M rows)` for each valid FILE, or `FILE: ` followed by the "
+    "Prints `FILE: ok (N functions, M rows, SFrame vV)` for each valid FILE, or `FILE: ` followed "
+    "by the "
     "first problem found (every count, offset and row is checked against the section; the "
     "decoder treats input as hostile).",
     {section_option, raw_option, address_option},
@@ -154,9 +155,9 @@ int run_check(const std::string& program, const parsed_args& args) {
     }
     size_t rows = 0;
     for (const auto& f : decoded->functions) rows += f.rows.size();
-    std::printf("%s: ok (%zu function%s, %zu row%s, SFrame v%u)\n", path.c_str(),
-                decoded->functions.size(), decoded->functions.size() == 1 ? "" : "s", rows,
-                rows == 1 ? "" : "s", decoded->info.version);
+    std::printf("%s: ok (%s, %s, SFrame v%u)\n", path.c_str(),
+                count_text(decoded->functions.size(), "function").c_str(),
+                count_text(rows, "row").c_str(), decoded->info.version);
   }
   std::fflush(stdout);
   return status;
@@ -218,11 +219,10 @@ int run_build(const std::string& program, const parsed_args& args) {
     if (!bytes) return report(program, *input + ": " + bytes.error().message(), exit_failure);
     if (auto w = write_file(*raw_out, *bytes); !w)
       return report(program, w.error().message(), exit_failure);
-    std::printf(
-        "wrote %s: SFrame v2 section for address 0x%llx, %zu bytes, %zu functions, %zu "
-        "rows\n",
-        raw_out->c_str(), static_cast<unsigned long long>(eo.section_address), bytes->size(),
-        d->functions.size(), rows);
+    std::printf("wrote %s: SFrame v2 section for address 0x%llx, %zu bytes, %s, %s\n",
+                raw_out->c_str(), static_cast<unsigned long long>(eo.section_address),
+                bytes->size(), count_text(d->functions.size(), "function").c_str(),
+                count_text(rows, "row").c_str());
     return exit_ok;
   }
   auto image = build_sframe_elf(*d, eo);
@@ -231,12 +231,12 @@ int run_build(const std::string& program, const parsed_args& args) {
     return report(program, w.error().message(), exit_failure);
   std::printf(
       "wrote %s: ELF %s (ET_DYN), .text [0x%llx, 0x%llx)%s, .sframe at 0x%llx (%zu "
-      "bytes), %zu functions, %zu rows\n",
+      "bytes), %s, %s\n",
       elf_out->c_str(), to_string(d->target), static_cast<unsigned long long>(image->text_address),
       static_cast<unsigned long long>(image->text_address + image->text_size),
       image->text_zero_filled ? "" : " (SHT_NOBITS)",
       static_cast<unsigned long long>(image->sframe_address), image->sframe_size,
-      d->functions.size(), rows);
+      count_text(d->functions.size(), "function").c_str(), count_text(rows, "row").c_str());
   return exit_ok;
 }
 

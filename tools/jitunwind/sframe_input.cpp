@@ -19,12 +19,6 @@ constexpr uint32_t r_x86_64_none = 0, r_x86_64_pc32 = 2, r_x86_64_plt32 = 4, r_x
                    r_x86_64_32s = 11;
 constexpr uint32_t r_aarch64_none = 0, r_aarch64_abs32 = 258, r_aarch64_prel32 = 261;
 
-std::string hex(uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
 std::string elf_kind(const elf_image& img) {
   std::string kind;
   switch (img.type()) {
@@ -89,7 +83,7 @@ result<size_t> apply_relocations(const elf_image& img, const elf_section& target
                                             " on an SFrame section is not supported");
       if (kind == reloc_kind::none) continue;
       if (r.offset > bytes.size() || bytes.size() - r.offset < 4)
-        return error(errc::malformed, where + ": offset " + hex(r.offset) +
+        return error(errc::malformed, where + ": offset " + hex_text(r.offset) +
                                           " is past the section (" + std::to_string(bytes.size()) +
                                           " bytes)");
       if (r.symbol >= symbols->size())
@@ -109,7 +103,7 @@ result<size_t> apply_relocations(const elf_image& img, const elf_section& target
       const int64_t value = static_cast<int64_t>(target_address - base);
       if (value < std::numeric_limits<int32_t>::min() ||
           value > std::numeric_limits<int32_t>::max())
-        return error(errc::out_of_range, where + ": target " + hex(target_address) +
+        return error(errc::out_of_range, where + ": target " + hex_text(target_address) +
                                              " is not within ±2 GiB of the field");
       const auto v = static_cast<uint32_t>(static_cast<int32_t>(value));
       for (int k = 0; k < 4; ++k) {
@@ -144,18 +138,24 @@ result<sframe_source> load_sframe_source(const std::string& path,
                                          const sframe_source_options& options) {
   auto file = read_file(path);
   if (!file) return file.error();
+  return load_sframe_source(path, std::move(*file), options);
+}
+
+result<sframe_source> load_sframe_source(const std::string& path, std::vector<uint8_t> bytes,
+                                         const sframe_source_options& options) {
   sframe_source out;
   if (options.raw) {
-    out.bytes = std::move(*file);
+    out.bytes = std::move(bytes);
     out.address = options.address.value_or(0);
     out.where = "raw file";
     return out;
   }
 
-  auto img = elf_image::parse(*file);
+  // `img` views `bytes`, which outlives it; the section is copied out.
+  auto img = elf_image::parse(bytes);
   if (!img) {
-    const bool is_elf = file->size() >= 4 && (*file)[0] == 0x7f && (*file)[1] == 'E' &&
-                        (*file)[2] == 'L' && (*file)[3] == 'F';
+    const bool is_elf = bytes.size() >= 4 && bytes[0] == 0x7f && bytes[1] == 'E' &&
+                        bytes[2] == 'L' && bytes[3] == 'F';
     if (!is_elf)
       return error(errc::malformed,
                    path + ": not an ELF file (use --raw for a bare SFrame section)");

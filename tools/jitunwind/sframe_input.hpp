@@ -38,4 +38,8 @@ struct sframe_source {
 result<sframe_source> load_sframe_source(const std::string& path,
                                          const sframe_source_options& options);
 
+/// The same on bytes already in memory; `path` only names them in messages.
+result<sframe_source> load_sframe_source(const std::string& path, std::vector<uint8_t> file,
+                                         const sframe_source_options& options);
+
 }  // namespace jitunwind::cli

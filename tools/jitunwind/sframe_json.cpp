@@ -28,13 +28,19 @@ constexpr flag_name flag_names[] = {
     {sframe::flag_fde_func_start_pcrel, "FDE_FUNC_START_PCREL"},
 };
 
+/// Serializes without throwing: strings that are not valid UTF-8 (ELF symbol names can be
+/// anything) get U+FFFD instead of making nlohmann throw.
+std::string dump_value(const json& j) {
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 error path_error(const std::string& path, const std::string& message) {
   return error(errc::invalid_argument, path + ": " + message);
 }
 
 /// A short rendering of a JSON value for messages.
 std::string shown(const json& j) {
-  std::string s = j.dump();
+  std::string s = dump_value(j);
   if (s.size() > 60) s = s.substr(0, 57) + "...";
   return s;
 }
@@ -185,25 +191,19 @@ result<uint8_t> parse_flags(const json& j) {
   return flags;
 }
 
-std::string hex(uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
-  return buf;
-}
-
 /// A flat object or array on one line, with a space after ':' and ','.
 std::string one_line(const json& j) {
   std::string s;
   if (j.is_object()) {
     for (const auto& item : j.items())
-      s += (s.empty() ? "" : ", ") + json(item.key()).dump() + ": " + one_line(item.value());
+      s += (s.empty() ? "" : ", ") + dump_value(json(item.key())) + ": " + one_line(item.value());
     return "{" + s + "}";
   }
   if (j.is_array()) {
     for (const auto& v : j) s += (s.empty() ? "" : ", ") + one_line(v);
     return "[" + s + "]";
   }
-  return j.dump();
+  return dump_value(j);
 }
 
 }  // namespace
@@ -216,7 +216,7 @@ std::vector<std::string> sframe_flag_names(uint8_t flags) {
     if (flags & f.bit) out.emplace_back(f.name);
   }
   for (int bit = 0; bit < 8; ++bit)
-    if ((flags & ~known) & (1u << bit)) out.push_back(hex(1u << bit));
+    if ((flags & ~known) & (1u << bit)) out.push_back(hex_text(1u << bit));
   return out;
 }
 
@@ -231,9 +231,10 @@ result<sframe_description> parse_sframe_json(const std::string& text) {
   json doc;
   try {
     doc = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
     // nlohmann's message names line and column ("[json.exception.parse_error.101] parse error at
-    // line 3, column 5: ..."); drop the exception id.
+    // line 3, column 5: ..."); drop the exception id. Numbers too large for 64 bits are
+    // out_of_range exceptions.
     std::string what = e.what();
     if (auto p = what.find("] "); p != std::string::npos) what = what.substr(p + 2);
     return error(errc::invalid_argument, "invalid JSON: " + what);
@@ -324,9 +325,9 @@ result<sframe_description> parse_sframe_json(const std::string& text) {
     const function_desc& b = d.functions[order[k]];
     if (a.start + a.size > b.start)
       return path_error("functions[" + std::to_string(order[k]) + "]",
-                        "[" + hex(b.start) + ", " + hex(b.start + b.size) +
+                        "[" + hex_text(b.start) + ", " + hex_text(b.start + b.size) +
                             ") overlaps functions[" + std::to_string(order[k - 1]) + "] [" +
-                            hex(a.start) + ", " + hex(a.start + a.size) + ")");
+                            hex_text(a.start) + ", " + hex_text(a.start + a.size) + ")");
   }
   return d;
 }
@@ -368,7 +369,7 @@ std::string to_sframe_json(const sframe_description& d) {
   // Layout meant for reading and hand-editing: one row per line.
   std::string out = "{\n";
   for (const auto& item : doc.items())
-    out += "  " + json(item.key()).dump() + ": " + one_line(item.value()) + ",\n";
+    out += "  " + dump_value(json(item.key())) + ": " + one_line(item.value()) + ",\n";
   out += "  \"functions\": [";
   for (size_t i = 0; i < functions.size(); ++i) {
     out += i ? ",\n    {" : "\n    {";
@@ -376,7 +377,7 @@ std::string to_sframe_json(const sframe_description& d) {
     for (const auto& item : functions[i].items()) {
       out += first ? "\n" : ",\n";
       first = false;
-      out += "      " + json(item.key()).dump() + ": ";
+      out += "      " + dump_value(json(item.key())) + ": ";
       if (item.key() != "rows") {
         out += one_line(item.value());
         continue;

@@ -1,5 +1,6 @@
 #include "sframe_text.hpp"
 
+#include "cli.hpp"
 #include "sframe_json.hpp"
 
 #include <cinttypes>
@@ -26,15 +27,18 @@ std::string offset_text(const char* base, int32_t v) {
 }
 
 std::string ra_text(abi target, const frame_row& r) {
+  std::string s;
   switch (r.ra) {
     case ra_rule::undefined:
       return "undefined";
     case ra_rule::in_register:
-      return target == abi::amd64 ? "in register" : "lr";
+      s = target == abi::amd64 ? "in register" : "lr";
+      break;
     case ra_rule::saved:
+      s = offset_text("cfa", r.ra_offset);
       break;
   }
-  std::string s = offset_text("cfa", r.ra_offset);
+  // Pointer authentication: the RA (in LR or on the stack) is signed.
   if (r.ra_mangled) s += " (signed)";
   return s;
 }
@@ -86,7 +90,7 @@ std::string render_sframe_text(const std::string& path, const sframe_source& sou
     append(out, ": [0x%" PRIx64 ", 0x%" PRIx64 ") size %u", f.start,
            f.start + static_cast<uint64_t>(f.size), f.size);
     if (f.pcmask_rep) append(out, ", PCMASK (rows repeat every %u bytes)", f.pcmask_rep);
-    append(out, ", %zu row%s\n", f.rows.size(), f.rows.size() == 1 ? "" : "s");
+    append(out, ", %s\n", count_text(f.rows.size(), "row").c_str());
     append(out, "  %-26s %-10s %-16s %s\n", f.pcmask_rep ? "BLOCK OFFSET" : "PC", "CFA", "RA",
            "FP");
     for (const frame_row& r : f.rows) {

@@ -50,9 +50,257 @@ JITUNWIND_API const char* jitunwind_status_string(jitunwind_status status);
 
 /* ==== frame (jitunwind/frame.h) =========================================================== */
 
+/* Target ABI; the values are SFrame's ABI/arch identifiers. */
+typedef enum jitunwind_abi {
+  JITUNWIND_ABI_AARCH64_BE = 1,
+  JITUNWIND_ABI_AARCH64_LE = 2,
+  JITUNWIND_ABI_AMD64 = 3
+} jitunwind_abi;
+
+/* Registers the frame directives talk about: rsp/sp, rbp/x29, and the return address (x30). */
+typedef enum jitunwind_reg {
+  JITUNWIND_REG_SP = 0,
+  JITUNWIND_REG_FP = 1,
+  JITUNWIND_REG_RA = 2
+} jitunwind_reg;
+
+enum { JITUNWIND_CFA_SP = 0, JITUNWIND_CFA_FP = 1 };
+enum { JITUNWIND_RA_SAVED = 0, JITUNWIND_RA_IN_REGISTER = 1, JITUNWIND_RA_UNDEFINED = 2 };
+enum { JITUNWIND_FP_UNCHANGED = 0, JITUNWIND_FP_SAVED = 1 };
+
+/* One row of unwind rules (C mirror of jitunwind::frame_row): from `pc_offset` on,
+   CFA = (cfa_base ? FP : SP) + cfa_offset; RA at CFA + ra_offset when saved; FP at
+   CFA + fp_offset when saved. */
+typedef struct jitunwind_frame_row {
+  uint32_t pc_offset;
+  uint8_t cfa_base;   /* JITUNWIND_CFA_* */
+  uint8_t ra_rule;    /* JITUNWIND_RA_* */
+  uint8_t fp_rule;    /* JITUNWIND_FP_* */
+  uint8_t ra_mangled; /* AArch64 pointer authentication: the saved RA is signed */
+  int32_t cfa_offset;
+  int32_t ra_offset;
+  int32_t fp_offset;
+} jitunwind_frame_row;
+
+/* Set in jitunwind_function.flags by the decoder: legal SFrame that jitunwind_frame_validate
+   rejects (e.g. "FP saved" kept after an epilogue by gas and LLVM). */
+#define JITUNWIND_FUNCTION_NONCONFORMING 0x1u
+
+/* A function: address range and rows (C mirror of jitunwind::function_desc). `rows` is not
+   owned by the struct: see the function that filled it. */
+typedef struct jitunwind_function {
+  uint64_t start;
+  uint32_t size;
+  uint32_t pcmask_rep; /* 0, or the size of the repeated block (SFrame PCMASK) */
+  const jitunwind_frame_row* rows;
+  size_t row_count;
+  uint32_t flags; /* output of decoding (JITUNWIND_FUNCTION_*); ignored on input */
+} jitunwind_function;
+
+/* Checks a function against the ABI's rules (jitunwind::validate). */
+JITUNWIND_API jitunwind_status jitunwind_frame_validate(jitunwind_abi abi,
+                                                        const jitunwind_function* function,
+                                                        jitunwind_error* error);
+
+/* A CFI-style row builder (jitunwind::frame_builder), used by one thread at a time.
+   Directives take the code offset of the first instruction the new rule applies to. The first
+   invalid directive makes the builder fail: later ones are ignored and return that status;
+   jitunwind_frame_builder_finish reports the message. */
+typedef struct jitunwind_frame_builder jitunwind_frame_builder;
+
+JITUNWIND_API jitunwind_status jitunwind_frame_builder_create(jitunwind_abi abi,
+                                                              jitunwind_frame_builder** out,
+                                                              jitunwind_error* error);
+JITUNWIND_API void jitunwind_frame_builder_destroy(jitunwind_frame_builder* builder);
+/* Back to the ABI's entry rules, errors cleared. */
+JITUNWIND_API void jitunwind_frame_builder_reset(jitunwind_frame_builder* builder);
+
+JITUNWIND_API jitunwind_status jitunwind_frame_def_cfa(jitunwind_frame_builder* b, uint32_t at,
+                                                       jitunwind_reg base, int32_t offset);
+JITUNWIND_API jitunwind_status jitunwind_frame_def_cfa_offset(jitunwind_frame_builder* b,
+                                                              uint32_t at, int32_t offset);
+JITUNWIND_API jitunwind_status jitunwind_frame_adjust_cfa_offset(jitunwind_frame_builder* b,
+                                                                 uint32_t at, int32_t delta);
+JITUNWIND_API jitunwind_status jitunwind_frame_def_cfa_register(jitunwind_frame_builder* b,
+                                                                uint32_t at, jitunwind_reg base);
+JITUNWIND_API jitunwind_status jitunwind_frame_offset(jitunwind_frame_builder* b, uint32_t at,
+                                                      jitunwind_reg reg, int32_t cfa_relative);
+JITUNWIND_API jitunwind_status jitunwind_frame_restore(jitunwind_frame_builder* b, uint32_t at,
+                                                       jitunwind_reg reg);
+JITUNWIND_API jitunwind_status jitunwind_frame_undefined(jitunwind_frame_builder* b, uint32_t at,
+                                                         jitunwind_reg reg);
+JITUNWIND_API jitunwind_status jitunwind_frame_negate_ra_state(jitunwind_frame_builder* b,
+                                                               uint32_t at);
+JITUNWIND_API jitunwind_status jitunwind_frame_remember_state(jitunwind_frame_builder* b);
+JITUNWIND_API jitunwind_status jitunwind_frame_restore_state(jitunwind_frame_builder* b,
+                                                             uint32_t at);
+/* Shapes of common sequences (see jitunwind::frame_builder). */
+JITUNWIND_API jitunwind_status jitunwind_frame_push_frame_pointer(jitunwind_frame_builder* b,
+                                                                  uint32_t after_push,
+                                                                  uint32_t after_set_fp);
+JITUNWIND_API jitunwind_status jitunwind_frame_pop_frame_pointer(jitunwind_frame_builder* b,
+                                                                 uint32_t after_pop);
+JITUNWIND_API jitunwind_status jitunwind_frame_stack_alloc(jitunwind_frame_builder* b,
+                                                           uint32_t at, int32_t bytes);
+JITUNWIND_API jitunwind_status jitunwind_frame_stack_free(jitunwind_frame_builder* b, uint32_t at,
+                                                          int32_t bytes);
+
+/* Validates and returns the function [start, start + size). `out->rows` points into the
+   builder and stays valid until the next finish, reset or destroy of this builder. The builder
+   itself is left unchanged (more directives may follow). */
+JITUNWIND_API jitunwind_status jitunwind_frame_builder_finish(jitunwind_frame_builder* builder,
+                                                              uint64_t start, uint32_t size,
+                                                              jitunwind_function* out,
+                                                              jitunwind_error* error);
 
 /* ==== sframe (jitunwind/sframe.h) ========================================================= */
 
+#define JITUNWIND_SFRAME_F_FDE_SORTED 0x1u
+#define JITUNWIND_SFRAME_F_FRAME_POINTER 0x2u
+#define JITUNWIND_SFRAME_F_FDE_FUNC_START_PCREL 0x4u
+
+/* The decoded header of an SFrame section. */
+typedef struct jitunwind_sframe_info {
+  uint8_t version;
+  uint8_t flags; /* JITUNWIND_SFRAME_F_* */
+  uint8_t abi;   /* jitunwind_abi */
+  int8_t cfa_fixed_fp_offset;
+  int8_t cfa_fixed_ra_offset;
+  uint8_t aux_header_len;
+  uint32_t num_fdes; /* functions */
+  uint32_t num_fres; /* rows, all functions together */
+  uint32_t fre_len;
+  uint32_t fde_off;
+  uint32_t fre_off;
+} jitunwind_sframe_info;
+
+/* Encoder options; start from jitunwind_sframe_encoder_options_init (the C++ defaults). */
+typedef struct jitunwind_sframe_encoder_options {
+  jitunwind_abi abi;
+  uint64_t section_address; /* where the section's first byte will be */
+  int pcrel;                /* 1 (default): FDE_FUNC_START_PCREL; 0: section-relative starts */
+  int frame_pointer;        /* -1 (default): automatic; 0 or 1: force the FRAME_POINTER flag */
+  int strict;               /* 1 (default): jitunwind_frame_validate rules; 0: format rules */
+} jitunwind_sframe_encoder_options;
+
+JITUNWIND_API void jitunwind_sframe_encoder_options_init(jitunwind_sframe_encoder_options* o);
+
+/* SFrame v2 encoder (jitunwind::sframe::encoder): functions are appended in address order and
+   the section can be written at any time. One thread at a time. */
+typedef struct jitunwind_sframe_encoder jitunwind_sframe_encoder;
+
+JITUNWIND_API jitunwind_status jitunwind_sframe_encoder_create(
+    const jitunwind_sframe_encoder_options* options, jitunwind_sframe_encoder** out,
+    jitunwind_error* error);
+JITUNWIND_API void jitunwind_sframe_encoder_destroy(jitunwind_sframe_encoder* encoder);
+/* Nothing is appended on error (invalid rows, overlap/out of order, out of ±2 GiB reach). */
+JITUNWIND_API jitunwind_status jitunwind_sframe_encoder_append(jitunwind_sframe_encoder* encoder,
+                                                               const jitunwind_function* function,
+                                                               jitunwind_error* error);
+/* Bytes jitunwind_sframe_encoder_write produces now. */
+JITUNWIND_API size_t jitunwind_sframe_encoder_size(const jitunwind_sframe_encoder* encoder);
+JITUNWIND_API size_t
+jitunwind_sframe_encoder_function_count(const jitunwind_sframe_encoder* encoder);
+/* Writes the section into the caller's buffer of `capacity` bytes (at least _size()). */
+JITUNWIND_API jitunwind_status jitunwind_sframe_encoder_write(
+    const jitunwind_sframe_encoder* encoder, void* out, size_t capacity, jitunwind_error* error);
+/* The section will live at another address; the encoder is unchanged on error. */
+JITUNWIND_API jitunwind_status jitunwind_sframe_encoder_relocate(jitunwind_sframe_encoder* encoder,
+                                                                 uint64_t new_section_address,
+                                                                 jitunwind_error* error);
+
+/* Validates a v1/v2 section at `section_address` (hostile input: E_MALFORMED / E_UNSUPPORTED
+   with a message naming the structure, index and values). `info` may be NULL. */
+JITUNWIND_API jitunwind_status jitunwind_sframe_check(const void* bytes, size_t size,
+                                                      uint64_t section_address,
+                                                      jitunwind_sframe_info* info,
+                                                      jitunwind_error* error);
+
+/* A decoded section allocated by the library, released with jitunwind_sframe_decoded_free.
+   functions[i].rows point into `rows`; everything lives in one allocation. */
+typedef struct jitunwind_sframe_decoded {
+  jitunwind_sframe_info info;
+  jitunwind_function* functions; /* info.num_fdes entries, in FDE order, absolute starts */
+  jitunwind_frame_row* rows;     /* info.num_fres entries */
+} jitunwind_sframe_decoded;
+
+JITUNWIND_API jitunwind_status jitunwind_sframe_decode(const void* bytes, size_t size,
+                                                       uint64_t section_address,
+                                                       jitunwind_sframe_decoded** out,
+                                                       jitunwind_error* error);
+JITUNWIND_API void jitunwind_sframe_decoded_free(jitunwind_sframe_decoded* decoded);
+
+/* Decodes into caller-owned arrays: `functions` must hold info.num_fdes entries and `rows`
+   info.num_fres (learn both from jitunwind_sframe_check); E_LIMIT_EXCEEDED if they are
+   smaller. functions[i].rows point into `rows`. `info` may be NULL. */
+JITUNWIND_API jitunwind_status jitunwind_sframe_decode_into(
+    const void* bytes, size_t size, uint64_t section_address, jitunwind_sframe_info* info,
+    jitunwind_function* functions, size_t function_capacity, jitunwind_frame_row* rows,
+    size_t row_capacity, jitunwind_error* error);
+
+/* A validated lookup table over a section (jitunwind::sframe::table). It does not copy the
+   bytes: they must outlive the table and must not change. Immutable: lookups may run on any
+   number of threads. */
+typedef struct jitunwind_sframe_table jitunwind_sframe_table;
+
+typedef struct jitunwind_sframe_lookup {
+  size_t function_index;
+  uint64_t function_start;
+  uint32_t function_size;
+  jitunwind_frame_row row;
+} jitunwind_sframe_lookup;
+
+JITUNWIND_API jitunwind_status jitunwind_sframe_table_create(const void* bytes, size_t size,
+                                                             uint64_t section_address,
+                                                             jitunwind_sframe_table** out,
+                                                             jitunwind_error* error);
+JITUNWIND_API void jitunwind_sframe_table_destroy(jitunwind_sframe_table* table);
+JITUNWIND_API void jitunwind_sframe_table_info(const jitunwind_sframe_table* table,
+                                               jitunwind_sframe_info* out);
+/* 1 and *out filled if a function covers pc, else 0. */
+JITUNWIND_API int jitunwind_sframe_table_find(const jitunwind_sframe_table* table, uint64_t pc,
+                                              jitunwind_sframe_lookup* out);
+
+/* Unwinding. */
+typedef struct jitunwind_regs {
+  uint64_t pc;
+  uint64_t sp;
+  uint64_t fp;
+  uint64_t lr; /* AArch64 link register; used only in the innermost frame */
+} jitunwind_regs;
+
+/* Reads `len` bytes of the target's memory at `address`; nonzero on success. */
+typedef int (*jitunwind_read_memory_fn)(void* user, uint64_t address, void* out, size_t len);
+
+typedef enum jitunwind_stop_reason {
+  JITUNWIND_STOP_OUTERMOST = 0,   /* a frame whose RA is undefined: the proper end */
+  JITUNWIND_STOP_NO_TABLE = 1,    /* no table covers the PC */
+  JITUNWIND_STOP_UNREADABLE = 2,  /* the reader failed */
+  JITUNWIND_STOP_NO_PROGRESS = 3, /* the caller's SP is not above the callee's */
+  JITUNWIND_STOP_DEPTH_LIMIT = 4, /* max_pcs reached */
+  JITUNWIND_STOP_BAD_RULE = 5,    /* the row cannot be applied here */
+  JITUNWIND_STOP_ZERO_PC = 6      /* the return address read was 0 */
+} jitunwind_stop_reason;
+
+JITUNWIND_API const char* jitunwind_stop_reason_string(jitunwind_stop_reason reason);
+
+/* One step (jitunwind::sframe::step): 1 and *caller filled, or 0 and *reason set. */
+JITUNWIND_API int jitunwind_sframe_step(jitunwind_abi abi, const jitunwind_frame_row* row,
+                                        const jitunwind_regs* callee, int innermost,
+                                        jitunwind_read_memory_fn read, void* user,
+                                        jitunwind_regs* caller, jitunwind_stop_reason* reason);
+
+/* A whole walk from `start` over `table_count` tables (all of `abi`): stores up to `max_pcs`
+   PCs (pcs[0] = start->pc, then return addresses) and returns how many; *reason says why it
+   stopped. Tables with another ABI are skipped. Thread-safe for constant tables. Returns 0
+   (nothing stored) only for NULL arguments, an unknown ABI (reason BAD_RULE) or when memory
+   runs out (reason DEPTH_LIMIT). */
+JITUNWIND_API size_t jitunwind_sframe_unwind(jitunwind_abi abi,
+                                             const jitunwind_sframe_table* const* tables,
+                                             size_t table_count, const jitunwind_regs* start,
+                                             jitunwind_read_memory_fn read, void* user,
+                                             uint64_t* pcs, size_t max_pcs,
+                                             jitunwind_stop_reason* reason);
 
 /* ==== cfi (jitunwind/cfi.h) =============================================================== */
 

@@ -214,6 +214,10 @@ class JITUNWIND_API table {
   size_t fre_base_ = 0;
   uint8_t fde_size_ = 20;
   bool big_endian_ = false;
+  // Function starts as offsets from pc_range_.first (4 bytes per function), so the binary
+  // search touches a small dense array instead of the 20-byte FDEs. Empty when the range does
+  // not fit 32 bits; the search then reads the FDEs.
+  std::vector<uint32_t> start_index_;
 };
 
 // ---------------------------------------------------------------------------------------------

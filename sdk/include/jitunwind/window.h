@@ -142,7 +142,9 @@ class JITUNWIND_API window {
 
   /// Owned windows: reserves `size` bytes of code (aligned) after what was reserved before and
   /// returns the address the code will run at and a writable view of it. The view is valid until
-  /// the next `publish`. `limit_exceeded` when the window is full, `bad_state` unless open,
+  /// the next `publish`. With the jitdump publisher active, a gap of 160 bytes follows each
+  /// allocation (perf maps each function's unwinding data right after its code).
+  /// `limit_exceeded` when the window is full, `bad_state` unless open,
   /// `invalid_argument` for described windows.
   struct code_space {
     uint64_t address = 0;

@@ -77,7 +77,9 @@ result<void> encoder::append(const function_desc& f) {
                       static_cast<ull>(f.start), f.pcmask_rep);
   if (!fdes_.empty()) {
     const fde_entry& prev = fdes_.back();
-    if (f.start < prev.start + prev.size)
+    // Strictly after the previous start too: an empty function must not share it (readers
+    // binary-search on the starts).
+    if (f.start < prev.start + prev.size || f.start <= prev.start)
       return make_error(errc::invalid_argument,
                         "function at 0x%llx starts before the end of the previous one "
                         "[0x%llx, +%u): append functions in address order without overlap",

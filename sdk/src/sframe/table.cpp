@@ -5,6 +5,8 @@
 #include "common/error.hpp"
 #include "sframe/decoder.hpp"
 
+#include <limits>
+
 namespace jitunwind::sframe {
 
 using jitunwind::detail::make_error;
@@ -29,6 +31,11 @@ result<table> table::create(std::span<const uint8_t> bytes, uint64_t section_add
   t.fre_base_ = l->fre_base;
   t.fde_size_ = static_cast<uint8_t>(l->fde_size);
   t.big_endian_ = l->big;
+  if (t.pc_range_.second - t.pc_range_.first <= std::numeric_limits<uint32_t>::max()) {
+    t.start_index_.resize(l->info.num_fdes);
+    for (size_t i = 0; i < t.start_index_.size(); ++i)
+      t.start_index_[i] = static_cast<uint32_t>(t.fde_start(i) - t.pc_range_.first);
+  }
   return t;
 }
 
@@ -44,13 +51,27 @@ std::optional<lookup_result> table::find(uint64_t pc) const noexcept {
   if (pc < pc_range_.first || pc >= pc_range_.second) return std::nullopt;
   // Number of FDEs starting at or before pc (upper bound).
   size_t first = 0, count = info_.num_fdes;
-  while (count > 0) {
-    const size_t step = count / 2;
-    if (fde_start(first + step) <= pc) {
-      first += step + 1;
-      count -= step + 1;
-    } else {
-      count = step;
+  if (!start_index_.empty()) {
+    const auto key = static_cast<uint32_t>(pc - pc_range_.first);
+    const uint32_t* base = start_index_.data();
+    while (count > 0) {
+      const size_t step = count / 2;
+      if (base[first + step] <= key) {
+        first += step + 1;
+        count -= step + 1;
+      } else {
+        count = step;
+      }
+    }
+  } else {
+    while (count > 0) {
+      const size_t step = count / 2;
+      if (fde_start(first + step) <= pc) {
+        first += step + 1;
+        count -= step + 1;
+      } else {
+        count = step;
+      }
     }
   }
   if (first == 0) return std::nullopt;

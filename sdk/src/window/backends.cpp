@@ -7,15 +7,20 @@ namespace jitunwind::detail {
 result<std::unique_ptr<publisher_backend>> make_registry_backend(const session_options& o);
 result<std::unique_ptr<publisher_backend>> make_usdt_events_backend(const session_options& o);
 result<std::unique_ptr<publisher_backend>> make_kernel_publisher(const session_options& o);
+result<std::unique_ptr<publisher_backend>> make_perfmap_backend(const session_options& o);
+result<std::unique_ptr<publisher_backend>> make_jitdump_backend(const session_options& o);
+result<std::unique_ptr<publisher_backend>> make_gdb_backend(const session_options& o);
 
 result<std::unique_ptr<publisher_backend>> make_backend(publisher p, const session_options& o) {
   switch (p) {
     case publisher::registry: return make_registry_backend(o);
     case publisher::usdt_events: return make_usdt_events_backend(o);
     case publisher::kernel: return make_kernel_publisher(o);
-    default: break;
+    case publisher::perfmap: return make_perfmap_backend(o);
+    case publisher::jitdump: return make_jitdump_backend(o);
+    case publisher::gdb: return make_gdb_backend(o);
   }
-  return make_error(errc::unsupported, "%s: not part of this build", to_string(p));
+  return make_error(errc::invalid_argument, "unknown publisher %u", static_cast<unsigned>(p));
 }
 
 }  // namespace jitunwind::detail

@@ -72,6 +72,8 @@ void session_impl::start_publishers() {
     }
     slots_.push_back(std::move(s));
   }
+  for (const slot& s : slots_)
+    if (s.kind == publisher::jitdump && s.state == publisher_state::active) code_gap_ = 160;
 }
 
 void session_impl::mark_failed(slot& s, const char* what, uint64_t window_id, const error& e) {

@@ -102,6 +102,11 @@ class session_impl final : public session {
 
   void log(log_level level, const std::string& message) const { options_.log(level, message); }
 
+  /// Bytes owned windows leave free after each allocation. perf maps each jitdump-injected
+  /// object over the code plus its unwinding data (about 8 bytes per row + 60): the next function
+  /// must not start inside that range or perf loses the earlier one's unwinding info.
+  size_t code_gap() const noexcept { return code_gap_; }
+
  private:
   struct slot {
     publisher kind;
@@ -115,6 +120,7 @@ class session_impl final : public session {
   std::vector<slot> slots_;  // publishing order
   mutable std::mutex mutex_;  // guards slots_' state/message and windows_
   std::vector<std::unique_ptr<window_impl>> windows_;
+  size_t code_gap_ = 0;
 };
 
 /// Window ids are unique in the process (the registry ABI keys windows by id).

@@ -83,7 +83,8 @@ result<window::code_space> window_impl::allocate(size_t size, size_t alignment) 
                       "window %llu: %zu bytes of code do not fit (%zu of %zu bytes used)",
                       static_cast<unsigned long long>(id_), size, alloc_cursor_,
                       mem_.code_capacity());
-  alloc_cursor_ = offset + size;
+  // The gap is best effort: the last allocation of a window may use it for code.
+  alloc_cursor_ = std::min(offset + size + session_.code_gap(), mem_.code_capacity());
   const uint64_t address = text_start_ + offset;
   return code_space{address, std::span<uint8_t>(mem_.writable_for(address), size)};
 }

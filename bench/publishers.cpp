@@ -1,0 +1,200 @@
+// Cost per published function of each publisher, next to a baseline measured in the same run:
+// assembling a typical small function with asmjit (the cheapest step of any JIT).
+//
+//   build/bench/bench_publishers [--benchmark_min_time=0.2]
+//
+// Prints Google Benchmark's table, then the ratio to the baseline for every benchmark, from CPU
+// time (user + system of the thread: on a shared machine wall time mostly measures waiting).
+#include <jitunwind/cfi.h>
+#include <jitunwind/frame.h>
+
+#include "gdbjit/gdbjit.hpp"
+#include "jitdump/jitdump_writer.hpp"
+#include "perfmap/perfmap_writer.hpp"
+
+#include <asmjit/x86.h>
+#include <benchmark/benchmark.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <string>
+
+using namespace jitunwind;
+using namespace jitunwind::detail;
+
+namespace {
+
+// A scratch directory for the files the publishers write (removed at exit).
+const std::string& scratch_dir() {
+  static const std::string dir = [] {
+    char tmpl[] = "/tmp/jitunwind-bench-XXXXXX";
+    const char* d = ::mkdtemp(tmpl);
+    if (d == nullptr) std::abort();
+    return std::string(d);
+  }();
+  return dir;
+}
+
+// push rbp; mov rbp, rsp; sub rsp, 16; mov [rbp-8], rdi; lea rax, [rdi+rsi*2]; imul rax, rdx;
+// add rax, 42; mov rsp, rbp; pop rbp; ret — plus the address it will live at.
+size_t assemble(uint8_t* out, size_t cap, uint64_t base) {
+  using namespace asmjit;
+  CodeHolder code;
+  code.init(Environment::host(), base);
+  x86::Assembler a(&code);
+  a.push(x86::rbp);
+  a.mov(x86::rbp, x86::rsp);
+  a.sub(x86::rsp, 16);
+  a.mov(x86::qword_ptr(x86::rbp, -8), x86::rdi);
+  a.lea(x86::rax, x86::ptr(x86::rdi, x86::rsi, 1));
+  a.imul(x86::rax, x86::rdx);
+  a.add(x86::rax, 42);
+  a.mov(x86::rsp, x86::rbp);
+  a.pop(x86::rbp);
+  a.ret();
+  code.flatten();
+  code.resolveUnresolvedLinks();
+  code.relocateToBase(base);
+  const size_t size = code.codeSize();
+  if (size > cap) std::abort();
+  code.copyFlattenedData(out, size, CopySectionFlags::kPadSectionBuffer);
+  return size;
+}
+
+struct sample_function {
+  uint8_t code[64];
+  size_t size;
+  function_desc frame;
+};
+
+sample_function make_sample(uint64_t base) {
+  sample_function s{};
+  s.size = assemble(s.code, sizeof s.code, base);
+  const recipes::epilogue ep{static_cast<uint32_t>(s.size - 1), static_cast<uint32_t>(s.size)};
+  s.frame = recipes::frame_pointer(abi::amd64, base, static_cast<uint32_t>(s.size), 1, 4,
+                                   std::span(&ep, 1))
+                .value();
+  return s;
+}
+
+void BM_baseline_asmjit_assemble(benchmark::State& state) {
+  uint8_t buf[64];
+  uint64_t base = 0x7f0000000000;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(assemble(buf, sizeof buf, base));
+    base += 64;
+  }
+}
+BENCHMARK(BM_baseline_asmjit_assemble);
+
+void BM_frame_rows_recipe(benchmark::State& state) {
+  const recipes::epilogue ep{28, 29};
+  uint64_t base = 0x7f0000000000;
+  for (auto _ : state) {
+    auto f = recipes::frame_pointer(abi::amd64, base, 29, 1, 4, std::span(&ep, 1));
+    benchmark::DoNotOptimize(f);
+    base += 64;
+  }
+}
+BENCHMARK(BM_frame_rows_recipe);
+
+void BM_eh_frame_and_hdr(benchmark::State& state) {
+  sample_function s = make_sample(0x7f0000000000);
+  cfi::encoder_options o;
+  for (auto _ : state) {
+    o.eh_frame_address = s.frame.start + 64;
+    auto r = cfi::encode(o, std::span(&s.frame, 1));
+    benchmark::DoNotOptimize(r);
+    s.frame.start += 64;
+  }
+}
+BENCHMARK(BM_eh_frame_and_hdr);
+
+void BM_perfmap_add(benchmark::State& state) {
+  auto w = perfmap_writer::create({scratch_dir(), 1}).value();
+  uint64_t base = 0x7f0000000000;
+  for (auto _ : state) {
+    if (!w->add(base, 29, "jit::some_function(int, long)")) std::abort();
+    base += 64;
+  }
+}
+BENCHMARK(BM_perfmap_add);
+
+void run_jitdump_load(benchmark::State& state, bool unwinding) {
+  jitdump_options o;
+  o.dir = scratch_dir();
+  o.pid = unwinding ? 2 : 3;
+  auto w = jitdump_writer::create(o).value();
+  sample_function s = make_sample(0x7f0000000000);
+  for (auto _ : state) {
+    jitdump_load l{"jit::some_function(int, long)", s.frame.start,
+                   std::span<const uint8_t>(s.code, s.size), unwinding ? &s.frame : nullptr};
+    if (!w->load(l)) std::abort();
+    s.frame.start += 256;
+  }
+}
+void BM_jitdump_load_with_unwinding(benchmark::State& state) {
+  run_jitdump_load(state, true);
+}
+void BM_jitdump_load_without_unwinding(benchmark::State& state) {
+  run_jitdump_load(state, false);
+}
+BENCHMARK(BM_jitdump_load_with_unwinding);
+BENCHMARK(BM_jitdump_load_without_unwinding);
+
+void BM_gdb_register_and_unregister(benchmark::State& state) {
+  auto reg = gdbjit::registrar::create({}).value();
+  sample_function s = make_sample(0x7f0000000000);
+  // Registrations already live: registering stays O(1) however many there are.
+  std::vector<gdbjit::registration_id> keep;
+  for (int i = 0; i < static_cast<int>(state.range(0)); ++i) {
+    const gdbjit::function_symbol f{"old", 0x100000000 + 64ull * i, 16, nullptr};
+    keep.push_back(reg->add(std::span(&f, 1)).value());
+  }
+  for (auto _ : state) {
+    const gdbjit::function_symbol f{"jit::some_function(int, long)", s.frame.start, s.size,
+                                    &s.frame};
+    auto id = reg->add(std::span(&f, 1));
+    if (!id || !reg->remove(*id)) std::abort();
+  }
+}
+BENCHMARK(BM_gdb_register_and_unregister)->Arg(0)->Arg(10000);
+
+// Collects real time per iteration to print the ratios after the normal table.
+class ratio_reporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    ConsoleReporter::ReportRuns(runs);
+    for (const Run& r : runs)
+      if (r.run_type == Run::RT_Iteration && r.iterations > 0)  // time unit: ns (default)
+        ns_[r.benchmark_name()] = {r.GetAdjustedCPUTime(), r.GetAdjustedRealTime()};
+  }
+  void print_ratios() const {
+    const auto base = ns_.find("BM_baseline_asmjit_assemble");
+    if (base == ns_.end()) return;
+    std::printf("\n%-40s %10s %10s %16s\n", "per function", "CPU ns", "wall ns", "CPU vs asmjit");
+    for (const auto& [name, t] : ns_)
+      std::printf("%-40s %10.1f %10.1f %15.2fx\n", name.c_str(), t.first, t.second,
+                  t.first / base->second.first);
+  }
+
+ private:
+  std::map<std::string, std::pair<double, double>> ns_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  ratio_reporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  reporter.print_ratios();
+  benchmark::Shutdown();
+  std::error_code ec;
+  std::filesystem::remove_all(scratch_dir(), ec);
+  return 0;
+}

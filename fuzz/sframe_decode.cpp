@@ -1,0 +1,103 @@
+// libFuzzer target: SFrame decode/check/table/find/unwind over hostile bytes.
+//
+// The input is the section itself (placed at a fixed address). Besides "no crash, no UB" it
+// checks the invariants the API promises: check() agrees with decode(), a table answers like
+// the decoded model, re-encoding what decoded gives the same functions, and an unwind over a
+// fake stack made of the same bytes always ends within the frame cap.
+#include <jitunwind/sframe.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <span>
+
+using namespace jitunwind;
+using namespace jitunwind::sframe;
+
+namespace {
+
+constexpr uint64_t section_address = 0x400000;
+constexpr uint64_t stack_address = 0x7ff000;
+
+struct fake_stack {
+  const uint8_t* data;
+  size_t size;
+  static bool read(void* self, uint64_t address, void* out, size_t len) {
+    auto* s = static_cast<fake_stack*>(self);
+    if (address < stack_address || address - stack_address > s->size ||
+        len > s->size - (address - stack_address))
+      return false;
+    std::memcpy(out, s->data + (address - stack_address), len);
+    return true;
+  }
+};
+
+[[noreturn]] void broken_invariant() {
+  std::abort();
+}
+
+const frame_row* model_find(const decoded_section& d, uint64_t pc) {
+  for (const auto& f : d.functions) {
+    if (pc < f.start || pc - f.start >= f.size) continue;
+    uint64_t off = pc - f.start;
+    if (f.pcmask_rep) off %= f.pcmask_rep;
+    const frame_row* best = nullptr;
+    for (const auto& r : f.rows)
+      if (r.pc_offset <= off) best = &r;
+    return best;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::span<const uint8_t> bytes(data, size);
+  auto d = decode(bytes, section_address);
+  auto c = check(bytes, section_address);
+  if (d.ok() != c.ok()) broken_invariant();
+  if (!d.ok()) {
+    if (d.error().message() != c.error().message()) broken_invariant();
+    return 0;
+  }
+  if (!(*c == d->info)) broken_invariant();
+
+  auto t = table::create(bytes, section_address);
+  if (t.ok()) {
+    for (const auto& f : d->functions) {
+      for (uint64_t pc : {f.start, f.start + f.size / 2, f.start + f.size - 1, f.start + f.size}) {
+        const auto got = t->find(pc);
+        const frame_row* want = model_find(*d, pc);
+        if (got.has_value() != (want != nullptr)) broken_invariant();
+        if (want && !(got->row == *want)) broken_invariant();
+      }
+    }
+    // Unwind from each function over a "stack" made of the input bytes.
+    unwinder u(d->info.target);
+    if (!u.add(&*t).ok()) broken_invariant();
+    fake_stack stack{data, size};
+    for (size_t i = 0; i < d->functions.size() && i < 8; ++i) {
+      const auto& f = d->functions[i];
+      const regs start{f.start + f.size / 2, stack_address, stack_address + size / 2, f.start};
+      const auto tr = u.unwind(start, {&fake_stack::read, &stack}, 32);
+      if (tr.pcs.size() > 32) broken_invariant();
+    }
+  }
+
+  // What decodes re-encodes (format rules) to the same functions.
+  encoder_options o;
+  o.target = d->info.target;
+  o.section_address = section_address;
+  o.pcrel = (d->info.flags & flag_fde_func_start_pcrel) != 0;
+  o.strict = false;
+  if (auto again = encode(o, d->functions); again.ok()) {
+    auto d2 = decode(*again, section_address);
+    if (!d2.ok()) broken_invariant();
+    auto sorted = d->functions;
+    std::stable_sort(sorted.begin(), sorted.end(),
+                     [](const auto& x, const auto& y) { return x.start < y.start; });
+    if (d2->functions != sorted) broken_invariant();
+  }
+  return 0;
+}

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# ASan + UBSan stage: builds the decoders of foreign data and their tests with
+# -fsanitize=address,undefined (separate build dir build-asan) and runs those tests. Any report
+# aborts the test (halt_on_error), so a sanitizer finding fails the stage.
+#
+# To add a module: append its test executable to SANITIZE_TARGETS and its CTest prefix to
+# SANITIZE_TESTS (CTest names are "<module>:<test case>").
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+SANITIZE_TARGETS=(test_frame test_sframe test_elf)
+SANITIZE_TESTS='^(frame|sframe|elf):'
+
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DJITUNWIND_SANITIZE=address,undefined -DJITUNWIND_BUILD_BENCH=OFF >/dev/null
+cmake --build build-asan -j2 --target "${SANITIZE_TARGETS[@]}"
+export ASAN_OPTIONS=abort_on_error=1:detect_leaks=1:strict_string_checks=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+ctest --test-dir build-asan --output-on-failure --timeout 900 -R "$SANITIZE_TESTS"

@@ -1,0 +1,136 @@
+/// jitunwind/cfi.h — `.eh_frame` (DWARF call frame information) and `.eh_frame_hdr` from the
+/// frame model.
+///
+/// The same `function_desc` rows that produce SFrame (`sframe.h`) are translated into one CIE
+/// plus FDEs, so that tools which only understand DWARF CFI also unwind through JIT code: perf's
+/// `--call-graph dwarf` (through jitdump `CODE_UNWINDING_INFO`), gdb (through the GDB JIT
+/// interface) and in-process unwinders.
+///
+/// Row translation (AMD64 and little-endian AArch64; big-endian AArch64 is rejected):
+/// - the CIE holds the ABI's entry rules (AMD64: `def_cfa rsp+8`, `offset rip at cfa-8`;
+///   AArch64: `def_cfa sp+0`, return address in x30);
+/// - each row becomes `advance_loc` + the smallest set of `def_cfa` / `def_cfa_offset` /
+///   `def_cfa_register`, `offset rbp|x29`, `offset x30`, `restore`, `undefined rip|x30`
+///   (outermost rows) and `AARCH64_negate_ra_state` (ra_mangled changes) that turns the
+///   previous row's rules into this row's;
+/// - a PCMASK function (`pcmask_rep != 0`, an array of identical blocks) becomes one FDE per
+///   block (DWARF has no "PC modulo" rule; lookups stay O(log n) through the header), or, with
+///   `pcmask_single_fde`, one FDE whose instructions repeat the rows for every block (fewer
+///   FDEs, but an unwinder executes O(blocks) instructions to reach a late block). A PCMASK
+///   function with a single row always becomes one FDE.
+///
+/// Thread-safety: `encoder` is used by one thread at a time; free functions are thread-safe.
+/// Errors: `invalid_argument` for rows `validate` rejects or overlapping functions,
+/// `out_of_range` for addresses a 32-bit PC-relative field cannot reach, `unsupported` for
+/// big-endian AArch64, `limit_exceeded` when a PCMASK function would need too many FDEs.
+#pragma once
+
+#include <jitunwind/config.h>
+#include <jitunwind/frame.h>
+#include <jitunwind/result.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+namespace jitunwind::cfi {
+
+/// How each FDE stores the address of the code it describes (the CIE's 'R' augmentation).
+enum class address_encoding : uint8_t {
+  /// `DW_EH_PE_pcrel | DW_EH_PE_sdata4`: a signed 32-bit offset from the field itself, as
+  /// linkers emit. The bytes depend on where the section lives (`eh_frame_address`) and every
+  /// function must lie within ±2 GiB of it. Needed by perf's jitdump injection.
+  pcrel_sdata4 = 0,
+  /// `DW_EH_PE_absptr` (8 bytes): the absolute address. The bytes do not depend on where the
+  /// section lives (used for GDB JIT objects).
+  absolute = 1,
+};
+
+struct encoder_options {
+  abi target = abi::amd64;
+  /// Address of the section's first byte where its reader will see it (in the process, or in
+  /// the ELF image a tool builds from it). Used only by `pcrel_sdata4`.
+  uint64_t eh_frame_address = 0;
+  address_encoding encoding = address_encoding::pcrel_sdata4;
+  /// Append a 4-byte zero terminator (libgcc's `__register_frame` walks until it; inside an ELF
+  /// section it is optional).
+  bool terminator = false;
+  /// Upper bound of blocks one PCMASK function may expand to (FDEs, or row repetitions with
+  /// `pcmask_single_fde`).
+  uint32_t max_fdes_per_function = 65536;
+  /// Describe a PCMASK function with one FDE (rows repeated per block) instead of one per block.
+  bool pcmask_single_fde = false;
+};
+
+/// Where one FDE is and which code it covers.
+struct fde_info {
+  uint64_t start = 0;   ///< first code address covered
+  uint64_t size = 0;    ///< bytes of code covered
+  uint32_t offset = 0;  ///< offset of the FDE's length field in the `.eh_frame` bytes
+};
+
+/// Size in bytes of an `.eh_frame_hdr` with `fde_count` table entries.
+constexpr size_t eh_frame_hdr_size(size_t fde_count) {
+  return 12 + 8 * fde_count;
+}
+
+/// Builds an `.eh_frame` section incrementally: the CIE first, then FDEs in the order functions
+/// are appended (any order; the header table is sorted). Every FDE is padded to a multiple of
+/// 8 bytes, so the section size is a multiple of 8 (plus 4 with a terminator).
+class JITUNWIND_API encoder {
+ public:
+  /// `unsupported` for big-endian AArch64, `invalid_argument` for an unknown ABI.
+  static result<encoder> create(const encoder_options& options);
+
+  /// Validates `f` (`jitunwind::validate`) and appends its FDE(s). Nothing is appended on
+  /// error. O(rows) except PCMASK functions (O(blocks × rows)).
+  result<void> append(const function_desc& f);
+
+  /// Bytes `bytes()` returns now.
+  size_t size() const noexcept;
+  size_t fde_count() const noexcept { return fdes_.size(); }
+  /// In append order.
+  std::span<const fde_info> fdes() const noexcept { return fdes_; }
+  const encoder_options& options() const noexcept { return options_; }
+
+  /// The complete section.
+  std::vector<uint8_t> bytes() const;
+
+  /// The section will live at another address: recompute PC-relative fields (O(FDEs)).
+  /// `out_of_range` if some function is then out of reach; the encoder is unchanged then.
+  result<void> relocate(uint64_t new_eh_frame_address);
+
+  /// An `.eh_frame_hdr` (version 1; eh_frame_ptr pcrel|sdata4, count udata4, table
+  /// datarel|sdata4 sorted by start address) for the current contents, to be placed at
+  /// `hdr_address` while the section is at `eh_frame_address`. `invalid_argument` when two
+  /// FDEs overlap (a binary search could not pick one), `out_of_range` when an address is
+  /// beyond ±2 GiB of `hdr_address`.
+  result<std::vector<uint8_t>> build_hdr(uint64_t hdr_address) const;
+
+ private:
+  explicit encoder(const encoder_options& options) : options_(options) {}
+  result<void> append_fde(uint64_t start, uint64_t size, const function_desc& f,
+                          uint32_t block_size, uint32_t repeat);
+
+  encoder_options options_;
+  std::vector<uint8_t> bytes_;  // CIE + FDEs, no terminator
+  std::vector<fde_info> fdes_;
+};
+
+/// Both sections for a set of functions.
+struct sections {
+  std::vector<uint8_t> eh_frame;
+  std::vector<uint8_t> eh_frame_hdr;
+  uint64_t eh_frame_hdr_address = 0;
+};
+
+/// One shot: encodes `functions` (sorted by address first) into `.eh_frame` at
+/// `options.eh_frame_address` and builds the header at `hdr_address`, or, when not given,
+/// directly after the `.eh_frame` bytes (the layout perf's jitdump injection and linkers use).
+JITUNWIND_API result<sections> encode(const encoder_options& options,
+                                      std::span<const function_desc> functions,
+                                      std::optional<uint64_t> hdr_address = std::nullopt);
+
+}  // namespace jitunwind::cfi

@@ -1,0 +1,170 @@
+// C API, frame section: the frame builder and validate.
+#include <jitunwind/frame.h>
+#include <jitunwind/jitunwind.h>
+
+#include "capi/common.hpp"
+#include "capi/frame_convert.hpp"
+
+#include <vector>
+
+using namespace jitunwind;
+using jitunwind::capi::fail;
+using jitunwind::capi::guard;
+using jitunwind::capi::succeed;
+
+struct jitunwind_frame_builder {
+  frame_builder builder;
+  std::vector<jitunwind_frame_row> finished;  // rows handed out by the last finish
+};
+
+namespace {
+
+// The builder's sticky state as a status (the message comes with finish).
+jitunwind_status state(const jitunwind_frame_builder* b) {
+  if (b == nullptr) return JITUNWIND_E_INVALID_ARGUMENT;
+  if (const error* e = b->builder.first_error())
+    return static_cast<jitunwind_status>(-static_cast<int>(e->code()));
+  return JITUNWIND_OK;
+}
+
+bool valid_reg(jitunwind_reg r) {
+  return r == JITUNWIND_REG_SP || r == JITUNWIND_REG_FP || r == JITUNWIND_REG_RA;
+}
+
+template <class F>
+jitunwind_status directive(jitunwind_frame_builder* b, F&& apply) {
+  if (b == nullptr) return JITUNWIND_E_INVALID_ARGUMENT;
+  try {
+    apply(b->builder);
+  } catch (const std::bad_alloc&) {
+    return JITUNWIND_E_NO_MEMORY;
+  }
+  return state(b);
+}
+
+}  // namespace
+
+extern "C" {
+
+jitunwind_status jitunwind_frame_validate(jitunwind_abi abi, const jitunwind_function* function,
+                                          jitunwind_error* error) {
+  return guard(error, [&] {
+    if (!capi::known_abi(abi)) return fail(error, errc::invalid_argument, "unknown ABI");
+    jitunwind_status status = JITUNWIND_OK;
+    auto f = capi::from_c(function, error, status);
+    if (!f) return status;
+    auto r = validate(static_cast<jitunwind::abi>(abi), *f);
+    return r ? succeed(error) : fail(error, r.error());
+  });
+}
+
+jitunwind_status jitunwind_frame_builder_create(jitunwind_abi abi, jitunwind_frame_builder** out,
+                                                jitunwind_error* error) {
+  return guard(error, [&] {
+    if (out == nullptr) return fail(error, errc::invalid_argument, "out is NULL");
+    *out = nullptr;
+    if (!capi::known_abi(abi)) return fail(error, errc::invalid_argument, "unknown ABI");
+    *out = new jitunwind_frame_builder{frame_builder(static_cast<jitunwind::abi>(abi)), {}};
+    return succeed(error);
+  });
+}
+
+void jitunwind_frame_builder_destroy(jitunwind_frame_builder* builder) {
+  delete builder;
+}
+
+void jitunwind_frame_builder_reset(jitunwind_frame_builder* builder) {
+  if (builder != nullptr) builder->builder.reset();
+}
+
+jitunwind_status jitunwind_frame_def_cfa(jitunwind_frame_builder* b, uint32_t at,
+                                         jitunwind_reg base, int32_t offset) {
+  if (!valid_reg(base)) return JITUNWIND_E_INVALID_ARGUMENT;
+  return directive(b, [&](frame_builder& fb) { fb.def_cfa(at, static_cast<reg>(base), offset); });
+}
+
+jitunwind_status jitunwind_frame_def_cfa_offset(jitunwind_frame_builder* b, uint32_t at,
+                                                int32_t offset) {
+  return directive(b, [&](frame_builder& fb) { fb.def_cfa_offset(at, offset); });
+}
+
+jitunwind_status jitunwind_frame_adjust_cfa_offset(jitunwind_frame_builder* b, uint32_t at,
+                                                   int32_t delta) {
+  return directive(b, [&](frame_builder& fb) { fb.adjust_cfa_offset(at, delta); });
+}
+
+jitunwind_status jitunwind_frame_def_cfa_register(jitunwind_frame_builder* b, uint32_t at,
+                                                  jitunwind_reg base) {
+  if (!valid_reg(base)) return JITUNWIND_E_INVALID_ARGUMENT;
+  return directive(b, [&](frame_builder& fb) { fb.def_cfa_register(at, static_cast<reg>(base)); });
+}
+
+jitunwind_status jitunwind_frame_offset(jitunwind_frame_builder* b, uint32_t at, jitunwind_reg r,
+                                        int32_t cfa_relative) {
+  if (!valid_reg(r)) return JITUNWIND_E_INVALID_ARGUMENT;
+  return directive(b, [&](frame_builder& fb) { fb.offset(at, static_cast<reg>(r), cfa_relative); });
+}
+
+jitunwind_status jitunwind_frame_restore(jitunwind_frame_builder* b, uint32_t at, jitunwind_reg r) {
+  if (!valid_reg(r)) return JITUNWIND_E_INVALID_ARGUMENT;
+  return directive(b, [&](frame_builder& fb) { fb.restore(at, static_cast<reg>(r)); });
+}
+
+jitunwind_status jitunwind_frame_undefined(jitunwind_frame_builder* b, uint32_t at,
+                                           jitunwind_reg r) {
+  if (!valid_reg(r)) return JITUNWIND_E_INVALID_ARGUMENT;
+  return directive(b, [&](frame_builder& fb) { fb.undefined(at, static_cast<reg>(r)); });
+}
+
+jitunwind_status jitunwind_frame_negate_ra_state(jitunwind_frame_builder* b, uint32_t at) {
+  return directive(b, [&](frame_builder& fb) { fb.negate_ra_state(at); });
+}
+
+jitunwind_status jitunwind_frame_remember_state(jitunwind_frame_builder* b) {
+  return directive(b, [&](frame_builder& fb) { fb.remember_state(); });
+}
+
+jitunwind_status jitunwind_frame_restore_state(jitunwind_frame_builder* b, uint32_t at) {
+  return directive(b, [&](frame_builder& fb) { fb.restore_state(at); });
+}
+
+jitunwind_status jitunwind_frame_push_frame_pointer(jitunwind_frame_builder* b, uint32_t after_push,
+                                                    uint32_t after_set_fp) {
+  return directive(b, [&](frame_builder& fb) { fb.push_frame_pointer(after_push, after_set_fp); });
+}
+
+jitunwind_status jitunwind_frame_pop_frame_pointer(jitunwind_frame_builder* b, uint32_t after_pop) {
+  return directive(b, [&](frame_builder& fb) { fb.pop_frame_pointer(after_pop); });
+}
+
+jitunwind_status jitunwind_frame_stack_alloc(jitunwind_frame_builder* b, uint32_t at,
+                                             int32_t bytes) {
+  return directive(b, [&](frame_builder& fb) { fb.stack_alloc(at, bytes); });
+}
+
+jitunwind_status jitunwind_frame_stack_free(jitunwind_frame_builder* b, uint32_t at,
+                                            int32_t bytes) {
+  return directive(b, [&](frame_builder& fb) { fb.stack_free(at, bytes); });
+}
+
+jitunwind_status jitunwind_frame_builder_finish(jitunwind_frame_builder* builder, uint64_t start,
+                                                uint32_t size, jitunwind_function* out,
+                                                jitunwind_error* error) {
+  return guard(error, [&] {
+    if (builder == nullptr || out == nullptr)
+      return fail(error, errc::invalid_argument, "builder or out is NULL");
+    auto f = builder->builder.finish(start, size);
+    if (!f) return fail(error, f.error());
+    builder->finished.clear();
+    for (const auto& r : f->rows) builder->finished.push_back(capi::to_c(r));
+    out->start = f->start;
+    out->size = f->size;
+    out->pcmask_rep = f->pcmask_rep;
+    out->rows = builder->finished.data();
+    out->row_count = builder->finished.size();
+    out->flags = 0;
+    return succeed(error);
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,84 @@
+// Private: the DWARF call-frame constants and byte helpers the `.eh_frame` encoder uses.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+namespace jitunwind::cfi::dwarf {
+
+// Call frame instructions (DWARF 5, section 6.4.2; AArch64 vendor extension).
+inline constexpr uint8_t cfa_advance_loc = 0x40;  // | delta (6 bits)
+inline constexpr uint8_t cfa_offset = 0x80;       // | register (6 bits), ULEB128 factored offset
+inline constexpr uint8_t cfa_restore = 0xc0;      // | register (6 bits)
+inline constexpr uint8_t cfa_nop = 0x00;
+inline constexpr uint8_t cfa_advance_loc1 = 0x02;
+inline constexpr uint8_t cfa_advance_loc2 = 0x03;
+inline constexpr uint8_t cfa_advance_loc4 = 0x04;
+inline constexpr uint8_t cfa_undefined = 0x07;
+inline constexpr uint8_t cfa_def_cfa = 0x0c;
+inline constexpr uint8_t cfa_def_cfa_register = 0x0d;
+inline constexpr uint8_t cfa_def_cfa_offset = 0x0e;
+inline constexpr uint8_t cfa_aarch64_negate_ra_state = 0x2d;
+
+// Pointer encodings (LSB "DWARF Extensions").
+inline constexpr uint8_t pe_absptr = 0x00;
+inline constexpr uint8_t pe_udata4 = 0x03;
+inline constexpr uint8_t pe_sdata4 = 0x0b;
+inline constexpr uint8_t pe_pcrel = 0x10;
+inline constexpr uint8_t pe_datarel = 0x30;
+
+// DWARF register numbers.
+inline constexpr uint8_t amd64_rbp = 6;
+inline constexpr uint8_t amd64_rsp = 7;
+inline constexpr uint8_t amd64_rip = 16;
+inline constexpr uint8_t aarch64_x29 = 29;
+inline constexpr uint8_t aarch64_x30 = 30;
+inline constexpr uint8_t aarch64_sp = 31;
+
+/// Little-endian append helpers.
+inline void put_u8(std::vector<uint8_t>& out, uint8_t v) {
+  out.push_back(v);
+}
+inline void put_u32(std::vector<uint8_t>& out, uint32_t v) {
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<uint8_t>(v >> (8 * i)));
+}
+inline void put_u64(std::vector<uint8_t>& out, uint64_t v) {
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<uint8_t>(v >> (8 * i)));
+}
+inline void store_u32(uint8_t* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+inline void store_u64(uint8_t* p, uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+inline uint32_t load_u32(const uint8_t* p) {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; ++i) v |= static_cast<uint32_t>(p[i]) << (8 * i);
+  return v;
+}
+
+inline void put_uleb(std::vector<uint8_t>& out, uint64_t v) {
+  do {
+    uint8_t byte = v & 0x7f;
+    v >>= 7;
+    if (v != 0) byte |= 0x80;
+    out.push_back(byte);
+  } while (v != 0);
+}
+
+inline void put_sleb(std::vector<uint8_t>& out, int64_t v) {
+  bool more = true;
+  while (more) {
+    uint8_t byte = v & 0x7f;
+    v >>= 7;  // arithmetic shift: g++ and clang define it for signed values
+    if ((v == 0 && !(byte & 0x40)) || (v == -1 && (byte & 0x40))) {
+      more = false;
+    } else {
+      byte |= 0x80;
+    }
+    out.push_back(byte);
+  }
+}
+
+}  // namespace jitunwind::cfi::dwarf

@@ -1,0 +1,129 @@
+// Private: the jitdump publisher (`jit-PID.dump` for `perf inject --jit`), driven by the
+// session/window module.
+//
+// Usage with perf:
+//   perf record -k 1 -e cpu-clock --call-graph dwarf -p PID   (CLOCK_MONOTONIC timestamps)
+//   perf inject --jit -i perf.data -o perf.jit.data             (writes jitted-PID-N.so next to
+//                                                                the dump)
+//   perf report -i perf.jit.data
+#pragma once
+
+#include <jitunwind/frame.h>
+#include <jitunwind/log.h>
+#include <jitunwind/result.h>
+
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace jitunwind::detail {
+
+struct jitdump_options {
+  /// Directory of jit-PID.dump; empty: $JITDUMPDIR if set, else /tmp. perf inject writes the
+  /// jitted-PID-N.so files into the same directory, and perf's libdw unwinder only treats
+  /// objects whose path starts with "/tmp/jitted-" as JIT objects: keep it under /tmp for
+  /// `--call-graph dwarf` (the default does).
+  std::string dir;
+  pid_t pid = 0;  ///< 0: getpid()
+  abi target = abi::amd64;
+  /// Write CODE_UNWINDING_INFO (.eh_frame + .eh_frame_hdr) before each CODE_LOAD that comes
+  /// with rows.
+  bool unwinding_info = true;
+  /// perf builds with libcrypto derive the build-id of jitted-PID-N.so from (code_addr, code)
+  /// and merge objects with equal build-ids; identical code re-loaded at a reused address would
+  /// then show the first name. true: the last (up to 8) code bytes copied into the dump are
+  /// XORed with a per-writer salt and the code index (the live code is untouched; perf annotate
+  /// shows the altered bytes).
+  bool unique_build_ids = false;
+  log_sink log;
+};
+
+/// One function to announce.
+struct jitdump_load {
+  std::string_view name;  ///< NUL bytes and control characters become '?'
+  uint64_t code_addr = 0;
+  std::span<const uint8_t> code;         ///< the code bytes (as at code_addr); size = code size
+  const function_desc* frame = nullptr;  ///< rows for CODE_UNWINDING_INFO; start == code_addr
+};
+
+/// Unwinding info laid out for perf's genelf (see jitdump_writer.cpp).
+struct jitdump_unwinding {
+  std::vector<uint8_t> data;  ///< .eh_frame then .eh_frame_hdr
+  uint64_t eh_frame_hdr_size = 0;
+  uint64_t mapped_size = 0;
+};
+
+/// .eh_frame + .eh_frame_hdr for a function loaded with `code_size` bytes at `code_addr`,
+/// positioned where perf inject puts them in jitted-PID-N.so (right after the code, 8-byte
+/// aligned). `frame == nullptr`: a CIE without FDEs and mapped_size 0 (no unwinding info).
+result<jitdump_unwinding> make_jitdump_unwinding(abi target, uint64_t code_addr, uint64_t code_size,
+                                                 const function_desc* frame);
+
+/// Writes DIR/jit-PID.dump. The file stays mapped (PROT_READ|PROT_EXEC, MAP_PRIVATE) while the
+/// writer lives so that `perf record` sees its path. Thread-safe: each record is written whole
+/// by one writev under a mutex (CODE_UNWINDING_INFO together with its CODE_LOAD or CODE_MOVE);
+/// a failed or interrupted write leaves the file ending at the previous record, so a crash leaves a
+/// file perf parses up to the last complete record.
+class jitdump_writer {
+ public:
+  /// Creates/truncates the dump (same safety rules as the perf map: no symlinks, regular file,
+  /// owned by us), writes the header and maps it. unsupported: the directory does not allow
+  /// PROT_EXEC mappings (noexec mount).
+  static result<std::unique_ptr<jitdump_writer>> create(const jitdump_options& options);
+  ~jitdump_writer();  ///< close() if not done
+  jitdump_writer(const jitdump_writer&) = delete;
+  jitdump_writer& operator=(const jitdump_writer&) = delete;
+
+  /// Writes CODE_UNWINDING_INFO (if rows are given and enabled) then CODE_LOAD. Returns the
+  /// code index (the N of jitted-PID-N.so). invalid_argument: empty code or name, rows that do
+  /// not start at code_addr or extend past the code; bad_state after close().
+  /// perf maps each injected object over [code_addr, code_addr + ALIGN_8(size) + mapped_size):
+  /// code placed inside the previous load's range hides that load's unwinding data from perf,
+  /// so the writer logs a warning then (leave `make_jitdump_unwinding(...).mapped_size` bytes
+  /// after ALIGN_8(size) free, as the test JIT does).
+  result<uint64_t> load(const jitdump_load& load);
+
+  /// The code of `code_index` was copied from old_addr to new_addr (same bytes). perf maps the
+  /// same jitted-PID-N.so at the new address. When `frame` (rows at new_addr) is given,
+  /// CODE_UNWINDING_INFO is written first so the injected mapping covers the unwinding data.
+  result<void> move(uint64_t code_index, uint64_t old_addr, uint64_t new_addr, uint64_t code_size,
+                    const function_desc* frame = nullptr);
+
+  /// Writes CODE_CLOSE, unmaps and closes. Further calls return bad_state.
+  result<void> close();
+
+  const std::string& path() const noexcept { return path_; }
+  uint64_t records_written() const noexcept;
+
+ private:
+  jitdump_writer() = default;
+  /// Writes `records` complete records held in `iov` with one writev (caller holds mu_).
+  result<void> write_records(std::vector<iovec>& iov, uint64_t records);
+  void warn_on_overlap(uint64_t code_addr, uint64_t code_size, uint64_t mapped_size);
+
+  mutable std::mutex mu_;
+  jitdump_options options_;
+  std::string path_;
+  int fd_ = -1;
+  void* marker_ = nullptr;
+  size_t marker_len_ = 0;
+  off_t end_ = 0;
+  uint64_t next_index_ = 0;
+  uint64_t records_ = 0;
+  uint64_t salt_ = 0;
+  pid_t pid_ = 0;
+  /// perf keeps the last CODE_UNWINDING_INFO until a CODE_LOAD consumes it; after a MOVE that
+  /// carried one, a LOAD without rows must reset it (see load()).
+  bool unconsumed_unwinding_ = false;
+  /// [start, end) perf maps for the last CODE_LOAD: code + ALIGN_8 padding + mapped_size.
+  uint64_t last_map_start_ = 0, last_map_end_ = 0;
+};
+
+}  // namespace jitunwind::detail

@@ -1,0 +1,169 @@
+// The session/window API end to end with the real tools: perf (perf map names with frame
+// pointers; perf inject --jit with DWARF unwinding of FP-less code), gdb, and kill -9 safety.
+// The program is tests/jitdump/testjit --session: main -> jit_outer -> jit_inner -> native code
+// in an owned window.
+#include "../jitdump/perf_script.hpp"
+#include "jitdump/jitdump_format.hpp"
+#include "jitdump/jitdump_parser.hpp"
+#include "support/privileges.hpp"
+#include "support/process.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <regex>
+#include <sstream>
+
+using namespace jitunwind::test;
+namespace jd = jitunwind::detail::jitdump;
+
+namespace {
+
+std::string testjit() { return binary_path("tests/jitdump/testjit"); }
+
+int pid_from(const std::string& out) {
+  std::smatch m;
+  static const std::regex pid_line(R"(pid (\d+))");
+  REQUIRE(std::regex_search(out, m, pid_line));
+  return std::stoi(m[1]);
+}
+
+std::string file_starting_with(const std::string& dir, const std::string& prefix) {
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    if (e.path().filename().string().rfind(prefix, 0) == 0) return e.path();
+  return {};
+}
+
+// Function names of gdb `bt` lines, innermost first ("??" for unknown frames).
+std::vector<std::string> backtrace_names(const std::string& out) {
+  static const std::regex frame(R"(^#(\d+)\s+(?:0x[0-9a-f]+ in )?(\S+) \()");
+  std::vector<std::string> names;
+  std::stringstream s(out);
+  for (std::string line; std::getline(s, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, frame)) names.push_back(m[2]);
+  }
+  return names;
+}
+
+}  // namespace
+
+TEST_CASE("session: perf report names frame-pointer JIT code from the perf map") {
+  if (!may_run_privileged("perf record") || !tool_available("perf")) return;
+  temp_dir dir;
+  const std::string data = dir / "perf.data";
+  const run_result rec = run({"perf", "record", "-q", "-e", "cpu-clock", "-g", "-o", data, "--",
+                              testjit(), "--session", "--fp", "--perfmap", "/tmp", "--seconds",
+                              "1"});
+  INFO(rec.out << rec.err);
+  REQUIRE(rec.exit_code == 0);
+  const std::string map = "/tmp/perf-" + std::to_string(pid_from(rec.out)) + ".map";
+  struct remove_map {
+    std::string path;
+    ~remove_map() { ::unlink(path.c_str()); }
+  } cleanup{map};
+  CHECK_THAT(read_file(map), Catch::Contains(" jit_outer\n") && Catch::Contains(" jit_inner\n"));
+  const run_result script = run({"perf", "script", "-i", data, "-F", "ip,sym"});
+  REQUIRE(script.exit_code == 0);
+  const auto chains = perf_script_chains(script.out);
+  const size_t inner = chains_starting_with(chains, "jit_inner");
+  INFO("samples " << chains.size() << ", in jit_inner " << inner);
+  CHECK(inner >= 20);
+  CHECK(chains_with(chains, {"jit_inner", "jit_outer"}, "main") >= inner * 8 / 10);
+}
+
+TEST_CASE("session: perf inject --jit names and unwinds FP-less JIT code") {
+  if (!may_run_privileged("perf record") || !tool_available("perf")) return;
+  temp_dir dir;
+  const std::string data = dir / "perf.data", jitted = dir / "perf.jit.data";
+  const run_result rec =
+      run({"perf", "record", "-q", "-k", "1", "-e", "cpu-clock", "--call-graph", "dwarf", "-o",
+           data, "--", testjit(), "--session", "--jitdump", dir.path(), "--seconds", "1"});
+  INFO(rec.out << rec.err);
+  REQUIRE(rec.exit_code == 0);
+  const run_result inj = run({"perf", "inject", "--jit", "-i", data, "-o", jitted});
+  INFO(inj.out << inj.err);
+  REQUIRE(inj.exit_code == 0);
+  const run_result script = run({"perf", "script", "-i", jitted, "-F", "ip,sym"});
+  REQUIRE(script.exit_code == 0);
+  const auto chains = perf_script_chains(script.out);
+  const size_t inner = chains_starting_with(chains, "jit_inner");
+  const size_t full = chains_with(chains, {"jit_inner", "jit_outer"}, "main");
+  INFO("samples " << chains.size() << ", in jit_inner " << inner << ", unwound to main " << full);
+  CHECK(inner >= 20);
+  CHECK(full >= inner * 8 / 10);
+  CHECK(chains_with(chains, {"native_work", "jit_inner", "jit_outer"}, "main") >= 5);
+}
+
+TEST_CASE("session: gdb bt walks through FP-less JIT frames to main") {
+  if (!tool_available("gdb")) return;
+  const run_result r =
+      run({"gdb", "-batch", "-nx", "-ex", "set debuginfod enabled off", "-ex",
+           "break native_breakpoint", "-ex", "run", "-ex", "bt", "--args", testjit(), "--session",
+           "--gdb", "--breakpoint"});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  const std::vector<std::string> names = backtrace_names(r.out);
+  REQUIRE(names.size() >= 4);
+  CHECK(names[0] == "native_breakpoint");
+  CHECK(names[1] == "jit_inner");
+  CHECK(names[2] == "jit_outer");
+  CHECK(names[3] == "main");
+
+  // Retiring the window unregisters the functions from gdb (the code may still run).
+  const run_result gone =
+      run({"gdb", "-batch", "-nx", "-ex", "set debuginfod enabled off", "-ex",
+           "break native_breakpoint", "-ex", "run", "-ex", "bt", "--args", testjit(), "--session",
+           "--gdb", "--unregister", "--breakpoint"});
+  INFO(gone.out);
+  const std::vector<std::string> after = backtrace_names(gone.out);
+  REQUIRE_FALSE(after.empty());
+  CHECK(after[0] == "native_breakpoint");
+  CHECK(std::find(after.begin(), after.end(), "jit_inner") == after.end());
+}
+
+TEST_CASE("session: kill -9 while threads publish leaves complete lines and a parseable dump") {
+  temp_dir dir;
+  const run_result r = run({testjit(), "--session", "--stress", "4", "--kill-after-ms", "400",
+                            "--perfmap", dir.path(), "--jitdump", dir.path()});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 128 + 9);
+  const std::string map = file_starting_with(dir.path(), "perf-");
+  const std::string dump = file_starting_with(dir.path(), "jit-");
+  REQUIRE_FALSE(map.empty());
+  REQUIRE_FALSE(dump.empty());
+  const std::string text = read_file(map);
+  REQUIRE_FALSE(text.empty());
+  CHECK(text.back() == '\n');
+  static const std::regex line_re(R"(^[0-9a-f]+ 10 stress_t\d_fn\d+_with_a_longer_name$)");
+  size_t lines = 0;
+  std::stringstream s(text);
+  for (std::string line; std::getline(s, line); ++lines) {
+    INFO("line " << lines << ": " << line);
+    REQUIRE(std::regex_match(line, line_re));
+  }
+  CHECK(lines > 100);
+  const std::string bytes = read_file(dump);
+  auto d = jd::parse(std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
+  INFO((d.ok() ? std::string() : d.error().message()));
+  REQUIRE(d.ok());
+  size_t loads = 0;
+  for (const auto& rec : d->records) loads += rec.id == jd::code_load;
+  INFO("perf map lines " << lines << ", jitdump loads " << loads);
+  CHECK(loads > 100);
+}
+
+TEST_CASE("session: an unusable perf map directory fails that publisher only") {
+  temp_dir dir;
+  const run_result r = run({testjit(), "--session", "--perfmap", dir / "missing", "--jitdump",
+                            dir.path(), "--seconds", "0.1"});
+  INFO(r.out << r.err);
+  // testjit refuses to run with a failed publisher and names it.
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("publisher perfmap") && Catch::Contains("missing"));
+  // The jitdump publisher started regardless.
+  CHECK_FALSE(file_starting_with(dir.path(), "jit-").empty());
+}
