@@ -28,6 +28,8 @@ options:
   --min-match PCT     required exact matches in percent (default 100)
   --provider NAME     only `checkpoint` probes of this provider (default: any provider)
   --show N            print up to N mismatching stacks (default 5)
+  --print-walks N     also print the first N walks, matching or not
+  --per-tag           one line per checkpoint tag (default when there are at most 20 tags)
   --no-sync-tables    do not stop the command at window_publish while its tables are loaded
                       (then checkpoints right after a publish may run on old tables)
   --max-depth N       frames per walk, 1..1024 (default 1024)
@@ -57,6 +59,7 @@ struct verify_state {
       fp_lost_at;  // index of the first ground-truth frame the FP walk missed
   std::map<int64_t, tag_stats> tags;
   std::vector<std::string> mismatches;
+  std::vector<std::string> walks;  // --print-walks
 };
 
 double pct(uint64_t a, uint64_t b) {
@@ -69,6 +72,8 @@ int cmd_verify(int argc, char** argv) {
   run_options ro;
   double min_match = 100.0;
   size_t show = 5;
+  size_t print_walks = 0;
+  bool per_tag = false;
   std::string json_path;
   ro.sync_tables = true;
   ro.tracker.attach_checkpoints = true;
@@ -97,6 +102,12 @@ int cmd_verify(int argc, char** argv) {
       auto v = a.integer(0, 100000);
       if (!v) return fail(v.error());
       show = static_cast<size_t>(v.value());
+    } else if (a.is({"--print-walks"})) {
+      auto v = a.integer(0, 100000);
+      if (!v) return fail(v.error());
+      print_walks = static_cast<size_t>(v.value());
+    } else if (a.is({"--per-tag"})) {
+      per_tag = true;
     } else if (a.is({"--no-sync-tables"})) {
       ro.sync_tables = false;
     } else if (a.is({"--max-depth"})) {
@@ -239,12 +250,13 @@ int cmd_verify(int argc, char** argv) {
         v.steps[3]++;
       }
     }
-    if (!exact && v.mismatches.size() < show) {
+    const bool print_this = v.checkpoints <= print_walks;
+    if ((!exact && v.mismatches.size() < show) || print_this) {
       std::string m = format(
-          "checkpoint tag %lld (thread %u): ground truth %zu JIT frames, "
+          "%scheckpoint tag %lld (thread %u): ground truth %zu JIT frames, "
           "jitwalk found %zu (first %zu agree), walk ended by %s\n",
-          static_cast<long long>(e.tag), e.h.tid, n, ours.size(), common_prefix(ours),
-          stop_name(e.walk_stop));
+          exact ? "(exact) " : "", static_cast<long long>(e.tag), e.h.tid, n, ours.size(),
+          common_prefix(ours), stop_name(e.walk_stop));
       m += "    ground truth (innermost first):\n";
       for (size_t i = 0; i < n && i < 12; ++i) m += "      " + describe(truth[i], true) + "\n";
       if (n > 12) m += format("      ... %zu more\n", n - 12);
@@ -258,7 +270,11 @@ int cmd_verify(int argc, char** argv) {
         m += format("      #%-3zu %s  [%s%s]\n", i, describe(walk_pcs[i], i > 0).c_str(), how,
                     s.track().window_at(walk_pcs[i] - (i > 0)) ? ", jit" : "");
       }
-      v.mismatches.push_back(std::move(m));
+      if (print_this && exact) {
+        v.walks.push_back(std::move(m));
+      } else {
+        v.mismatches.push_back(std::move(m));
+      }
     }
   };
 
@@ -303,7 +319,10 @@ int cmd_verify(int argc, char** argv) {
   }
   std::printf("  deepest ground truth: %llu JIT frames\n",
               static_cast<unsigned long long>(v.max_truth));
-  for (const auto& [tag, t] : v.tags) {
+  if (!per_tag && v.tags.size() > 20) {
+    std::printf("  %zu distinct checkpoint tags (--per-tag lists them)\n", v.tags.size());
+  }
+  for (const auto& [tag, t] : (per_tag || v.tags.size() <= 20) ? v.tags : decltype(v.tags){}) {
     std::printf(
         "  tag %lld: %llu checkpoints, jitwalk %llu exact, kernel FP %llu exact, %llu "
         "complete, up to %llu JIT frames\n",
@@ -330,6 +349,7 @@ int cmd_verify(int argc, char** argv) {
     std::printf("  events lost (ring buffer full): %llu\n",
                 static_cast<unsigned long long>(bs[JW_STAT_RINGBUF_FULL]));
   }
+  for (const std::string& m : v.walks) std::printf("  WALK %s\n", m.c_str());
   for (const std::string& m : v.mismatches) std::printf("  MISMATCH %s\n", m.c_str());
 
   const double match = pct(v.exact, v.checkpoints);
