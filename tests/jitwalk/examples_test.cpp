@@ -92,7 +92,7 @@ TEST_CASE("acceptance: toy-jit recompiling into small windows retired and reused
   CHECK(j["exact"] == n);
   CHECK(j["stale_uses"] == 0);
   CHECK(j["windows_freed"].get<int>() >= 50);
-  CHECK(j["windows_loaded"].get<int>() > j["windows_freed"].get<int>());
+  CHECK(j["windows_loaded"].get<int>() >= j["windows_freed"].get<int>());
 }
 
 TEST_CASE("acceptance: profile toy-jit: toy chains in folded stacks, SVG in Chromium, pprof") {
