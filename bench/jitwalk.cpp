@@ -7,11 +7,13 @@
 //     `-F 999` vs unprofiled, and under `perf record --call-graph dwarf` at the same rates,
 //     with the stack completeness each profiler reached.
 // The workload is the test JIT (tests/jitwalk/targets/jit_target.cpp: 12-deep JIT recursion,
-// spinning in JIT code); JITWALK_BENCH_WORKLOAD="cmd args" replaces it (e.g. toy-jit).
+// spinning in JIT code); JITWALK_BENCH_WORKLOAD="cmd args" replaces it (e.g. toy-jit) and
+// JITWALK_BENCH_WORKLOAD_FP its frame-pointer variant. The "deep" rows always use the test JIT.
 // Prints Google Benchmark's table, then a ratio table.
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -33,6 +35,7 @@ struct measurement {
   double bpf_ns = -1;         // BPF run time per run
   double bpf_share_pct = -1;  // BPF run time / workload CPU time
   double samples = 0;
+  double data_mb = -1;  // perf.data size
 };
 std::map<std::string, std::vector<measurement>> g_results;
 std::string g_self;
@@ -45,7 +48,12 @@ std::vector<std::string> split(const std::string& s) {
 }
 
 std::vector<std::string> workload(bool frame_pointers, int depth = 12) {
-  if (const char* w = std::getenv("JITWALK_BENCH_WORKLOAD")) return split(w);
+  // Another workload: JITWALK_BENCH_WORKLOAD, and for the configurations that need frame
+  // pointers in JIT code JITWALK_BENCH_WORKLOAD_FP (the same program built/run with them).
+  if (const char* w = depth == 12 ? std::getenv("JITWALK_BENCH_WORKLOAD") : nullptr) {
+    const char* wfp = std::getenv("JITWALK_BENCH_WORKLOAD_FP");
+    return split(frame_pointers && wfp ? wfp : w);
+  }
   // ~2 s of CPU: JIT recursion `depth` deep, spinning in JIT code at the bottom.
   const int iterations = 6000 * 12 / (depth > 12 ? depth / 3 : 12);
   std::vector<std::string> v = {
@@ -108,9 +116,16 @@ measurement parse_child(const std::string& out) {
   return m;
 }
 
-// perf script: fraction of samples whose call chain reaches main.
-double perf_root_pct(const std::string& data, double* samples) {
-  std::string out = shell("perf script -i " + data + " -F comm,ip,sym 2>/dev/null");
+// perf script: fraction of samples whose call chain reaches main. `perf inject --jit` first, so
+// that JIT code described by a jitdump (names and .eh_frame) is unwound too.
+double perf_root_pct(const std::string& data, double* samples, double* data_mb) {
+  struct stat st {};
+  *data_mb = stat(data.c_str(), &st) == 0 ? st.st_size / 1048576.0 : 0;
+  int status = 0;
+  shell("perf inject --jit -i " + data + " -o " + data + ".jit", &status);
+  const std::string input = status == 0 ? data + ".jit" : data;
+  std::string out = shell("perf script -i " + input + " -F comm,ip,sym 2>/dev/null");
+  std::remove((data + ".jit").c_str());
   std::istringstream in(out);
   std::string line;
   size_t total = 0, rooted = 0;
@@ -162,8 +177,14 @@ measurement measure(const config& c) {
   if (m.cpu_s <= 0)
     std::fprintf(stderr, "bench_jitwalk: %s: no measurement: %s\n", c.name.c_str(),
                  out.substr(0, 600).c_str());
-  if (!c.perf.empty()) m.root_pct = perf_root_pct(c.perf, &m.samples);
+  if (!c.perf.empty()) m.root_pct = perf_root_pct(c.perf, &m.samples, &m.data_mb);
   return m;
+}
+
+std::string format_mb(double mb) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f MiB", mb);
+  return buf;
 }
 
 double median(std::vector<double> v) {
@@ -217,7 +238,7 @@ int main(int argc, char** argv) {
   const std::string data = "/tmp/bench_jitwalk.perf.data";
   const int reps =
       std::getenv("JITWALK_BENCH_REPS") ? std::atoi(std::getenv("JITWALK_BENCH_REPS")) : 3;
-  const std::string perf = "perf record -q -e cpu-clock --call-graph dwarf -o " + data;
+  const std::string perf = "perf record -q -k 1 -e cpu-clock --call-graph dwarf -o " + data;
   const std::vector<config> configs = {
       {"unprofiled", "", true, false, 12, ""},
       {"jitwalk -F 99", jw + "-F 99 --bpf-stats -- ", false, false, 12, ""},
@@ -304,13 +325,16 @@ int main(int argc, char** argv) {
         "| %.0f ns | %.0f ns | %.2fx |\n",
         depth, sfn, kf, sfn / kf);
   }
-  std::printf("\n| profiler | samples (median) | stacks reaching main/root |\n|---|---|---|\n");
+  std::printf(
+      "\n| profiler | samples (median) | stacks reaching main/root | perf.data "
+      "|\n|---|---|---|---|\n");
   for (const char* name :
        {"jitwalk -F 99", "jitwalk -F 999", "perf dwarf -F 99", "perf dwarf -F 999",
         "bpf: kernel FP walk, FP code", "bpf: sframe walk, no-FP code"}) {
     if (g_results[name].empty()) continue;
-    std::printf("| %s | %.0f | %.1f%% |\n", name, med(name, &measurement::samples),
-                med(name, &measurement::root_pct));
+    const double mb = med(name, &measurement::data_mb);
+    std::printf("| %s | %.0f | %.1f%% | %s |\n", name, med(name, &measurement::samples),
+                med(name, &measurement::root_pct), mb >= 0 ? format_mb(mb).c_str() : "-");
   }
   return 0;
 }

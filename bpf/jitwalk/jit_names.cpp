@@ -74,14 +74,36 @@ size_t jit_names::parse_perf_map(std::string_view text, size_t& used) {
 result<size_t> jit_names::load_jitdump(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) return make_error(errc::io_error, "cannot read jitdump %s", path.c_str());
+  size_t& done = consumed_[path];
   std::stringstream ss;
+  if (done != 0) {
+    // Later calls read only what was appended (the file holds code bytes: it grows large).
+    f.seekg(static_cast<std::streamoff>(done));
+    ss << f.rdbuf();
+    return parse_jitdump_records(ss.str(), done);
+  }
   ss << f.rdbuf();
-  auto n = parse_jitdump(ss.str(), consumed_[path]);
+  auto n = parse_jitdump(ss.str(), done);
   if (!n) return make_error(n.error().code(), "%s: %s", path.c_str(), n.error().message().c_str());
   return n;
 }
 
 result<size_t> jit_names::parse_jitdump(std::string_view data, size_t& done) {
+  uint32_t magic = 0, header_size = 0;
+  if (data.size() >= 12) {
+    std::memcpy(&magic, data.data(), 4);
+    std::memcpy(&header_size, data.data() + 8, 4);
+  }
+  if (data.size() < 40 || magic != 0x4A695444) {
+    return make_error(errc::malformed, "not a jitdump file (no JiTD magic)");
+  }
+  if (header_size < 40) return make_error(errc::malformed, "jitdump header size %u < 40", header_size);
+  if (done == 0) done = header_size;
+  if (done >= data.size()) return size_t{0};
+  return parse_jitdump_records(data.substr(done), done);
+}
+
+size_t jit_names::parse_jitdump_records(std::string_view data, size_t& done) {
   auto u32 = [&](size_t at) {
     uint32_t v;
     std::memcpy(&v, data.data() + at, 4);
@@ -92,18 +114,13 @@ result<size_t> jit_names::parse_jitdump(std::string_view data, size_t& done) {
     std::memcpy(&v, data.data() + at, 8);
     return v;
   };
-  if (data.size() < 40 || u32(0) != 0x4A695444) {
-    return make_error(errc::malformed, "not a jitdump file (no JiTD magic)");
-  }
-  if (u32(8) < 40) return make_error(errc::malformed, "jitdump header size %u < 40", u32(8));
-  size_t pos = done ? done : u32(8);  // resume after the last complete record
+  size_t pos = 0;
   size_t n = 0;
   auto& by_index = jitdump_index_;  // code_index -> name, for CODE_MOVE
   while (pos + 16 <= data.size()) {
     uint32_t id = u32(pos), total = u32(pos + 4);
     uint64_t ts = u64(pos + 8);
     if (total < 16 || total > data.size() - pos) break;  // truncated (still being written)
-    if (total > 16 + 40 + 4096 + (uint64_t{1} << 30)) break;  // nonsense
     const size_t body = pos + 16;
     if (id == 0 && total >= 16 + 40 + 1) {  // CODE_LOAD
       uint64_t code_addr = u64(body + 16), code_size = u64(body + 24), index = u64(body + 32);
@@ -123,7 +140,7 @@ result<size_t> jit_names::parse_jitdump(std::string_view data, size_t& done) {
     }
     pos += total;
   }
-  done = pos;
+  done += pos;
   return n;
 }
 

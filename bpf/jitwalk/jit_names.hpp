@@ -48,6 +48,8 @@ class jit_names {
   /// (whole records or lines; a partial last one is left for the next call).
   result<size_t> parse_jitdump(std::string_view data, size_t& done);
   size_t parse_perf_map(std::string_view text, size_t& used);
+  /// Whole jitdump records in `data` (which starts at file offset `done`); advances `done`.
+  size_t parse_jitdump_records(std::string_view data, size_t& done);
 
  private:
   std::map<uint64_t, std::vector<entry>> timed_;    // by start; each vector in insertion order
