@@ -7,7 +7,8 @@
 //   BM_grow/baseline/N       memcpy of a window's section of N functions
 //   BM_grow/append_write/N   append one function to a window of N and serialize the section
 //   BM_lookup/baseline       std::lower_bound over the sorted starts of 10k functions
-//   BM_lookup/table          table::find in a 10k-function section (same PCs)
+//   BM_lookup/table          table::find in a 10k-function section (same PCs), std::optional
+//   BM_lookup/table_into     the same through find(pc, out), filling a caller's lookup_result
 //   BM_unwind/baseline       frame-pointer walk of a 32-frame stack (per frame)
 //   BM_unwind/sframe         unwinder::unwind of the same stack from its SFrame (per frame)
 //
@@ -36,7 +37,7 @@ namespace {
 
 // push rbp; mov rbp, rsp; ...; leave; ret — the typical JIT function (4 rows).
 function_desc typical_function(uint64_t start, uint32_t size) {
-  const recipes::epilogue ep[] = {{size - 2, size - 1}};
+  const recipes::epilogue ep[] = {{size - 1, size}};  // leave; ret at the end
   return recipes::frame_pointer(abi::amd64, start, size, 1, 4, ep).value();
 }
 
@@ -161,6 +162,18 @@ void BM_lookup_table(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
+void BM_lookup_table_into(benchmark::State& state) {
+  static lookup_fixture fx;
+  size_t i = 0;
+  lookup_result r;
+  for (auto _ : state) {
+    const bool found = fx.t.find(fx.pcs[i++ & 4095], r);
+    benchmark::DoNotOptimize(found);
+    benchmark::DoNotOptimize(r);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
 // A 32-frame stack of frame-pointer functions, so that both walkers can walk it: the outermost
 // function fs[depth] (RA undefined) called fs[0], which called fs[1], ..., down to fs[depth-1],
 // interrupted in the middle of its body. Each frame: return address, saved rbp, 16 bytes.
@@ -243,6 +256,7 @@ BENCHMARK(BM_grow_baseline)->Name("BM_grow/baseline")->Arg(100)->Arg(1000);
 BENCHMARK(BM_grow_append_write)->Name("BM_grow/append_write")->Arg(100)->Arg(1000);
 BENCHMARK(BM_lookup_baseline)->Name("BM_lookup/baseline");
 BENCHMARK(BM_lookup_table)->Name("BM_lookup/table");
+BENCHMARK(BM_lookup_table_into)->Name("BM_lookup/table_into");
 BENCHMARK(BM_unwind_baseline)->Name("BM_unwind/baseline");
 BENCHMARK(BM_unwind_sframe)->Name("BM_unwind/sframe");
 

@@ -8,8 +8,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-SANITIZE_TARGETS=(test_frame test_sframe test_elf)
-SANITIZE_TESTS='^(frame|sframe|elf):'
+SANITIZE_TARGETS=(test_frame test_sframe test_elf jitunwind_cli test_cli)
+SANITIZE_TESTS='^(frame|sframe|elf|cli):'
 
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DJITUNWIND_SANITIZE=address,undefined -DJITUNWIND_BUILD_BENCH=OFF >/dev/null

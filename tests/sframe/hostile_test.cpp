@@ -103,7 +103,8 @@ TEST_CASE("the hand-made v1 section decodes like binutils reads it") {
   CHECK(d->functions[0].start == section_address + 0x1000);
   CHECK(d->functions[1].start == section_address + 0x1010);
   CHECK(d->functions[1].pcmask_rep == 16);
-  auto t = table::create(v1_section(), section_address);
+  const auto bytes = v1_section();  // the table reads these bytes: they must outlive it
+  auto t = table::create(bytes, section_address);
   REQUIRE(t.ok());
   auto r = t->find(section_address + 0x1010 + 16 * 2 + 12);  // third PLT entry, after push
   REQUIRE(r.has_value());

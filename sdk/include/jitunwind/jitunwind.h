@@ -445,6 +445,49 @@ JITUNWIND_API const volatile uint16_t* jitunwind_usdt_probe_semaphore(
 
 /* ==== trampolines (jitunwind/trampolines.h) =============================================== */
 
+/* Per-function native trampolines for interpreters: each interpreted function gets a stub of
+ * its own, named PREFIX<function> in the perf map, jitdump and GDB, described for SFrame by one
+ * PCMASK FDE per stub array (see jitunwind/trampolines.h). The C API creates the pool with a
+ * jitunwind session of its own, configured from the environment (JITUNWIND_PUBLISH,
+ * JITUNWIND_DIR, JITDUMPDIR). A pool may be used from any thread. */
+
+typedef struct jitunwind_trampoline_pool jitunwind_trampoline_pool;
+
+/* What a trampoline calls, and how it is called: entry(a, b, c, target) returns
+ * target(a, b, c). */
+typedef uint64_t (*jitunwind_trampoline_target)(void* a, void* b, void* c);
+typedef uint64_t (*jitunwind_trampoline_entry)(void* a, void* b, void* c,
+                                               jitunwind_trampoline_target target);
+
+typedef struct jitunwind_trampoline {
+  jitunwind_trampoline_entry entry;
+  uint64_t address;        /* the stub's first byte */
+  uint64_t return_address; /* what the stub's call leaves on the stack while target runs */
+  uint32_t slot;           /* identifies the stub in its pool */
+} jitunwind_trampoline;
+
+typedef struct jitunwind_trampoline_pool_options {
+  size_t stubs_per_window; /* 0 = 1024 */
+  const char* name_prefix; /* NULL = "" */
+  uint64_t near_address;   /* place stubs near this code (e.g. the eval function); 0 = anywhere */
+} jitunwind_trampoline_pool_options;
+
+/* Creates a pool (and its session). options may be NULL (defaults). */
+JITUNWIND_API jitunwind_status jitunwind_trampoline_pool_create(
+    const jitunwind_trampoline_pool_options* options, jitunwind_trampoline_pool** out,
+    jitunwind_error* error);
+/* Retires the stubs and frees the pool; no trampoline of it may run or be called afterwards. */
+JITUNWIND_API void jitunwind_trampoline_pool_destroy(jitunwind_trampoline_pool* pool);
+/* A published trampoline named PREFIX<name> (a released one is reused first). */
+JITUNWIND_API jitunwind_status jitunwind_trampoline_acquire(jitunwind_trampoline_pool* pool,
+                                                            const char* name,
+                                                            jitunwind_trampoline* out,
+                                                            jitunwind_error* error);
+/* The function was unloaded and no thread is inside its trampoline: the stub may be reused. */
+JITUNWIND_API jitunwind_status jitunwind_trampoline_release(jitunwind_trampoline_pool* pool,
+                                                            const jitunwind_trampoline* trampoline,
+                                                            jitunwind_error* error);
+
 
 #ifdef __cplusplus
 }

@@ -167,7 +167,10 @@ struct decoded_section {
 
 /// Validates and decodes a v1 or v2 section that lives at `section_address`.
 /// `errc::malformed` with a precise message for any inconsistency; `errc::unsupported` for a
-/// well-formed section of a version or ABI this decoder does not know (e.g. v3).
+/// well-formed section of a version or ABI this decoder does not know (e.g. v3), or with a
+/// non-zero fixed FP offset. Unsorted sections (as in relocatable objects) are accepted; rows
+/// that are legal SFrame but fail `jitunwind::validate` are returned and listed in
+/// `nonconforming`. The rules are listed in docs/sframe.md.
 JITUNWIND_API result<decoded_section> decode(std::span<const uint8_t> bytes,
                                              uint64_t section_address);
 
@@ -190,6 +193,8 @@ struct lookup_result {
 class JITUNWIND_API table {
  public:
   /// Validates the whole section once (as `check`), so lookups need no further checks.
+  /// Also `errc::unsupported` if the FDEs are not sorted by address (binary search needs it).
+  /// Costs 4 bytes per function for an index of the starts.
   static result<table> create(std::span<const uint8_t> bytes, uint64_t section_address);
 
   const section_info& info() const noexcept { return info_; }
@@ -197,9 +202,13 @@ class JITUNWIND_API table {
   /// Lowest start and highest end of the functions ([begin, end)); {0,0} if empty.
   std::pair<uint64_t, uint64_t> pc_range() const noexcept { return pc_range_; }
 
-  /// The row covering `pc`: binary search over FDEs, then over the FDE's FREs (PCINC: by
-  /// pc - start; PCMASK: by (pc - start) % repetition size). Nothing if no function covers it.
+  /// The row covering `pc`: binary search over FDEs, then a scan of the FDE's FREs (PCINC: by
+  /// pc - start; PCMASK: by (pc - start) % repetition size). Nothing if no function covers it
+  /// or pc comes before the function's first FRE.
   std::optional<lookup_result> find(uint64_t pc) const noexcept;
+  /// The same, filling `out` in place (true if found; `out` is unspecified otherwise). For hot
+  /// loops: it avoids materializing and copying the optional.
+  bool find(uint64_t pc, lookup_result& out) const noexcept;
 
  private:
   table() = default;
@@ -280,6 +289,8 @@ class JITUNWIND_API unwinder {
 
   /// The row covering pc, from the first table whose range contains it.
   std::optional<lookup_result> find(uint64_t pc) const noexcept;
+  /// The same, filling `out` in place (true if found).
+  bool find(uint64_t pc, lookup_result& out) const noexcept;
 
   struct trace {
     std::vector<uint64_t> pcs;  ///< pcs[0] = start pc, then the return addresses

@@ -88,7 +88,7 @@ struct session_options {
   /// Defaults overridden by the environment: JITUNWIND_PUBLISH (publisher list),
   /// JITUNWIND_DIR (perf map and jitdump directory), JITDUMPDIR, JITUNWIND_KERNEL_SFRAME.
   /// `invalid_argument` naming the variable for a value that does not parse.
-  static result<session_options> from_env();
+  JITUNWIND_API static result<session_options> from_env();
 };
 
 enum class publisher_state : uint8_t {
@@ -157,8 +157,23 @@ class JITUNWIND_API window {
   /// (jitdump CODE_MOVE). Not visible to anyone until `publish`. Errors: `invalid_argument`
   /// (rows, out of order, overlapping, outside the window, bad name), `limit_exceeded` (SFrame
   /// capacity), `bad_state` (not open). Nothing is appended on error.
+  /// A PCMASK function (`frames.pcmask_rep != 0`: an array of identical stubs) goes into the
+  /// SFrame and the registry only; the naming publishers (perf map, jitdump, GDB, code_add
+  /// events) skip it, because one name over the whole array would hide the stubs' own names
+  /// and `.eh_frame` cannot express PCMASK rows. Name the stubs with `name_range`.
   virtual result<void> append(std::string_view name, const function_desc& frames,
                               uint64_t moved_from = 0) = 0;
+
+  /// Names part of an appended function for the publishers that name code (perf map line,
+  /// jitdump CODE_LOAD with CODE_UNWINDING_INFO, GDB JIT symbol), with `frames` describing that
+  /// part on its own (e.g. one stub of an array of identical stubs that a single PCMASK
+  /// function describes, see trampolines.h). The window's SFrame and the registry are not
+  /// changed: the appended function already covers the range. Visible at the next publish;
+  /// naming the same range again later supersedes the earlier name (jitdump records it by
+  /// time, the perf map gets another line). Allowed on open and sealed windows.
+  /// Errors: `invalid_argument` (bad name or rows, range not inside one appended function),
+  /// `bad_state` (retired or freed window).
+  virtual result<void> name_range(std::string_view name, const function_desc& frames) = 0;
 
   /// Makes every function appended since the last publish visible to all active publishers
   /// (owned windows: their pages become RX first). Publisher failures do not fail the call

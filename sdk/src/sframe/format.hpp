@@ -18,6 +18,7 @@
 #include <jitunwind/frame.h>
 #include <jitunwind/sframe.h>
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -50,21 +51,36 @@ inline int8_t fixed_ra_offset(abi a) noexcept {
 }
 
 // ---- byte order ----
+// Fixed-width loads and stores compile to one move (plus a byte swap for the other order).
 
-inline uint64_t load(const uint8_t* p, size_t width, bool big) noexcept {
-  uint64_t v = 0;
-  if (big) {
-    for (size_t i = 0; i < width; ++i) v = (v << 8) | p[i];
-  } else {
-    for (size_t i = width; i > 0; --i) v = (v << 8) | p[i - 1];
-  }
+template <class T>
+inline T load_as(const uint8_t* p, bool big) noexcept {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  const bool swap = big != (std::endian::native == std::endian::big);
+  if constexpr (sizeof(T) == 2) return swap ? static_cast<T>(__builtin_bswap16(v)) : v;
+  if constexpr (sizeof(T) == 4) return swap ? static_cast<T>(__builtin_bswap32(v)) : v;
+  if constexpr (sizeof(T) == 8) return swap ? static_cast<T>(__builtin_bswap64(v)) : v;
   return v;
 }
 inline uint16_t load_u16(const uint8_t* p, bool big) noexcept {
-  return static_cast<uint16_t>(load(p, 2, big));
+  return load_as<uint16_t>(p, big);
 }
 inline uint32_t load_u32(const uint8_t* p, bool big) noexcept {
-  return static_cast<uint32_t>(load(p, 4, big));
+  return load_as<uint32_t>(p, big);
+}
+/// An unsigned value of 1, 2, 4 or 8 bytes.
+inline uint64_t load(const uint8_t* p, size_t width, bool big) noexcept {
+  switch (width) {
+    case 1:
+      return p[0];
+    case 2:
+      return load_u16(p, big);
+    case 4:
+      return load_u32(p, big);
+    default:
+      return load_as<uint64_t>(p, big);
+  }
 }
 /// A signed offset of 1, 2 or 4 bytes.
 inline int32_t load_signed(const uint8_t* p, size_t width, bool big) noexcept {
@@ -78,11 +94,30 @@ inline int32_t load_signed(const uint8_t* p, size_t width, bool big) noexcept {
   }
 }
 
+/// Stores the low `width` (1, 2, 4 or 8) bytes of `v`.
 inline void store(uint8_t* p, uint64_t v, size_t width, bool big) noexcept {
-  if (big) {
-    for (size_t i = width; i > 0; --i, v >>= 8) p[i - 1] = static_cast<uint8_t>(v);
-  } else {
-    for (size_t i = 0; i < width; ++i, v >>= 8) p[i] = static_cast<uint8_t>(v);
+  const bool swap = big != (std::endian::native == std::endian::big);
+  switch (width) {
+    case 1:
+      p[0] = static_cast<uint8_t>(v);
+      return;
+    case 2: {
+      auto x = static_cast<uint16_t>(v);
+      if (swap) x = __builtin_bswap16(x);
+      std::memcpy(p, &x, 2);
+      return;
+    }
+    case 4: {
+      auto x = static_cast<uint32_t>(v);
+      if (swap) x = __builtin_bswap32(x);
+      std::memcpy(p, &x, 4);
+      return;
+    }
+    default: {
+      if (swap) v = __builtin_bswap64(v);
+      std::memcpy(p, &v, 8);
+      return;
+    }
   }
 }
 
@@ -127,16 +162,28 @@ inline constexpr size_t fre_offset_size(uint8_t size_code) noexcept {
   return size_code == 0 ? 1 : size_code == 1 ? 2 : size_code == 2 ? 4 : 0;
 }
 
-/// The rules an FRE with this info byte and offsets describes (`offsets` holds
-/// `fre_count(info)` values; the caller has checked the count for the ABI).
-inline frame_row fre_to_row(abi a, uint32_t start, uint8_t info, const int32_t* offsets) noexcept {
+/// Sets `r` to the rules an FRE with this info byte and offsets describes (`offsets` holds
+/// `fre_count(info)` values; the caller has checked the count for the ABI). Writes every field
+/// in place: building a temporary and copying it made lookups stall on store forwarding.
+inline void set_row(frame_row& r, abi a, uint32_t start, uint8_t info,
+                    const int32_t* offsets) noexcept {
   const unsigned count = fre_count(info);
-  if (count == 0) return outermost_row(start);
-  frame_row r;
   r.pc_offset = start;
+  if (count == 0) {  // outermost_row
+    r.cfa = cfa_base::sp;
+    r.cfa_offset = 0;
+    r.ra = ra_rule::undefined;
+    r.ra_offset = 0;
+    r.fp = fp_rule::unchanged;
+    r.fp_offset = 0;
+    r.ra_mangled = false;
+    return;
+  }
   r.cfa = fre_base(info) == base_reg_fp ? cfa_base::fp : cfa_base::sp;
   r.cfa_offset = offsets[0];
   r.ra_mangled = fre_mangled(info);
+  r.fp = fp_rule::unchanged;
+  r.fp_offset = 0;
   if (a == abi::amd64) {
     r.ra = ra_rule::saved;
     r.ra_offset = fixed_ra_offset(a);
@@ -145,18 +192,18 @@ inline frame_row fre_to_row(abi a, uint32_t start, uint8_t info, const int32_t* 
       r.fp_offset = offsets[1];
     }
   } else {
-    if (count == 1) {
-      r.ra = ra_rule::in_register;
-      r.ra_offset = 0;
-    } else {
-      r.ra = ra_rule::saved;
-      r.ra_offset = offsets[1];
-    }
+    r.ra = count == 1 ? ra_rule::in_register : ra_rule::saved;
+    r.ra_offset = count == 1 ? 0 : offsets[1];
     if (count >= 3) {
       r.fp = fp_rule::saved;
       r.fp_offset = offsets[2];
     }
   }
+}
+
+inline frame_row fre_to_row(abi a, uint32_t start, uint8_t info, const int32_t* offsets) noexcept {
+  frame_row r;
+  set_row(r, a, start, info, offsets);
   return r;
 }
 

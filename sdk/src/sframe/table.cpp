@@ -48,21 +48,27 @@ uint64_t table::fde_start(size_t index) const noexcept {
 }
 
 std::optional<lookup_result> table::find(uint64_t pc) const noexcept {
-  if (pc < pc_range_.first || pc >= pc_range_.second) return std::nullopt;
+  std::optional<lookup_result> out(std::in_place);
+  if (!find(pc, *out)) out.reset();
+  return out;
+}
+
+bool table::find(uint64_t pc, lookup_result& r) const noexcept {
+  if (pc < pc_range_.first || pc >= pc_range_.second) return false;
   // Number of FDEs starting at or before pc (upper bound).
   size_t first = 0, count = info_.num_fdes;
   if (!start_index_.empty()) {
+    // Branch-free search (the comparison becomes a conditional move): on random PCs a
+    // branching search mispredicts half of its ~log2(n) steps.
     const auto key = static_cast<uint32_t>(pc - pc_range_.first);
     const uint32_t* base = start_index_.data();
-    while (count > 0) {
-      const size_t step = count / 2;
-      if (base[first + step] <= key) {
-        first += step + 1;
-        count -= step + 1;
-      } else {
-        count = step;
-      }
+    size_t n = count;
+    while (n > 1) {
+      const size_t half = n / 2;
+      base = base[half] <= key ? base + half : base;
+      n -= half;
     }
+    first = static_cast<size_t>(base - start_index_.data()) + (*base <= key ? 1 : 0);
   } else {
     while (count > 0) {
       const size_t step = count / 2;
@@ -74,13 +80,14 @@ std::optional<lookup_result> table::find(uint64_t pc) const noexcept {
       }
     }
   }
-  if (first == 0) return std::nullopt;
+  if (first == 0) return false;
   const size_t index = first - 1;
   const uint8_t* section = bytes_.data();
   const uint8_t* fde = section + fde_base_ + index * fde_size_;
-  const uint64_t start = fde_start(index);
+  const uint64_t start =
+      start_index_.empty() ? fde_start(index) : pc_range_.first + start_index_[index];
   const uint32_t size = load_u32(fde + 4, big_endian_);
-  if (pc - start >= size) return std::nullopt;
+  if (pc - start >= size) return false;
   const uint32_t fre_offset = load_u32(fde + 8, big_endian_);
   const uint32_t n_fres = load_u32(fde + 12, big_endian_);
   const uint8_t info = fde[16];
@@ -101,18 +108,17 @@ std::optional<lookup_result> table::find(uint64_t pc) const noexcept {
     const uint8_t fi = p[aw];
     p += aw + 1 + fre_count(fi) * fre_offset_size(fre_size_code(fi));
   }
-  if (match == nullptr) return std::nullopt;
+  if (match == nullptr) return false;
   const uint8_t fi = match[aw];
   const size_t osz = fre_offset_size(fre_size_code(fi));
   int32_t offsets[3] = {0, 0, 0};
   for (unsigned k = 0; k < fre_count(fi); ++k)
     offsets[k] = load_signed(match + aw + 1 + k * osz, osz, big_endian_);
-  lookup_result r;
   r.function_index = index;
   r.function_start = start;
   r.function_size = size;
-  r.row = fre_to_row(info_.target, match_start, fi, offsets);
-  return r;
+  set_row(r.row, info_.target, match_start, fi, offsets);
+  return true;
 }
 
 }  // namespace jitunwind::sframe

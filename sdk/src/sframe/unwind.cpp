@@ -111,12 +111,18 @@ result<void> unwinder::add(const table* t) {
 }
 
 std::optional<lookup_result> unwinder::find(uint64_t pc) const noexcept {
+  std::optional<lookup_result> out(std::in_place);
+  if (!find(pc, *out)) out.reset();
+  return out;
+}
+
+bool unwinder::find(uint64_t pc, lookup_result& out) const noexcept {
   for (const table* t : tables_) {
     const auto range = t->pc_range();
     if (pc < range.first || pc >= range.second) continue;
-    if (auto r = t->find(pc)) return r;
+    if (t->find(pc, out)) return true;
   }
-  return std::nullopt;
+  return false;
 }
 
 unwinder::trace unwinder::unwind(const regs& start, const memory_reader& reader,
@@ -127,6 +133,7 @@ unwinder::trace unwinder::unwind(const regs& start, const memory_reader& reader,
   t.pcs.reserve(max_frames < 64 ? max_frames : 64);
   t.pcs.push_back(start.pc);
   regs cur = start;
+  lookup_result hit;
   for (bool innermost = true;; innermost = false) {
     if (t.pcs.size() >= max_frames) {
       t.reason = stop_reason::depth_limit;
@@ -134,12 +141,11 @@ unwinder::trace unwinder::unwind(const regs& start, const memory_reader& reader,
     }
     // A return address points after the call; the call itself (pc - 1) is what belongs to the
     // caller's function, which matters when the call was the function's last instruction.
-    const auto row = find(innermost ? cur.pc : cur.pc - 1);
-    if (!row) {
+    if (!find(innermost ? cur.pc : cur.pc - 1, hit)) {
       t.reason = stop_reason::no_table;
       break;
     }
-    const step_result s = step(abi_, row->row, cur, innermost, reader);
+    const step_result s = step(abi_, hit.row, cur, innermost, reader);
     if (!s.ok) {
       t.reason = s.reason;
       break;

@@ -19,6 +19,14 @@ struct published_function {
   std::string name;
   function_desc frames;
   uint64_t moved_from = 0;  ///< != 0: the code was copied from there (jitdump CODE_MOVE)
+  /// A name for part of an appended function (window::name_range): named and described by the
+  /// naming publishers, not part of the window's SFrame.
+  bool name_only = false;
+
+  /// Whether the naming publishers (perf map, jitdump, GDB, code_add events) announce this
+  /// entry: everything but PCMASK stub arrays, whose stubs are named one by one with
+  /// name_range (see window::append).
+  bool named() const noexcept { return frames.pcmask_rep == 0; }
 };
 
 /// What a backend sees of a window when it is published or retired.

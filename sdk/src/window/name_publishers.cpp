@@ -24,6 +24,7 @@ class perfmap_backend final : public publisher_backend {
 
   result<void> on_publish(const window_view& w) override {
     for (const published_function& f : w.added) {
+      if (!f.named()) continue;  // stub arrays: their stubs are named one by one
       if (auto r = writer_->add(f.frames.start, f.frames.size, f.name); !r) return r;
     }
     return {};
@@ -43,6 +44,7 @@ class jitdump_backend final : public publisher_backend {
 
   result<void> on_publish(const window_view& w) override {
     for (const published_function& f : w.added) {
+      if (!f.named()) continue;  // stub arrays: their stubs are named one by one
       const uint64_t start = f.frames.start;
       if (f.moved_from != 0) {
         std::optional<uint64_t> index = take_index(f.moved_from);
@@ -112,11 +114,13 @@ class gdb_backend final : public publisher_backend {
   }
 
   result<void> on_publish(const window_view& w) override {
-    if (w.added.empty()) return {};
     std::vector<gdbjit::function_symbol> batch;
     batch.reserve(w.added.size());
-    for (const published_function& f : w.added)
-      batch.push_back({f.name, f.frames.start, f.frames.size, &f.frames});
+    for (const published_function& f : w.added) {
+      // Stub arrays are skipped: their stubs are named one by one.
+      if (f.named()) batch.push_back({f.name, f.frames.start, f.frames.size, &f.frames});
+    }
+    if (batch.empty()) return {};
     auto id = registrar_->add(batch);
     if (!id) return std::move(id).error();
     std::lock_guard lock(mutex_);

@@ -36,6 +36,7 @@ class window_impl final : public window {
   result<code_space> allocate(size_t size, size_t alignment) override;
   result<void> append(std::string_view name, const function_desc& frames,
                       uint64_t moved_from) override;
+  result<void> name_range(std::string_view name, const function_desc& frames) override;
   result<void> publish() override;
   result<void> seal() override;
   result<void> retire(std::chrono::milliseconds grace,

@@ -132,6 +132,35 @@ result<void> window_impl::append(std::string_view name, const function_desc& fra
   return {};
 }
 
+result<void> window_impl::name_range(std::string_view name, const function_desc& frames) {
+  const auto id = static_cast<unsigned long long>(id_);
+  const window_state st = state();
+  if (st != window_state::open && st != window_state::sealed)
+    return make_error(errc::bad_state, "window %llu: name_range on a %s window", id,
+                      to_string(st));
+  if (auto ok = check_name(name); !ok)
+    return make_error(errc::invalid_argument, "window %llu: %s", id, ok.error().message().c_str());
+  if (auto ok = validate(session_.options().target, frames); !ok)
+    return make_error(errc::invalid_argument, "window %llu: range '%.*s': %s", id,
+                      static_cast<int>(name.size()), name.data(), ok.error().message().c_str());
+  const uint64_t end = frames.start + frames.size;
+  const bool inside = std::any_of(functions_.begin(), functions_.end(), [&](const auto& f) {
+    return !f.name_only && frames.start >= f.frames.start &&
+           end <= f.frames.start + f.frames.size;
+  });
+  if (!inside)
+    return make_error(errc::invalid_argument,
+                      "window %llu: range '%.*s' [0x%llx, 0x%llx) is not inside one appended "
+                      "function",
+                      id, static_cast<int>(name.size()), name.data(),
+                      static_cast<unsigned long long>(frames.start),
+                      static_cast<unsigned long long>(end));
+  published_function pf{std::string(name), frames, 0};
+  pf.name_only = true;
+  functions_.push_back(std::move(pf));
+  return {};
+}
+
 window_view window_impl::view(size_t added_from) const {
   window_view v;
   v.id = id_;

@@ -1,0 +1,296 @@
+// Benchmarks of the example runtimes. Every quantity is measured next to its baseline in the
+// same run and reported as a ratio:
+//
+//   toy-jit run time, --frame-pointers=off vs on (spin.toy, recompile.toy, fib.toy)
+//   toy-interp: probes compiled in but untraced vs not compiled in (toy-interp-noprobes)
+//   toy-interp: trampolines on vs off
+//   toy-jit's code generator: SDK publication cost per function vs asmjit compile time
+//            (in-process, 400 generated functions, one publish or one per function)
+//
+// Whole-program comparisons run the real binaries as child processes, alternating measured
+// and baseline runs (so drift on a shared machine hits both alike), and compare the medians
+// of the children's CPU time (user + system, from wait4), which load from other processes
+// perturbs less than wall time. Counters: `measured_s`, `baseline_s`, `ratio`.
+#include <benchmark/benchmark.h>
+#include <jitunwind/window.h>
+
+#include "codegen.h"
+#include "toylang.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <regex>
+#include <string>
+#include <vector>
+
+extern char** environ;
+
+namespace {
+
+// CPU seconds of one child run (stdout/stderr to /dev/null); aborts the benchmark on failure.
+double run_child(benchmark::State& state, const std::vector<std::string>& argv) {
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) {
+    state.SkipWithError(("cannot run " + argv[0]).c_str());
+    return 0;
+  }
+  int status = 0;
+  rusage usage{};
+  if (wait4(pid, &status, 0, &usage) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    state.SkipWithError((argv[0] + " failed").c_str());
+    return 0;
+  }
+  auto seconds = [](const timeval& tv) { return tv.tv_sec + tv.tv_usec / 1e6; };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+std::string program(const char* name) {
+  return std::string(JITUNWIND_SOURCE_DIR) + "/examples/toy-jit/programs/" + name;
+}
+
+// Alternates `measured` and `baseline` runs; each benchmark iteration is one pair.
+void compare_runs(benchmark::State& state, const std::vector<std::string>& measured,
+                  const std::vector<std::string>& baseline) {
+  std::vector<double> m, b;
+  for (auto _ : state) {
+    const double tm = run_child(state, measured);
+    const double tb = run_child(state, baseline);
+    state.SetIterationTime(tm + tb);
+    m.push_back(tm);
+    b.push_back(tb);
+  }
+  state.counters["measured_s"] = median(m);
+  state.counters["baseline_s"] = median(b);
+  state.counters["ratio"] = median(b) > 0 ? median(m) / median(b) : 0;
+}
+
+void fp_off_vs_on(benchmark::State& state, const char* file, const char* arg) {
+  compare_runs(state, {TOY_JIT, "--frame-pointers=off", program(file), arg},
+               {TOY_JIT, "--frame-pointers=on", program(file), arg});
+}
+
+void BM_toyjit_fp_off_vs_on_spin(benchmark::State& s) {
+  fp_off_vs_on(s, "spin.toy", "20000");
+}
+void BM_toyjit_fp_off_vs_on_fib(benchmark::State& s) {
+  fp_off_vs_on(s, "fib.toy", "38");
+}
+void BM_toyjit_fp_off_vs_on_recompile(benchmark::State& s) {
+  fp_off_vs_on(s, "recompile.toy", "3000000");
+}
+
+void BM_interp_probes_untraced_vs_compiled_out(benchmark::State& state) {
+  compare_runs(state, {TOY_INTERP, "--trampolines=off", program("spin.toy"), "6000"},
+               {TOY_INTERP_NOPROBES, "--trampolines=off", program("spin.toy"), "6000"});
+}
+
+void BM_interp_probes_untraced_vs_compiled_out_fib(benchmark::State& state) {
+  compare_runs(state, {TOY_INTERP, "--trampolines=off", program("fib.toy"), "32"},
+               {TOY_INTERP_NOPROBES, "--trampolines=off", program("fib.toy"), "32"});
+}
+
+void BM_interp_trampolines_on_vs_off(benchmark::State& state) {
+  compare_runs(state, {TOY_INTERP, "--trampolines=on", "--probes=off", program("fib.toy"), "32"},
+               {TOY_INTERP, "--trampolines=off", "--probes=off", program("fib.toy"), "32"});
+}
+
+void BM_interp_trampolines_on_vs_off_spin(benchmark::State& state) {
+  compare_runs(state, {TOY_INTERP, "--trampolines=on", "--probes=off", program("spin.toy"), "6000"},
+               {TOY_INTERP, "--trampolines=off", "--probes=off", program("spin.toy"), "6000"});
+}
+
+// ---- compile time vs SDK publication cost, in-process ----
+//
+// The toy-jit code generator (toyjit_core) compiles a generated program of 400 functions; the
+// same generated code is then placed into SDK windows with a set of publishers. Each iteration
+// measures, over all 400 functions (so timer cost is negligible):
+//   asmjit:    generate + relocate/copy into a plain buffer (what compiling costs anyway)
+//   copy:      relocate/copy alone into a plain buffer
+//   windowed:  allocate in the window + relocate/copy + append, and publish (once at the end,
+//              or after every function)
+// SDK cost per function = (windowed - copy) / 400; ratio = SDK cost / asmjit cost.
+
+std::string generated_source(int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) {
+    out += "fn f" + std::to_string(i) + "(a, b, c) {\n  let x = a * " + std::to_string(i + 3) +
+           " + b;\n  if (x % 7 == " + std::to_string(i % 7) +
+           ") { return x / 3 - c; }\n  let y = 0;\n  while (y < c) { y = y + native_fp(y % 3) "
+           "% 5 + 1; }\n  return x + y * " +
+           std::to_string(i) + ";\n}\n";
+  }
+  out += "fn main() { return f0(1, 2, 3); }\n";
+  return out;
+}
+
+struct compiled_program {
+  toylang::program program;
+  toyjit::runtime_addresses rt;
+  compiled_program() {
+    std::vector<toylang::diagnostic> errors;
+    program = *toylang::compile("bench.toy", generated_source(400), errors);
+    // The code is never run: any non-zero addresses do.
+    for (uint64_t* a : {&rt.entry_table, &rt.counters, &rt.shadow_top, &rt.stack_limit, &rt.print,
+                        &rt.checkpoint, &rt.native_fp, &rt.native_nofp, &rt.division_by_zero,
+                        &rt.stack_overflow, &rt.recompile_hook}) {
+      *a = 0x100000;
+    }
+  }
+  std::vector<std::unique_ptr<toyjit::generated_function>> generate_all() const {
+    std::vector<std::unique_ptr<toyjit::generated_function>> out;
+    std::string error;
+    for (const auto& f : program.functions) {
+      out.push_back(toyjit::generate(f, toyjit::codegen_options{}, rt, error));
+    }
+    return out;
+  }
+};
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Publisher sets by benchmark argument: all that need no setup, none, then each on its own.
+const char* const publisher_sets[] = {"default", "none",    "registry", "usdt-events",
+                                      "perfmap", "jitdump", "gdb"};
+
+void publication_vs_compile(benchmark::State& state, bool publish_each) {
+  static const compiled_program prog;
+  const char* publishers = publisher_sets[state.range(0)];
+  state.SetLabel(publishers);
+  auto so = jitunwind::session_options::from_env();
+  so->publishers = jitunwind::parse_publishers(publishers).value();
+  auto session = jitunwind::session::create(*so);
+  if (!session) {
+    state.SkipWithError(session.error().message().c_str());
+    return;
+  }
+  std::vector<uint8_t> scratch(1 << 20);
+  std::vector<double> asmjit_us, sdk_us, ratio;
+  const double n = static_cast<double>(prog.program.functions.size());
+  for (auto _ : state) {
+    // asmjit: generate + place into a plain buffer.
+    auto t0 = std::chrono::steady_clock::now();
+    auto code = prog.generate_all();
+    for (auto& g : code) {
+      if (!g->place(reinterpret_cast<uint64_t>(scratch.data()), scratch)) std::abort();
+    }
+    const double t_asmjit = seconds_since(t0);
+    // copy alone.
+    t0 = std::chrono::steady_clock::now();
+    for (auto& g : code) {
+      if (!g->place(reinterpret_cast<uint64_t>(scratch.data()), scratch)) std::abort();
+    }
+    const double t_copy = seconds_since(t0);
+    // windowed.
+    jitunwind::owned_window_options wo;
+    wo.code_capacity = publish_each ? size_t{4096} * code.size() : size_t{1} << 20;
+    auto w = (*session)->create_owned_window(wo);
+    if (!w) {
+      state.SkipWithError(w.error().message().c_str());
+      return;
+    }
+    t0 = std::chrono::steady_clock::now();
+    size_t i = 0;
+    for (auto& g : code) {
+      auto space = (*w)->allocate(g->size());
+      auto frames = g->place(space->address, space->writable);
+      if (!(*w)->append("toy:f" + std::to_string(i++), *frames).ok()) std::abort();
+      if (publish_each && !(*w)->publish().ok()) std::abort();
+    }
+    if (!(*w)->publish().ok()) std::abort();
+    const double t_windowed = seconds_since(t0);
+    (void)(*w)->retire(std::chrono::milliseconds(0));
+    (*session)->poll();
+    asmjit_us.push_back(t_asmjit / n * 1e6);
+    sdk_us.push_back((t_windowed - t_copy) / n * 1e6);
+    ratio.push_back((t_windowed - t_copy) / t_asmjit);
+    state.SetIterationTime(t_asmjit + t_windowed);
+  }
+  state.counters["asmjit_us_per_fn"] = median(asmjit_us);
+  state.counters["sdk_us_per_fn"] = median(sdk_us);
+  state.counters["ratio"] = median(ratio);
+}
+
+void BM_publication_vs_asmjit_one_publish(benchmark::State& s) {
+  publication_vs_compile(s, false);
+}
+void BM_publication_vs_asmjit_publish_each(benchmark::State& s) {
+  publication_vs_compile(s, true);
+}
+
+constexpr int pairs = 15;
+BENCHMARK(BM_publication_vs_asmjit_one_publish)
+    ->DenseRange(0, 6)
+    ->UseManualTime()
+    ->Iterations(pairs);
+BENCHMARK(BM_publication_vs_asmjit_publish_each)
+    ->DenseRange(0, 6)
+    ->UseManualTime()
+    ->Iterations(pairs);
+BENCHMARK(BM_toyjit_fp_off_vs_on_spin)
+    ->UseManualTime()
+    ->Iterations(pairs)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_toyjit_fp_off_vs_on_fib)
+    ->UseManualTime()
+    ->Iterations(pairs)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_toyjit_fp_off_vs_on_recompile)
+    ->UseManualTime()
+    ->Iterations(pairs)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_interp_probes_untraced_vs_compiled_out)
+    ->UseManualTime()
+    ->Iterations(pairs)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_interp_probes_untraced_vs_compiled_out_fib)
+    ->UseManualTime()
+    ->Iterations(pairs)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_interp_trampolines_on_vs_off)
+    ->UseManualTime()
+    ->Iterations(pairs)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_interp_trampolines_on_vs_off_spin)
+    ->UseManualTime()
+    ->Iterations(pairs)
+    ->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+// The runtimes' perf maps and jitdumps go to a scratch directory removed at the end.
+int main(int argc, char** argv) {
+  char dir[] = "/tmp/bench_examples.XXXXXX";
+  if (mkdtemp(dir) == nullptr) return 1;
+  setenv("JITUNWIND_DIR", dir, 1);
+  setenv("JITDUMPDIR", dir, 1);
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  const std::string cleanup = std::string("rm -rf '") + dir + "'";
+  return std::system(cleanup.c_str()) == 0 ? 0 : 1;
+}

@@ -1,0 +1,254 @@
+// toy-interp: runs a toylang program in a bytecode interpreter.
+#include "bytecode.h"
+#include "interp.h"
+#include "probes.h"
+#include "toylang.h"
+#include "unwind_check.h"
+
+#include <jitunwind/trampolines.h>
+#include <jitunwind/window.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace {
+
+constexpr const char* usage =
+    "usage: toy-interp [OPTIONS] PROGRAM.toy [ARGS...]\n"
+    "\n"
+    "Runs main(ARGS...) of a toylang program in a bytecode interpreter, printing what the\n"
+    "program prints and then main's value.\n"
+    "\n"
+    "options:\n"
+    "  --trampolines=on|off  call every toy function through its own native trampoline, so\n"
+    "                        profilers and debuggers see toy:<function> frames (default on)\n"
+    "  --probes=on|off       USDT probes toyinterp:function__entry/function__return/line\n"
+    "                        (default on; untraced they cost one load per event)\n"
+    "  --publish=LIST        SDK publishers for the trampolines: comma-separated registry,\n"
+    "                        usdt-events, perfmap, jitdump, gdb, kernel, or all/none/default\n"
+    "                        (default: every publisher available, or $JITUNWIND_PUBLISH)\n"
+    "  --wait-for-tracer[=S] after loading the probes, wait (at most S seconds, default 30)\n"
+    "                        until a tracer attaches to one of them\n"
+    "  --stats               print calls per function to stderr after the run\n"
+    "  --verify-unwind       at every checkpoint, unwind this thread's stack in-process with\n"
+    "                        the SDK's SFrame unwinder and compare the trampoline frames with\n"
+    "                        the ground truth; summary on stderr, exit 5 on any mismatch\n"
+    "                        (needs --trampolines=on)\n"
+    "  --dump-bytecode       print the bytecode and exit\n"
+    "  --help                this text\n"
+    "\n"
+    "exit status: 0 ok, 1 compile error, 2 usage error, 3 runtime error, 4 SDK failure,\n"
+    "             5 --verify-unwind mismatch\n";
+
+struct options {
+  std::optional<jitunwind::publisher_set> publishers;
+  bool verify_unwind = false;
+  int wait_for_tracer = 0;  // seconds, 0 = do not wait
+  bool trampolines = true;
+  bool probes = true;
+  bool stats = false;
+  bool dump = false;
+  std::string file;
+  std::vector<std::string> args;
+};
+
+[[noreturn]] void usage_error(const std::string& message) {
+  std::fprintf(stderr, "toy-interp: %s\n(see toy-interp --help)\n", message.c_str());
+  std::exit(2);
+}
+
+bool parse_on_off(std::string_view value, std::string_view flag) {
+  if (value == "on") return true;
+  if (value == "off") return false;
+  usage_error(std::string(flag) + " takes 'on' or 'off', not '" + std::string(value) + "'");
+}
+
+int parse_seconds(std::string_view value, std::string_view flag) {
+  const std::string text(value);
+  char* end = nullptr;
+  const long v = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || v < 1 || v > 3600) {
+    usage_error(std::string(flag) + " takes a number of seconds (1..3600), not '" + text + "'");
+  }
+  return static_cast<int>(v);
+}
+
+options parse_command_line(int argc, char** argv) {
+  options o;
+  int i = 1;
+  for (; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a.size() < 2 || a.substr(0, 2) != "--") break;
+    const size_t eq = a.find('=');
+    const std::string_view flag = a.substr(0, eq);
+    const std::string_view value = eq == std::string_view::npos ? "" : a.substr(eq + 1);
+    if (a == "--help") {
+      std::fputs(usage, stdout);
+      std::exit(0);
+    } else if (flag == "--trampolines" && eq != std::string_view::npos) {
+      o.trampolines = parse_on_off(value, flag);
+    } else if (flag == "--probes" && eq != std::string_view::npos) {
+      o.probes = parse_on_off(value, flag);
+    } else if (flag == "--publish" && eq != std::string_view::npos) {
+      auto set = jitunwind::parse_publishers(value);
+      if (!set) usage_error("--publish: " + set.error().message());
+      o.publishers = *set;
+    } else if (flag == "--wait-for-tracer") {
+      o.wait_for_tracer = eq == std::string_view::npos ? 30 : parse_seconds(value, flag);
+    } else if (a == "--verify-unwind") {
+      o.verify_unwind = true;
+    } else if (a == "--stats") {
+      o.stats = true;
+    } else if (a == "--dump-bytecode") {
+      o.dump = true;
+    } else if (a == "--") {
+      ++i;
+      break;
+    } else {
+      usage_error("unknown option '" + std::string(a) + "'");
+    }
+  }
+  if (i >= argc) usage_error("no PROGRAM.toy given");
+  if (o.verify_unwind && !o.trampolines) usage_error("--verify-unwind needs --trampolines=on");
+  if (o.wait_for_tracer != 0 && (!o.probes || TOYINTERP_PROBES == 0)) {
+    usage_error("--wait-for-tracer needs the probes (--probes=on, a build with probes)");
+  }
+  o.file = argv[i++];
+  for (; i < argc; ++i) o.args.emplace_back(argv[i]);
+  return o;
+}
+
+int fatal(const std::string& message) {
+  std::fprintf(stderr, "toy-interp: %s\n", message.c_str());
+  return 4;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const options opt = parse_command_line(argc, argv);
+  std::vector<toylang::diagnostic> errors;
+  auto source = toylang::compile_file(opt.file, errors);
+  if (!source) {
+    std::fputs(toylang::format(opt.file, errors).c_str(), stderr);
+    return 1;
+  }
+  std::string message;
+  const auto args = toylang::parse_arguments(*source, opt.args, message);
+  if (!args) usage_error(message);
+
+  toyinterp::compile_options copts;
+  copts.line_events = TOYINTERP_PROBES != 0 && opt.probes;
+  const toyinterp::program program = toyinterp::compile(*source, copts);
+  if (opt.dump) {
+    std::fputs(toyinterp::disassemble(program).c_str(), stdout);
+    return 0;
+  }
+
+  std::unique_ptr<toyinterp::probes> probes;
+#if TOYINTERP_PROBES
+  if (opt.probes) {
+    std::string error;
+    probes = toyinterp::probes::create(error);
+    if (!probes)
+      std::fprintf(stderr, "toy-interp: warning: probes unavailable: %s\n", error.c_str());
+  }
+#endif
+
+  // Trampolines: one SDK stub per toy function, named toy:<function>.
+  std::unique_ptr<jitunwind::session> session;
+  std::unique_ptr<jitunwind::trampoline_pool> pool;
+  toyinterp::interp_options iopts;
+  if (opt.trampolines) {
+    auto so = jitunwind::session_options::from_env();
+    if (!so) usage_error(so.error().message());
+    if (opt.publishers) so->publishers = *opt.publishers;
+    so->log.fn = [](void*, jitunwind::log_level level, std::string_view text) {
+      std::fprintf(stderr, "toy-interp: jitunwind %s: %.*s\n", jitunwind::to_string(level),
+                   static_cast<int>(text.size()), text.data());
+    };
+    so->log.min_level = jitunwind::log_level::warning;
+    auto s = jitunwind::session::create(*so);
+    if (!s) return fatal("creating the jitunwind session: " + s.error().message());
+    session = std::move(*s);
+    jitunwind::trampoline_pool_options po;
+    po.name_prefix = "toy:";
+    po.near_address = toyinterp::interpreter::eval_address();
+    auto p = jitunwind::trampoline_pool::create(*session, po);
+    if (!p) return fatal("creating the trampoline pool: " + p.error().message());
+    pool = std::move(*p);
+    for (const auto& f : program.functions) {
+      auto t = pool->acquire(f.name);
+      if (!t) return fatal("trampoline for '" + f.name + "': " + t.error().message());
+      iopts.trampolines.push_back(reinterpret_cast<toyinterp::trampoline_fn>(t->entry));
+      iopts.trampoline_return_addresses.push_back(t->return_address);
+    }
+  }
+
+  struct checkpoint_context {
+    uint64_t count = 0;
+    size_t deepest = 0;
+    toyinterp::probes* probes = nullptr;
+    jitunwind::trampoline_pool* pool = nullptr;
+    std::unique_ptr<toylang::unwind_checker> checker;
+  } ctx;
+  ctx.probes = probes.get();
+  ctx.pool = pool.get();
+  if (opt.verify_unwind) {
+    std::string error;
+    ctx.checker = toylang::unwind_checker::create(error);
+    if (!ctx.checker) return fatal("--verify-unwind: " + error);
+  }
+  iopts.checkpoint_user = &ctx;
+  iopts.on_checkpoint = [](void* user, int64_t tag, std::span<const uint64_t> truth) {
+    auto& c = *static_cast<checkpoint_context*>(user);
+    ++c.count;
+    c.deepest = std::max(c.deepest, truth.size());
+    // The ground-truth probe (docs/ground-truth.md): at most 512 entries, else not reported.
+    if (c.probes != nullptr) c.probes->checkpoint(tag, truth);
+    if (c.checker) {
+      std::vector<toylang::jit_sframe> sections;
+      for (const jitunwind::window* w : c.pool->windows()) {
+        const auto bytes = w->published_sframe();
+        sections.push_back({bytes, reinterpret_cast<uint64_t>(bytes.data()), w->text_start(),
+                            w->text_start() + w->text_size()});
+      }
+      const auto outcome = c.checker->check(truth, sections);
+      if (!outcome.exact || !outcome.complete) {
+        std::fprintf(stderr, "toy-interp: verify-unwind: checkpoint %" PRId64 ": %s\n", tag,
+                     outcome.message.c_str());
+      }
+    }
+  };
+  toyinterp::interpreter interp(program, std::move(iopts), probes.get());
+  if (opt.wait_for_tracer != 0 && probes &&
+      !probes->wait_for_tracer(std::chrono::seconds(opt.wait_for_tracer))) {
+    return fatal("--wait-for-tracer: no tracer attached within " +
+                 std::to_string(opt.wait_for_tracer) + " s");
+  }
+  const int64_t value = interp.run_main(*args);
+  std::printf("%" PRId64 "\n", value);
+  std::fflush(stdout);
+  if (opt.stats) {
+    for (const auto& f : program.functions) {
+      std::fprintf(stderr, "calls %s %" PRIu64 "\n", f.name.c_str(), interp.call_counts()[f.index]);
+    }
+    std::fprintf(stderr, "checkpoints %" PRIu64 " deepest %zu\n", ctx.count, ctx.deepest);
+  }
+  if (ctx.checker) {
+    std::fprintf(stderr, "toy-interp: %s\n", ctx.checker->summary().c_str());
+    if (ctx.checker->exact() != ctx.checker->checks() ||
+        ctx.checker->complete() != ctx.checker->checks()) {
+      return 5;
+    }
+  }
+  return 0;
+}

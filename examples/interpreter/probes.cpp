@@ -1,0 +1,81 @@
+// The toyinterp probes as a dynamic USDT provider (jitunwind/usdt.h): generated and loaded at
+// start-up, found by tracers in /proc/PID/maps (`bpftrace -p PID -e 'usdt:*:toyinterp:...'`).
+#include "probes.h"
+
+#include "usdt_support.h"
+
+namespace toyinterp {
+
+namespace {
+
+using jitunwind::usdt::arg_type;
+
+class dynamic_probes final : public probes {
+ public:
+  explicit dynamic_probes(jitunwind::usdt::provider p) : provider_(std::move(p)) {}
+
+  bool init(std::string& error) {
+    auto add = [&](const char* name, std::initializer_list<arg_type> args,
+                   jitunwind::usdt::probe& out) {
+      auto r = provider_.add_probe(name, args);
+      if (!r) {
+        error = r.error().message();
+        return false;
+      }
+      out = *r;
+      return true;
+    };
+    if (!add("function__entry", {arg_type::string, arg_type::i64}, entry_) ||
+        !add("function__return", {arg_type::string, arg_type::i64}, return_) ||
+        !add("line", {arg_type::string, arg_type::i64}, line_)) {
+      return false;
+    }
+    auto cp = provider_.add_probe("checkpoint", toylang::checkpoint_args);
+    if (!cp) {
+      error = cp.error().message();
+      return false;
+    }
+    checkpoint_ = *cp;
+    if (auto r = provider_.load(); !r) {
+      error = r.error().message();
+      return false;
+    }
+    entry_semaphore_ = entry_.semaphore_address();
+    return_semaphore_ = return_.semaphore_address();
+    line_semaphore_ = line_.semaphore_address();
+    return true;
+  }
+
+  void function_entry(const char* name, int64_t depth) override { entry_.fire(name, depth); }
+  void function_return(const char* name, int64_t depth) override { return_.fire(name, depth); }
+  void line(const char* name, int64_t line) override { line_.fire(name, line); }
+  void checkpoint(int64_t tag, std::span<const uint64_t> addrs) override {
+    toylang::fire_checkpoint(checkpoint_, tag, addrs);
+  }
+  bool wait_for_tracer(std::chrono::seconds timeout) override {
+    const jitunwind::usdt::probe all[] = {entry_, return_, line_, checkpoint_};
+    return toylang::wait_for_tracer("toy-interp", provider_, all, timeout);
+  }
+  std::string describe() const override {
+    return "dynamic USDT provider toyinterp in " + provider_.object_path();
+  }
+
+ private:
+  jitunwind::usdt::provider provider_;
+  jitunwind::usdt::probe entry_, return_, line_, checkpoint_;
+};
+
+}  // namespace
+
+std::unique_ptr<probes> probes::create(std::string& error) {
+  auto p = jitunwind::usdt::provider::create("toyinterp");
+  if (!p) {
+    error = p.error().message();
+    return nullptr;
+  }
+  auto out = std::make_unique<dynamic_probes>(std::move(*p));
+  if (!out->init(error)) return nullptr;
+  return out;
+}
+
+}  // namespace toyinterp

@@ -1,0 +1,99 @@
+// C API: trampolines (see the section in jitunwind.h).
+#include <jitunwind/jitunwind.h>
+#include <jitunwind/trampolines.h>
+#include <jitunwind/window.h>
+
+#include "capi/common.hpp"
+
+struct jitunwind_trampoline_pool {
+  // Destroyed in reverse order: the pool (which retires its windows) before its session.
+  std::unique_ptr<jitunwind::session> session;
+  std::unique_ptr<jitunwind::trampoline_pool> pool;
+};
+
+using namespace jitunwind;
+
+namespace {
+
+jitunwind_trampoline to_c(const trampoline& t) {
+  jitunwind_trampoline out;
+  out.entry = reinterpret_cast<jitunwind_trampoline_entry>(t.entry);
+  out.address = t.address;
+  out.return_address = t.return_address;
+  out.slot = t.slot;
+  return out;
+}
+
+}  // namespace
+
+extern "C" {
+
+JITUNWIND_API jitunwind_status
+jitunwind_trampoline_pool_create(const jitunwind_trampoline_pool_options* options,
+                                 jitunwind_trampoline_pool** out, jitunwind_error* error) {
+  return capi::guard(error, [&]() -> jitunwind_status {
+    if (out == nullptr) {
+      return capi::fail(error, errc::invalid_argument, "trampolines: out is NULL");
+    }
+    *out = nullptr;
+    trampoline_pool_options o;
+    if (options != nullptr) {
+      if (options->stubs_per_window != 0) o.stubs_per_window = options->stubs_per_window;
+      if (options->name_prefix != nullptr) o.name_prefix = options->name_prefix;
+      o.near_address = options->near_address;
+    }
+    auto so = session_options::from_env();
+    if (!so) return capi::fail(error, so.error());
+    auto s = session::create(*so);
+    if (!s) return capi::fail(error, s.error());
+    auto p = trampoline_pool::create(**s, o);
+    if (!p) return capi::fail(error, p.error());
+    auto* handle = new jitunwind_trampoline_pool;
+    handle->session = std::move(*s);
+    handle->pool = std::move(*p);
+    *out = handle;
+    return capi::succeed(error);
+  });
+}
+
+JITUNWIND_API void jitunwind_trampoline_pool_destroy(jitunwind_trampoline_pool* pool) {
+  if (pool == nullptr) return;
+  pool->pool.reset();
+  delete pool;
+}
+
+JITUNWIND_API jitunwind_status jitunwind_trampoline_acquire(jitunwind_trampoline_pool* pool,
+                                                            const char* name,
+                                                            jitunwind_trampoline* out,
+                                                            jitunwind_error* error) {
+  return capi::guard(error, [&]() -> jitunwind_status {
+    if (pool == nullptr || name == nullptr || out == nullptr) {
+      return capi::fail(error, errc::invalid_argument,
+                        "trampolines: acquire needs a pool, a name and an out pointer");
+    }
+    auto t = pool->pool->acquire(name);
+    if (!t) return capi::fail(error, t.error());
+    *out = to_c(*t);
+    return capi::succeed(error);
+  });
+}
+
+JITUNWIND_API jitunwind_status jitunwind_trampoline_release(jitunwind_trampoline_pool* pool,
+                                                            const jitunwind_trampoline* t,
+                                                            jitunwind_error* error) {
+  return capi::guard(error, [&]() -> jitunwind_status {
+    if (pool == nullptr || t == nullptr) {
+      return capi::fail(error, errc::invalid_argument,
+                        "trampolines: release needs a pool and a trampoline");
+    }
+    trampoline cpp;
+    cpp.entry = reinterpret_cast<trampoline_entry>(t->entry);
+    cpp.address = t->address;
+    cpp.return_address = t->return_address;
+    cpp.slot = t->slot;
+    if (auto r = pool->pool->release(cpp); !r) return capi::fail(error, r.error());
+    return capi::succeed(error);
+  });
+}
+
+}  // extern "C"

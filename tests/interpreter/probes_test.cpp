@@ -1,0 +1,93 @@
+// bpftrace attached to the toyinterp dynamic USDT provider sees what the interpreter did.
+#include "examples_support.hpp"
+#include "support/privileges.hpp"
+
+#include <map>
+#include <regex>
+#include <sstream>
+
+using jitunwind::test::run;
+using namespace toytest;
+
+namespace {
+
+// "calls NAME N" lines of --stats.
+std::map<std::string, long> parse_stats(const std::string& err) {
+  std::map<std::string, long> out;
+  static const std::regex re(R"(^calls (\S+) (\d+)$)");
+  std::istringstream in(err);
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (std::regex_match(line, m, re)) out[m[1]] = std::stol(m[2]);
+  }
+  return out;
+}
+
+// bpftrace map lines "@NAME[KEY]: N".
+std::map<std::string, long> parse_map(const std::string& out, const std::string& map) {
+  std::map<std::string, long> result;
+  const std::regex re("^@" + map + R"(\[(\S+)\]: (\d+)$)");
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (std::regex_match(line, m, re)) result[m[1]] = std::stol(m[2]);
+  }
+  return result;
+}
+
+bool bpftrace_ready() {
+  return !examples_missing(TOY_INTERP) && jitunwind::test::may_run_privileged("bpftrace usdt") &&
+         jitunwind::test::tool_available("bpftrace");
+}
+
+}  // namespace
+
+TEST_CASE("bpftrace counts of function__entry by name equal the interpreter's call statistics") {
+  if (!bpftrace_ready()) return;
+  for (const sample& s : {sample{"mutual.toy", {"300"}, ""}, sample{"fib.toy", {"15"}, ""}}) {
+    INFO(s.file);
+    jitunwind::test::temp_dir dir;
+    waiting_runtime rt(command(TOY_INTERP, {"--wait-for-tracer=60", "--stats"}, s), dir);
+    REQUIRE(rt.pid > 0);
+    const std::string script =
+        "usdt:*:toyinterp:function__entry { @entries[str(arg0)] = count(); } "
+        "usdt:*:toyinterp:function__return { @returns[str(arg0)] = count(); "
+        "@depth = max(arg1); }" +
+        exit_with(rt.pid);
+    const auto r = run({"bpftrace", "-p", std::to_string(rt.pid), "-e", script});
+    REQUIRE(rt.wait_exit());
+    INFO(r.out << r.err << rt.err());
+    REQUIRE(r.exit_code == 0);
+    const auto stats = parse_stats(rt.err());
+    REQUIRE(!stats.empty());
+    CHECK(parse_map(r.out, "entries") == stats);
+    CHECK(parse_map(r.out, "returns") == stats);
+  }
+}
+
+TEST_CASE("bpftrace reads the ground truth of the checkpoint probe") {
+  if (!bpftrace_ready()) return;
+  jitunwind::test::temp_dir dir;
+  waiting_runtime rt(
+      command(TOY_INTERP, {"--wait-for-tracer=60", "--stats"}, {"verify.toy", {"3"}, ""}), dir);
+  REQUIRE(rt.pid > 0);
+  // Every entry must lie in the trampolines (named toy:* in the perf map, checked elsewhere);
+  // here: counts, depths and that entry 0 differs from the last (distinct trampolines).
+  const std::string script =
+      "usdt:*:toyinterp:checkpoint { @n = count(); @deepest = max(arg1); "
+      "if (arg1 > 1) { @distinct[*(uint64*)arg2 != *(uint64*)(arg2 + 8 * (arg1 - 1))] = "
+      "count(); } }" +
+      exit_with(rt.pid);
+  const auto r = run({"bpftrace", "-p", std::to_string(rt.pid), "-e", script});
+  REQUIRE(rt.wait_exit());
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  // The interpreter's own account (--stats: "checkpoints N deepest D").
+  std::smatch m;
+  const std::string err = rt.err();
+  REQUIRE(std::regex_search(err, m, std::regex(R"(checkpoints (\d+) deepest (\d+))")));
+  CHECK(std::stol(m[1]) > 100);
+  CHECK(r.out.find("@n: " + m[1].str() + "\n") != std::string::npos);
+  CHECK(r.out.find("@deepest: " + m[2].str() + "\n") != std::string::npos);
+  CHECK(r.out.find("@distinct[1]: ") != std::string::npos);
+}

@@ -1,0 +1,98 @@
+// toy-jit computes what the interpreter computes, for every sample program, with frame
+// pointers on and off, with the shadow stack, and while recompiling.
+#include "examples_support.hpp"
+
+using jitunwind::test::run;
+using namespace toytest;
+
+TEST_CASE("every sample program gives the interpreter's output in both frame-pointer modes") {
+  if (examples_missing(TOY_JIT)) return;
+  for (const sample& s : samples()) {
+    INFO(s.file << " " << (s.args.empty() ? "" : s.args[0]));
+    const auto reference = run(command(TOY_INTERP, {}, s));
+    REQUIRE(reference.exit_code == 0);
+    if (!s.known_value.empty()) CHECK(last_line(reference.out) == s.known_value);
+    for (const char* fp : {"--frame-pointers=on", "--frame-pointers=off"}) {
+      for (const std::vector<std::string>& extra :
+           {std::vector<std::string>{}, {"--shadow-stack"}, {"--recompile-every=7"}}) {
+        std::vector<std::string> options{fp};
+        options.insert(options.end(), extra.begin(), extra.end());
+        INFO(fp << " " << (extra.empty() ? "" : extra[0]));
+        const auto r = run(command(TOY_JIT, options, s));
+        CHECK(r.exit_code == 0);
+        CHECK(r.err == "");
+        CHECK(r.out == reference.out);
+      }
+    }
+  }
+}
+
+TEST_CASE("compile errors name file:line:column and exit with status 1") {
+  if (examples_missing(TOY_JIT)) return;
+  jitunwind::test::temp_dir dir;
+  struct bad {
+    std::string source;
+    std::string expected;  // after "<file>:"
+  };
+  const std::vector<bad> cases = {
+      {"fn main() {\n  return 1 +;\n}\n", "2:13: error: expected an expression, found ';'"},
+      {"fn main() { return f(1); }\n", "1:20: error: call to undefined function 'f'"},
+      {"fn main() {\n  let x = 1;\n  let x = 2;\n  return x;\n}\n",
+       "3:3: error: 'x' is already declared in this block"},
+      {"fn g(a, b) { return a; }\nfn main() { return g(1); }\n",
+       "2:20: error: 'g' takes 2 arguments, 1 given"},
+      {"fn main() { return 99999999999999999999; }\n",
+       "1:20: error: integer literal out of range (largest is 9223372036854775807)"},
+      {"fn f() { return 0; }\n", "1:1: error: no function 'main'"},
+      {"fn main() { return 1 $ 2; }\n", "1:22: error: unexpected character '$'"},
+      {"fn main() { y = 3; return 0; }\n",
+       "1:13: error: assignment to undeclared variable 'y' (use 'let')"},
+  };
+  for (const bad& b : cases) {
+    const std::string file = dir / "bad.toy";
+    REQUIRE(jitunwind::test::write_file(file, b.source));
+    for (const char* binary : {TOY_JIT, TOY_INTERP}) {
+      const auto r = run({binary, file});
+      INFO(binary << ": " << b.source);
+      CHECK(r.exit_code == 1);
+      CHECK(r.err == file + ":" + b.expected + "\n");
+      CHECK(r.out == "");
+    }
+  }
+}
+
+TEST_CASE("runtime errors and usage errors have their own exit statuses") {
+  if (examples_missing(TOY_JIT)) return;
+  jitunwind::test::temp_dir dir;
+  const std::string div = dir / "div.toy";
+  REQUIRE(jitunwind::test::write_file(div, "fn main(a) {\n  print(1);\n  return 10 / a;\n}\n"));
+  const std::string deep = dir / "deep.toy";
+  REQUIRE(jitunwind::test::write_file(deep,
+                                      "fn f(n) { return f(n + 1) + 1; }\n"
+                                      "fn main() { return f(0); }\n"));
+  for (const char* binary : {TOY_JIT, TOY_INTERP}) {
+    INFO(binary);
+    const std::string quiet = "--publish=none";  // no perf maps left in /tmp
+    auto r = run({binary, quiet, div, "0"});
+    CHECK(r.exit_code == 3);
+    CHECK(r.out == "1\n");
+    CHECK(r.err == div + ":3:13: runtime error: division by zero\n");
+    r = run({binary, quiet, div, "2"});
+    CHECK(r.exit_code == 0);
+    CHECK(r.out == "1\n5\n");
+    r = run({binary, div});
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("'main' takes 1 argument, 0 given") != std::string::npos);
+    r = run({binary, div, "12x"});
+    CHECK(r.exit_code == 2);
+    r = run({binary, "--no-such-option", div, "1"});
+    CHECK(r.exit_code == 2);
+    r = run({binary, quiet, deep});
+    CHECK(r.exit_code == 3);
+    CHECK(r.err.find("runtime error: stack overflow (toy recursion too deep) in 'f'") !=
+          std::string::npos);
+    r = run({binary, "--help"});
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.find("usage: ") == 0);
+  }
+}
