@@ -97,7 +97,8 @@ result<size_t> jit_names::parse_jitdump(std::string_view data, size_t& done) {
   if (data.size() < 40 || magic != 0x4A695444) {
     return make_error(errc::malformed, "not a jitdump file (no JiTD magic)");
   }
-  if (header_size < 40) return make_error(errc::malformed, "jitdump header size %u < 40", header_size);
+  if (header_size < 40)
+    return make_error(errc::malformed, "jitdump header size %u < 40", header_size);
   if (done == 0) done = header_size;
   if (done >= data.size()) return size_t{0};
   return parse_jitdump_records(data.substr(done), done);

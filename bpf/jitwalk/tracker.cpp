@@ -224,8 +224,27 @@ void tracker::load_window(const window_record& w) {
   }
   auto bytes = reader_->read_sframe(w);
   if (!bytes) {
-    if (bytes.error().code() == errc::bad_state) {
-      registry_dirty_ = true;  // changed while we read it: a newer generation is coming
+    const errc code = bytes.error().code();
+    bool vanished = code == errc::bad_state;  // changed while we read it
+    if (!vanished && code != errc::limit_exceeded && code != errc::malformed) {
+      // Unreadable memory: either the runtime freed the window after our snapshot (a race, not
+      // an error) or the registry points at nothing (reject). The registry tells which.
+      vanished = true;
+      if (auto again = reader_->read(); again) {
+        for (const window_record& now : again->windows) {
+          if (now.window_id == w.window_id && now.generation == w.generation &&
+              now.state != window_state::free) {
+            vanished = false;
+          }
+        }
+      }
+    }
+    if (vanished) {
+      ++stats_.windows_vanished;
+      detail("window %llu generation %llu changed before its SFrame could be read",
+             static_cast<unsigned long long>(w.window_id),
+             static_cast<unsigned long long>(w.generation));
+      registry_dirty_ = true;  // a newer generation is coming (or the window is gone)
       windows_.erase(w.window_id);
       window_index_dirty_ = true;
       return;
@@ -294,11 +313,11 @@ void tracker::on_event(const void* data, size_t size) {
       jw_window_event e;
       std::memcpy(&e, data, sizeof e);
       if (h.type == JW_EV_WINDOW_PUBLISH) {
-        // Load now: later events in this batch (checkpoints) must see the new window.
-        sync_registry();
-        if (tables_.dirty()) {
-          if (auto r = tables_.commit(); !r) warn("%s", r.error().message().c_str());
-        }
+        // One registry read per batch of events (flush), however many windows were published:
+        // a runtime that churns windows publishes thousands per second. A checkpoint after a
+        // publish in the same batch is impossible with --sync-tables (the target is stopped at
+        // the publish until flush), which is what verify uses.
+        registry_dirty_ = true;
       } else if (h.type == JW_EV_WINDOW_RETIRE) {
         auto it = windows_.find(e.id);
         if (it != windows_.end() && it->second.generation <= e.generation) {

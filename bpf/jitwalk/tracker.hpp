@@ -62,6 +62,7 @@ struct tracker_stats {
   size_t windows_loaded = 0;     ///< window generations loaded
   size_t windows_rejected = 0;   ///< window generations refused (hostile / invalid SFrame)
   size_t windows_freed = 0;
+  size_t windows_vanished = 0;   ///< changed or freed before their SFrame could be read
   size_t registry_reads = 0;
   size_t probes_attached = 0;
   size_t code_names = 0;
