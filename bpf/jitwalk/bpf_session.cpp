@@ -359,6 +359,12 @@ void bpf_session::delete_window_state(uint64_t id) {
   bpf_map_delete_elem(bpf_map__fd(skel_->maps.jw_windows), &id);
 }
 
+std::optional<jw_window_state> bpf_session::read_window_state(uint64_t id) {
+  jw_window_state w{};
+  if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.jw_windows), &id, &w) != 0) return std::nullopt;
+  return w;
+}
+
 size_t bpf_session::window_state_count() {
   const int fd = bpf_map__fd(skel_->maps.jw_windows);
   size_t n = 0;

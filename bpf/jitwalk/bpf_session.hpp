@@ -87,6 +87,7 @@ class bpf_session {
 
   /// jw_windows maintenance (user space never creates entries).
   void delete_window_state(uint64_t id);
+  std::optional<jw_window_state> read_window_state(uint64_t id);
   size_t window_state_count();
 
   std::array<uint64_t, JW_STAT_COUNT_> stats();

@@ -44,6 +44,7 @@ options:
   --per-cpu-events       sample with one event per CPU, filtered by PID in BPF (default: one
                          event per target thread, inherited by the threads it creates)
   --rows N               capacity of the BPF row table (default 1048576)
+  --window-state-limit N prune BPF window states of gone windows beyond N (default 32768)
   -q, --quiet            only errors and the summary;  -v, --verbose  details
   -h, --help             this text
 
@@ -153,6 +154,10 @@ int cmd_profile(int argc, char** argv) {
       o.bpf_stats = true;
     } else if (a.is({"--per-cpu-events"})) {
       o.per_cpu_events = true;
+    } else if (a.is({"--window-state-limit"})) {
+      auto v = a.integer(1, 60000);
+      if (!v) return fail(v.error());
+      o.run.tracker.window_state_limit = static_cast<size_t>(v.value());
     } else if (a.is({"--rows"})) {
       auto v = a.integer(1024, 1ll << 28);
       if (!v) return fail(v.error());

@@ -34,6 +34,7 @@ options:
                       (then checkpoints right after a publish may run on old tables)
   --max-depth N       frames per walk, 1..1024 (default 1024)
   --native-tables L   sframe,eh_frame (default), sframe, eh_frame or none
+  --window-state-limit N  prune BPF window states of gone windows beyond N (default 32768)
   --json FILE         write the results as JSON
   -d, --duration SEC  stop after SEC seconds
   -q, --quiet / -v, --verbose
@@ -108,6 +109,10 @@ int cmd_verify(int argc, char** argv) {
       print_walks = static_cast<size_t>(v.value());
     } else if (a.is({"--per-tag"})) {
       per_tag = true;
+    } else if (a.is({"--window-state-limit"})) {
+      auto v = a.integer(1, 60000);
+      if (!v) return fail(v.error());
+      ro.tracker.window_state_limit = static_cast<size_t>(v.value());
     } else if (a.is({"--no-sync-tables"})) {
       ro.sync_tables = false;
     } else if (a.is({"--max-depth"})) {
@@ -398,6 +403,7 @@ int cmd_verify(int argc, char** argv) {
     j["windows_loaded"] = tst.windows_loaded;
     j["windows_rejected"] = tst.windows_rejected;
     j["windows_freed"] = tst.windows_freed;
+    j["window_states_pruned"] = tst.window_states_pruned;
     j["steps"] = {{"jit", v.steps[0]},
                   {"sframe", v.steps[1]},
                   {"eh_frame", v.steps[2]},

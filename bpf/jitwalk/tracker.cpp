@@ -186,6 +186,7 @@ void tracker::sync_registry() {
   for (auto it = windows_.begin(); it != windows_.end();) {
     if (!present.count(it->first)) {
       if (it->second.uid) tables_.remove(it->second.uid);
+      dropped_at_commit_[it->first] = tables_.stats().commits;
       it = windows_.erase(it);
       window_index_dirty_ = true;
     } else {
@@ -284,6 +285,8 @@ void tracker::load_window(const window_record& w) {
     return;
   }
   windows_[w.window_id].uid = uid.value();
+  uint64_t& newest = max_loaded_gen_[w.window_id];
+  newest = std::max(newest, w.generation);
   ++stats_.windows_loaded;
   detail("loaded %s: %s+%llu, %zu rows", ri.label.c_str(), hex(w.text_start).c_str(),
          static_cast<unsigned long long>(w.text_size), nrows);
@@ -296,6 +299,7 @@ void tracker::drop_window(uint64_t id, uint64_t up_to_generation, uint64_t time)
     tables_.remove(it->second.uid);
     freed_at_[it->second.uid] = time;
   }
+  dropped_at_commit_[id] = tables_.stats().commits;
   windows_.erase(it);
   window_index_dirty_ = true;
   ++stats_.windows_freed;
@@ -312,6 +316,7 @@ void tracker::on_event(const void* data, size_t size) {
       if (size < sizeof(jw_window_event)) return;
       jw_window_event e;
       std::memcpy(&e, data, sizeof e);
+      bpf_window_ids_.insert(e.id);
       if (h.type == JW_EV_WINDOW_PUBLISH) {
         // One registry read per batch of events (flush), however many windows were published:
         // a runtime that churns windows publishes thousands per second. A checkpoint after a
@@ -379,12 +384,40 @@ void tracker::flush() {
     registry_dirty_ = false;
     sync_registry();
   }
+  if (bpf_window_ids_.size() > o_.window_state_limit) prune_window_states();
   if (tables_.dirty()) {
     if (auto r = tables_.commit(); !r) warn("%s", r.error().message().c_str());
   }
   if (resume_) {
     resume_ = false;
     kill(pid_, SIGCONT);
+  }
+}
+
+// An entry of jw_windows can go once no index half can still hold a range of that window (two
+// table commits after its last range was removed) and the entry's freed mark covers every
+// generation ever loaded: then a walk could only meet newer generations, which the entry does
+// not concern. The BPF handlers recreate it at the window's next event.
+void tracker::prune_window_states() {
+  const size_t commits = tables_.stats().commits;
+  for (auto it = bpf_window_ids_.begin(); it != bpf_window_ids_.end();) {
+    const uint64_t id = *it;
+    auto dropped = dropped_at_commit_.find(id);
+    if (windows_.count(id) || dropped == dropped_at_commit_.end() ||
+        commits < dropped->second + 2) {
+      ++it;
+      continue;
+    }
+    auto state = bpf_.read_window_state(id);
+    const uint64_t newest = max_loaded_gen_.count(id) ? max_loaded_gen_[id] : 0;
+    if (state && state->freed_gen < newest) {
+      ++it;
+      continue;
+    }
+    if (state) bpf_.delete_window_state(id);
+    ++stats_.window_states_pruned;
+    dropped_at_commit_.erase(dropped);
+    it = bpf_window_ids_.erase(it);
   }
 }
 

@@ -35,6 +35,9 @@ struct tracker_options {
   bool attach_events = true;        ///< attach jitunwind:* USDT events
   bool attach_checkpoints = false;  ///< attach every `checkpoint` probe (verify)
   std::string checkpoint_provider;  ///< only this provider's checkpoint probes ("" = any)
+  /// jw_windows (BPF, 65536 entries) is pruned of windows that are gone once the USDT handlers
+  /// have created more entries than this.
+  size_t window_state_limit = 32768;
 };
 
 struct window_info {
@@ -63,6 +66,7 @@ struct tracker_stats {
   size_t windows_rejected = 0;   ///< window generations refused (hostile / invalid SFrame)
   size_t windows_freed = 0;
   size_t windows_vanished = 0;   ///< changed or freed before their SFrame could be read
+  size_t window_states_pruned = 0;  ///< jw_windows entries deleted for windows that are gone
   size_t registry_reads = 0;
   size_t probes_attached = 0;
   size_t code_names = 0;
@@ -106,6 +110,7 @@ class tracker {
                             uint64_t inode);
   void load_window(const jitunwind::remote::window_record& w);
   void drop_window(uint64_t id, uint64_t up_to_generation, uint64_t time);
+  void prune_window_states();
 
   bpf_session& bpf_;
   table_store& tables_;
@@ -118,6 +123,9 @@ class tracker {
   std::map<uint64_t, window_info> windows_;           // by window id
   std::set<std::pair<uint64_t, uint64_t>> rejected_;  // (id, generation)
   std::map<uint32_t, uint64_t> freed_at_;             // uid -> time
+  std::set<uint64_t> bpf_window_ids_;                 // ids the USDT handlers made entries for
+  std::map<uint64_t, uint64_t> max_loaded_gen_;       // id -> newest generation ever loaded
+  std::map<uint64_t, size_t> dropped_at_commit_;      // id -> table commit count when dropped
   std::vector<std::string> rejections_;
   tracker_stats stats_;
   mutable std::vector<std::pair<uint64_t, const window_info*>> window_index_;  // by text start

@@ -272,6 +272,19 @@ TEST_CASE("verify: windows retired, freed and reused while sampling") {
   CHECK(j["stale_uses"] == 0);
 }
 
+TEST_CASE("verify: BPF window states of gone windows are pruned without stale rows") {
+  if (!jt::may_run_privileged("jitwalk verify")) return;
+  jt::run_result r;
+  auto j = verify(
+      {"recycle", "--depth", "50", "--iterations", "200", "--recycle-every", "2", "--new-ids"}, &r,
+      {"--window-state-limit", "1"});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(j["exact"] == j["checkpoints"]);
+  CHECK(j["stale_uses"] == 0);
+  CHECK(j["window_states_pruned"].get<int>() > 0);
+}
+
 TEST_CASE("verify fails when the walk and the ground truth disagree") {
   if (!jt::may_run_privileged("jitwalk verify")) return;
   jt::run_result r;

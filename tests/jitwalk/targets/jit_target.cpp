@@ -20,6 +20,7 @@
 // options: --depth N (100) --iterations N (200) --spin N (20000) --recycle-every N (10)
 //          --fp (keep frame pointers) --no-checkpoint --seconds S (run for S seconds instead)
 //          --lie (every 10th checkpoint claims one JIT frame too many: verify must fail)
+//          --new-ids (recycle: the reused memory gets a new window id each time)
 #include <jitunwind/frame.h>
 #include <jitunwind/registry_abi.h>
 #include <jitunwind/sframe.h>
@@ -292,6 +293,7 @@ uint64_t g_truth_count = 0;
 unsigned g_depth = 100;
 bool g_checkpoint = true;
 bool g_lie = false;
+bool g_new_ids = false;
 unsigned long g_checkpoints = 0;
 int64_t g_tag = 1;
 
@@ -385,6 +387,8 @@ int main(int argc, char** argv) {
       g_fp = true;
     else if (a == "--no-checkpoint")
       g_checkpoint = false;
+    else if (a == "--new-ids")
+      g_new_ids = true;
     else if (a == "--lie")
       g_lie = true;
     else {
@@ -469,6 +473,7 @@ int main(int argc, char** argv) {
     }
     if (mode == "recycle" && i > 0 && recycle_every && i % recycle_every == 0) {
       retire_and_free(rec);
+      if (g_new_ids) rec.id = 1000 + i;  // the reused memory becomes a new window
       pad = (pad + 1) % 7;
       fns = gen_rec(rec, pad, code);
       publish(rec, code, fns);
