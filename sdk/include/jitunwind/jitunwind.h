@@ -551,9 +551,10 @@ JITUNWIND_API const volatile uint16_t* jitunwind_usdt_probe_semaphore(
 
 /* Per-function native trampolines for interpreters: each interpreted function gets a stub of
  * its own, named PREFIX<function> in the perf map, jitdump and GDB, described for SFrame by one
- * PCMASK FDE per stub array (see jitunwind/trampolines.h). The C API creates the pool with a
- * jitunwind session of its own, configured from the environment (JITUNWIND_PUBLISH,
- * JITUNWIND_DIR, JITDUMPDIR). A pool may be used from any thread. */
+ * PCMASK FDE per stub array (see jitunwind/trampolines.h). jitunwind_trampoline_pool_create
+ * makes the pool a jitunwind session of its own, configured from the environment
+ * (JITUNWIND_PUBLISH, JITUNWIND_DIR, JITDUMPDIR); jitunwind_trampoline_pool_create_in uses the
+ * caller's. A pool may be used from any thread. */
 
 typedef struct jitunwind_trampoline_pool jitunwind_trampoline_pool;
 
@@ -580,6 +581,10 @@ typedef struct jitunwind_trampoline_pool_options {
 JITUNWIND_API jitunwind_status jitunwind_trampoline_pool_create(
     const jitunwind_trampoline_pool_options* options, jitunwind_trampoline_pool** out,
     jitunwind_error* error);
+/* Creates a pool in a session the caller owns (it must outlive the pool). */
+JITUNWIND_API jitunwind_status jitunwind_trampoline_pool_create_in(
+    jitunwind_session* session, const jitunwind_trampoline_pool_options* options,
+    jitunwind_trampoline_pool** out, jitunwind_error* error);
 /* Retires the stubs and frees the pool; no trampoline of it may run or be called afterwards. */
 JITUNWIND_API void jitunwind_trampoline_pool_destroy(jitunwind_trampoline_pool* pool);
 /* A published trampoline named PREFIX<name> (a released one is reused first). */
