@@ -1,5 +1,6 @@
 // toy-interp: runs a toylang program in a bytecode interpreter.
 #include "bytecode.h"
+#include "cli.h"
 #include "interp.h"
 #include "probes.h"
 #include "toylang.h"
@@ -20,6 +21,8 @@
 #include <vector>
 
 namespace {
+
+constexpr const char* program_name = "toy-interp";
 
 constexpr const char* usage =
     "usage: toy-interp [OPTIONS] PROGRAM.toy [ARGS...]\n"
@@ -60,69 +63,35 @@ struct options {
   std::vector<std::string> args;
 };
 
-[[noreturn]] void usage_error(const std::string& message) {
-  std::fprintf(stderr, "toy-interp: %s\n(see toy-interp --help)\n", message.c_str());
-  std::exit(2);
-}
-
-bool parse_on_off(std::string_view value, std::string_view flag) {
-  if (value == "on") return true;
-  if (value == "off") return false;
-  usage_error(std::string(flag) + " takes 'on' or 'off', not '" + std::string(value) + "'");
-}
-
-int parse_seconds(std::string_view value, std::string_view flag) {
-  const std::string text(value);
-  char* end = nullptr;
-  const long v = std::strtol(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || v < 1 || v > 3600) {
-    usage_error(std::string(flag) + " takes a number of seconds (1..3600), not '" + text + "'");
-  }
-  return static_cast<int>(v);
-}
-
 options parse_command_line(int argc, char** argv) {
   options o;
-  int i = 1;
-  for (; i < argc; ++i) {
-    const std::string_view a = argv[i];
-    if (a.size() < 2 || a.substr(0, 2) != "--") break;
-    const size_t eq = a.find('=');
-    const std::string_view flag = a.substr(0, eq);
-    const std::string_view value = eq == std::string_view::npos ? "" : a.substr(eq + 1);
-    if (a == "--help") {
-      std::fputs(usage, stdout);
-      std::exit(0);
-    } else if (flag == "--trampolines" && eq != std::string_view::npos) {
-      o.trampolines = parse_on_off(value, flag);
-    } else if (flag == "--probes" && eq != std::string_view::npos) {
-      o.probes = parse_on_off(value, flag);
-    } else if (flag == "--publish" && eq != std::string_view::npos) {
-      auto set = jitunwind::parse_publishers(value);
-      if (!set) usage_error("--publish: " + set.error().message());
-      o.publishers = *set;
+  toylang::cli::option_scanner s(program_name, usage, argc, argv);
+  while (s.next()) {
+    const std::string_view a = s.arg();
+    const std::string_view flag = s.flag();
+    if (flag == "--trampolines" && s.has_value()) {
+      o.trampolines = s.on_off();
+    } else if (flag == "--probes" && s.has_value()) {
+      o.probes = s.on_off();
+    } else if (flag == "--publish" && s.has_value()) {
+      o.publishers = s.publishers();
     } else if (flag == "--wait-for-tracer") {
-      o.wait_for_tracer = eq == std::string_view::npos ? 30 : parse_seconds(value, flag);
+      o.wait_for_tracer = s.has_value() ? s.seconds() : 30;
     } else if (a == "--verify-unwind") {
       o.verify_unwind = true;
     } else if (a == "--stats") {
       o.stats = true;
     } else if (a == "--dump-bytecode") {
       o.dump = true;
-    } else if (a == "--") {
-      ++i;
-      break;
     } else {
-      usage_error("unknown option '" + std::string(a) + "'");
+      s.unknown();
     }
   }
-  if (i >= argc) usage_error("no PROGRAM.toy given");
-  if (o.verify_unwind && !o.trampolines) usage_error("--verify-unwind needs --trampolines=on");
+  s.operands(o.file, o.args);
+  if (o.verify_unwind && !o.trampolines) s.error("--verify-unwind needs --trampolines=on");
   if (o.wait_for_tracer != 0 && (!o.probes || TOYINTERP_PROBES == 0)) {
-    usage_error("--wait-for-tracer needs the probes (--probes=on, a build with probes)");
+    s.error("--wait-for-tracer needs the probes (--probes=on, a build with probes)");
   }
-  o.file = argv[i++];
-  for (; i < argc; ++i) o.args.emplace_back(argv[i]);
   return o;
 }
 
@@ -135,19 +104,11 @@ int fatal(const std::string& message) {
 
 int main(int argc, char** argv) {
   const options opt = parse_command_line(argc, argv);
-  std::vector<toylang::diagnostic> errors;
-  auto source = toylang::compile_file(opt.file, errors);
-  if (!source) {
-    std::fputs(toylang::format(opt.file, errors).c_str(), stderr);
-    return 1;
-  }
-  std::string message;
-  const auto args = toylang::parse_arguments(*source, opt.args, message);
-  if (!args) usage_error(message);
+  const toylang::cli::loaded_program loaded = toylang::cli::load(program_name, opt.file, opt.args);
 
   toyinterp::compile_options copts;
   copts.line_events = TOYINTERP_PROBES != 0 && opt.probes;
-  const toyinterp::program program = toyinterp::compile(*source, copts);
+  const toyinterp::program program = toyinterp::compile(loaded.source, copts);
   if (opt.dump) {
     std::fputs(toyinterp::disassemble(program).c_str(), stdout);
     return 0;
@@ -169,13 +130,9 @@ int main(int argc, char** argv) {
   toyinterp::interp_options iopts;
   if (opt.trampolines) {
     auto so = jitunwind::session_options::from_env();
-    if (!so) usage_error(so.error().message());
+    if (!so) toylang::cli::usage_error(program_name, so.error().message());
     if (opt.publishers) so->publishers = *opt.publishers;
-    so->log.fn = [](void*, jitunwind::log_level level, std::string_view text) {
-      std::fprintf(stderr, "toy-interp: jitunwind %s: %.*s\n", jitunwind::to_string(level),
-                   static_cast<int>(text.size()), text.data());
-    };
-    so->log.min_level = jitunwind::log_level::warning;
+    so->log = toylang::cli::stderr_log(program_name);
     auto s = jitunwind::session::create(*so);
     if (!s) return fatal("creating the jitunwind session: " + s.error().message());
     session = std::move(*s);
@@ -234,7 +191,7 @@ int main(int argc, char** argv) {
     return fatal("--wait-for-tracer: no tracer attached within " +
                  std::to_string(opt.wait_for_tracer) + " s");
   }
-  const int64_t value = interp.run_main(*args);
+  const int64_t value = interp.run_main(loaded.args);
   std::printf("%" PRId64 "\n", value);
   std::fflush(stdout);
   if (opt.stats) {
@@ -243,12 +200,5 @@ int main(int argc, char** argv) {
     }
     std::fprintf(stderr, "checkpoints %" PRIu64 " deepest %zu\n", ctx.count, ctx.deepest);
   }
-  if (ctx.checker) {
-    std::fprintf(stderr, "toy-interp: %s\n", ctx.checker->summary().c_str());
-    if (ctx.checker->exact() != ctx.checker->checks() ||
-        ctx.checker->complete() != ctx.checker->checks()) {
-      return 5;
-    }
-  }
-  return 0;
+  return ctx.checker ? toylang::cli::verify_unwind_status(program_name, *ctx.checker) : 0;
 }

@@ -1,4 +1,5 @@
 // toy-jit: compiles a toylang program to x86-64 with asmjit and runs it.
+#include "cli.h"
 #include "jit.h"
 #include "placer.h"
 #include "toylang.h"
@@ -17,6 +18,8 @@
 #include <string_view>
 
 namespace {
+
+constexpr const char* program_name = "toy-jit";
 
 constexpr const char* usage =
     "usage: toy-jit [OPTIONS] PROGRAM.toy [ARGS...]\n"
@@ -61,87 +64,27 @@ struct options {
   std::vector<std::string> args;
 };
 
-[[noreturn]] void usage_error(const std::string& message) {
-  std::fprintf(stderr, "toy-jit: %s\n(see toy-jit --help)\n", message.c_str());
-  std::exit(2);
-}
-
-bool parse_on_off(std::string_view value, std::string_view flag) {
-  if (value == "on") return true;
-  if (value == "off") return false;
-  usage_error(std::string(flag) + " takes 'on' or 'off', not '" + std::string(value) + "'");
-}
-
-uint64_t parse_count(std::string_view value, std::string_view flag) {
-  const std::string text(value);
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || errno != 0 || text[0] == '-') {
-    usage_error(std::string(flag) + " takes a non-negative integer, not '" + text + "'");
-  }
-  return v;
-}
-
-size_t parse_size(std::string_view value, std::string_view flag) {
-  std::string text(value);
-  uint64_t scale = 1;
-  if (!text.empty()) {
-    switch (text.back()) {
-      case 'k':
-      case 'K':
-        scale = 1024;
-        break;
-      case 'm':
-      case 'M':
-        scale = 1024 * 1024;
-        break;
-      case 'g':
-      case 'G':
-        scale = 1024 * 1024 * 1024;
-        break;
-      default:
-        break;
-    }
-    if (scale != 1) text.pop_back();
-  }
-  const uint64_t n = parse_count(text, flag);
-  if (n == 0 || n > (uint64_t{1} << 32) / scale) {
-    usage_error(std::string(flag) + " takes a size from 1 byte to 4g, not '" + std::string(value) +
-                "'");
-  }
-  return static_cast<size_t>(n * scale);
-}
-
 options parse_command_line(int argc, char** argv) {
   options o;
-  int i = 1;
-  for (; i < argc; ++i) {
-    const std::string_view a = argv[i];
-    if (a.size() < 2 || a.substr(0, 2) != "--") break;
-    const size_t eq = a.find('=');
-    const std::string_view flag = a.substr(0, eq);
-    const bool has_value = eq != std::string_view::npos;
-    const std::string_view value = has_value ? a.substr(eq + 1) : "";
-    if (a == "--help") {
-      std::fputs(usage, stdout);
-      std::exit(0);
-    } else if (flag == "--frame-pointers" && has_value) {
-      o.jit.frame_pointers = parse_on_off(value, flag);
+  toylang::cli::option_scanner s(program_name, usage, argc, argv);
+  while (s.next()) {
+    const std::string_view a = s.arg();
+    const std::string_view flag = s.flag();
+    const bool has_value = s.has_value();
+    if (flag == "--frame-pointers" && has_value) {
+      o.jit.frame_pointers = s.on_off();
     } else if (flag == "--publish" && has_value) {
-      auto set = jitunwind::parse_publishers(value);
-      if (!set) usage_error("--publish: " + set.error().message());
-      o.placement.publishers = *set;
+      o.placement.publishers = s.publishers();
     } else if (flag == "--windows" && has_value) {
-      o.placement.window_size = parse_size(value, flag);
+      o.placement.window_size = s.size();
     } else if (a == "--stats") {
       o.stats = true;
     } else if (a == "--dump-frames") {
       o.dump_frames = true;
     } else if (flag == "--wait-for-tracer") {
-      o.wait_for_tracer = has_value ? static_cast<int>(parse_count(value, flag)) : 30;
+      o.wait_for_tracer = has_value ? static_cast<int>(s.count()) : 30;
       if (o.wait_for_tracer < 1 || o.wait_for_tracer > 3600) {
-        usage_error("--wait-for-tracer takes 1..3600 seconds");
+        s.error("--wait-for-tracer takes 1..3600 seconds");
       }
     } else if (a == "--shadow-stack") {
       o.jit.shadow_stack = true;
@@ -149,17 +92,12 @@ options parse_command_line(int argc, char** argv) {
       o.verify_unwind = true;
       o.jit.shadow_stack = true;
     } else if (flag == "--recompile-every" && has_value) {
-      o.jit.recompile_every = parse_count(value, flag);
-    } else if (a == "--") {
-      ++i;
-      break;
+      o.jit.recompile_every = s.count();
     } else {
-      usage_error("unknown option '" + std::string(a) + "'");
+      s.unknown();
     }
   }
-  if (i >= argc) usage_error("no PROGRAM.toy given");
-  o.file = argv[i++];
-  for (; i < argc; ++i) o.args.emplace_back(argv[i]);
+  s.operands(o.file, o.args);
   return o;
 }
 
@@ -185,15 +123,7 @@ void dump_frames(const toyjit::jit& jit) {
 
 int main(int argc, char** argv) {
   options opt = parse_command_line(argc, argv);
-  std::vector<toylang::diagnostic> errors;
-  auto source = toylang::compile_file(opt.file, errors);
-  if (!source) {
-    std::fputs(toylang::format(opt.file, errors).c_str(), stderr);
-    return 1;
-  }
-  std::string message;
-  const auto args = toylang::parse_arguments(*source, opt.args, message);
-  if (!args) usage_error(message);
+  const toylang::cli::loaded_program loaded = toylang::cli::load(program_name, opt.file, opt.args);
 
   std::string error;
   // The ground-truth probe toyjit:checkpoint(tag, count, addrs), a dynamic USDT probe.
@@ -242,17 +172,13 @@ int main(int argc, char** argv) {
       }
     }
   };
-  opt.placement.log.fn = [](void*, jitunwind::log_level level, std::string_view text) {
-    std::fprintf(stderr, "toy-jit: jitunwind %s: %.*s\n", jitunwind::to_string(level),
-                 static_cast<int>(text.size()), text.data());
-  };
-  opt.placement.log.min_level = jitunwind::log_level::warning;
+  opt.placement.log = toylang::cli::stderr_log(program_name);
   auto placer = toyjit::make_sdk_placer(opt.placement, error);
   if (!placer) {
     std::fprintf(stderr, "toy-jit: %s\n", error.c_str());
     return 4;
   }
-  auto jit = toyjit::jit::create(*source, opt.jit, std::move(placer), error);
+  auto jit = toyjit::jit::create(loaded.source, opt.jit, std::move(placer), error);
   if (!jit) {
     std::fprintf(stderr, "toy-jit: %s\n", error.c_str());
     return 4;
@@ -269,7 +195,7 @@ int main(int argc, char** argv) {
       return 4;
     }
   }
-  const int64_t value = jit->run_main(*args);
+  const int64_t value = jit->run_main(loaded.args);
   std::printf("%" PRId64 "\n", value);
   std::fflush(stdout);
   if (opt.stats) {
@@ -283,12 +209,5 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "toy-jit: stats: checkpoints %" PRIu64 " deepest %zu\n", ctx.count,
                  ctx.deepest);
   }
-  if (ctx.checker) {
-    std::fprintf(stderr, "toy-jit: %s\n", ctx.checker->summary().c_str());
-    if (ctx.checker->exact() != ctx.checker->checks() ||
-        ctx.checker->complete() != ctx.checker->checks()) {
-      return 5;
-    }
-  }
-  return 0;
+  return ctx.checker ? toylang::cli::verify_unwind_status(program_name, *ctx.checker) : 0;
 }

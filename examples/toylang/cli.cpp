@@ -1,0 +1,138 @@
+#include "cli.h"
+
+#include "unwind_check.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+
+namespace toylang::cli {
+
+void usage_error(const char* program, const std::string& message) {
+  std::fprintf(stderr, "%s: %s\n(see %s --help)\n", program, message.c_str(), program);
+  std::exit(2);
+}
+
+bool option_scanner::next() {
+  if (next_ >= argc_) return false;
+  const std::string_view a = argv_[next_];
+  if (a.size() < 2 || a.substr(0, 2) != "--") return false;
+  ++next_;
+  if (a == "--") return false;
+  if (a == "--help") {
+    std::fputs(usage_, stdout);
+    std::exit(0);
+  }
+  const size_t eq = a.find('=');
+  arg_ = a;
+  flag_ = a.substr(0, eq);
+  has_value_ = eq != std::string_view::npos;
+  value_ = has_value_ ? a.substr(eq + 1) : "";
+  return true;
+}
+
+void option_scanner::unknown() const {
+  error("unknown option '" + std::string(arg_) + "'");
+}
+
+bool option_scanner::on_off() const {
+  if (value_ == "on") return true;
+  if (value_ == "off") return false;
+  error(std::string(flag_) + " takes 'on' or 'off', not '" + std::string(value_) + "'");
+}
+
+uint64_t option_scanner::parse_count(std::string_view value) const {
+  const std::string text(value);
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno != 0 || text[0] == '-') {
+    error(std::string(flag_) + " takes a non-negative integer, not '" + text + "'");
+  }
+  return v;
+}
+
+size_t option_scanner::size() const {
+  std::string text(value_);
+  uint64_t scale = 1;
+  if (!text.empty()) {
+    switch (text.back()) {
+      case 'k':
+      case 'K':
+        scale = 1024;
+        break;
+      case 'm':
+      case 'M':
+        scale = 1024 * 1024;
+        break;
+      case 'g':
+      case 'G':
+        scale = 1024 * 1024 * 1024;
+        break;
+      default:
+        break;
+    }
+    if (scale != 1) text.pop_back();
+  }
+  const uint64_t n = parse_count(text);
+  if (n == 0 || n > (uint64_t{1} << 32) / scale) {
+    error(std::string(flag_) + " takes a size from 1 byte to 4g, not '" + std::string(value_) +
+          "'");
+  }
+  return static_cast<size_t>(n * scale);
+}
+
+int option_scanner::seconds() const {
+  const std::string text(value_);
+  char* end = nullptr;
+  const long v = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || v < 1 || v > 3600) {
+    error(std::string(flag_) + " takes a number of seconds (1..3600), not '" + text + "'");
+  }
+  return static_cast<int>(v);
+}
+
+jitunwind::publisher_set option_scanner::publishers() const {
+  auto set = jitunwind::parse_publishers(value_);
+  if (!set) error(std::string(flag_) + ": " + set.error().message());
+  return *set;
+}
+
+void option_scanner::operands(std::string& file, std::vector<std::string>& args) {
+  if (next_ >= argc_) error("no PROGRAM.toy given");
+  file = argv_[next_++];
+  for (; next_ < argc_; ++next_) args.emplace_back(argv_[next_]);
+}
+
+loaded_program load(const char* program, const std::string& file,
+                    const std::vector<std::string>& args) {
+  std::vector<diagnostic> errors;
+  auto source = compile_file(file, errors);
+  if (!source) {
+    std::fputs(format(file, errors).c_str(), stderr);
+    std::exit(1);
+  }
+  std::string message;
+  auto values = parse_arguments(*source, args, message);
+  if (!values) usage_error(program, message);
+  return {std::move(*source), std::move(*values)};
+}
+
+jitunwind::log_sink stderr_log(const char* program) {
+  jitunwind::log_sink sink;
+  sink.fn = [](void* user, jitunwind::log_level level, std::string_view text) {
+    std::fprintf(stderr, "%s: jitunwind %s: %.*s\n", static_cast<const char*>(user),
+                 jitunwind::to_string(level), static_cast<int>(text.size()), text.data());
+  };
+  sink.user = const_cast<char*>(program);  // only ever read back as const char*
+  sink.min_level = jitunwind::log_level::warning;
+  return sink;
+}
+
+int verify_unwind_status(const char* program, const unwind_checker& checker) {
+  std::fprintf(stderr, "%s: %s\n", program, checker.summary().c_str());
+  const bool all = checker.exact() == checker.checks() && checker.complete() == checker.checks();
+  return all ? 0 : 5;
+}
+
+}  // namespace toylang::cli
