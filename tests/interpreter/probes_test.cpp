@@ -67,27 +67,14 @@ TEST_CASE("bpftrace counts of function__entry by name equal the interpreter's ca
 
 TEST_CASE("bpftrace reads the ground truth of the checkpoint probe") {
   if (!bpftrace_ready()) return;
-  jitunwind::test::temp_dir dir;
-  waiting_runtime rt(
-      command(TOY_INTERP, {"--wait-for-tracer=60", "--stats"}, {"verify.toy", {"3"}, ""}), dir);
-  REQUIRE(rt.pid > 0);
   // Every entry must lie in the trampolines (named toy:* in the perf map, checked elsewhere);
   // here: counts, depths and that entry 0 differs from the last (distinct trampolines).
-  const std::string script =
-      "usdt:*:toyinterp:checkpoint { @n = count(); @deepest = max(arg1); "
-      "if (arg1 > 1) { @distinct[*(uint64*)arg2 != *(uint64*)(arg2 + 8 * (arg1 - 1))] = "
-      "count(); } }" +
-      exit_with(rt.pid);
-  const auto r = run({"bpftrace", "-p", std::to_string(rt.pid), "-e", script});
-  REQUIRE(rt.wait_exit());
-  INFO(r.out << r.err);
-  REQUIRE(r.exit_code == 0);
-  // The interpreter's own account (--stats: "checkpoints N deepest D").
-  std::smatch m;
-  const std::string err = rt.err();
-  REQUIRE(std::regex_search(err, m, std::regex(R"(checkpoints (\d+) deepest (\d+))")));
-  CHECK(std::stol(m[1]) > 100);
-  CHECK(r.out.find("@n: " + m[1].str() + "\n") != std::string::npos);
-  CHECK(r.out.find("@deepest: " + m[2].str() + "\n") != std::string::npos);
-  CHECK(r.out.find("@distinct[1]: ") != std::string::npos);
+  const traced_checkpoints t = trace_checkpoints(
+      command(TOY_INTERP, {"--wait-for-tracer=60", "--stats"}, {"verify.toy", {"3"}, ""}),
+      "toyinterp");
+  INFO(t.bpftrace_out);
+  CHECK(std::stol(t.checkpoints) > 100);
+  CHECK(t.bpftrace_out.find("@n: " + t.checkpoints + "\n") != std::string::npos);
+  CHECK(t.bpftrace_out.find("@deepest: " + t.deepest + "\n") != std::string::npos);
+  CHECK(t.bpftrace_out.find("@distinct[1]: ") != std::string::npos);
 }

@@ -8,6 +8,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -107,6 +108,37 @@ struct waiting_runtime {
 /// after its target is gone).
 inline std::string exit_with(int pid) {
   return " tracepoint:sched:sched_process_exit /pid == " + std::to_string(pid) + "/ { exit(); }";
+}
+
+/// One run of a runtime traced with bpftrace on its ground-truth probe PROVIDER:checkpoint.
+struct traced_checkpoints {
+  std::string bpftrace_out;  ///< @n (count), @deepest (max count), @distinct[1] (see below)
+  std::string checkpoints;   ///< the runtime's own account: N of "checkpoints N deepest D"
+  std::string deepest;       ///< D of it
+};
+
+/// Starts `argv` (which must contain --wait-for-tracer and --stats), runs bpftrace -p on it
+/// until it exits and returns both accounts (REQUIREs that both worked). @distinct[1] counts
+/// checkpoints whose entry 0 differs from the outermost entry (distinct return addresses).
+inline traced_checkpoints trace_checkpoints(const std::vector<std::string>& argv,
+                                            const std::string& provider) {
+  jitunwind::test::temp_dir dir;
+  waiting_runtime rt(argv, dir);
+  REQUIRE(rt.pid > 0);
+  const std::string script =
+      "usdt:*:" + provider +
+      ":checkpoint { @n = count(); @deepest = max(arg1); "
+      "if (arg1 > 1) { @distinct[*(uint64*)arg2 != *(uint64*)(arg2 + 8 * (arg1 - 1))] = "
+      "count(); } }" +
+      exit_with(rt.pid);
+  const auto r = jitunwind::test::run({"bpftrace", "-p", std::to_string(rt.pid), "-e", script});
+  REQUIRE(rt.wait_exit());
+  const std::string err = rt.err();
+  INFO(r.out << r.err << err);
+  REQUIRE(r.exit_code == 0);
+  std::smatch m;
+  REQUIRE(std::regex_search(err, m, std::regex(R"(checkpoints (\d+) deepest (\d+))")));
+  return {r.out, m[1].str(), m[2].str()};
 }
 
 }  // namespace toytest
