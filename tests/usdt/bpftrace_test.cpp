@@ -2,6 +2,7 @@
 // The test process is the traced process: it fires while bpftrace runs in the background.
 #include <jitunwind/usdt.h>
 
+#include "full_probe.hpp"
 #include "support/privileges.hpp"
 #include "tracer_support.hpp"
 
@@ -29,9 +30,6 @@ bool bpftrace_ready() {
   return true;
 }
 
-const char* const text_arg = "hello usdt";
-int marker = 0;
-
 // Fires `fire` every millisecond until bpftrace has finished (it exits after its first event),
 // checking the semaphore protocol on the way: disabled before, enabled while attached,
 // disabled again after bpftrace detached.
@@ -51,31 +49,6 @@ run_result trace_while_firing(const probe& p, std::vector<std::string> argv, Fir
   const run_result& r = tracer.wait();
   CHECK(wait_until([&] { return !p.enabled(); }, 10s));
   return r;
-}
-
-// The 12-argument probe: every type, negative values, 64-bit extremes, a pointer, a string.
-struct full_probe {
-  provider prov;
-  probe p;
-};
-
-full_probe make_full(object_location where) {
-  provider_options o;
-  o.location = where;
-  auto prov = provider::create(unique_provider("bt"), o);
-  REQUIRE(prov.ok());
-  auto p =
-      prov->add_probe("all", {arg_type::i8, arg_type::u8, arg_type::i16, arg_type::u16,
-                              arg_type::i32, arg_type::u32, arg_type::i64, arg_type::u64,
-                              arg_type::pointer, arg_type::string, arg_type::i32, arg_type::i64});
-  REQUIRE(p.ok());
-  REQUIRE(prov->load().ok());
-  return {std::move(*prov), *p};
-}
-
-void fire_full(const probe& p) {
-  p.fire(int8_t{-128}, uint8_t{255}, int16_t{-32768}, uint16_t{65535}, INT32_MIN, UINT32_MAX,
-         INT64_MIN, UINT64_MAX, &marker, text_arg, int32_t{-7}, INT64_MAX);
 }
 
 // bpftrace 0.17 names only arg0..arg5 on x86-64 (its semantic analyser caps argN at the
@@ -98,7 +71,7 @@ void check_full_output(const run_result& r) {
   CHECK(r.out.find("R -128 255 -32768 65535 -2147483648 4294967295\n") != std::string::npos);
   std::ostringstream s;
   s << "S -9223372036854775808 18446744073709551615 " << std::hex
-    << reinterpret_cast<uintptr_t>(&marker) << std::dec << " " << text_arg
+    << reinterpret_cast<uintptr_t>(&full_marker) << std::dec << " " << full_text_arg
     << " -7 9223372036854775807\n";
   CHECK(r.out.find(s.str()) != std::string::npos);
 }
@@ -107,7 +80,7 @@ void check_full_output(const run_result& r) {
 
 TEST_CASE("bpftrace -p PID receives every argument exactly (memfd)") {
   if (!bpftrace_ready()) return;
-  full_probe f = make_full(object_location::memfd);
+  full_probe f = make_full_probe("bt", object_location::memfd);
   auto r = trace_while_firing(f.p, bpftrace_command(full_script("*", f.prov.name()), getpid()),
                               [&] { fire_full(f.p); });
   check_full_output(r);
@@ -115,7 +88,7 @@ TEST_CASE("bpftrace -p PID receives every argument exactly (memfd)") {
 
 TEST_CASE("bpftrace by path receives every argument exactly (memfd via /proc/PID/fd/N)") {
   if (!bpftrace_ready()) return;
-  full_probe f = make_full(object_location::memfd);
+  full_probe f = make_full_probe("bt", object_location::memfd);
   auto r =
       trace_while_firing(f.p, bpftrace_command(full_script(f.prov.object_path(), f.prov.name())),
                          [&] { fire_full(f.p); });
@@ -124,7 +97,7 @@ TEST_CASE("bpftrace by path receives every argument exactly (memfd via /proc/PID
 
 TEST_CASE("bpftrace by path and with -p receives every argument exactly (file mode)") {
   if (!bpftrace_ready()) return;
-  full_probe f = make_full(object_location::file);
+  full_probe f = make_full_probe("bt", object_location::file);
   auto by_path =
       trace_while_firing(f.p, bpftrace_command(full_script(f.prov.object_path(), f.prov.name())),
                          [&] { fire_full(f.p); });

@@ -3,6 +3,7 @@
 // through PT_LOAD segments and hands the kernel the semaphore's offset.
 #include <jitunwind/usdt.h>
 
+#include "full_probe.hpp"
 #include "support/privileges.hpp"
 #include "tracer_support.hpp"
 
@@ -35,19 +36,8 @@ struct bpf_deleter {
   void operator()(bpf_link* l) const { bpf_link__destroy(l); }
 };
 
-int marker = 0;
-
 void check_attach(object_location where) {
-  provider_options o;
-  o.location = where;
-  auto prov = provider::create(unique_provider("lb"), o);
-  REQUIRE(prov.ok());
-  auto p =
-      prov->add_probe("all", {arg_type::i8, arg_type::u8, arg_type::i16, arg_type::u16,
-                              arg_type::i32, arg_type::u32, arg_type::i64, arg_type::u64,
-                              arg_type::pointer, arg_type::string, arg_type::i32, arg_type::i64});
-  REQUIRE(p.ok());
-  REQUIRE(prov->load().ok());
+  full_probe f = make_full_probe("lb", where);
 
   std::unique_ptr<bpf_object, bpf_deleter> obj(
       bpf_object__open_file(USDT_TEST_BPF_OBJECT, nullptr));
@@ -62,19 +52,18 @@ void check_attach(object_location where) {
   // libbpf 1.1 resolves the path with realpath() to match /proc/PID/maps, which fails for
   // /proc/PID/fd/N -> "/memfd:... (deleted)". A file object works per pid.
   const int pid = where == object_location::memfd ? -1 : getpid();
-  CHECK(!p->enabled());
+  CHECK(!f.p.enabled());
   std::unique_ptr<bpf_link, bpf_deleter> link(bpf_program__attach_usdt(
-      prog, pid, prov->object_path().c_str(), prov->name().c_str(), "all", nullptr));
+      prog, pid, f.prov.object_path().c_str(), f.prov.name().c_str(), "all", nullptr));
   INFO("attach: " << std::strerror(errno));
   REQUIRE(link != nullptr);
-  CHECK(p->enabled());  // the kernel incremented the semaphore (uprobe ref_ctr_offset)
+  CHECK(f.p.enabled());  // the kernel incremented the semaphore (uprobe ref_ctr_offset)
 
   record r{};
   const uint32_t key = 0;
   const bool hit = wait_until(
       [&] {
-        p->fire(int8_t{-128}, uint8_t{255}, int16_t{-32768}, uint16_t{65535}, INT32_MIN, UINT32_MAX,
-                INT64_MIN, UINT64_MAX, &marker, "hello usdt", int32_t{-7}, INT64_MAX);
+        fire_full(f.p);
         return bpf_map_lookup_elem(map_fd, &key, &r) == 0 && r.hits > 0;
       },
       10s);
@@ -89,14 +78,14 @@ void check_attach(object_location where) {
   CHECK(r.args[5] == static_cast<long>(UINT32_MAX));
   CHECK(r.args[6] == INT64_MIN);
   CHECK(static_cast<uint64_t>(r.args[7]) == UINT64_MAX);
-  CHECK(static_cast<uintptr_t>(r.args[8]) == reinterpret_cast<uintptr_t>(&marker));
+  CHECK(static_cast<uintptr_t>(r.args[8]) == reinterpret_cast<uintptr_t>(&full_marker));
   CHECK(std::string(r.strings[9]) == "hello usdt");
   CHECK(r.args[10] == -7);
   CHECK(r.args[11] == INT64_MAX);
 
   link.reset();
-  CHECK(wait_until([&] { return !p->enabled(); }, 10s));
-  REQUIRE(prov->unload().ok());
+  CHECK(wait_until([&] { return !f.p.enabled(); }, 10s));
+  REQUIRE(f.prov.unload().ok());
 }
 
 }  // namespace
