@@ -3,22 +3,15 @@
 #include <catch2/catch.hpp>
 
 #if !defined(JITWALK_TESTS_DISABLED) && defined(JITWALK_HAVE_EXAMPLES)
-#include <nlohmann/json.hpp>
-
 #include <map>
-#include <sstream>
 
-#include "png_check.hpp"
-#include "support/privileges.hpp"
-#include "support/process.hpp"
+#include "jitwalk_support.hpp"
 
 namespace jt = jitunwind::test;
+using namespace jitwalk_test;
 
 namespace {
 
-std::string jitwalk() {
-  return jt::binary_path("bpf/jitwalk");
-}
 std::string toy_jit() {
   return jt::binary_path("examples/toy-jit/toy-jit");
 }
@@ -27,18 +20,6 @@ std::string toy_interp() {
 }
 std::string program(const char* name) {
   return jt::source_path(std::string("examples/toy-jit/programs/") + name);
-}
-
-nlohmann::json verify(std::vector<std::string> command, jt::run_result* out,
-                      std::vector<std::string> options = {}) {
-  jt::temp_dir dir;
-  std::vector<std::string> argv = {jitwalk(), "verify", "--json", dir / "v.json"};
-  argv.insert(argv.end(), options.begin(), options.end());
-  argv.push_back("--");
-  argv.insert(argv.end(), command.begin(), command.end());
-  *out = jt::run(argv, {}, std::chrono::seconds(300));
-  const std::string text = jt::read_file(dir / "v.json");
-  return text.empty() ? nlohmann::json::object() : nlohmann::json::parse(text);
 }
 
 }  // namespace
@@ -104,17 +85,8 @@ TEST_CASE("acceptance: profile toy-jit: toy chains in folded stacks, SVG in Chro
                    {}, std::chrono::seconds(120));
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
-  std::map<std::string, uint64_t> folded;
-  uint64_t n = 0;
-  {
-    std::istringstream in(jt::read_file(dir / "f.txt"));
-    for (std::string line; std::getline(in, line);) {
-      const size_t sp = line.rfind(' ');
-      const uint64_t c = std::stoull(line.substr(sp + 1));
-      folded[line.substr(0, sp)] += c;
-      n += c;
-    }
-  }
+  const auto folded = parse_folded(jt::read_file(dir / "f.txt"));
+  const uint64_t n = total(folded);
   REQUIRE(n > 500);
   // spin.toy: main -> level x13 -> compute | work_fp -> native_fp | work_nofp -> native_nofp.
   std::string chain = ";main;toy:main";
@@ -133,25 +105,10 @@ TEST_CASE("acceptance: profile toy-jit: toy chains in folded stacks, SVG in Chro
   CHECK((compute + fp + nofp) * 10 >= n * 9);
 
   if (jt::tool_available("protoc")) {
-    auto d = jt::run_shell("gzip -dc " + dir / "p.pb.gz" +
-                           " | protoc --proto_path=" + jt::source_path("bpf/proto") +
-                           " --decode=perftools.profiles.Profile profile.proto");
-    REQUIRE(d.exit_code == 0);
-    CHECK_THAT(d.out, Catch::Contains("string_table: \"toy:compute\""));
+    CHECK_THAT(decode_pprof(dir / "p.pb.gz"), Catch::Contains("string_table: \"toy:compute\""));
   }
   if (jt::tool_available("chromium")) {
-    auto shot = jt::run(
-        {"chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-         "--screenshot=" + dir / "f.png", "--window-size=1200,700", "file://" + dir / "f.svg"},
-        {}, std::chrono::seconds(90));
-    REQUIRE(shot.exit_code == 0);
-    jitwalk_test::image img;
-    REQUIRE(jitwalk_test::decode_png(jt::read_file(dir / "f.png"), img));
-    size_t green = 0;
-    for (size_t i = 0; i + 2 < img.rgb.size(); i += 3) {
-      if (img.rgb[i + 1] > 160 && img.rgb[i] < 120 && img.rgb[i + 2] < 100) ++green;
-    }
-    CHECK(green > 50000);
+    CHECK(green_pixels(dir / "f.svg", dir / "f.png", "1200,700") > 50000);
   }
 }
 #endif

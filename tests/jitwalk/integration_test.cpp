@@ -3,23 +3,16 @@
 #include <catch2/catch.hpp>
 
 #ifndef JITWALK_TESTS_DISABLED
-#include <nlohmann/json.hpp>
-
 #include <map>
 #include <set>
-#include <sstream>
 
-#include "png_check.hpp"
-#include "support/privileges.hpp"
-#include "support/process.hpp"
+#include "jitwalk_support.hpp"
 
 namespace jt = jitunwind::test;
+using namespace jitwalk_test;
 
 namespace {
 
-std::string jitwalk() {
-  return jt::binary_path("bpf/jitwalk");
-}
 std::string jit_target() {
   return jt::binary_path("tests/jitwalk/jitwalk_jit_target");
 }
@@ -27,36 +20,12 @@ std::string native_target() {
   return jt::binary_path("tests/jitwalk/jitwalk_native_target");
 }
 
-std::map<std::string, uint64_t> parse_folded(const std::string& text) {
-  std::map<std::string, uint64_t> out;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    size_t sp = line.rfind(' ');
-    if (sp == std::string::npos) continue;
-    out[line.substr(0, sp)] += std::stoull(line.substr(sp + 1));
-  }
-  return out;
-}
-
-uint64_t total(const std::map<std::string, uint64_t>& f) {
-  uint64_t n = 0;
-  for (const auto& [k, v] : f) n += v;
-  return n;
-}
-
-nlohmann::json verify(const std::vector<std::string>& target_args, jt::run_result* out,
-                      const std::vector<std::string>& options = {}) {
-  jt::temp_dir dir;
-  std::vector<std::string> argv = {jitwalk(), "verify", "--json", dir / "v.json"};
-  argv.insert(argv.end(), options.begin(), options.end());
-  argv.push_back("--");
-  argv.push_back(jit_target());
-  argv.insert(argv.end(), target_args.begin(), target_args.end());
-  *out = jt::run(argv, {}, std::chrono::seconds(300));
-  std::string text = jt::read_file(dir / "v.json");
-  if (text.empty()) return nlohmann::json::object();
-  return nlohmann::json::parse(text);
+// jitwalk verify on the JIT target started with `target_args`.
+nlohmann::json verify_jit_target(const std::vector<std::string>& target_args, jt::run_result* out,
+                                 const std::vector<std::string>& options = {}) {
+  std::vector<std::string> command = {jit_target()};
+  command.insert(command.end(), target_args.begin(), target_args.end());
+  return verify(command, out, options);
 }
 
 }  // namespace
@@ -219,33 +188,20 @@ TEST_CASE("profile: the JIT target's stacks, SVG in Chromium, pprof through prot
   CHECK(full * 10 >= n * 8);  // startup samples and the exit path are the rest
 
   if (jt::tool_available("protoc")) {
-    auto d = jt::run_shell("gzip -dc " + dir / "p.pb.gz" +
-                           " | protoc --proto_path=" + jt::source_path("bpf/proto") +
-                           " --decode=perftools.profiles.Profile profile.proto");
-    REQUIRE(d.exit_code == 0);
-    CHECK_THAT(d.out, Catch::Contains("string_table: \"jit:rec\""));
-    CHECK_THAT(d.out, Catch::Contains("string_table: \"main\""));
+    const std::string pprof = decode_pprof(dir / "p.pb.gz");
+    CHECK_THAT(pprof, Catch::Contains("string_table: \"jit:rec\""));
+    CHECK_THAT(pprof, Catch::Contains("string_table: \"main\""));
   }
   if (jt::tool_available("chromium")) {
-    auto shot = jt::run(
-        {"chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-         "--screenshot=" + dir / "f.png", "--window-size=1200,900", "file://" + dir / "f.svg"},
-        {}, std::chrono::seconds(90));
-    REQUIRE(shot.exit_code == 0);
-    jitwalk_test::image img;
-    REQUIRE(jitwalk_test::decode_png(jt::read_file(dir / "f.png"), img));
-    size_t green = 0;
-    for (size_t i = 0; i + 2 < img.rgb.size(); i += 3) {
-      if (img.rgb[i + 1] > 160 && img.rgb[i] < 120 && img.rgb[i + 2] < 100) ++green;
-    }
-    CHECK(green > 50000);  // the tower of JIT frames
+    // the tower of JIT frames
+    CHECK(green_pixels(dir / "f.svg", dir / "f.png", "1200,900") > 50000);
   }
 }
 
 TEST_CASE("verify: deep JIT recursion without frame pointers matches exactly") {
   if (!jt::may_run_privileged("jitwalk verify")) return;
   jt::run_result r;
-  auto j = verify({"deep", "--depth", "300", "--iterations", "200"}, &r);
+  auto j = verify_jit_target({"deep", "--depth", "300", "--iterations", "200"}, &r);
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(j["checkpoints"] == 200);
@@ -263,7 +219,8 @@ TEST_CASE("verify: deep JIT recursion without frame pointers matches exactly") {
 TEST_CASE("verify: windows retired, freed and reused while sampling") {
   if (!jt::may_run_privileged("jitwalk verify")) return;
   jt::run_result r;
-  auto j = verify({"recycle", "--depth", "100", "--iterations", "300", "--recycle-every", "3"}, &r);
+  auto j = verify_jit_target(
+      {"recycle", "--depth", "100", "--iterations", "300", "--recycle-every", "3"}, &r);
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(j["exact"] == j["checkpoints"]);
@@ -275,7 +232,7 @@ TEST_CASE("verify: windows retired, freed and reused while sampling") {
 TEST_CASE("verify: BPF window states of gone windows are pruned without stale rows") {
   if (!jt::may_run_privileged("jitwalk verify")) return;
   jt::run_result r;
-  auto j = verify(
+  auto j = verify_jit_target(
       {"recycle", "--depth", "50", "--iterations", "200", "--recycle-every", "2", "--new-ids"}, &r,
       {"--window-state-limit", "1"});
   INFO(r.out << r.err);
@@ -288,14 +245,15 @@ TEST_CASE("verify: BPF window states of gone windows are pruned without stale ro
 TEST_CASE("verify fails when the walk and the ground truth disagree") {
   if (!jt::may_run_privileged("jitwalk verify")) return;
   jt::run_result r;
-  auto j = verify({"deep", "--depth", "20", "--iterations", "50", "--lie"}, &r, {"--show", "1"});
+  auto j = verify_jit_target({"deep", "--depth", "20", "--iterations", "50", "--lie"}, &r,
+                             {"--show", "1"});
   CHECK(r.exit_code == 1);
   CHECK(j["checkpoints"] == 50);
   CHECK(j["exact"] == 45);
   CHECK_THAT(r.out, Catch::Contains("MISMATCH") && Catch::Contains("result: FAIL"));
   // ... and passes with a threshold the lies stay under.
-  auto k =
-      verify({"deep", "--depth", "20", "--iterations", "50", "--lie"}, &r, {"--min-match", "90"});
+  auto k = verify_jit_target({"deep", "--depth", "20", "--iterations", "50", "--lie"}, &r,
+                             {"--min-match", "90"});
   CHECK(r.exit_code == 0);
 }
 
