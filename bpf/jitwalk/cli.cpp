@@ -1,5 +1,6 @@
 #include "jitwalk/cli.hpp"
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -82,6 +83,12 @@ std::vector<std::string> arg_reader::rest_after_separator() {
   std::vector<std::string> out(args_.begin() + static_cast<long>(i_) + 1, args_.end());
   i_ = args_.size();
   return out;
+}
+
+int usage_failure(const char* subcommand, const error& e) {
+  report(e);
+  std::fprintf(stderr, "(jitwalk %s --help for usage)\n", subcommand);
+  return 2;
 }
 
 }  // namespace jitwalk

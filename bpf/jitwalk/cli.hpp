@@ -36,6 +36,10 @@ class arg_reader {
   bool has_inline_ = false;
 };
 
+/// A usage error of `jitwalk SUBCOMMAND`: reports `e`, points to the subcommand's --help and
+/// returns the exit status for usage errors (2).
+int usage_failure(const char* subcommand, const error& e);
+
 int cmd_profile(int argc, char** argv);
 int cmd_verify(int argc, char** argv);
 int cmd_tables(int argc, char** argv);

@@ -61,10 +61,6 @@ struct profile_options {
   program unwinder = program::sample;
 };
 
-double pct(uint64_t part, uint64_t whole) {
-  return whole ? 100.0 * part / whole : 0.0;
-}
-
 uint64_t unix_now_ns() {
   timespec ts{};
   clock_gettime(CLOCK_REALTIME, &ts);
@@ -76,11 +72,7 @@ uint64_t unix_now_ns() {
 int cmd_profile(int argc, char** argv) {
   profile_options o;
   arg_reader a(argc, argv, 2);
-  auto fail = [](const error& e) {
-    report(e);
-    std::fprintf(stderr, "(jitwalk profile --help for usage)\n");
-    return 2;
-  };
+  auto fail = [](const error& e) { return usage_failure("profile", e); };
   while (!a.done()) {
     if (a.current() == "--") {
       o.run.target.command = a.rest_after_separator();

@@ -63,10 +63,6 @@ struct verify_state {
   std::vector<std::string> walks;  // --print-walks
 };
 
-double pct(uint64_t a, uint64_t b) {
-  return b ? 100.0 * a / b : 0.0;
-}
-
 }  // namespace
 
 int cmd_verify(int argc, char** argv) {
@@ -80,11 +76,7 @@ int cmd_verify(int argc, char** argv) {
   ro.tracker.attach_checkpoints = true;
   ro.max_depth = JW_MAX_DEPTH;  // ground truth goes up to 512 JIT frames
   arg_reader a(argc, argv, 2);
-  auto fail = [](const error& e) {
-    report(e);
-    std::fprintf(stderr, "(jitwalk verify --help for usage)\n");
-    return 2;
-  };
+  auto fail = [](const error& e) { return usage_failure("verify", e); };
   while (!a.done()) {
     if (a.current() == "--") {
       ro.target.command = a.rest_after_separator();

@@ -27,6 +27,11 @@ extern int g_verbosity;
 /// "jitwalk: <message>" for an error value.
 void report(const error& e);
 
+/// 100 * part / whole, 0 for an empty whole (summary lines).
+inline double pct(uint64_t part, uint64_t whole) {
+  return whole ? 100.0 * part / whole : 0.0;
+}
+
 /// "0x7f12..." for an address.
 std::string hex(uint64_t v);
 
