@@ -31,6 +31,26 @@ std::mutex& descriptor_lock() {
   return m;
 }
 
+// Tells gdb about `e`: gdb reads relevant_entry and action_flag while the process is stopped in
+// `notify` (its breakpoint), so both are reset right after. Descriptor lock held.
+void announce(jit_descriptor& d, void (*notify)() noexcept, jit_code_entry* e, jit_action action) {
+  d.relevant_entry = e;
+  d.action_flag = action;
+  notify();
+  d.relevant_entry = nullptr;
+  d.action_flag = jit_noaction;
+}
+
+// Unlinks `e` from the descriptor's list and announces its removal. Descriptor lock held.
+void unregister_entry(jit_descriptor& d, void (*notify)() noexcept, jit_code_entry* e) {
+  if (e->prev_entry != nullptr)
+    e->prev_entry->next_entry = e->next_entry;
+  else
+    d.first_entry = e->next_entry;
+  if (e->next_entry != nullptr) e->next_entry->prev_entry = e->prev_entry;
+  announce(d, notify, e, jit_unregister);
+}
+
 }  // namespace
 
 descriptor_info inspect_descriptors() {
@@ -151,21 +171,7 @@ result<std::unique_ptr<registrar>> registrar::create(const registrar_options& op
 
 registrar::~registrar() {
   std::lock_guard lock(descriptor_lock());
-  for (auto& [id, n] : live_) {
-    jit_code_entry* e = &n->entry;
-    if (e->prev_entry != nullptr)
-      e->prev_entry->next_entry = e->next_entry;
-    else
-      target_->first_entry = e->next_entry;
-    if (e->next_entry != nullptr) e->next_entry->prev_entry = e->prev_entry;
-    target_->relevant_entry = e;
-    target_->action_flag = jit_unregister;
-    notify_();
-  }
-  if (!live_.empty()) {
-    target_->relevant_entry = nullptr;
-    target_->action_flag = jit_noaction;
-  }
+  for (auto& [id, n] : live_) unregister_entry(*target_, notify_, &n->entry);
 }
 
 size_t registrar::live_registrations() const {
@@ -189,11 +195,7 @@ result<registration_id> registrar::add(std::span<const function_symbol> function
   e->next_entry = target_->first_entry;
   if (e->next_entry != nullptr) e->next_entry->prev_entry = e;
   target_->first_entry = e;
-  target_->relevant_entry = e;
-  target_->action_flag = jit_register;
-  notify_();
-  target_->relevant_entry = nullptr;
-  target_->action_flag = jit_noaction;
+  announce(*target_, notify_, e, jit_register);
   return id;
 }
 
@@ -202,17 +204,7 @@ result<void> registrar::remove(registration_id id) {
   auto it = live_.find(id);
   if (it == live_.end())
     return make_error(errc::not_found, "gdb jit: no live registration %" PRIu64, id);
-  jit_code_entry* e = &it->second->entry;
-  if (e->prev_entry != nullptr)
-    e->prev_entry->next_entry = e->next_entry;
-  else
-    target_->first_entry = e->next_entry;
-  if (e->next_entry != nullptr) e->next_entry->prev_entry = e->prev_entry;
-  target_->relevant_entry = e;
-  target_->action_flag = jit_unregister;
-  notify_();
-  target_->relevant_entry = nullptr;
-  target_->action_flag = jit_noaction;
+  unregister_entry(*target_, notify_, &it->second->entry);
   live_.erase(it);  // gdb has read what it needed while stopped in notify_()
   return {};
 }
