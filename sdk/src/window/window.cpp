@@ -1,6 +1,7 @@
 #include "window/session_impl.hpp"
 
 #include "common/error.hpp"
+#include "common/names.hpp"
 #include "registry/registry_writer.hpp"
 
 #include <algorithm>
@@ -19,13 +20,7 @@ result<void> check_name(std::string_view name) {
   if (name.size() > 4096)
     return make_error(errc::invalid_argument, "function name of %zu bytes is too long (max 4096)",
                       name.size());
-  // No early exit: the compiler vectorizes this; the loop below only runs for a bad name.
-  bool bad = false;
-  for (const char ch : name) {
-    const auto c = static_cast<unsigned char>(ch);
-    bad |= (c < 0x20) | (c == 0x7f);
-  }
-  if (!bad) return {};
+  if (!has_control_bytes(name)) return {};
   for (size_t i = 0; i < name.size(); ++i) {
     const auto c = static_cast<unsigned char>(name[i]);
     if (c < 0x20 || c == 0x7f)
