@@ -32,8 +32,12 @@ uint64_t monotonic_ns() {
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
 }
 
+// A thread's id never changes; asking the kernel costs a system call per publish otherwise.
+// (A child created by fork starts with its parent thread's cached value; a forked child writing
+// into its parent's dump — whose header carries the parent's pid — is not supported anyway.)
 uint32_t current_tid() {
-  return static_cast<uint32_t>(::syscall(SYS_gettid));
+  thread_local const auto tid = static_cast<uint32_t>(::syscall(SYS_gettid));
+  return tid;
 }
 
 constexpr uint64_t round_up(uint64_t v, uint64_t a) {

@@ -140,8 +140,15 @@ class session_impl final : public session {
 
   session_options options_;
   std::vector<slot> slots_;  // publishing order
-  mutable std::mutex mutex_;  // guards slots_' state/message and windows_
+  mutable std::mutex mutex_;  // guards slots_' state/message, windows_ and live_
+  // Bit i set: slots_[i] is active. Read without the lock on every publish (a publish would
+  // otherwise take mutex_ once per publisher); cleared under mutex_ when a publisher fails.
+  std::atomic<uint32_t> active_mask_{0};
+  // Every window ever created (pointers stay valid until the session goes), and those not freed:
+  // poll() and the overlap check of describe_window() look only at the latter, so their cost
+  // does not grow with the number of windows a long-running runtime has retired.
   std::vector<std::unique_ptr<window_impl>> windows_;
+  std::vector<window_impl*> live_;
   size_t code_gap_ = 0;
 };
 
@@ -150,11 +157,9 @@ uint64_t next_window_id() noexcept;
 
 template <class Call>
 void session_impl::for_each_backend(const char* what, uint64_t window_id, Call&& call) {
-  for (slot& s : slots_) {
-    {
-      std::lock_guard lock(mutex_);
-      if (s.state != publisher_state::active) continue;
-    }
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    if ((active_mask_.load(std::memory_order_acquire) & (1u << i)) == 0) continue;
+    slot& s = slots_[i];
     result<void> r = call(*s.backend);
     if (!r) mark_failed(s, what, window_id, r.error());
   }
