@@ -32,7 +32,9 @@
 
 #include <asmjit/x86.h>
 #include <benchmark/benchmark.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cinttypes>
@@ -389,6 +391,26 @@ void BM_copy(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
+// The floors of the file publishers: a system call that does nothing, and appending a perf map
+// line (64 bytes) or a page (4096 bytes) to a file in the same directory with one `write`.
+void BM_floor_syscall(benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(::syscall(SYS_getppid));
+  state.SetItemsProcessed(state.iterations());
+}
+
+void BM_floor_write(benchmark::State& state) {
+  const std::string path = scratch_dir() + "/floor";
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) std::abort();
+  const std::vector<char> bytes(static_cast<size_t>(state.range(0)), 'x');
+  for (auto _ : state) {
+    if (::write(fd, bytes.data(), bytes.size()) != static_cast<ssize_t>(bytes.size())) std::abort();
+  }
+  ::close(fd);
+  ::unlink(path.c_str());
+  state.SetItemsProcessed(state.iterations());
+}
+
 void BM_describe(benchmark::State& state) {
   const code_region& r = region();
   uint64_t start = reinterpret_cast<uint64_t>(r.base);
@@ -431,12 +453,16 @@ class ratio_reporter : public benchmark::ConsoleReporter {
     std::printf(
         "\nper function, CPU time, medians: asmjit Assembler %.0f ns, asmjit Compiler %.0f ns;\n"
         "describing the rows with a recipe %.0f ns (part of every row below); the runtime's copy "
-        "of the code %.0f ns (subtracted below)\n",
-        assembler, compiler, get("BM_describe"), copy);
+        "of the code %.0f ns (subtracted below)\n"
+        "floors here: a system call that does nothing %.0f ns, appending 64 bytes to a file with "
+        "one write %.0f ns, 4096 bytes %.0f ns\n",
+        assembler, compiler, get("BM_describe"), copy, get("BM_floor/syscall"),
+        get("BM_floor/write/64"), get("BM_floor/write/4096"));
     for (const char* family : {"BM_publish", "BM_publish_owned"}) {
-      std::printf("\n%s: what the SDK adds per function, and that as a share of assembling "
-                  "(Assembler) / compiling (Compiler) the function\n\n| publishers |",
-                  family);
+      std::printf(
+          "\n%s: what the SDK adds per function, and that as a share of assembling "
+          "(Assembler) / compiling (Compiler) the function\n\n| publishers |",
+          family);
       for (int b : batches) std::printf(" %d fn/publish | %% Asm | %% Comp |", b);
       std::printf("\n|---|");
       for (size_t i = 0; i < std::size(batches); ++i) std::printf("---:|---:|---:|");
@@ -450,8 +476,8 @@ class ratio_reporter : public benchmark::ConsoleReporter {
           if (v > 0) {
             any = true;
             const double sdk = v - copy;
-            std::snprintf(cell, sizeof cell, " %.0f ns | %.1f | %.2f |", sdk,
-                          100 * sdk / assembler, 100 * sdk / compiler);
+            std::snprintf(cell, sizeof cell, " %.0f ns | %.1f | %.2f |", sdk, 100 * sdk / assembler,
+                          100 * sdk / compiler);
           } else {
             std::snprintf(cell, sizeof cell, " - | - | - |");
           }
@@ -480,6 +506,8 @@ void register_all() {
   benchmark::RegisterBenchmark("BM_asmjit/compiler",
                                [](benchmark::State& s) { BM_asmjit<compile_at>(s); });
   benchmark::RegisterBenchmark("BM_copy", BM_copy);
+  benchmark::RegisterBenchmark("BM_floor/syscall", BM_floor_syscall);
+  benchmark::RegisterBenchmark("BM_floor/write", BM_floor_write)->Arg(64)->Arg(4096);
   benchmark::RegisterBenchmark("BM_describe", BM_describe);
   for (const publisher_config& c : configs)
     for (int b : batches)
@@ -499,15 +527,37 @@ void register_all() {
 //   valgrind --tool=callgrind --toggle-collect='*run_profile*' \
 //       build/bench/bench_publish_cost --profile default 64 20000
 // (instructions per function = Ir / N; the session's setup and the files' removal are outside).
+// --profile asmjit-assembler|asmjit-compiler 0 N: the baselines (toggle '*run_asmjit_profile*').
 __attribute__((noinline)) void run_profile(publish_loop& loop, long n) {
   for (long i = 0; i < n; ++i) loop.add();
   loop.finish_window();
+}
+
+__attribute__((noinline)) void run_asmjit_profile(bool compiler, long n) {
+  const code_region& r = region();
+  for (long i = 0; i < n; ++i) {
+    uint8_t* at = r.base + static_cast<size_t>(i) % (r.bytes / slot_bytes) * slot_bytes;
+    const auto base = reinterpret_cast<uint64_t>(at);
+    if (compiler)
+      compile_at(base, at, slot_bytes);
+    else
+      assemble_at(base, at, slot_bytes);
+  }
 }
 
 int profile(int argc, char** argv) {
   if (argc < 5) {
     std::fprintf(stderr, "usage: %s --profile PUBLISHERS BATCH N [owned]\n", argv[0]);
     return 2;
+  }
+  if (std::strncmp(argv[2], "asmjit-", 7) == 0) {
+    const bool compiler = std::strcmp(argv[2], "asmjit-compiler") == 0;
+    const long n = std::atol(argv[4]);
+    region();
+    run_asmjit_profile(compiler, n);
+    std::error_code ec;
+    std::filesystem::remove_all(scratch_dir(), ec);
+    return 0;
   }
   const publisher_config* c = nullptr;
   for (const publisher_config& k : configs)

@@ -94,16 +94,16 @@ TEST_CASE("frame_pointer recipe gives exactly what the builder gives, for any of
         if (e.after_ret < size) b.restore_state(e.after_ret);
       }
       const auto expect = b.finish(0x7f0000001000, size);
-      const auto got = recipes::frame_pointer(a, 0x7f0000001000, size, after_push, after_set_fp,
-                                              eps);
-      INFO(to_string(a) << " size " << size << " push " << after_push << " set_fp "
-                        << after_set_fp << " epilogues " << eps.size());
+      const auto got =
+          recipes::frame_pointer(a, 0x7f0000001000, size, after_push, after_set_fp, eps);
+      INFO(to_string(a) << " size " << size << " push " << after_push << " set_fp " << after_set_fp
+                        << " epilogues " << eps.size());
       REQUIRE(got.ok() == expect.ok());
       if (got.ok()) {
         CHECK(*got == *expect);
         // The shape the recipe builds directly (see builder.cpp).
-        bool usual = a == abi::amd64 && 0 < after_push && after_push < after_set_fp &&
-                     after_set_fp < size;
+        bool usual =
+            a == abi::amd64 && 0 < after_push && after_push < after_set_fp && after_set_fp < size;
         uint32_t last = after_set_fp;
         for (const auto& e : eps) {
           usual &= last < e.after_pop && e.after_pop < e.after_ret && e.after_ret <= size;

@@ -127,7 +127,8 @@ TEST_CASE("objects are byte for byte what a generic ELF writer produces") {
     for (size_t count : {size_t{1}, size_t{2}, size_t{7}, size_t{40}}) {
       std::vector<gdbjit::function_symbol> batch;
       for (size_t i = 0; i < count; ++i)
-        batch.push_back({names[i], rows[i].start, 22 + (i % 3) * 8, i % 5 == 3 ? nullptr : &rows[i]});
+        batch.push_back(
+            {names[i], rows[i].start, 22 + (i % 3) * 8, i % 5 == 3 ? nullptr : &rows[i]});
       INFO(to_string(a) << " batch of " << count);
       auto fast = gdbjit::build_object(a, batch);
       REQUIRE(fast.ok());

@@ -168,7 +168,8 @@ TEST_CASE("write_update brings double-buffered sections up to date like a full w
       int target = 0;
       while (next < fs.size()) {
         const size_t batch = g.pick(0, 9);  // 0: republish without new functions
-        for (size_t k = 0; k < batch && next < fs.size(); ++k) REQUIRE(enc->append(fs[next++]).ok());
+        for (size_t k = 0; k < batch && next < fs.size(); ++k)
+          REQUIRE(enc->append(fs[next++]).ok());
         INFO(to_string(a) << " pcrel " << pcrel << " functions " << next << " buffer " << target);
         REQUIRE(enc->write_update(buffer[target], address[target], written[target]).ok());
         written[target] = enc->function_count();
@@ -180,8 +181,8 @@ TEST_CASE("write_update brings double-buffered sections up to date like a full w
         const auto expect = full.bytes();
         REQUIRE(enc->size() == expect.size());
         CHECK(std::equal(expect.begin(), expect.end(), buffer[target].begin()));
-        auto d = decode(std::span<const uint8_t>(buffer[target].data(), expect.size()),
-                        address[target]);
+        auto d =
+            decode(std::span<const uint8_t>(buffer[target].data(), expect.size()), address[target]);
         REQUIRE(d.ok());
         CHECK(d->functions == std::vector<function_desc>(fs.begin(), fs.begin() + next));
         target ^= 1;

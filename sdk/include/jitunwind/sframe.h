@@ -115,8 +115,7 @@ class JITUNWIND_API encoder {
   /// Errors: `invalid_argument` (out smaller than size(), written > function_count()),
   /// `out_of_range` (a new function out of reach of section_address). On error `out` is
   /// unchanged.
-  result<void> write_update(std::span<uint8_t> out, uint64_t section_address,
-                            size_t written) const;
+  result<void> write_update(std::span<uint8_t> out, uint64_t section_address, size_t written) const;
 
  private:
   explicit encoder(const encoder_options& options) : options_(options) {}

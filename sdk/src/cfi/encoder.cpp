@@ -201,7 +201,8 @@ result<void> encoder::append_fde(uint64_t start, uint64_t size, const function_d
     rel = *r;
   }
   // Room for the worst case, written through a raw pointer, then trimmed.
-  const size_t bound = 4 + 4 + 16 + 1 + static_cast<size_t>(repeat) * f.rows.size() * max_row_bytes + 7;
+  const size_t bound =
+      4 + 4 + 16 + 1 + static_cast<size_t>(repeat) * f.rows.size() * max_row_bytes + 7;
   bytes_.resize(fde_start + bound);
   uint8_t* const begin = bytes_.data() + fde_start;
   dwarf::raw_out out{begin};

@@ -10,7 +10,9 @@
 
 namespace jitunwind::detail {
 
-inline bool is_control_byte(unsigned char c) noexcept { return c < 0x20 || c == 0x7f; }
+inline bool is_control_byte(unsigned char c) noexcept {
+  return c < 0x20 || c == 0x7f;
+}
 
 /// Whether `name` has a byte `is_control_byte` rejects.
 inline bool has_control_bytes(std::string_view name) noexcept {

@@ -3,9 +3,9 @@
 #include <jitunwind/cfi.h>
 
 #include "common/error.hpp"
+#include "common/names.hpp"
 #include "gdbjit/elf_object.hpp"
 #include "gdbjit/symbol_scan.hpp"
-#include "common/names.hpp"
 
 #include <elf.h>
 
@@ -97,10 +97,9 @@ result<void> write_object(cfi::encoder& enc, uint16_t machine,
   if (!sorted) {
     order.reserve(functions.size());
     for (const function_symbol& f : functions) order.push_back(&f);
-    std::stable_sort(order.begin(), order.end(), [](const function_symbol* a,
-                                                    const function_symbol* b) {
-      return a->start < b->start;
-    });
+    std::stable_sort(
+        order.begin(), order.end(),
+        [](const function_symbol* a, const function_symbol* b) { return a->start < b->start; });
   }
   const size_t n = functions.size();
   auto at = [&](size_t i) -> const function_symbol& { return sorted ? functions[i] : *order[i]; };
@@ -160,8 +159,8 @@ result<void> write_object(cfi::encoder& enc, uint16_t machine,
   }
   std::memcpy(o + shstrtab_off, shstrtab, shstrtab_size);
 
-  const auto shdr = [](uint32_t name, uint32_t type, uint64_t flags, uint64_t addr,
-                       uint64_t offset, uint64_t size, uint64_t align) {
+  const auto shdr = [](uint32_t name, uint32_t type, uint64_t flags, uint64_t addr, uint64_t offset,
+                       uint64_t size, uint64_t align) {
     Elf64_Shdr h{};
     h.sh_name = name;
     h.sh_type = type;

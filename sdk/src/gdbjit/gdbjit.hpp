@@ -123,8 +123,8 @@ class registrar {
   jit_descriptor* target_ = nullptr;
   void (*notify_)() noexcept = nullptr;
   std::unordered_map<registration_id, std::unique_ptr<node>> live_;
-  std::mutex build_mutex_;             // guards cfi_
-  std::optional<cfi::encoder> cfi_;    // reused for every object (its CIE is built once)
+  std::mutex build_mutex_;           // guards cfi_
+  std::optional<cfi::encoder> cfi_;  // reused for every object (its CIE is built once)
   registration_id next_id_ = 1;
 };
 

@@ -230,8 +230,7 @@ result<void> jitdump_writer::check_entry(const jitdump_entry& e) const {
     return make_error(errc::limit_exceeded,
                       "jitdump %s: code at 0x%" PRIx64 " (%zu bytes) does not fit one record",
                       path_.c_str(), l.code_addr, l.code.size());
-  return options_.unwinding_info ? check_rows(l.code_addr, l.code.size(), l.frame)
-                                 : result<void>{};
+  return options_.unwinding_info ? check_rows(l.code_addr, l.code.size(), l.frame) : result<void>{};
 }
 
 namespace {

@@ -116,10 +116,10 @@ class jitdump_backend final : public publisher_backend {
 
   std::unique_ptr<jitdump_writer> writer_;
   std::mutex mutex_;
-  std::map<uint64_t, per_window> windows_;             // by text start
-  std::unordered_map<uint64_t, uint64_t> ids_;         // window id -> text start
-  std::vector<jitdump_entry> batch_;                   // one publish (mutex_)
-  std::vector<uint64_t> indices_;                      // its code indices (mutex_)
+  std::map<uint64_t, per_window> windows_;      // by text start
+  std::unordered_map<uint64_t, uint64_t> ids_;  // window id -> text start
+  std::vector<jitdump_entry> batch_;            // one publish (mutex_)
+  std::vector<uint64_t> indices_;               // its code indices (mutex_)
 };
 
 // One GDB JIT object per publish batch; all of a window's objects go when it is retired.

@@ -138,7 +138,8 @@ result<void> window_impl::append(std::string_view name, const function_desc& fra
   pf.frames.pcmask_rep = frames.pcmask_rep;
   pf.moved_from = moved_from;
   pf.name_only = false;
-  records_.push_back({frames.start, frames.size, static_cast<uint32_t>(name.size()), names_.size()});
+  records_.push_back(
+      {frames.start, frames.size, static_cast<uint32_t>(name.size()), names_.size()});
   names_.append(name);
   ranges_.emplace_back(frames.start, end);
   last_end_ = end;
@@ -181,7 +182,8 @@ result<void> window_impl::name_range(std::string_view name, const function_desc&
   pf.frames.pcmask_rep = frames.pcmask_rep;
   pf.moved_from = 0;
   pf.name_only = true;
-  records_.push_back({frames.start, frames.size, static_cast<uint32_t>(name.size()), names_.size()});
+  records_.push_back(
+      {frames.start, frames.size, static_cast<uint32_t>(name.size()), names_.size()});
   names_.append(name);
   return {};
 }
