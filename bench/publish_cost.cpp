@@ -18,6 +18,7 @@
 //                        rows + append + (publish every N functions) in windows the runtime owns
 //                        (session::describe_window, 1024 functions per window; a full window is
 //                        published, retired and freed, and a new one described — all timed).
+//   BM_publish_dual/...  the same with dual-mapped owned windows (no protection changes)
 //   BM_publish_owned/... the same in windows the SDK owns (allocate + copy, W^X: each publish
 //                        makes the new code executable with mprotect).
 // The publishers write into a temporary directory (removed at exit). The kernel publisher is not
@@ -273,12 +274,18 @@ bool all_active(benchmark::State& state, const session& s) {
   return true;
 }
 
+enum class memory_kind {
+  described,   // the runtime's memory (session::describe_window)
+  owned,       // owned windows, W^X by mprotect
+  owned_dual,  // owned windows, W^X by a second (writable) mapping of a memfd
+};
+
 // The runtime's side of publication: describe each function's rows, append it, publish every
 // `batch` functions; full windows are published, retired, freed and replaced.
 class publish_loop {
  public:
-  publish_loop(std::unique_ptr<session> s, int batch, bool owned)
-      : s_(std::move(s)), batch_(batch), owned_(owned) {}
+  publish_loop(std::unique_ptr<session> s, int batch, memory_kind kind)
+      : s_(std::move(s)), batch_(batch), owned_(kind != memory_kind::described), kind_(kind) {}
   ~publish_loop() { finish_window(); }
 
   // One function.
@@ -328,6 +335,7 @@ class publish_loop {
     if (owned_) {
       owned_window_options o;
       o.code_capacity = size_t{1} << 20;
+      o.dual_mapping = kind_ == memory_kind::owned_dual;
       created = s_->create_owned_window(o);
     } else {
       described_window_options o;
@@ -345,12 +353,13 @@ class publish_loop {
   std::unique_ptr<session> s_;
   const int batch_;
   const bool owned_;
+  const memory_kind kind_;
   window* w_ = nullptr;
   size_t next_window_ = 0, in_window_ = 0;
   int pending_ = 0;
 };
 
-void BM_publish(benchmark::State& state, publisher_set set, int batch, bool owned) {
+void BM_publish(benchmark::State& state, publisher_set set, int batch, memory_kind owned) {
   {
     auto s = make_session(state, set);
     if (!s) return;
@@ -458,7 +467,7 @@ class ratio_reporter : public benchmark::ConsoleReporter {
         "one write %.0f ns, 4096 bytes %.0f ns\n",
         assembler, compiler, get("BM_describe"), copy, get("BM_floor/syscall"),
         get("BM_floor/write/64"), get("BM_floor/write/4096"));
-    for (const char* family : {"BM_publish", "BM_publish_owned"}) {
+    for (const char* family : {"BM_publish", "BM_publish_owned", "BM_publish_dual"}) {
       std::printf(
           "\n%s: what the SDK adds per function, and that as a share of assembling "
           "(Assembler) / compiling (Compiler) the function\n\n| publishers |",
@@ -513,17 +522,19 @@ void register_all() {
     for (int b : batches)
       benchmark::RegisterBenchmark(
           ("BM_publish/" + std::string(c.name) + "/" + std::to_string(b)).c_str(),
-          [set = c.set, b](benchmark::State& s) { BM_publish(s, set, b, false); });
+          [set = c.set, b](benchmark::State& s) { BM_publish(s, set, b, memory_kind::described); });
   for (const publisher_config& c : configs) {
     if (c.set != 0 && c.set != default_publishers) continue;
-    for (int b : batches)
-      benchmark::RegisterBenchmark(
-          ("BM_publish_owned/" + std::string(c.name) + "/" + std::to_string(b)).c_str(),
-          [set = c.set, b](benchmark::State& s) { BM_publish(s, set, b, true); });
+    for (const auto& [family, kind] : {std::pair{"BM_publish_owned", memory_kind::owned},
+                                       std::pair{"BM_publish_dual", memory_kind::owned_dual}})
+      for (int b : batches)
+        benchmark::RegisterBenchmark(
+            (std::string(family) + "/" + c.name + "/" + std::to_string(b)).c_str(),
+            [set = c.set, b, kind = kind](benchmark::State& s) { BM_publish(s, set, b, kind); });
   }
 }
 
-// --profile PUBLISHERS BATCH N [owned]: publishes N functions and nothing else, for profilers:
+// --profile PUBLISHERS BATCH N [owned|dual]: publishes N functions and nothing else, for profilers:
 //   valgrind --tool=callgrind --toggle-collect='*run_profile*' \
 //       build/bench/bench_publish_cost --profile default 64 20000
 // (instructions per function = Ir / N; the session's setup and the files' removal are outside).
@@ -547,7 +558,7 @@ __attribute__((noinline)) void run_asmjit_profile(bool compiler, long n) {
 
 int profile(int argc, char** argv) {
   if (argc < 5) {
-    std::fprintf(stderr, "usage: %s --profile PUBLISHERS BATCH N [owned]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s --profile PUBLISHERS BATCH N [owned|dual]\n", argv[0]);
     return 2;
   }
   if (std::strncmp(argv[2], "asmjit-", 7) == 0) {
@@ -575,8 +586,11 @@ int profile(int argc, char** argv) {
   auto s = session::create(o);
   if (!s) return 1;
   {
+    const std::string kind = argc > 5 ? argv[5] : "";
     publish_loop loop(std::move(*s), std::atoi(argv[3]),
-                      argc > 5 && std::strcmp(argv[5], "owned") == 0);
+                      kind == "owned"  ? memory_kind::owned
+                      : kind == "dual" ? memory_kind::owned_dual
+                                       : memory_kind::described);
     run_profile(loop, std::atol(argv[4]));
   }
   std::error_code ec;
