@@ -172,7 +172,8 @@ TEST_CASE("registrations keep the descriptor list complete and unlink in O(1) fr
   std::vector<function_desc> rows;
   for (int i = 0; i < 5; ++i) rows.push_back(fp_rows(0x10000 + 0x100 * i));
   for (int i = 0; i < 5; ++i) {
-    const gdbjit::function_symbol s{"f" + std::to_string(i), rows[i].start, 22, &rows[i]};
+    const std::string name = "f" + std::to_string(i);  // function_symbol only views it
+    const gdbjit::function_symbol s{name, rows[i].start, 22, &rows[i]};
     auto id = reg.add(std::span(&s, 1));
     REQUIRE(id.ok());
     ids.push_back(*id);

@@ -223,8 +223,9 @@ result<void> encoder::write_update(std::span<uint8_t> out, uint64_t section_addr
   const size_t old_fre_bytes = written < fdes_.size() ? fdes_[written].fre_offset : fres_.size();
   if (written != fdes_.size()) {
     if (old_fre_bytes != 0) std::memmove(fre_area, fde_area + written * fde_size_v2, old_fre_bytes);
-    std::memcpy(fre_area + old_fre_bytes, fres_.data() + old_fre_bytes,
-                fres_.size() - old_fre_bytes);
+    if (fres_.size() > old_fre_bytes)
+      std::memcpy(fre_area + old_fre_bytes, fres_.data() + old_fre_bytes,
+                  fres_.size() - old_fre_bytes);
     write_fdes(fde_area, section_address, written, fdes_.size());
   }
   write_header(out.data());
