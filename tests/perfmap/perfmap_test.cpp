@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -212,6 +213,7 @@ TEST_CASE("concurrent writers never interleave lines") {
   auto w = must_create(dir.path());
   constexpr int threads = 8, per_thread = 2000;
   std::vector<std::thread> ts;
+  std::atomic<int> failures{0};  // Catch2 assertions are not thread-safe: count, check after
   for (int t = 0; t < threads; ++t) {
     // Odd threads write batches of 1 to 37 lines.
     ts.emplace_back([&, t] {
@@ -222,20 +224,21 @@ TEST_CASE("concurrent writers never interleave lines") {
                         std::string(static_cast<size_t>(i % 97), 'x'));
         const uint64_t start = (static_cast<uint64_t>(t) << 32) | static_cast<uint64_t>(i) << 8;
         if (t % 2 == 0) {
-          REQUIRE(w->add(start, 0x40 + i, names.back()).ok());
+          if (!w->add(start, 0x40 + i, names.back()).ok()) ++failures;
           continue;
         }
         batch.push_back({start, static_cast<uint64_t>(0x40 + i), {}});
         if (batch.size() == static_cast<size_t>(1 + i % 37) || i == per_thread - 1) {
           for (size_t k = 0; k < batch.size(); ++k)
             batch[k].name = names[names.size() - batch.size() + k];
-          REQUIRE(w->add_batch(batch).ok());
+          if (!w->add_batch(batch).ok()) ++failures;
           batch.clear();
         }
       }
     });
   }
   for (auto& t : ts) t.join();
+  REQUIRE(failures == 0);
   const std::vector<std::string> lines = lines_of(read_file(w->path()));
   REQUIRE(lines.size() == threads * per_thread);
   static const std::regex line_re(R"(^([0-9a-f]+) ([0-9a-f]+) thread_(\d+)_function_(\d+)(x*)$)");
