@@ -621,9 +621,18 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&n, args.data());
   if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 1;
   register_all();
-  ratio_reporter reporter;
-  benchmark::RunSpecifiedBenchmarks(&reporter);
-  reporter.print_table();
+  // --benchmark_format=json|csv (bench/run.sh): Google Benchmark's own output only.
+  bool console = true;
+  for (int i = 1; i < argc; ++i)
+    console &= std::strncmp(argv[i], "--benchmark_format=", 19) != 0 ||
+               std::strcmp(argv[i], "--benchmark_format=console") == 0;
+  if (console) {
+    ratio_reporter reporter;
+    benchmark::RunSpecifiedBenchmarks(&reporter);
+    reporter.print_table();
+  } else {
+    benchmark::RunSpecifiedBenchmarks();
+  }
   benchmark::Shutdown();
   std::error_code ec;
   std::filesystem::remove_all(scratch_dir(), ec);
