@@ -1,17 +1,25 @@
 #!/usr/bin/env bash
-# jitunwind demo: describe the functions a JIT emitted, encode them as SFrame in an ELF image,
-# and read the result back with our tool and with LLVM's reader.
-#
-# Runs from a fresh clone as root: installs dependencies, builds, then walks through
-# examples/demo/jit-functions.json. Exits non-zero as soon as a step fails.
+# jitunwind demo, from a fresh clone as root: installs dependencies, builds, then
+#  1. profiles a real JIT (examples/toy-jit) whose code has NO frame pointers with the eBPF
+#     profiler jitwalk, which unwinds through the JIT frames with the SFrame tables the SDK
+#     published, and writes folded stacks and an SVG flame graph;
+#  2. verifies every walked stack against the JIT's ground truth, next to the kernel's
+#     frame-pointer walk of the same events;
+#  3. shows the SFrame format itself: a JIT-style description encoded into an ELF image and read
+#     back by `jitunwind sframe dump` and by LLVM's independent reader.
+# Exits non-zero as soon as a step fails. Outputs stay in $DEMO_OUT (default /tmp/jitunwind-demo).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BUILD_DIR=${BUILD_DIR:-build}
 JITUNWIND="$BUILD_DIR/tools/jitunwind/jitunwind"
 INPUT=examples/demo/jit-functions.json
+JITWALK="$BUILD_DIR/bpf/jitwalk"
+TOYJIT="$BUILD_DIR/examples/toy-jit/toy-jit"
+DEMO_OUT=${DEMO_OUT:-/tmp/jitunwind-demo}
 WORK=$(mktemp -d /tmp/jitunwind-demo.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
+mkdir -p "$DEMO_OUT"
 
 step=0
 bold='' plain=''
@@ -37,8 +45,38 @@ heading "Build (scripts/build.sh into $BUILD_DIR/)"
 BUILD_DIR="$BUILD_DIR" bash scripts/build.sh
 [[ -x $JITUNWIND ]] || fail "$JITUNWIND was not built"
 show "$JITUNWIND" --version
+[[ -x $JITWALK && -x $TOYJIT ]] || fail "jitwalk or toy-jit was not built"
+[[ $(id -u) -eq 0 ]] || fail "the profiling steps need root (BPF, perf events, uprobes)"
+# The runtime publishes to the registry and the SDK's USDT events only (what jitwalk reads), so
+# the demo leaves no perf map or jitdump files behind.
+export JITUNWIND_PUBLISH=registry,usdt-events
 
-heading "A JIT describes the functions it emitted ($INPUT)"
+heading "Profile a JIT without frame pointers: jitwalk profile -- toy-jit --frame-pointers=off"
+echo "examples/toy-jit/programs/spin.toy runs 13 toy frames deep and spends its time in a toy loop"
+echo "and in two native helpers. With --frame-pointers=off the JIT uses RBP as a general register,"
+echo "so a frame-pointer walk (perf -g, bpftrace ustack) cannot get through its frames; jitwalk"
+echo "unwinds them in BPF with the SFrame the SDK published for each code window."
+echo
+show "$JITWALK" profile -F 499 -d 3 --folded "$DEMO_OUT/toy-jit.folded" --svg "$DEMO_OUT/toy-jit.svg" \
+  -- "$TOYJIT" --frame-pointers=off examples/toy-jit/programs/spin.toy 0
+echo
+echo "The heaviest stacks (folded format: frames root first, then the sample count):"
+sort -t' ' -k2 -nr "$DEMO_OUT/toy-jit.folded" >"$WORK/sorted.folded"
+head -n 3 "$WORK/sorted.folded"
+grep -q 'main;toy:main;toy:level;.*toy:compute ' "$DEMO_OUT/toy-jit.folded" ||
+  fail "no stack went from main through the toy frames into toy:compute"
+echo
+echo "Flame graph: $DEMO_OUT/toy-jit.svg (open it in a browser)"
+
+heading "Verify every walked stack: jitwalk verify -- toy-jit --shadow-stack verify.toy"
+echo "At each checkpoint() the JIT fires a USDT probe carrying the true chain of return addresses"
+echo "(docs/ground-truth.md). jitwalk walks the stack in BPF at that moment and compares; the"
+echo "kernel's frame-pointer walk of the same events is shown next to it."
+echo
+show "$JITWALK" verify -- "$TOYJIT" --frame-pointers=off --shadow-stack \
+  examples/toy-jit/programs/verify.toy 5
+
+heading "The format underneath: a JIT describes the functions it emitted ($INPUT)"
 echo "Six functions in one code window at 0x7f3a5c000000: a frame-pointer function, an SP-only"
 echo "frame (sub rsp), a leaf, an array of 16 call trampolines described once (PCMASK), a"
 echo "function with an early return in the middle, and an outermost thread entry."

@@ -15,7 +15,7 @@ PACKAGES=(
   # examples
   libasmjit-dev
   # eBPF walker and fuzzers
-  clang libclang-rt-14-dev libbpf-dev bpftool
+  clang libclang-rt-14-dev libbpf-dev bpftool zlib1g-dev
 )
 
 missing=()

@@ -48,3 +48,36 @@ int trampolines_capi_roundtrip(char* msg, size_t len) {
   jitunwind_trampoline_pool_destroy(pool);
   return rc;
 }
+
+/* A pool in the caller's session (jitunwind_trampoline_pool_create_in). */
+int trampolines_capi_in_session(char* msg, size_t len) {
+  jitunwind_error err;
+  jitunwind_session_options so;
+  memset(&so, 0, sizeof so);
+  so.publishers = JITUNWIND_PUBLISH_REGISTRY;
+  jitunwind_session* s = NULL;
+  if (jitunwind_session_create(&so, &s, &err) != JITUNWIND_OK) {
+    snprintf(msg, len, "session: %s", err.message);
+    return 1;
+  }
+  jitunwind_trampoline_pool* pool = NULL;
+  int rc = 0;
+  jitunwind_trampoline t;
+  if (jitunwind_trampoline_pool_create_in(s, NULL, &pool, &err) != JITUNWIND_OK) {
+    snprintf(msg, len, "create_in: %s", err.message);
+    rc = 1;
+  } else if (jitunwind_trampoline_acquire(pool, "g", &t, &err) != JITUNWIND_OK) {
+    snprintf(msg, len, "acquire: %s", err.message);
+    rc = 1;
+  } else if (t.entry((void*)4, (void*)5, (void*)6, add3) != 15) {
+    snprintf(msg, len, "the trampoline did not return target(4, 5, 6)");
+    rc = 1;
+  } else if (jitunwind_trampoline_pool_create_in(NULL, NULL, &pool, &err) !=
+             JITUNWIND_E_INVALID_ARGUMENT) {
+    snprintf(msg, len, "a NULL session was accepted");
+    rc = 1;
+  }
+  jitunwind_trampoline_pool_destroy(pool);
+  jitunwind_session_destroy(s);
+  return rc;
+}

@@ -14,3 +14,12 @@ TEST_CASE("C API: create, acquire, call, release, refuse bad input") {
   INFO(msg);
   CHECK(msg[0] == '\0');
 }
+
+extern "C" int trampolines_capi_in_session(char* msg, size_t len);
+
+TEST_CASE("C API: a pool in the caller's session") {
+  char msg[600] = "";
+  CHECK(trampolines_capi_in_session(msg, sizeof msg) == 0);
+  INFO(msg);
+  CHECK(msg[0] == '\0');
+}

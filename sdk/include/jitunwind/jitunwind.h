@@ -307,6 +307,110 @@ JITUNWIND_API size_t jitunwind_sframe_unwind(jitunwind_abi abi,
 
 /* ==== session, windows and publishers (jitunwind/window.h) ================================ */
 
+/* A session owns the publishers and the code windows (see jitunwind/window.h and docs/window.md).
+ * Session functions are thread-safe. A window belongs to its session (never destroyed on its
+ * own; valid until the session is destroyed) and is used by one thread at a time; different
+ * windows may be used from different threads. */
+typedef struct jitunwind_session jitunwind_session;
+typedef struct jitunwind_window jitunwind_window;
+
+/* Publisher bits (jitunwind::publisher). */
+enum {
+  JITUNWIND_PUBLISH_REGISTRY = 1u << 0,
+  JITUNWIND_PUBLISH_USDT_EVENTS = 1u << 1,
+  JITUNWIND_PUBLISH_PERFMAP = 1u << 2,
+  JITUNWIND_PUBLISH_JITDUMP = 1u << 3,
+  JITUNWIND_PUBLISH_GDB = 1u << 4,
+  JITUNWIND_PUBLISH_KERNEL = 1u << 5,
+  JITUNWIND_PUBLISH_DEFAULT = 0x1fu /* all but KERNEL */
+};
+
+typedef enum jitunwind_publisher_state {
+  JITUNWIND_PUBLISHER_DISABLED = 0,
+  JITUNWIND_PUBLISHER_ACTIVE = 1,
+  JITUNWIND_PUBLISHER_FAILED = 2,
+  JITUNWIND_PUBLISHER_UNSUPPORTED = 3
+} jitunwind_publisher_state;
+
+typedef enum jitunwind_window_state {
+  JITUNWIND_WINDOW_OPEN = 0,
+  JITUNWIND_WINDOW_SEALED = 1,
+  JITUNWIND_WINDOW_RETIRED = 2,
+  JITUNWIND_WINDOW_FREED = 3
+} jitunwind_window_state;
+
+/* Log sink: called synchronously from the thread doing the work; level 0 debug .. 3 error.
+   `message` is not NUL-terminated. */
+typedef void (*jitunwind_log_fn)(void* user, int level, const char* message, size_t length);
+
+/* Options of jitunwind_session_create. Strings are copied; NULL means the default. */
+typedef struct jitunwind_session_options {
+  jitunwind_abi abi;           /* 0 = AMD64 */
+  uint32_t publishers;         /* JITUNWIND_PUBLISH_* bits */
+  const char* perfmap_dir;     /* NULL = /tmp */
+  const char* jitdump_dir;     /* NULL = $JITDUMPDIR or /tmp */
+  const char* kernel_sframe;   /* e.g. "prctl:79,80"; NULL = off (never guessed) */
+  jitunwind_log_fn log;        /* NULL = no logging */
+  void* log_user;
+  int log_min_level;           /* 0 debug .. 3 error */
+} jitunwind_session_options;
+
+/* The defaults overridden by the environment (JITUNWIND_PUBLISH, JITUNWIND_DIR, JITDUMPDIR,
+   JITUNWIND_KERNEL_SFRAME), as jitunwind::session_options::from_env; `options` NULL = the
+   defaults without the environment. The strings of `options` are not used with from_env. */
+JITUNWIND_API jitunwind_status jitunwind_session_create(const jitunwind_session_options* options,
+                                                        jitunwind_session** out,
+                                                        jitunwind_error* error);
+JITUNWIND_API jitunwind_status jitunwind_session_create_from_env(jitunwind_log_fn log,
+                                                                 void* log_user,
+                                                                 jitunwind_session** out,
+                                                                 jitunwind_error* error);
+/* Retires and frees every window (their code must no longer run), stops the publishers. */
+JITUNWIND_API void jitunwind_session_destroy(jitunwind_session* session);
+
+/* State of one publisher (a single JITUNWIND_PUBLISH_* bit); `message` (may be NULL) receives
+   its last note or error, truncated to `message_size`. */
+JITUNWIND_API jitunwind_publisher_state jitunwind_session_publisher_state(
+    const jitunwind_session* session, uint32_t publisher, char* message, size_t message_size);
+
+/* Runs due grace-period callbacks; returns how many windows were freed or kept for reuse. */
+JITUNWIND_API size_t jitunwind_session_poll(jitunwind_session* session);
+
+JITUNWIND_API jitunwind_status jitunwind_session_create_owned_window(
+    jitunwind_session* session, size_t code_capacity, size_t sframe_capacity, int dual_mapping,
+    jitunwind_window** out, jitunwind_error* error);
+JITUNWIND_API jitunwind_status jitunwind_session_describe_window(
+    jitunwind_session* session, uint64_t text_start, size_t text_size, size_t sframe_capacity,
+    jitunwind_window** out, jitunwind_error* error);
+
+JITUNWIND_API uint64_t jitunwind_window_id(const jitunwind_window* window);
+JITUNWIND_API uint32_t jitunwind_window_generation(const jitunwind_window* window);
+JITUNWIND_API jitunwind_window_state jitunwind_window_get_state(const jitunwind_window* window);
+
+/* Owned windows: reserves `size` bytes of code; `*address` is where it will run, `*writable`
+   where to write it (valid until the next publish). */
+JITUNWIND_API jitunwind_status jitunwind_window_allocate(jitunwind_window* window, size_t size,
+                                                         size_t alignment, uint64_t* address,
+                                                         void** writable, jitunwind_error* error);
+/* Appends a function (rows from jitunwind_frame_builder_finish); `moved_from` != 0: copied
+   from there (jitdump CODE_MOVE). Nothing is visible until publish; nothing changes on error. */
+JITUNWIND_API jitunwind_status jitunwind_window_append(jitunwind_window* window, const char* name,
+                                                       const jitunwind_function* function,
+                                                       uint64_t moved_from,
+                                                       jitunwind_error* error);
+JITUNWIND_API jitunwind_status jitunwind_window_publish(jitunwind_window* window,
+                                                        jitunwind_error* error);
+JITUNWIND_API jitunwind_status jitunwind_window_seal(jitunwind_window* window,
+                                                     jitunwind_error* error);
+/* Unpublishes. After `grace_ms`, the next jitunwind_session_poll calls `on_grace_over` (may be
+   NULL); a non-zero return keeps the window for jitunwind_window_reuse, else it is freed. */
+JITUNWIND_API jitunwind_status jitunwind_window_retire(
+    jitunwind_window* window, uint32_t grace_ms,
+    int (*on_grace_over)(void* user, jitunwind_window* window), void* user,
+    jitunwind_error* error);
+JITUNWIND_API jitunwind_status jitunwind_window_reuse(jitunwind_window* window,
+                                                      jitunwind_error* error);
+
 
 /* ==== remote registry reader (jitunwind/remote.h) ========================================= */
 
@@ -447,9 +551,10 @@ JITUNWIND_API const volatile uint16_t* jitunwind_usdt_probe_semaphore(
 
 /* Per-function native trampolines for interpreters: each interpreted function gets a stub of
  * its own, named PREFIX<function> in the perf map, jitdump and GDB, described for SFrame by one
- * PCMASK FDE per stub array (see jitunwind/trampolines.h). The C API creates the pool with a
- * jitunwind session of its own, configured from the environment (JITUNWIND_PUBLISH,
- * JITUNWIND_DIR, JITDUMPDIR). A pool may be used from any thread. */
+ * PCMASK FDE per stub array (see jitunwind/trampolines.h). jitunwind_trampoline_pool_create
+ * makes the pool a jitunwind session of its own, configured from the environment
+ * (JITUNWIND_PUBLISH, JITUNWIND_DIR, JITDUMPDIR); jitunwind_trampoline_pool_create_in uses the
+ * caller's. A pool may be used from any thread. */
 
 typedef struct jitunwind_trampoline_pool jitunwind_trampoline_pool;
 
@@ -476,6 +581,10 @@ typedef struct jitunwind_trampoline_pool_options {
 JITUNWIND_API jitunwind_status jitunwind_trampoline_pool_create(
     const jitunwind_trampoline_pool_options* options, jitunwind_trampoline_pool** out,
     jitunwind_error* error);
+/* Creates a pool in a session the caller owns (it must outlive the pool). */
+JITUNWIND_API jitunwind_status jitunwind_trampoline_pool_create_in(
+    jitunwind_session* session, const jitunwind_trampoline_pool_options* options,
+    jitunwind_trampoline_pool** out, jitunwind_error* error);
 /* Retires the stubs and frees the pool; no trampoline of it may run or be called afterwards. */
 JITUNWIND_API void jitunwind_trampoline_pool_destroy(jitunwind_trampoline_pool* pool);
 /* A published trampoline named PREFIX<name> (a released one is reused first). */

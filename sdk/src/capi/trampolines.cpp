@@ -7,6 +7,7 @@
 
 struct jitunwind_trampoline_pool {
   // Destroyed in reverse order: the pool (which retires its windows) before its session.
+  // `session` is empty when the pool lives in a session the caller owns.
   std::unique_ptr<jitunwind::session> session;
   std::unique_ptr<jitunwind::trampoline_pool> pool;
 };
@@ -28,31 +29,61 @@ jitunwind_trampoline to_c(const trampoline& t) {
 
 extern "C" {
 
-JITUNWIND_API jitunwind_status
-jitunwind_trampoline_pool_create(const jitunwind_trampoline_pool_options* options,
-                                 jitunwind_trampoline_pool** out, jitunwind_error* error) {
-  return capi::guard(error, [&]() -> jitunwind_status {
-    if (out == nullptr) {
-      return capi::fail(error, errc::invalid_argument, "trampolines: out is NULL");
-    }
-    *out = nullptr;
-    trampoline_pool_options o;
-    if (options != nullptr) {
-      if (options->stubs_per_window != 0) o.stubs_per_window = options->stubs_per_window;
-      if (options->name_prefix != nullptr) o.name_prefix = options->name_prefix;
-      o.near_address = options->near_address;
-    }
+}  // extern "C"
+
+namespace {
+
+trampoline_pool_options options_from_c(const jitunwind_trampoline_pool_options* options) {
+  trampoline_pool_options o;
+  if (options != nullptr) {
+    if (options->stubs_per_window != 0) o.stubs_per_window = options->stubs_per_window;
+    if (options->name_prefix != nullptr) o.name_prefix = options->name_prefix;
+    o.near_address = options->near_address;
+  }
+  return o;
+}
+
+// Creates the pool in `in` (the caller's session) or, when null, in a new session from the
+// environment that the pool owns.
+jitunwind_status create_pool(session* in, const jitunwind_trampoline_pool_options* options,
+                             jitunwind_trampoline_pool** out, jitunwind_error* error) {
+  if (out == nullptr) return capi::fail(error, errc::invalid_argument, "trampolines: out is NULL");
+  *out = nullptr;
+  std::unique_ptr<session> own;
+  if (in == nullptr) {
     auto so = session_options::from_env();
     if (!so) return capi::fail(error, so.error());
     auto s = session::create(*so);
     if (!s) return capi::fail(error, s.error());
-    auto p = trampoline_pool::create(**s, o);
-    if (!p) return capi::fail(error, p.error());
-    auto* handle = new jitunwind_trampoline_pool;
-    handle->session = std::move(*s);
-    handle->pool = std::move(*p);
-    *out = handle;
-    return capi::succeed(error);
+    own = std::move(*s);
+    in = own.get();
+  }
+  auto p = trampoline_pool::create(*in, options_from_c(options));
+  if (!p) return capi::fail(error, p.error());
+  auto* handle = new jitunwind_trampoline_pool;
+  handle->session = std::move(own);
+  handle->pool = std::move(*p);
+  *out = handle;
+  return capi::succeed(error);
+}
+
+}  // namespace
+
+extern "C" {
+
+JITUNWIND_API jitunwind_status
+jitunwind_trampoline_pool_create(const jitunwind_trampoline_pool_options* options,
+                                 jitunwind_trampoline_pool** out, jitunwind_error* error) {
+  return capi::guard(error, [&] { return create_pool(nullptr, options, out, error); });
+}
+
+JITUNWIND_API jitunwind_status jitunwind_trampoline_pool_create_in(
+    jitunwind_session* session, const jitunwind_trampoline_pool_options* options,
+    jitunwind_trampoline_pool** out, jitunwind_error* error) {
+  return capi::guard(error, [&] {
+    if (session == nullptr)
+      return capi::fail(error, errc::invalid_argument, "trampolines: session is NULL");
+    return create_pool(reinterpret_cast<jitunwind::session*>(session), options, out, error);
   });
 }
 

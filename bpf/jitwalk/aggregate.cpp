@@ -1,0 +1,170 @@
+#include "jitwalk/aggregate.hpp"
+
+#include <set>
+
+namespace jitwalk {
+
+const char* stop_name(unsigned stop) noexcept {
+  switch (stop) {
+    case JW_STOP_OUTERMOST:
+      return "outermost frame";
+    case JW_STOP_FP_END:
+      return "end of frame-pointer chain";
+    case JW_STOP_RA_ZERO:
+      return "return address 0";
+    case JW_STOP_DEPTH:
+      return "depth limit";
+    case JW_STOP_READ:
+      return "unreadable stack";
+    case JW_STOP_NO_PROGRESS:
+      return "stack did not move up";
+    case JW_STOP_BAD_FP:
+      return "bad frame pointer";
+    case JW_STOP_TABLE_RACE:
+      return "table update race";
+    case JW_STOP_NO_USER:
+      return "no user context";
+    default:
+      return "?";
+  }
+}
+
+bool is_entry_function(const std::string& name) noexcept {
+  static const std::set<std::string> entries = {"_start",
+                                                "__libc_start_main",
+                                                "__libc_start_call_main",
+                                                "__libc_start_main_impl",
+                                                "start_thread",
+                                                "clone",
+                                                "clone3",
+                                                "__clone",
+                                                "__clone3",
+                                                "__clone_internal",
+                                                "thread_start",
+                                                "_dl_start_user",
+                                                "__start"};
+  return entries.count(name) != 0;
+}
+
+aggregator::aggregator(bpf_session& bpf, symbolizer& sym, const tracker& tr, profile_data& out,
+                       aggregate_options o)
+    : bpf_(bpf), sym_(sym), tr_(tr), out_(out), o_(o) {}
+
+const std::string& aggregator::thread_name(uint32_t tgid, uint32_t tid) {
+  const uint32_t key = tid ? tid : tgid;
+  auto it = thread_names_.find(key);
+  if (it != thread_names_.end()) return it->second;
+  std::string name = read_comm(static_cast<pid_t>(tgid), static_cast<pid_t>(tid));
+  if (name == "?" && !out_.process_name.empty()) name = out_.process_name;
+  if (tid) name += format("/%u", tid);
+  return thread_names_.emplace(key, name).first->second;
+}
+
+uint32_t aggregator::user_frame(uint64_t pc, bool caller, uint32_t uid, bool* entry) {
+  const uint64_t before = uid ? tr_.freed_time(uid) : UINT64_MAX;
+  auto key = std::make_tuple(pc, caller, before);
+  if (auto it = frame_cache_.find(key); it != frame_cache_.end()) {
+    *entry = it->second.entry;
+    return it->second.id;
+  }
+  frame_desc d = sym_.user_frame(pc, caller, before);
+  profile_frame f;
+  f.name = d.name;
+  f.kind = d.kind;
+  f.address = caller && pc > 0 ? pc - 1 : pc;
+  f.module = d.module;
+  f.map_start = d.module_base;
+  f.map_limit = d.module_limit;
+  f.map_offset = d.module_offset;
+  f.build_id = d.build_id;
+  uint32_t id = out_.intern(f);
+  *entry = is_entry_function(d.name);
+  frame_cache_.emplace(key, cached_frame{id, *entry});
+  return id;
+}
+
+const aggregator::known_stack& aggregator::know(uint64_t hash, const jw_stack* st) {
+  known_stack k;
+  if (st == nullptr) {
+    k.stop = JW_STOP_READ;  // evicted before we saw it (should not happen: we delete only ours)
+    return stacks_.emplace(hash, std::move(k)).first->second;
+  }
+  bool last_entry = false;
+  const uint32_t depth = std::min<uint32_t>(st->depth, JW_MAX_DEPTH);
+  k.frames.reserve(depth);
+  for (uint32_t i = 0; i < depth; ++i) {
+    const uint32_t meta = st->frames[i].meta;
+    k.frames.push_back(user_frame(st->frames[i].pc, i > 0, JW_META_UID(meta), &last_entry));
+    const unsigned method = JW_META_METHOD(meta), kind = JW_META_KIND(meta);
+    size_t slot = 4;
+    if (i + 1 < depth || method != JW_M_END) {
+      if (method == JW_M_TABLE) {
+        slot = kind == JW_RANGE_JIT ? 0 : kind == JW_RANGE_SFRAME ? 1 : 2;
+      } else {
+        slot = 3;
+      }
+    }
+    ++k.steps[slot];
+  }
+  k.stop = st->stop;
+  // Reaching the thread's or process's entry function counts as the root even when the walk
+  // then stops on something else (glibc's start code has no frame pointer to follow).
+  k.root = st->stop == JW_STOP_OUTERMOST || (last_entry && st->stop != JW_STOP_TABLE_RACE);
+  k.fallback = st->fallback != 0;
+  k.stale = st->stale != 0;
+  return stacks_.emplace(hash, std::move(k)).first->second;
+}
+
+void aggregator::drain() {
+  std::vector<std::pair<jw_count_key, uint64_t>> counts;
+  bpf_.drain_counts([&](const jw_count_key& k, uint64_t c) { counts.emplace_back(k, c); });
+  if (counts.empty()) return;
+  sym_.refresh();
+  std::set<uint64_t> fetched;
+  for (const auto& [key, count] : counts) {
+    auto it = stacks_.find(key.ustack);
+    const known_stack* k = it == stacks_.end() ? nullptr : &it->second;
+    if (k == nullptr) {
+      auto st = bpf_.read_stack(key.ustack);
+      k = &know(key.ustack, st ? &*st : nullptr);
+      if (st) fetched.insert(key.ustack);
+    }
+    std::vector<uint32_t> frames;
+    if (key.kstack >= 0) {
+      for (uint64_t pc : bpf_.read_kernel_stack(key.kstack)) {
+        auto kc = kernel_cache_.find(pc);
+        if (kc == kernel_cache_.end()) {
+          frame_desc d = sym_.kernel_frame(pc);
+          profile_frame f;
+          f.name = d.name;
+          f.kind = frame_kind::kernel;
+          f.address = pc;
+          f.module = d.module;
+          kc = kernel_cache_.emplace(pc, out_.intern(f)).first;
+        }
+        frames.push_back(kc->second);
+      }
+    } else if (o_.kernel) {
+      summary_.kernel_stack_lost += count;
+    }
+    frames.insert(frames.end(), k->frames.begin(), k->frames.end());
+    for (size_t i = 0; i < k->steps.size(); ++i) summary_.frames[i] += k->steps[i] * count;
+    summary_.samples += count;
+    if (k->root) summary_.root += count;
+    if (k->fallback) summary_.fallback += count;
+    if (k->stale) summary_.stale += count;
+    if (k->stop < JW_STOP_COUNT_) summary_.by_stop[k->stop] += count;
+    if (!k->root && o_.mark_cut) {
+      profile_frame marker;
+      marker.name = format("[cut: %s]", stop_name(k->stop));
+      marker.kind = frame_kind::unknown;
+      frames.push_back(out_.intern(marker));
+    }
+    out_.add(o_.per_thread ? thread_name(key.tgid, key.tid) : thread_name(key.tgid, 0),
+             std::move(frames), count);
+  }
+  // Our copies are authoritative now: free the BPF entries for new stacks.
+  for (uint64_t h : fetched) bpf_.delete_stack(h);
+}
+
+}  // namespace jitwalk

@@ -1,0 +1,78 @@
+// Drains the BPF aggregation maps, symbolizes new stacks while the target is alive, and keeps
+// the statistics jitwalk reports (root / cut / fallback, frames per table source).
+#pragma once
+
+#include "jitwalk/bpf_session.hpp"
+#include "jitwalk/profile_data.hpp"
+#include "jitwalk/symbolizer.hpp"
+#include "jitwalk/tracker.hpp"
+
+#include <array>
+#include <map>
+#include <string>
+#include <unordered_map>
+
+namespace jitwalk {
+
+struct walk_summary {
+  uint64_t samples = 0;   ///< aggregated samples (stacks weighted by count)
+  uint64_t root = 0;      ///< walked to the outermost frame
+  uint64_t fallback = 0;  ///< used the frame-pointer fallback at least once
+  uint64_t stale = 0;     ///< refused a freed window's rows at least once
+  std::array<uint64_t, JW_STOP_COUNT_> by_stop{};
+  /// Frames by how they were unwound: [0] table rows of a JIT window, [1] native .sframe,
+  /// [2] native .eh_frame, [3] frame-pointer fallback, [4] last frame of a stack.
+  std::array<uint64_t, 5> frames{};
+  uint64_t kernel_stack_lost = 0;
+};
+
+const char* stop_name(unsigned stop) noexcept;
+
+/// True for the functions where well-formed user stacks end on x86-64 Linux (process and thread
+/// entry points of glibc and musl).
+bool is_entry_function(const std::string& name) noexcept;
+
+struct aggregate_options {
+  bool kernel = false;
+  bool per_thread = false;
+  bool mark_cut = true;  ///< cut stacks get an outermost "[cut: reason]" frame
+};
+
+class aggregator {
+ public:
+  aggregator(bpf_session& bpf, symbolizer& sym, const tracker& tr, profile_data& out,
+             aggregate_options o);
+  /// Moves everything aggregated in BPF so far into the profile.
+  void drain();
+  const walk_summary& summary() const noexcept { return summary_; }
+
+ private:
+  struct cached_frame {
+    uint32_t id;
+    bool entry;
+  };
+  uint32_t user_frame(uint64_t pc, bool caller, uint32_t uid, bool* entry);
+  const std::string& thread_name(uint32_t tgid, uint32_t tid);
+
+  bpf_session& bpf_;
+  symbolizer& sym_;
+  const tracker& tr_;
+  profile_data& out_;
+  aggregate_options o_;
+  walk_summary summary_;
+  // A user stack, symbolized the first time it is seen (its hash covers the PCs and the tables
+  // used, so later samples with the same hash are the same code).
+  struct known_stack {
+    std::vector<uint32_t> frames;  // profile frame ids, leaf first
+    std::array<uint64_t, 5> steps{};
+    uint8_t stop = 0;
+    bool root = false, fallback = false, stale = false;
+  };
+  const known_stack& know(uint64_t hash, const jw_stack* st);
+  std::unordered_map<uint64_t, known_stack> stacks_;
+  std::map<std::tuple<uint64_t, bool, uint64_t>, cached_frame> frame_cache_;
+  std::map<uint64_t, uint32_t> kernel_cache_;
+  std::map<uint32_t, std::string> thread_names_;
+};
+
+}  // namespace jitwalk

@@ -1,0 +1,350 @@
+// jitwalk profile: sample a process, unwind in BPF, write folded / SVG / pprof.
+#include <signal.h>
+#include <time.h>
+
+#include <cstdio>
+#include <thread>
+
+#include "jitwalk/aggregate.hpp"
+#include "jitwalk/cli.hpp"
+
+namespace jitwalk {
+
+namespace {
+
+const char* kProfileHelp = R"(usage: jitwalk profile (-p PID | -- COMMAND [ARGS...]) [options]
+
+Samples the target's threads on cpu-clock perf events, unwinds their user stacks in BPF with the
+SFrame tables the target published (JIT windows from the jitunwind registry) and the .sframe /
+.eh_frame sections of its native objects, falls back to frame pointers where nothing covers a
+PC, aggregates in the kernel, symbolizes in user space and writes the profile.
+
+target:
+  -p, --pid PID          profile a running process (all its threads)
+  -- COMMAND ARGS...     start COMMAND and profile it until it exits (Ctrl-C stops early)
+
+options:
+  -F, --frequency HZ     samples per second per CPU (default 99)
+  -d, --duration SEC     stop after SEC seconds (a started command is then terminated)
+  --folded FILE          folded stacks ("thread;root;...;leaf count"), for flamegraph tools
+  --svg FILE             self-contained SVG flame graph
+  --pprof FILE           pprof protobuf (gzip), for go tool pprof, Parca, Pyroscope
+  --kernel               add kernel stacks (frames suffixed _[k] in folded output)
+  --per-thread           one root per thread ("name/tid") instead of per process
+  --max-depth N          frames per user stack, 1..1024 (default 127)
+  --unwinder KIND        sframe (default): tables, frame-pointer fallback;
+                         fp: our BPF walk with frame pointers only;
+                         kernel-fp: the kernel's walk (bpf_get_stack); both for comparisons
+  --native-tables LIST   native tables to load: sframe,eh_frame (default), sframe, eh_frame, none
+  --no-jit               do not read the target's JIT windows
+  --sync-tables          stop the target at each window_publish until its rows are loaded
+                         (no sample ever misses a new window; costs the target a pause)
+  --no-cut-marker        do not root cut stacks at a "[cut: reason]" frame
+  --bpf-stats            report the BPF program's run time per sample (kernel bpf_stats)
+  --per-cpu-events       sample with one event per CPU, filtered by PID in BPF (default: one
+                         event per target thread, inherited by the threads it creates)
+  --rows N               capacity of the BPF row table (default 1048576)
+  --window-state-limit N prune BPF window states of gone windows beyond N (default 32768)
+  -q, --quiet            only errors and the summary;  -v, --verbose  details
+  -h, --help             this text
+
+Progress and a summary (samples, unwound-to-root %, cut %, fallback %) go to stderr.
+)";
+
+struct profile_options {
+  run_options run;
+  unsigned hz = 99;
+  std::string folded, svg, pprof;
+  bool mark_cut = true;
+  bool bpf_stats = false;
+  bool per_cpu_events = false;
+  program unwinder = program::sample;
+};
+
+double pct(uint64_t part, uint64_t whole) {
+  return whole ? 100.0 * part / whole : 0.0;
+}
+
+uint64_t unix_now_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+}  // namespace
+
+int cmd_profile(int argc, char** argv) {
+  profile_options o;
+  arg_reader a(argc, argv, 2);
+  auto fail = [](const error& e) {
+    report(e);
+    std::fprintf(stderr, "(jitwalk profile --help for usage)\n");
+    return 2;
+  };
+  while (!a.done()) {
+    if (a.current() == "--") {
+      o.run.target.command = a.rest_after_separator();
+      if (o.run.target.command.empty())
+        return fail(error(errc::invalid_argument, "no command after --"));
+    } else if (a.is({"-h", "--help"})) {
+      std::fputs(kProfileHelp, stdout);
+      return 0;
+    } else if (a.is({"-p", "--pid"})) {
+      auto v = a.integer(1, 1 << 30);
+      if (!v) return fail(v.error());
+      o.run.target.pid = static_cast<pid_t>(v.value());
+    } else if (a.is({"-F", "--frequency"})) {
+      auto v = a.integer(1, 100000);
+      if (!v) return fail(v.error());
+      o.hz = static_cast<unsigned>(v.value());
+    } else if (a.is({"-d", "--duration"})) {
+      auto v = a.number(0.001, 1e7);
+      if (!v) return fail(v.error());
+      o.run.duration_s = v.value();
+    } else if (a.is({"--folded"})) {
+      auto v = a.value();
+      if (!v) return fail(v.error());
+      o.folded = v.value();
+    } else if (a.is({"--svg"})) {
+      auto v = a.value();
+      if (!v) return fail(v.error());
+      o.svg = v.value();
+    } else if (a.is({"--pprof"})) {
+      auto v = a.value();
+      if (!v) return fail(v.error());
+      o.pprof = v.value();
+    } else if (a.is({"--kernel"})) {
+      o.run.kernel_stacks = true;
+    } else if (a.is({"--per-thread"})) {
+      o.run.per_thread = true;
+    } else if (a.is({"--max-depth"})) {
+      auto v = a.integer(1, JW_MAX_DEPTH);
+      if (!v) return fail(v.error());
+      o.run.max_depth = static_cast<uint32_t>(v.value());
+    } else if (a.is({"--unwinder"})) {
+      auto v = a.value();
+      if (!v) return fail(v.error());
+      if (*v == "sframe") {
+        o.unwinder = program::sample;
+      } else if (*v == "fp") {
+        o.unwinder = program::sample;
+        o.run.fp_only = true;
+      } else if (*v == "kernel-fp") {
+        o.unwinder = program::sample_kfp;
+      } else {
+        return fail(
+            error(errc::invalid_argument,
+                  format("--unwinder: '%s' (expected sframe, fp or kernel-fp)", v->c_str())));
+      }
+    } else if (a.is({"--native-tables"})) {
+      auto v = a.value();
+      if (!v) return fail(v.error());
+      o.run.tracker.native.use_sframe = v->find("sframe") != std::string::npos;
+      o.run.tracker.native.use_eh_frame = v->find("eh_frame") != std::string::npos;
+      if (*v != "none" && !o.run.tracker.native.use_sframe && !o.run.tracker.native.use_eh_frame) {
+        return fail(error(errc::invalid_argument, format("--native-tables: '%s'", v->c_str())));
+      }
+    } else if (a.is({"--no-jit"})) {
+      o.run.tracker.jit = false;
+    } else if (a.is({"--sync-tables"})) {
+      o.run.sync_tables = true;
+    } else if (a.is({"--no-cut-marker"})) {
+      o.mark_cut = false;
+    } else if (a.is({"--bpf-stats"})) {
+      o.bpf_stats = true;
+    } else if (a.is({"--per-cpu-events"})) {
+      o.per_cpu_events = true;
+    } else if (a.is({"--window-state-limit"})) {
+      auto v = a.integer(1, 60000);
+      if (!v) return fail(v.error());
+      o.run.tracker.window_state_limit = static_cast<size_t>(v.value());
+    } else if (a.is({"--rows"})) {
+      auto v = a.integer(1024, 1ll << 28);
+      if (!v) return fail(v.error());
+      o.run.bpf.row_capacity = static_cast<uint32_t>(v.value());
+    } else if (a.is({"-q", "--quiet"})) {
+      g_verbosity = 0;
+    } else if (a.is({"-v", "--verbose"})) {
+      g_verbosity = 2;
+    } else {
+      return fail(
+          error(errc::invalid_argument, format("unknown argument '%s'", a.unknown().c_str())));
+    }
+  }
+  if ((o.run.target.pid > 0) == !o.run.target.command.empty()) {
+    return fail(error(errc::invalid_argument, "give exactly one of -p PID or -- COMMAND"));
+  }
+  if (o.folded.empty() && o.svg.empty() && o.pprof.empty()) {
+    note("no --folded/--svg/--pprof given: only the summary is printed");
+  }
+  o.run.tracker.attach_events = o.unwinder == program::sample && !o.run.fp_only;
+  o.run.tracker.jit = o.run.tracker.jit && o.run.tracker.attach_events;
+
+  install_stop_signals();
+  auto started = run_session::start(o.run);
+  if (!started) {
+    report(started.error());
+    return 1;
+  }
+  run_session& s = *started.value();
+  if (o.bpf_stats) {
+    if (auto r = s.bpf().enable_run_time_stats(); !r) warn("%s", r.error().message().c_str());
+  }
+  // Per-thread events (inherited by new threads) run the BPF program only for the target;
+  // --per-cpu-events uses one event per CPU and filters in BPF, like a system-wide profiler.
+  auto attach_threads = [&]() -> result<void> {
+    if (o.per_cpu_events) return {};
+    return s.bpf().attach_sampling(o.unwinder, o.hz,
+                                   s.child() ? std::vector<pid_t>{s.pid()} : list_threads(s.pid()));
+  };
+  if (auto r = o.per_cpu_events ? s.bpf().attach_sampling_cpus(o.unwinder, o.hz) : attach_threads();
+      !r) {
+    report(error(r.error().code(), format("pid %d: %s", s.pid(), r.error().message().c_str())));
+    return 1;
+  }
+
+  profile_data prof;
+  prof.process_name = s.process_name();
+  prof.pid = s.pid();
+  prof.period_ns = 1000000000ull / o.hz;
+  prof.start_unix_ns = unix_now_ns();
+  aggregate_options ao;
+  ao.kernel = o.run.kernel_stacks;
+  ao.per_thread = o.run.per_thread;
+  ao.mark_cut = o.mark_cut;
+  aggregator agg(s.bpf(), s.sym(), s.track(), prof, ao);
+
+  if (auto r = s.go(); !r) {
+    report(r.error());
+    return 1;
+  }
+  note("profiling pid %d (%s) at %u Hz%s", s.pid(), s.process_name().c_str(), o.hz,
+       o.run.duration_s > 0 ? format(" for %.1f s", o.run.duration_s).c_str() : "");
+  unsigned ticks = 0;
+  s.loop([&] {
+    if (!s.child()) (void)attach_threads();  // threads created before our events existed
+    agg.drain();
+    if (++ticks % 2 == 0) {
+      const auto& t = s.track().stats();
+      note("%.0f s: %llu samples, %zu objects, %zu JIT windows loaded", s.elapsed_s(),
+           static_cast<unsigned long long>(agg.summary().samples), t.objects, t.windows_loaded);
+    }
+  });
+  const double elapsed = s.elapsed_s();
+  s.bpf().detach_sampling();
+  if (s.child() && !s.child()->exited()) {
+    // Duration over or interrupted: end the command like `timeout` would.
+    s.child()->signal(SIGTERM);
+    for (int i = 0; i < 40 && !s.child()->poll_exit(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    s.child()->signal(SIGKILL);
+  }
+  agg.drain();
+  prof.duration_ns = static_cast<uint64_t>(elapsed * 1e9);
+
+  // ---- outputs ----
+  int rc = 0;
+  std::vector<std::string> wrote;
+  if (!o.folded.empty()) {
+    if (auto r = write_folded(prof, o.folded); !r) {
+      report(r.error());
+      rc = 1;
+    } else {
+      wrote.push_back("folded stacks to " + o.folded);
+    }
+  }
+  const walk_summary& sum = agg.summary();
+  if (!o.svg.empty()) {
+    svg_options so;
+    so.title = format("%s (pid %d): CPU, %u Hz", s.process_name().c_str(), s.pid(), o.hz);
+    so.subtitle = format("%llu samples; %.1f%% unwound to the root; jitwalk (%s)",
+                         static_cast<unsigned long long>(sum.samples), pct(sum.root, sum.samples),
+                         o.unwinder == program::sample_kfp ? "kernel frame pointers"
+                         : o.run.fp_only                   ? "frame pointers"
+                                                           : "SFrame");
+    if (auto r = write_svg(prof, so, o.svg); !r) {
+      report(r.error());
+      rc = 1;
+    } else {
+      wrote.push_back("SVG flame graph to " + o.svg);
+    }
+  }
+  if (!o.pprof.empty()) {
+    if (auto r = write_pprof(prof, o.pprof); !r) {
+      report(r.error());
+      rc = 1;
+    } else {
+      wrote.push_back("pprof profile to " + o.pprof);
+    }
+  }
+
+  // ---- summary (always printed, even with -q) ----
+  auto bs = s.bpf().stats();
+  const auto& ts = s.track().stats();
+  std::fprintf(stderr, "jitwalk: %llu samples of pid %d (%s) in %.1f s at %u Hz; %s\n",
+               static_cast<unsigned long long>(sum.samples), s.pid(), s.process_name().c_str(),
+               elapsed, o.hz, s.stop_reason().c_str());
+  std::fprintf(stderr,
+               "jitwalk:   unwound to the root: %.1f%%   cut: %.1f%%   frame-pointer fallback: "
+               "%.1f%%\n",
+               pct(sum.root, sum.samples), pct(sum.samples - sum.root, sum.samples),
+               pct(sum.fallback, sum.samples));
+  std::string stops;
+  for (unsigned i = 1; i < JW_STOP_COUNT_; ++i) {
+    if (i == JW_STOP_OUTERMOST || sum.by_stop[i] == 0) continue;
+    stops += format("%s%llu %s", stops.empty() ? "" : ", ",
+                    static_cast<unsigned long long>(sum.by_stop[i]), stop_name(i));
+  }
+  if (!stops.empty()) std::fprintf(stderr, "jitwalk:   walks ended by: %s\n", stops.c_str());
+  uint64_t frames_total = 0;
+  for (int i = 0; i < 4; ++i) frames_total += sum.frames[i];
+  std::fprintf(stderr,
+               "jitwalk:   caller steps: %.1f%% JIT window tables, %.1f%% native .sframe, %.1f%% "
+               "native .eh_frame, %.1f%% frame-pointer fallback\n",
+               pct(sum.frames[0], frames_total), pct(sum.frames[1], frames_total),
+               pct(sum.frames[2], frames_total), pct(sum.frames[3], frames_total));
+  std::fprintf(stderr,
+               "jitwalk:   tables: %zu objects (%zu with .sframe: %zu v1, %zu v2; %zu without "
+               "tables); JIT windows: %zu loaded, %zu rejected, %zu freed, %zu gone before "
+               "they could be read; freed-window rows refused %llu times\n",
+               ts.objects, ts.objects_sframe, ts.objects_sframe_v1, ts.objects_sframe_v2,
+               ts.objects_without, ts.windows_loaded, ts.windows_rejected, ts.windows_freed,
+               ts.windows_vanished, static_cast<unsigned long long>(bs[JW_STAT_STALE_REJECT]));
+  std::fprintf(stderr,
+               "jitwalk:   BPF: %llu samples of the target, %llu of other tasks, %llu lost (maps "
+               "full), %llu discarded (table races), %llu events (%llu lost)\n",
+               static_cast<unsigned long long>(bs[JW_STAT_SAMPLES]),
+               static_cast<unsigned long long>(bs[JW_STAT_OTHER_TASK]),
+               static_cast<unsigned long long>(bs[JW_STAT_DROPPED_MAP]),
+               static_cast<unsigned long long>(bs[JW_STAT_RACES]),
+               static_cast<unsigned long long>(bs[JW_STAT_EVENTS]),
+               static_cast<unsigned long long>(bs[JW_STAT_RINGBUF_FULL]));
+  if (o.run.kernel_stacks && sum.kernel_stack_lost) {
+    std::fprintf(stderr, "jitwalk:   kernel stacks lost: %llu\n",
+                 static_cast<unsigned long long>(sum.kernel_stack_lost));
+  }
+  if (o.bpf_stats) {
+    prog_stats ps = s.bpf().stats_of(o.unwinder);
+    std::fprintf(
+        stderr,
+        "jitwalk:   BPF %s: %llu runs, %.0f ns per run (kernel bpf_stats); %.0f ns per "
+        "target sample inside the program (bpf_ktime)\n",
+        to_string(o.unwinder), static_cast<unsigned long long>(ps.run_cnt),
+        ps.run_cnt ? static_cast<double>(ps.run_time_ns) / ps.run_cnt : 0.0,
+        bs[JW_STAT_SAMPLES] ? static_cast<double>(bs[JW_STAT_WALK_NS]) / bs[JW_STAT_SAMPLES] : 0.0);
+  }
+  if (s.child() && s.child()->exited()) {
+    std::fprintf(stderr, "jitwalk:   command: exit status %d, %.3f s CPU (user + system)\n",
+                 s.child()->exit_code(), s.child()->cpu_seconds());
+  }
+  if (o.bpf_stats && s.child() && s.child()->cpu_seconds() > 0) {
+    prog_stats ps = s.bpf().stats_of(o.unwinder);
+    std::fprintf(stderr, "jitwalk:   BPF time / command CPU time: %.4f%%\n",
+                 100.0 * static_cast<double>(ps.run_time_ns) / 1e9 / s.child()->cpu_seconds());
+  }
+  for (const std::string& w : wrote) std::fprintf(stderr, "jitwalk:   wrote %s\n", w.c_str());
+  return rc;
+}
+
+}  // namespace jitwalk

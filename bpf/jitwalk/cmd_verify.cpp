@@ -1,0 +1,426 @@
+// jitwalk verify: compare the BPF walk with the ground truth the example runtimes carry at every
+// `checkpoint` probe (protocol: docs/ground-truth.md), side by side with the kernel's
+// frame-pointer walk on the same events.
+#include <signal.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+
+#include "jitwalk/aggregate.hpp"
+#include "jitwalk/cli.hpp"
+
+namespace jitwalk {
+
+namespace {
+
+const char* kVerifyHelp = R"(usage: jitwalk verify [options] -- COMMAND [ARGS...]
+
+Runs COMMAND (an example runtime with its ground-truth `checkpoint` probe), walks the user stack
+in BPF at every checkpoint, and compares the return addresses found inside JIT code with the
+ground truth the probe carries (docs/ground-truth.md). The kernel's frame-pointer walk
+(bpf_get_stack with BPF_F_USER_STACK) runs on the same events and is reported side by side.
+Exits 0 when at least --min-match percent of the checkpoints match exactly, 1 otherwise (also
+when there was no checkpoint, the command failed, or a stale table was used).
+
+options:
+  --min-match PCT     required exact matches in percent (default 100)
+  --provider NAME     only `checkpoint` probes of this provider (default: any provider)
+  --show N            print up to N mismatching stacks (default 5)
+  --print-walks N     also print the first N walks, matching or not
+  --per-tag           one line per checkpoint tag (default when there are at most 20 tags)
+  --no-sync-tables    do not stop the command at window_publish while its tables are loaded
+                      (then checkpoints right after a publish may run on old tables)
+  --max-depth N       frames per walk, 1..1024 (default 1024)
+  --native-tables L   sframe,eh_frame (default), sframe, eh_frame or none
+  --window-state-limit N  prune BPF window states of gone windows beyond N (default 32768)
+  --json FILE         write the results as JSON
+  -d, --duration SEC  stop after SEC seconds
+  -q, --quiet / -v, --verbose
+  -h, --help
+)";
+
+struct tag_stats {
+  uint64_t checkpoints = 0, exact = 0, fp_exact = 0, complete = 0;
+  uint64_t max_truth = 0;
+};
+
+struct verify_state {
+  uint64_t checkpoints = 0;
+  uint64_t exact = 0, fp_exact = 0;
+  uint64_t complete = 0, fp_complete = 0;
+  uint64_t truth_frames = 0, found_frames = 0, fp_found_frames = 0;
+  uint64_t invalid_truth = 0;
+  uint64_t empty_truth_with_jit = 0;  // count 0 although the walk found JIT frames
+  uint64_t stale_refusals = 0, stale_uses = 0, races = 0;
+  uint64_t max_truth = 0;
+  std::array<uint64_t, 5> steps{};
+  std::map<uint64_t, uint64_t>
+      fp_lost_at;  // index of the first ground-truth frame the FP walk missed
+  std::map<int64_t, tag_stats> tags;
+  std::vector<std::string> mismatches;
+  std::vector<std::string> walks;  // --print-walks
+};
+
+double pct(uint64_t a, uint64_t b) {
+  return b ? 100.0 * a / b : 0.0;
+}
+
+}  // namespace
+
+int cmd_verify(int argc, char** argv) {
+  run_options ro;
+  double min_match = 100.0;
+  size_t show = 5;
+  size_t print_walks = 0;
+  bool per_tag = false;
+  std::string json_path;
+  ro.sync_tables = true;
+  ro.tracker.attach_checkpoints = true;
+  ro.max_depth = JW_MAX_DEPTH;  // ground truth goes up to 512 JIT frames
+  arg_reader a(argc, argv, 2);
+  auto fail = [](const error& e) {
+    report(e);
+    std::fprintf(stderr, "(jitwalk verify --help for usage)\n");
+    return 2;
+  };
+  while (!a.done()) {
+    if (a.current() == "--") {
+      ro.target.command = a.rest_after_separator();
+    } else if (a.is({"-h", "--help"})) {
+      std::fputs(kVerifyHelp, stdout);
+      return 0;
+    } else if (a.is({"--min-match"})) {
+      auto v = a.number(0, 100);
+      if (!v) return fail(v.error());
+      min_match = v.value();
+    } else if (a.is({"--provider"})) {
+      auto v = a.value();
+      if (!v) return fail(v.error());
+      ro.tracker.checkpoint_provider = v.value();
+    } else if (a.is({"--show"})) {
+      auto v = a.integer(0, 100000);
+      if (!v) return fail(v.error());
+      show = static_cast<size_t>(v.value());
+    } else if (a.is({"--print-walks"})) {
+      auto v = a.integer(0, 100000);
+      if (!v) return fail(v.error());
+      print_walks = static_cast<size_t>(v.value());
+    } else if (a.is({"--per-tag"})) {
+      per_tag = true;
+    } else if (a.is({"--window-state-limit"})) {
+      auto v = a.integer(1, 60000);
+      if (!v) return fail(v.error());
+      ro.tracker.window_state_limit = static_cast<size_t>(v.value());
+    } else if (a.is({"--no-sync-tables"})) {
+      ro.sync_tables = false;
+    } else if (a.is({"--max-depth"})) {
+      auto v = a.integer(1, JW_MAX_DEPTH);
+      if (!v) return fail(v.error());
+      ro.max_depth = static_cast<uint32_t>(v.value());
+    } else if (a.is({"--native-tables"})) {
+      auto v = a.value();
+      if (!v) return fail(v.error());
+      ro.tracker.native.use_sframe = v->find("sframe") != std::string::npos;
+      ro.tracker.native.use_eh_frame = v->find("eh_frame") != std::string::npos;
+    } else if (a.is({"--json"})) {
+      auto v = a.value();
+      if (!v) return fail(v.error());
+      json_path = v.value();
+    } else if (a.is({"-d", "--duration"})) {
+      auto v = a.number(0.001, 1e7);
+      if (!v) return fail(v.error());
+      ro.duration_s = v.value();
+    } else if (a.is({"-q", "--quiet"})) {
+      g_verbosity = 0;
+    } else if (a.is({"-v", "--verbose"})) {
+      g_verbosity = 2;
+    } else {
+      return fail(
+          error(errc::invalid_argument, format("unknown argument '%s'", a.unknown().c_str())));
+    }
+  }
+  if (ro.target.command.empty())
+    return fail(error(errc::invalid_argument, "no command: -- COMMAND ARGS"));
+
+  install_stop_signals();
+  auto started = run_session::start(ro);
+  if (!started) {
+    report(started.error());
+    return 1;
+  }
+  run_session& s = *started.value();
+  verify_state v;
+  std::map<uint64_t, bool> is_main_cache;
+
+  auto jit_pcs = [&](const std::vector<uint64_t>& pcs) {
+    std::vector<uint64_t> out;
+    for (size_t i = 1; i < pcs.size(); ++i) {
+      if (pcs[i] && s.track().window_at(pcs[i] - 1)) out.push_back(pcs[i]);
+    }
+    return out;
+  };
+  // "Complete": after the outermost JIT frame the walk goes on to `main`.
+  auto reaches_main = [&](const std::vector<uint64_t>& pcs) {
+    const size_t n = pcs.size();
+    size_t last_jit = 0;
+    bool any = false;
+    for (size_t i = 1; i < n; ++i) {
+      if (pcs[i] && s.track().window_at(pcs[i] - 1)) {
+        last_jit = i;
+        any = true;
+      }
+    }
+    for (size_t i = any ? last_jit + 1 : 1; i < n; ++i) {
+      auto it = is_main_cache.find(pcs[i]);
+      if (it == is_main_cache.end()) {
+        frame_desc d = s.sym().user_frame(pcs[i], true);
+        it = is_main_cache.emplace(pcs[i], d.name == "main").first;
+      }
+      if (it->second) return true;
+    }
+    return false;
+  };
+  auto describe = [&](uint64_t pc, bool caller) {
+    frame_desc d = s.sym().user_frame(pc, caller);
+    return format("%s %s", hex(pc).c_str(), d.name.c_str());
+  };
+
+  s.track().checkpoint_handler = [&](const checkpoint_record& rec) {
+    const jw_checkpoint_event& e = *rec.e;
+    ++v.checkpoints;
+    tag_stats& ts = v.tags[e.tag];
+    ++ts.checkpoints;
+    if (e.truth_count > JW_MAX_TRUTH || e.truth_read_err != 0 || e.truth_n != e.truth_count) {
+      ++v.invalid_truth;
+      if (v.mismatches.size() < show) {
+        v.mismatches.push_back(
+            format("checkpoint tag %lld: ground truth unreadable (count %llu, "
+                   "read error %d)",
+                   static_cast<long long>(e.tag), static_cast<unsigned long long>(e.truth_count),
+                   e.truth_read_err));
+      }
+      return;
+    }
+    const size_t n = rec.truth.size();
+    std::vector<uint64_t> truth(rec.truth.begin(), rec.truth.end());
+    const size_t depth = rec.walk.size();
+    std::vector<uint64_t> walk_pcs;
+    for (const jw_frame& f : rec.walk) walk_pcs.push_back(f.pc);
+    std::vector<uint64_t> fp_pcs(rec.fp.begin(), rec.fp.end());
+    std::vector<uint64_t> ours = jit_pcs(walk_pcs);
+    std::vector<uint64_t> fp = jit_pcs(fp_pcs);
+    if (n == 0 && !ours.empty()) ++v.empty_truth_with_jit;
+    v.truth_frames += n;
+    v.max_truth = std::max<uint64_t>(v.max_truth, n);
+    ts.max_truth = std::max<uint64_t>(ts.max_truth, n);
+    auto common_prefix = [&](const std::vector<uint64_t>& got) {
+      size_t k = 0;
+      while (k < got.size() && k < truth.size() && got[k] == truth[k]) ++k;
+      return k;
+    };
+    v.found_frames += common_prefix(ours);
+    const size_t fp_prefix = common_prefix(fp);
+    v.fp_found_frames += fp_prefix;
+    const bool exact = ours == truth && e.walk_stop != JW_STOP_TABLE_RACE;
+    const bool fp_exact = fp == truth;
+    if (exact) {
+      ++v.exact;
+      ++ts.exact;
+    }
+    if (fp_exact) {
+      ++v.fp_exact;
+      ++ts.fp_exact;
+    } else {
+      ++v.fp_lost_at[fp_prefix];
+    }
+    if (reaches_main(walk_pcs)) {
+      ++v.complete;
+      ++ts.complete;
+    }
+    if (reaches_main(fp_pcs)) ++v.fp_complete;
+    if (e.walk_stop == JW_STOP_TABLE_RACE) ++v.races;
+    v.stale_refusals += e.walk_stale;
+    for (size_t i = 0; i < depth; ++i) {
+      const uint32_t meta = rec.walk[i].meta;
+      const unsigned method = JW_META_METHOD(meta), kind = JW_META_KIND(meta);
+      if (method == JW_M_TABLE) {
+        v.steps[kind == JW_RANGE_JIT ? 0 : kind == JW_RANGE_SFRAME ? 1 : 2]++;
+        // A stale use: rows of a window that had been freed before this event.
+        if (kind == JW_RANGE_JIT && s.track().freed_time(JW_META_UID(meta)) < e.h.time_ns) {
+          ++v.stale_uses;
+        }
+      } else if (method != JW_M_END) {
+        v.steps[3]++;
+      }
+    }
+    const bool print_this = v.checkpoints <= print_walks;
+    if ((!exact && v.mismatches.size() < show) || print_this) {
+      std::string m = format(
+          "%scheckpoint tag %lld (thread %u): ground truth %zu JIT frames, "
+          "jitwalk found %zu (first %zu agree), walk ended by %s\n",
+          exact ? "(exact) " : "", static_cast<long long>(e.tag), e.h.tid, n, ours.size(),
+          common_prefix(ours), stop_name(e.walk_stop));
+      m += "    ground truth (innermost first):\n";
+      for (size_t i = 0; i < n && i < 12; ++i) m += "      " + describe(truth[i], true) + "\n";
+      if (n > 12) m += format("      ... %zu more\n", n - 12);
+      m += "    jitwalk walk (all frames):\n";
+      for (size_t i = 0; i < depth; ++i) {
+        const uint32_t meta = rec.walk[i].meta;
+        const char* how = JW_META_METHOD(meta) == JW_M_TABLE      ? "table"
+                          : JW_META_METHOD(meta) == JW_M_END      ? "end"
+                          : JW_META_METHOD(meta) == JW_M_FP_STALE ? "fp (freed window)"
+                                                                  : "fp";
+        m += format("      #%-3zu %s  [%s%s]\n", i, describe(walk_pcs[i], i > 0).c_str(), how,
+                    s.track().window_at(walk_pcs[i] - (i > 0)) ? ", jit" : "");
+      }
+      if (print_this && exact) {
+        v.walks.push_back(std::move(m));
+      } else {
+        v.mismatches.push_back(std::move(m));
+      }
+    }
+  };
+
+  if (auto r = s.go(); !r) {
+    report(r.error());
+    return 1;
+  }
+  note("verifying pid %d (%s)", s.pid(), s.process_name().c_str());
+  s.loop([&] {
+    note("%.0f s: %llu checkpoints, %llu exact", s.elapsed_s(),
+         static_cast<unsigned long long>(v.checkpoints), static_cast<unsigned long long>(v.exact));
+  });
+  int child_status = s.child() && s.child()->exited() ? s.child()->exit_code() : -1;
+  if (s.child() && !s.child()->exited()) {
+    s.child()->signal(SIGTERM);
+    child_status = s.child()->wait();
+  }
+
+  const auto bs = s.bpf().stats();
+  const auto& tst = s.track().stats();
+  std::printf("jitwalk verify: %s (pid %d): %llu checkpoints; %s\n", s.process_name().c_str(),
+              s.pid(), static_cast<unsigned long long>(v.checkpoints), s.stop_reason().c_str());
+  std::printf("  %-24s %-22s %-18s %s\n", "", "exact matches", "complete (main)",
+              "JIT frames found");
+  std::printf("  %-24s %8llu %6.1f%%        %8llu %6.1f%%   %llu of %llu\n",
+              "jitwalk (SFrame walk)", static_cast<unsigned long long>(v.exact),
+              pct(v.exact, v.checkpoints), static_cast<unsigned long long>(v.complete),
+              pct(v.complete, v.checkpoints), static_cast<unsigned long long>(v.found_frames),
+              static_cast<unsigned long long>(v.truth_frames));
+  std::printf("  %-24s %8llu %6.1f%%        %8llu %6.1f%%   %llu of %llu\n",
+              "kernel frame-pointer walk", static_cast<unsigned long long>(v.fp_exact),
+              pct(v.fp_exact, v.checkpoints), static_cast<unsigned long long>(v.fp_complete),
+              pct(v.fp_complete, v.checkpoints), static_cast<unsigned long long>(v.fp_found_frames),
+              static_cast<unsigned long long>(v.truth_frames));
+  if (!v.fp_lost_at.empty()) {
+    std::string hist;
+    for (const auto& [k, c] : v.fp_lost_at) {
+      hist += format("%s%llu at JIT frame %llu", hist.empty() ? "" : ", ",
+                     static_cast<unsigned long long>(c), static_cast<unsigned long long>(k));
+    }
+    std::printf("  kernel frame-pointer walk lost the stack: %s\n", hist.c_str());
+  }
+  std::printf("  deepest ground truth: %llu JIT frames\n",
+              static_cast<unsigned long long>(v.max_truth));
+  if (!per_tag && v.tags.size() > 20) {
+    std::printf("  %zu distinct checkpoint tags (--per-tag lists them)\n", v.tags.size());
+  }
+  for (const auto& [tag, t] : (per_tag || v.tags.size() <= 20) ? v.tags : decltype(v.tags){}) {
+    std::printf(
+        "  tag %lld: %llu checkpoints, jitwalk %llu exact, kernel FP %llu exact, %llu "
+        "complete, up to %llu JIT frames\n",
+        static_cast<long long>(tag), static_cast<unsigned long long>(t.checkpoints),
+        static_cast<unsigned long long>(t.exact), static_cast<unsigned long long>(t.fp_exact),
+        static_cast<unsigned long long>(t.complete), static_cast<unsigned long long>(t.max_truth));
+  }
+  std::printf(
+      "  jitwalk caller steps: %llu JIT window tables, %llu native .sframe, %llu native "
+      ".eh_frame, %llu frame-pointer fallback\n",
+      static_cast<unsigned long long>(v.steps[0]), static_cast<unsigned long long>(v.steps[1]),
+      static_cast<unsigned long long>(v.steps[2]), static_cast<unsigned long long>(v.steps[3]));
+  std::printf(
+      "  JIT windows: %zu generations loaded, %zu rejected, %zu freed; freed-window rows "
+      "refused %llu times; stale-table uses: %llu; table races: %llu\n",
+      tst.windows_loaded, tst.windows_rejected, tst.windows_freed,
+      static_cast<unsigned long long>(v.stale_refusals),
+      static_cast<unsigned long long>(v.stale_uses), static_cast<unsigned long long>(v.races));
+  if (v.invalid_truth) {
+    std::printf("  checkpoints with unreadable ground truth: %llu\n",
+                static_cast<unsigned long long>(v.invalid_truth));
+  }
+  if (bs[JW_STAT_RINGBUF_FULL]) {
+    std::printf("  events lost (ring buffer full): %llu\n",
+                static_cast<unsigned long long>(bs[JW_STAT_RINGBUF_FULL]));
+  }
+  for (const std::string& m : v.walks) std::printf("  WALK %s\n", m.c_str());
+  for (const std::string& m : v.mismatches) std::printf("  MISMATCH %s\n", m.c_str());
+
+  const double match = pct(v.exact, v.checkpoints);
+  std::string verdict;
+  bool pass = true;
+  if (v.checkpoints == 0) {
+    pass = false;
+    verdict = "no checkpoint was hit (is the command's checkpoint probe there?)";
+  } else if (match + 1e-9 < min_match) {
+    pass = false;
+    verdict = format("%.2f%% exact < --min-match %g%%", match, min_match);
+    if (v.empty_truth_with_jit == v.checkpoints) {
+      verdict +=
+          "; every checkpoint reported an empty ground truth while the walk found JIT "
+          "frames: does the runtime need an option to record it (toy-jit: --shadow-stack)?";
+    }
+  } else if (v.stale_uses) {
+    pass = false;
+    verdict = "stale tables were used";
+  } else if (bs[JW_STAT_RINGBUF_FULL]) {
+    pass = false;
+    verdict = "checkpoint events were lost";
+  } else if (child_status != 0) {
+    pass = false;
+    verdict = format("the command exited with status %d", child_status);
+  } else {
+    verdict = format("%.2f%% exact >= --min-match %g%%", match, min_match);
+  }
+  std::printf("result: %s (%s)\n", pass ? "PASS" : "FAIL", verdict.c_str());
+
+  if (!json_path.empty()) {
+    nlohmann::json j;
+    j["checkpoints"] = v.checkpoints;
+    j["exact"] = v.exact;
+    j["complete"] = v.complete;
+    j["fp_exact"] = v.fp_exact;
+    j["fp_complete"] = v.fp_complete;
+    j["truth_frames"] = v.truth_frames;
+    j["found_frames"] = v.found_frames;
+    j["fp_found_frames"] = v.fp_found_frames;
+    j["max_truth"] = v.max_truth;
+    j["stale_refusals"] = v.stale_refusals;
+    j["stale_uses"] = v.stale_uses;
+    j["races"] = v.races;
+    j["invalid_truth"] = v.invalid_truth;
+    j["windows_loaded"] = tst.windows_loaded;
+    j["windows_rejected"] = tst.windows_rejected;
+    j["windows_freed"] = tst.windows_freed;
+    j["window_states_pruned"] = tst.window_states_pruned;
+    j["steps"] = {{"jit", v.steps[0]},
+                  {"sframe", v.steps[1]},
+                  {"eh_frame", v.steps[2]},
+                  {"fp_fallback", v.steps[3]}};
+    nlohmann::json lost = nlohmann::json::object();
+    for (const auto& [k, c] : v.fp_lost_at) lost[std::to_string(k)] = c;
+    j["fp_lost_at"] = lost;
+    j["command_status"] = child_status;
+    j["pass"] = pass;
+    std::ofstream f(json_path);
+    if (!f) {
+      report(error(errc::io_error, format("cannot write %s", json_path.c_str())));
+    } else {
+      f << j.dump(2) << "\n";
+    }
+  }
+  return pass ? 0 : 1;
+}
+
+}  // namespace jitwalk

@@ -1,0 +1,50 @@
+#include "jitwalk/common.hpp"
+
+#include <cstdarg>
+#include <cstdio>
+
+namespace jitwalk {
+
+int g_verbosity = 1;
+
+namespace {
+void vprint(const char* prefix, const char* fmt, va_list ap) {
+  std::string text = jitunwind::detail::vformat(fmt, ap);
+  std::fprintf(stderr, "jitwalk: %s%s\n", prefix, text.c_str());
+}
+}  // namespace
+
+void note(const char* fmt, ...) {
+  if (g_verbosity < 1) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vprint("", fmt, ap);
+  va_end(ap);
+}
+
+void detail(const char* fmt, ...) {
+  if (g_verbosity < 2) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vprint("", fmt, ap);
+  va_end(ap);
+}
+
+void warn(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vprint("warning: ", fmt, ap);
+  va_end(ap);
+}
+
+void report(const error& e) {
+  std::fprintf(stderr, "jitwalk: error: %s\n", e.message().c_str());
+}
+
+std::string hex(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+}  // namespace jitwalk

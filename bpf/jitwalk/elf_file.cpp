@@ -1,0 +1,234 @@
+#include "jitwalk/elf_file.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace jitwalk {
+
+using jitunwind::detail::elf_image;
+using jitunwind::detail::elf_section;
+
+result<std::shared_ptr<elf_file>> elf_file::open(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return make_error(errc::io_error, "cannot open %s: %s", path.c_str(), std::strerror(errno));
+  }
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < 16) {
+    ::close(fd);
+    return make_error(errc::io_error, "%s: not a regular file of ELF size", path.c_str());
+  }
+  void* m = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  if (m == MAP_FAILED) {
+    return make_error(errc::io_error, "cannot map %s: %s", path.c_str(), std::strerror(errno));
+  }
+  std::shared_ptr<elf_file> f(new elf_file());
+  f->path_ = path;
+  f->map_ = m;
+  f->map_size_ = static_cast<size_t>(st.st_size);
+  auto img = elf_image::parse({static_cast<const uint8_t*>(m), f->map_size_});
+  if (!img) {
+    return make_error(img.error().code(), "%s: %s", path.c_str(), img.error().message().c_str());
+  }
+  f->image_.emplace(std::move(img.value()));
+  return f;
+}
+
+elf_file::~elf_file() {
+  if (map_ != nullptr) munmap(map_, map_size_);
+}
+
+std::span<const uint8_t> elf_file::section(const char* name, uint64_t* vaddr) const {
+  const elf_section* s = image_->find_section(name);
+  if (s == nullptr) return {};
+  auto data = image_->section_data(*s);
+  if (!data) return {};
+  if (vaddr != nullptr) *vaddr = s->addr;
+  return data.value();
+}
+
+void elf_file::load_symbols_from(const elf_image& img, bool want_symtab) const {
+  for (const elf_section& s : img.sections()) {
+    if (s.type !=
+        (want_symtab ? jitunwind::detail::elf_sht_symtab : jitunwind::detail::elf_sht_dynsym)) {
+      continue;
+    }
+    auto syms = img.symbols(s);
+    if (!syms) continue;
+    for (auto& sym : syms.value()) {
+      // STT_FUNC = 2, STT_GNU_IFUNC = 10; defined (shndx != 0).
+      if ((sym.type != 2 && sym.type != 10) || sym.shndx == 0 || sym.value == 0) continue;
+      if (sym.name.empty()) continue;
+      // "memcpy@@GLIBC_2.14" -> "memcpy": versions are noise in a profile.
+      if (size_t at = sym.name.find('@'); at != std::string::npos && at > 0) sym.name.resize(at);
+      symbols_.push_back({sym.value, sym.size, std::move(sym.name)});
+    }
+  }
+}
+
+const std::vector<function_symbol>& elf_file::symbols() const {
+  if (symbols_loaded_) return symbols_;
+  symbols_loaded_ = true;
+  const bool has_symtab = image_->find_section(".symtab") != nullptr;
+  if (has_symtab) {
+    load_symbols_from(*image_, true);
+  } else {
+    std::string id = build_id();
+    if (id.size() > 2) {
+      std::string dbg =
+          "/usr/lib/debug/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug";
+      if (access(dbg.c_str(), R_OK) == 0) {
+        if (auto d = open(dbg); d) {
+          debug_file_ = d.value();
+          load_symbols_from(debug_file_->image(), true);
+        }
+      }
+    }
+  }
+  load_symbols_from(*image_, false);  // .dynsym adds exported aliases and fills gaps
+  std::sort(symbols_.begin(), symbols_.end(),
+            [](const function_symbol& a, const function_symbol& b) {
+              if (a.start != b.start) return a.start < b.start;
+              return a.size > b.size;
+            });
+  // One symbol per address: prefer the first (largest size; .symtab before .dynsym).
+  std::vector<function_symbol> unique;
+  unique.reserve(symbols_.size());
+  for (auto& s : symbols_) {
+    if (!unique.empty() && unique.back().start == s.start) continue;
+    unique.push_back(std::move(s));
+  }
+  symbols_ = std::move(unique);
+  return symbols_;
+}
+
+const function_symbol* elf_file::find_symbol(uint64_t vaddr) const {
+  const auto& syms = symbols();
+  auto it = std::upper_bound(syms.begin(), syms.end(), vaddr,
+                             [](uint64_t v, const function_symbol& s) { return v < s.start; });
+  if (it == syms.begin()) return nullptr;
+  const function_symbol& s = *(it - 1);
+  if (s.size != 0 && vaddr >= s.start + s.size) return nullptr;
+  if (s.size == 0 && it != syms.end() && vaddr >= it->start) return nullptr;
+  return &s;
+}
+
+std::vector<sdt_probe> elf_file::sdt_probes() const {
+  std::vector<sdt_probe> out;
+  const elf_section* s = image_->find_section(".note.stapsdt");
+  if (s == nullptr) return out;
+  auto data = image_->section_data(*s);
+  if (!data) return out;
+  std::span<const uint8_t> d = data.value();
+  size_t pos = 0;
+  auto u32 = [&](size_t at) { return static_cast<uint32_t>(image_->read_uint(d.data() + at, 4)); };
+  auto align4 = [](size_t v) { return (v + 3) & ~size_t{3}; };
+  while (pos + 12 <= d.size()) {
+    uint32_t namesz = u32(pos), descsz = u32(pos + 4), type = u32(pos + 8);
+    size_t name_at = pos + 12;
+    size_t desc_at = name_at + align4(namesz);
+    size_t next = desc_at + align4(descsz);
+    if (namesz > d.size() || descsz > d.size() || next > d.size() || desc_at > d.size()) break;
+    const bool is_sdt =
+        type == 3 && namesz == 8 && std::memcmp(d.data() + name_at, "stapsdt", 8) == 0;
+    if (is_sdt && descsz >= 24) {
+      sdt_probe p;
+      p.pc = image_->read_uint(d.data() + desc_at, 8);
+      p.semaphore = image_->read_uint(d.data() + desc_at + 16, 8);
+      const char* str = reinterpret_cast<const char*>(d.data() + desc_at + 24);
+      size_t left = descsz - 24;
+      std::string fields[3];
+      for (auto& f : fields) {
+        const void* nul = std::memchr(str, 0, left);
+        if (nul == nullptr) {
+          left = 0;
+          break;
+        }
+        size_t n = static_cast<size_t>(static_cast<const char*>(nul) - str);
+        f.assign(str, n);
+        str += n + 1;
+        left -= n + 1;
+      }
+      p.provider = fields[0];
+      p.name = fields[1];
+      p.args = fields[2];
+      if (!p.provider.empty() && !p.name.empty()) out.push_back(std::move(p));
+    }
+    pos = next;
+  }
+  return out;
+}
+
+std::string elf_file::build_id() const {
+  if (build_id_loaded_) return build_id_;
+  build_id_loaded_ = true;
+  build_id_ = compute_build_id();
+  return build_id_;
+}
+
+std::string elf_file::compute_build_id() const {
+  for (const elf_section& s : image_->sections()) {
+    if (s.type != 7 /* SHT_NOTE */) continue;
+    auto data = image_->section_data(s);
+    if (!data) continue;
+    std::span<const uint8_t> d = data.value();
+    size_t pos = 0;
+    while (pos + 12 <= d.size()) {
+      uint32_t namesz = static_cast<uint32_t>(image_->read_uint(d.data() + pos, 4));
+      uint32_t descsz = static_cast<uint32_t>(image_->read_uint(d.data() + pos + 4, 4));
+      uint32_t type = static_cast<uint32_t>(image_->read_uint(d.data() + pos + 8, 4));
+      size_t name_at = pos + 12;
+      size_t desc_at = name_at + ((namesz + 3u) & ~3u);
+      size_t next = desc_at + ((descsz + 3u) & ~3u);
+      if (namesz > d.size() || descsz > d.size() || next > d.size()) break;
+      if (type == 3 /* NT_GNU_BUILD_ID */ && namesz == 4 &&
+          std::memcmp(d.data() + name_at, "GNU", 4) == 0) {
+        std::string hexid;
+        for (size_t i = 0; i < descsz; ++i) hexid += format("%02x", d[desc_at + i]);
+        return hexid;
+      }
+      pos = next;
+    }
+  }
+  return {};
+}
+
+std::string elf_file::interpreter() const {
+  const auto* seg = image_->find_segment(3 /* PT_INTERP */);
+  if (seg == nullptr) return {};
+  auto data = image_->segment_data(*seg);
+  if (!data || data->empty()) return {};
+  const char* p = reinterpret_cast<const char*>(data->data());
+  return std::string(p, strnlen(p, data->size()));
+}
+
+std::optional<uint64_t> elf_file::offset_to_vaddr(uint64_t off) const noexcept {
+  for (const auto& p : image_->segments()) {
+    if (p.type != jitunwind::detail::elf_pt_load) continue;
+    if (off >= p.offset && off - p.offset < p.filesz) return p.vaddr + (off - p.offset);
+  }
+  return std::nullopt;
+}
+
+std::optional<uint64_t> elf_file::load_bias(uint64_t map_start,
+                                            uint64_t map_offset) const noexcept {
+  // The loader maps page_down(p.offset) at page_down(bias + p.vaddr), so for the segment whose
+  // file range starts in this mapping's first page: bias = start - offset + p.offset - p.vaddr.
+  for (const auto& p : image_->segments()) {
+    if (p.type != jitunwind::detail::elf_pt_load) continue;
+    uint64_t page_off = p.offset & ~uint64_t{0xfff};
+    if (page_off == map_offset || (map_offset >= p.offset && map_offset - p.offset < p.filesz)) {
+      return map_start - map_offset + p.offset - p.vaddr;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace jitwalk

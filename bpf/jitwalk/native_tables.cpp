@@ -1,0 +1,99 @@
+#include "jitwalk/native_tables.hpp"
+
+#include <jitunwind/sframe.h>
+
+#include "jitwalk/ehframe.hpp"
+
+#include <algorithm>
+
+namespace jitwalk {
+
+result<std::vector<unwind_function>> sframe_functions(std::span<const uint8_t> bytes,
+                                                      uint64_t section_address, table_source source,
+                                                      int* version_out, bool check_rules) {
+  auto dec = jitunwind::sframe::decode(bytes, section_address);
+  if (!dec) return dec.error();
+  if (version_out != nullptr) *version_out = dec->info.version;
+  if (dec->info.target != jitunwind::abi::amd64) {
+    return make_error(errc::unsupported, "SFrame for %s: this walker unwinds AMD64 only",
+                      jitunwind::to_string(dec->info.target));
+  }
+  std::vector<unwind_function> out;
+  out.reserve(dec->functions.size());
+  for (size_t i = 0; i < dec->functions.size(); ++i) {
+    if (check_rules) {
+      if (auto v = jitunwind::validate(jitunwind::abi::amd64, dec->functions[i]); !v) {
+        return make_error(errc::malformed, "SFrame FDE %zu: %s", i, v.error().message().c_str());
+      }
+    }
+    auto f = from_frame_model(dec->functions[i], source);
+    if (!f) {
+      return make_error(errc::malformed, "SFrame FDE %zu: %s", i, f.error().message().c_str());
+    }
+    out.push_back(std::move(f.value()));
+  }
+  return out;
+}
+
+result<native_table> build_native_table(const elf_file& obj, uint64_t bias, uint64_t lo,
+                                        uint64_t hi, const native_policy& policy) {
+  native_table t;
+  std::vector<unwind_function> fns;
+  if (policy.use_sframe) {
+    uint64_t vaddr = 0;
+    std::span<const uint8_t> sec = obj.section(".sframe", &vaddr);
+    if (!sec.empty()) {
+      auto r = sframe_functions(sec, vaddr, table_source::sframe, &t.sframe_version);
+      if (r) {
+        fns = std::move(r.value());
+        t.sframe_functions = fns.size();
+      } else {
+        t.problems.push_back(".sframe: " + r.error().message());
+      }
+    }
+  }
+  if (policy.use_eh_frame) {
+    uint64_t vaddr = 0;
+    std::span<const uint8_t> sec = obj.section(".eh_frame", &vaddr);
+    if (!sec.empty()) {
+      auto r = parse_eh_frame(sec, vaddr);
+      if (r) {
+        for (const std::string& p : r->problems) t.problems.push_back(".eh_frame: " + p);
+        // SFrame wins where both describe a function: keep only eh_frame functions that do not
+        // overlap any SFrame function.
+        std::vector<std::pair<uint64_t, uint64_t>> covered;
+        for (const auto& f : fns) covered.emplace_back(f.start, f.start + f.size);
+        std::sort(covered.begin(), covered.end());
+        for (auto& f : r->functions) {
+          const uint64_t s = f.start, e = f.start + f.size;
+          auto it =
+              std::lower_bound(covered.begin(), covered.end(), std::make_pair(e, uint64_t{0}));
+          bool overlaps = false;
+          if (it != covered.begin()) {
+            auto prev = it - 1;
+            overlaps = prev->second > s;
+          }
+          if (!overlaps) {
+            fns.push_back(std::move(f));
+            ++t.eh_frame_functions;
+          }
+        }
+      } else {
+        t.problems.push_back(".eh_frame: " + r.error().message());
+      }
+    }
+  }
+  if (fns.empty()) return make_error(errc::not_found, "%s: no unwind table", obj.path().c_str());
+  flatten_limits lim;
+  lim.lo = lo;
+  lim.hi = hi;
+  auto rows = flatten(std::move(fns), bias, lim);
+  if (!rows) {
+    return make_error(rows.error().code(), "%s: %s", obj.path().c_str(),
+                      rows.error().message().c_str());
+  }
+  t.rows = std::move(rows.value());
+  return t;
+}
+
+}  // namespace jitwalk

@@ -1,0 +1,236 @@
+#include "jitwalk/proc.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace jitwalk {
+
+std::vector<mapping> parse_maps(const std::string& text) {
+  std::vector<mapping> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    mapping m;
+    char perms[8] = {};
+    unsigned long long start = 0, end = 0, offset = 0, inode = 0;
+    unsigned major = 0, minor = 0;
+    int consumed = 0;
+    if (std::sscanf(line.c_str(), "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &offset,
+                    &major, &minor, &inode, &consumed) < 7) {
+      continue;
+    }
+    m.start = start;
+    m.end = end;
+    m.readable = perms[0] == 'r';
+    m.writable = perms[1] == 'w';
+    m.executable = perms[2] == 'x';
+    m.offset = offset;
+    m.dev = (uint64_t{major} << 20) | minor;
+    m.inode = inode;
+    if (consumed > 0 && static_cast<size_t>(consumed) <= line.size()) {
+      m.path = line.substr(static_cast<size_t>(consumed));
+      while (!m.path.empty() && (m.path.back() == ' ' || m.path.back() == '\n')) m.path.pop_back();
+    }
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+result<std::vector<mapping>> read_maps(pid_t pid) {
+  std::string path = format("/proc/%d/maps", pid);
+  std::ifstream f(path);
+  if (!f)
+    return make_error(errc::not_found, "cannot read %s (process %d gone?)", path.c_str(), pid);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return parse_maps(ss.str());
+}
+
+std::string map_files_path(pid_t pid, const mapping& m) {
+  return format("/proc/%d/map_files/%llx-%llx", pid, static_cast<unsigned long long>(m.start),
+                static_cast<unsigned long long>(m.end));
+}
+
+std::string read_comm(pid_t pid, pid_t tid) {
+  std::string path = tid ? format("/proc/%d/task/%d/comm", pid, tid) : format("/proc/%d/comm", pid);
+  std::ifstream f(path);
+  std::string s;
+  if (!f || !std::getline(f, s) || s.empty()) return "?";
+  return s;
+}
+
+std::string read_exe(pid_t pid) {
+  char buf[4096];
+  std::string link = format("/proc/%d/exe", pid);
+  ssize_t n = readlink(link.c_str(), buf, sizeof buf - 1);
+  if (n <= 0) return {};
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+std::vector<pid_t> list_threads(pid_t pid) {
+  std::vector<pid_t> out;
+  DIR* d = opendir(format("/proc/%d/task", pid).c_str());
+  if (d == nullptr) return out;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] >= '0' && e->d_name[0] <= '9')
+      out.push_back(static_cast<pid_t>(std::atoi(e->d_name)));
+  }
+  closedir(d);
+  return out;
+}
+
+bool process_alive(pid_t pid) {
+  if (kill(pid, 0) != 0 && errno == ESRCH) return false;
+  // A zombie still answers kill(); its maps are gone.
+  std::ifstream f(format("/proc/%d/stat", pid));
+  std::string stat;
+  if (!f || !std::getline(f, stat)) return false;
+  size_t paren = stat.rfind(')');
+  return paren == std::string::npos || paren + 2 >= stat.size() || stat[paren + 2] != 'Z';
+}
+
+result<child_process> child_process::spawn(const std::vector<std::string>& argv) {
+  if (argv.empty()) return make_error(errc::invalid_argument, "no command given");
+  int gate[2], err[2];
+  if (pipe2(gate, O_CLOEXEC) != 0)
+    return make_error(errc::io_error, "pipe: %s", std::strerror(errno));
+  if (pipe2(err, O_CLOEXEC) != 0) {
+    ::close(gate[0]);
+    ::close(gate[1]);
+    return make_error(errc::io_error, "pipe: %s", std::strerror(errno));
+  }
+  pid_t pid = fork();
+  if (pid < 0) {
+    int e = errno;
+    for (int fd : {gate[0], gate[1], err[0], err[1]}) ::close(fd);
+    return make_error(errc::io_error, "fork: %s", std::strerror(e));
+  }
+  if (pid == 0) {
+    ::close(gate[1]);
+    ::close(err[0]);
+    char go = 0;
+    ssize_t n;
+    do {
+      n = read(gate[0], &go, 1);
+    } while (n < 0 && errno == EINTR);
+    if (n != 1) _exit(127);  // jitwalk went away before releasing us
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    int e = errno;
+    ssize_t ignored = write(err[1], &e, sizeof e);
+    (void)ignored;
+    _exit(127);
+  }
+  ::close(gate[0]);
+  ::close(err[1]);
+  child_process c;
+  c.pid_ = pid;
+  c.gate_fd_ = gate[1];
+  c.error_fd_ = err[0];
+  c.command_ = argv[0];
+  return c;
+}
+
+child_process::child_process(child_process&& o) noexcept
+    : pid_(o.pid_),
+      gate_fd_(o.gate_fd_),
+      error_fd_(o.error_fd_),
+      command_(std::move(o.command_)),
+      exited_(o.exited_),
+      exit_code_(o.exit_code_) {
+  o.pid_ = -1;
+  o.gate_fd_ = o.error_fd_ = -1;
+}
+
+child_process::~child_process() {
+  if (gate_fd_ >= 0) ::close(gate_fd_);  // an unreleased child exits (read returns 0)
+  if (error_fd_ >= 0) ::close(error_fd_);
+  if (pid_ > 0 && !exited_) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+}
+
+result<void> child_process::release() {
+  char go = 1;
+  if (write(gate_fd_, &go, 1) != 1) {
+    return make_error(errc::io_error, "cannot release process %d: %s", pid_, std::strerror(errno));
+  }
+  ::close(gate_fd_);
+  gate_fd_ = -1;
+  int e = 0;
+  ssize_t n;
+  do {
+    n = read(error_fd_, &e, sizeof e);
+  } while (n < 0 && errno == EINTR);
+  ::close(error_fd_);
+  error_fd_ = -1;
+  if (n == sizeof e) {
+    wait();
+    return make_error(e == ENOENT ? errc::not_found : errc::io_error, "cannot run %s: %s",
+                      command_.c_str(), std::strerror(e));
+  }
+  return {};
+}
+
+static int decode_status(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return -1;
+}
+
+static double cpu_of(const rusage& ru) {
+  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+bool child_process::poll_exit() {
+  if (exited_) return true;
+  int status = 0;
+  rusage ru{};
+  pid_t r = wait4(pid_, &status, WNOHANG, &ru);
+  if (r == pid_ && (WIFEXITED(status) || WIFSIGNALED(status))) {
+    exited_ = true;
+    exit_code_ = decode_status(status);
+    cpu_s_ = cpu_of(ru);
+  }
+  return exited_;
+}
+
+int child_process::wait() {
+  while (!exited_) {
+    int status = 0;
+    rusage ru{};
+    pid_t r = wait4(pid_, &status, 0, &ru);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) {
+      exited_ = true;
+      break;
+    }
+    if (WIFEXITED(status) || WIFSIGNALED(status)) {
+      exited_ = true;
+      exit_code_ = decode_status(status);
+      cpu_s_ = cpu_of(ru);
+    }
+  }
+  return exit_code_;
+}
+
+void child_process::signal(int sig) {
+  if (!exited_ && pid_ > 0) kill(pid_, sig);
+}
+
+}  // namespace jitwalk

@@ -1,0 +1,78 @@
+// The target process: its mappings, names, and (for `-- CMD`) starting it under control.
+#pragma once
+
+#include "jitwalk/common.hpp"
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace jitwalk {
+
+struct mapping {
+  uint64_t start = 0, end = 0;
+  bool readable = false, writable = false, executable = false;
+  uint64_t offset = 0;
+  uint64_t dev = 0;  ///< major << 20 | minor ... as printed, combined
+  uint64_t inode = 0;
+  std::string path;  ///< as printed: "/usr/lib/x.so", "[stack]", "/memfd:name (deleted)", ""
+
+  bool file_backed() const noexcept { return inode != 0 && !path.empty() && path[0] == '/'; }
+  bool anonymous() const noexcept { return inode == 0; }
+};
+
+/// Parses /proc/PID/maps. `not_found` if the process is gone.
+result<std::vector<mapping>> read_maps(pid_t pid);
+/// Parses the text of a maps file (for tests).
+std::vector<mapping> parse_maps(const std::string& text);
+
+/// A path through which the object behind a mapping can be opened even if it was deleted,
+/// replaced, is a memfd or lives in another mount namespace: /proc/PID/map_files/START-END.
+std::string map_files_path(pid_t pid, const mapping& m);
+
+/// /proc/PID/comm (or /proc/PID/task/TID/comm), without the newline; "?" if unreadable.
+std::string read_comm(pid_t pid, pid_t tid = 0);
+/// /proc/PID/exe resolved, or empty.
+std::string read_exe(pid_t pid);
+bool process_alive(pid_t pid);
+/// The thread ids in /proc/PID/task (empty if the process is gone).
+std::vector<pid_t> list_threads(pid_t pid);
+
+/// A command started by jitwalk. The child is created stopped at a gate (before exec) so BPF
+/// programs and probes can be attached to its PID first; `release` lets it exec.
+class child_process {
+ public:
+  /// Forks; the child waits, then execvp(argv). `io_error` if fork fails.
+  static result<child_process> spawn(const std::vector<std::string>& argv);
+  child_process(child_process&&) noexcept;
+  child_process& operator=(child_process&&) = delete;
+  ~child_process();
+
+  pid_t pid() const noexcept { return pid_; }
+  /// Lets the child exec. `not_found`/`io_error` naming the command if exec failed.
+  result<void> release();
+  /// Non-blocking: true once the child exited (then exit_code() is valid).
+  bool poll_exit();
+  /// Blocking wait.
+  int wait();
+  int exit_code() const noexcept { return exit_code_; }
+  /// User + system CPU time of the command (and its waited-for children), once exited.
+  double cpu_seconds() const noexcept { return cpu_s_; }
+  bool exited() const noexcept { return exited_; }
+  /// Sends a signal (no-op once exited).
+  void signal(int sig);
+
+ private:
+  child_process() = default;
+  pid_t pid_ = -1;
+  int gate_fd_ = -1;   // write end: one byte releases the child
+  int error_fd_ = -1;  // read end: errno of a failed exec (CLOEXEC pipe)
+  std::string command_;
+  bool exited_ = false;
+  int exit_code_ = -1;
+  double cpu_s_ = 0;
+};
+
+}  // namespace jitwalk

@@ -1,0 +1,43 @@
+#include "jitwalk/profile_data.hpp"
+
+#include <algorithm>
+
+namespace jitwalk {
+
+uint32_t profile_data::intern(const profile_frame& f) {
+  auto key = std::make_tuple(f.name, static_cast<uint8_t>(f.kind), f.address, f.module);
+  auto it = frame_ids_.find(key);
+  if (it != frame_ids_.end()) return it->second;
+  uint32_t id = static_cast<uint32_t>(frames_.size());
+  frames_.push_back(f);
+  frame_ids_.emplace(std::move(key), id);
+  return id;
+}
+
+void profile_data::add(const std::string& thread, std::vector<uint32_t> frames_leaf_first,
+                       uint64_t count) {
+  if (count == 0) return;
+  counts_[{thread, std::move(frames_leaf_first)}] += count;
+  total_ += count;
+}
+
+std::vector<profile_stack> profile_data::stacks() const {
+  std::vector<profile_stack> out;
+  out.reserve(counts_.size());
+  for (const auto& [key, count] : counts_) out.push_back({key.first, key.second, count});
+  auto root_first_names = [&](const profile_stack& s) {
+    std::vector<const std::string*> v;
+    for (auto it = s.frames.rbegin(); it != s.frames.rend(); ++it) v.push_back(&frames_[*it].name);
+    return v;
+  };
+  std::sort(out.begin(), out.end(), [&](const profile_stack& a, const profile_stack& b) {
+    if (a.thread != b.thread) return a.thread < b.thread;
+    auto na = root_first_names(a), nb = root_first_names(b);
+    return std::lexicographical_compare(
+        na.begin(), na.end(), nb.begin(), nb.end(),
+        [](const std::string* x, const std::string* y) { return *x < *y; });
+  });
+  return out;
+}
+
+}  // namespace jitwalk

@@ -1,0 +1,74 @@
+// A symbolized, aggregated CPU profile: what the writers (folded, SVG, pprof) consume.
+#pragma once
+
+#include "jitwalk/symbolizer.hpp"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace jitwalk {
+
+struct profile_frame {
+  std::string name;
+  frame_kind kind = frame_kind::unknown;
+  uint64_t address = 0;  ///< the address symbolized (return addresses minus one)
+  std::string module;
+  uint64_t map_start = 0, map_limit = 0, map_offset = 0;
+  std::string build_id;
+};
+
+struct profile_stack {
+  std::string thread;            ///< first folded element: process or thread name
+  std::vector<uint32_t> frames;  ///< indexes into profile_data::frames(), leaf first
+  uint64_t count = 0;
+};
+
+class profile_data {
+ public:
+  /// Frame id for a frame (deduplicated by name, kind, address and module).
+  uint32_t intern(const profile_frame& f);
+  /// Adds `count` samples of a stack (leaf first); equal stacks are merged.
+  void add(const std::string& thread, std::vector<uint32_t> frames_leaf_first, uint64_t count);
+
+  const std::vector<profile_frame>& frames() const noexcept { return frames_; }
+  /// All stacks, sorted by thread then frames root-first (deterministic output).
+  std::vector<profile_stack> stacks() const;
+  uint64_t total() const noexcept { return total_; }
+
+  std::string process_name;
+  int pid = 0;
+  uint64_t period_ns = 0;      ///< CPU time one sample stands for
+  uint64_t start_unix_ns = 0;  ///< wall-clock start of the profile
+  uint64_t duration_ns = 0;
+
+ private:
+  std::vector<profile_frame> frames_;
+  std::map<std::tuple<std::string, uint8_t, uint64_t, std::string>, uint32_t> frame_ids_;
+  std::map<std::pair<std::string, std::vector<uint32_t>>, uint64_t> counts_;
+  uint64_t total_ = 0;
+};
+
+/// Folded stacks ("thread;root;...;leaf count" per line), the input format of flamegraph.pl,
+/// inferno, speedscope. `io_error` naming the file.
+result<void> write_folded(const profile_data& p, const std::string& path);
+std::string folded_text(const profile_data& p);
+
+struct svg_options {
+  std::string title = "jitwalk CPU profile";
+  std::string subtitle;
+  unsigned width = 1200;
+};
+/// A self-contained SVG flame graph (inline CSS and a small inline script for click-to-zoom;
+/// readable without the script).
+std::string flamegraph_svg(const profile_data& p, const svg_options& o);
+result<void> write_svg(const profile_data& p, const svg_options& o, const std::string& path);
+
+/// A pprof profile (profile.proto, gzip-compressed) with sample types samples/count and
+/// cpu/nanoseconds.
+std::vector<uint8_t> pprof_bytes(const profile_data& p, bool gzip = true);
+result<void> write_pprof(const profile_data& p, const std::string& path);
+
+}  // namespace jitwalk

@@ -1,0 +1,179 @@
+#include "jitwalk/run.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
+namespace jitwalk {
+
+namespace {
+volatile sig_atomic_t g_stop = 0;
+void on_stop_signal(int) {
+  g_stop = 1;
+}
+
+// execvp's PATH lookup, done here to find the executable's dynamic loader before it runs.
+std::string resolve_command(const std::string& cmd) {
+  if (cmd.find('/') != std::string::npos) return cmd;
+  const char* path = std::getenv("PATH");
+  std::string p = path ? path : "/usr/bin:/bin";
+  size_t pos = 0;
+  while (pos <= p.size()) {
+    size_t colon = p.find(':', pos);
+    std::string dir = p.substr(pos, colon == std::string::npos ? std::string::npos : colon - pos);
+    std::string cand = (dir.empty() ? "." : dir) + "/" + cmd;
+    if (access(cand.c_str(), X_OK) == 0) return cand;
+    if (colon == std::string::npos) break;
+    pos = colon + 1;
+  }
+  return cmd;
+}
+}  // namespace
+
+void install_stop_signals() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;  // no SA_RESTART: interrupt the ring buffer poll
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+bool stop_requested() {
+  return g_stop != 0;
+}
+
+result<std::unique_ptr<run_session>> run_session::start(const run_options& o) {
+  std::unique_ptr<run_session> s(new run_session());
+  s->o_ = o;
+  if (o.target.command.empty() && o.target.pid <= 0) {
+    return make_error(errc::invalid_argument, "no target: give -p PID or -- COMMAND");
+  }
+  if (o.target.command.empty() && !process_alive(o.target.pid)) {
+    return make_error(errc::not_found, "no process with PID %d", o.target.pid);
+  }
+  bpf_options bo = o.bpf;
+  bo.stack_depth = std::min<uint32_t>(std::max<uint32_t>(o.max_depth, 1), JW_MAX_DEPTH);
+  auto bpf = bpf_session::open(bo);
+  if (!bpf) return bpf.error();
+  s->bpf_ = std::move(bpf.value());
+
+  std::string exe_path;
+  if (!o.target.command.empty()) {
+    exe_path = resolve_command(o.target.command.front());
+    auto child = child_process::spawn(o.target.command);
+    if (!child) return child.error();
+    s->child_.emplace(std::move(child.value()));
+    s->pid_ = s->child_->pid();
+    std::string base = exe_path.substr(exe_path.rfind('/') + 1);
+    s->process_name_ = base.substr(0, 15);  // like /proc/PID/comm
+  } else {
+    s->pid_ = o.target.pid;
+    s->process_name_ = read_comm(s->pid_);
+  }
+
+  jw_config& cfg = s->bpf_->config();
+  cfg.target_tgid = static_cast<uint32_t>(s->pid_);
+  cfg.max_depth = std::min<uint32_t>(std::max<uint32_t>(o.max_depth, 1), JW_MAX_DEPTH);
+  cfg.kernel_stacks = o.kernel_stacks;
+  cfg.per_thread = o.per_thread;
+  cfg.fp_only = o.fp_only;
+  cfg.stop_on_publish = o.sync_tables;
+  // A command we start is held at every loader event so probes are in place before its code
+  // (and every dlopened object's) runs; an attached process is never stopped for that.
+  cfg.stop_on_loader = !o.target.command.empty();
+
+  s->tables_ = std::make_unique<table_store>(s->bpf_->views());
+  s->sym_ = std::make_unique<symbolizer>(s->pid_);
+  s->tracker_ = std::make_unique<tracker>(*s->bpf_, *s->tables_, *s->sym_, s->pid_, o.tracker);
+
+  if (s->child_) {
+    // The executable is not mapped yet: probes in it (static SDK) and the loader hook go in now.
+    s->tracker_->attach_probes_in(exe_path);
+    std::string interp;
+    if (auto obj = elf_file::open(exe_path); obj) interp = obj.value()->interpreter();
+    if (!interp.empty()) {
+      if (auto r = s->tracker_->attach_loader(interp); !r) {
+        warn("%s; objects loaded by %s get no probes", r.error().message().c_str(),
+             exe_path.c_str());
+      }
+    }
+  } else {
+    s->sym_->refresh();
+    s->tracker_->scan_objects();
+    s->tracker_->sync_registry();
+    s->tracker_->flush();
+    if (auto r = s->tracker_->attach_loader(); !r) {
+      detail("%s (objects loaded later are not followed)", r.error().message().c_str());
+    }
+  }
+  return s;
+}
+
+run_session::~run_session() {
+  // Never leave the target stopped behind us.
+  if (pid_ > 0 && (!child_ || !child_->exited())) kill(pid_, SIGCONT);
+  tracker_.reset();
+  bpf_.reset();
+}
+
+result<void> run_session::go() {
+  started_ = std::chrono::steady_clock::now();
+  if (child_) return child_->release();
+  return {};
+}
+
+double run_session::elapsed_s() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+}
+
+void run_session::loop(const std::function<void()>& tick, int tick_ms) {
+  auto next_tick = std::chrono::steady_clock::now() + std::chrono::milliseconds(tick_ms);
+  auto next_sync = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  const auto handler = [&](const void* data, size_t size) { tracker_->on_event(data, size); };
+  for (;;) {
+    auto polled = bpf_->poll_events(50, handler);
+    if (!polled) {
+      warn("%s", polled.error().message().c_str());
+    }
+    tracker_->flush();
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= next_sync) {
+      // Safety net for events lost or never emitted (runtimes without USDT events).
+      next_sync = now + std::chrono::seconds(1);
+      tracker_->sync_registry();
+      tracker_->flush();
+    }
+    if (now >= next_tick) {
+      next_tick = now + std::chrono::milliseconds(tick_ms);
+      if (tick) tick();
+    }
+    if (stop_requested()) {
+      stop_reason_ = "interrupted";
+      break;
+    }
+    if (child_ && child_->poll_exit()) {
+      stop_reason_ = format("command exited with status %d", child_->exit_code());
+      break;
+    }
+    if (!child_ && !process_alive(pid_)) {
+      stop_reason_ = format("process %d exited", pid_);
+      break;
+    }
+    if (o_.duration_s > 0 && elapsed_s() >= o_.duration_s) {
+      stop_reason_ = format("%.1f s elapsed", o_.duration_s);
+      break;
+    }
+  }
+  // Events still queued (the last checkpoints, names) are processed before returning.
+  for (int i = 0; i < 8; ++i) {
+    auto n = bpf_->poll_events(0, handler);
+    if (!n || n.value() == 0) break;
+  }
+  tracker_->flush();
+}
+
+}  // namespace jitwalk

@@ -1,0 +1,77 @@
+// What `profile` and `verify` share: starting or attaching to the target, loading and attaching
+// the walker, the event loop, signals.
+#pragma once
+
+#include "jitwalk/bpf_session.hpp"
+#include "jitwalk/proc.hpp"
+#include "jitwalk/symbolizer.hpp"
+#include "jitwalk/table_store.hpp"
+#include "jitwalk/tracker.hpp"
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace jitwalk {
+
+struct target_spec {
+  pid_t pid = 0;                     ///< -p
+  std::vector<std::string> command;  ///< -- CMD ARGS
+};
+
+struct run_options {
+  target_spec target;
+  bpf_options bpf;
+  tracker_options tracker;
+  uint32_t max_depth = JW_DEFAULT_DEPTH;
+  bool kernel_stacks = false;
+  bool per_thread = false;
+  bool fp_only = false;      ///< walk with frame pointers only (our BPF walker)
+  bool sync_tables = false;  ///< SIGSTOP the target on window_publish until its rows are loaded
+  double duration_s = 0;     ///< 0 = until the command exits / Ctrl-C
+};
+
+/// A prepared session: BPF loaded, target started (gated) or attached, tables and probes set.
+class run_session {
+ public:
+  static result<std::unique_ptr<run_session>> start(const run_options& o);
+  ~run_session();
+
+  bpf_session& bpf() { return *bpf_; }
+  tracker& track() { return *tracker_; }
+  symbolizer& sym() { return *sym_; }
+  pid_t pid() const { return pid_; }
+  child_process* child() { return child_ ? &*child_ : nullptr; }
+  const std::string& process_name() const { return process_name_; }
+
+  /// Lets a gated command run (no-op for -p). Errors name the command.
+  result<void> go();
+  /// Runs the event loop until the command exits, the process disappears, the duration passes
+  /// or SIGINT/SIGTERM arrives. `tick` is called about every `tick_ms`.
+  void loop(const std::function<void()>& tick, int tick_ms = 1000);
+  /// Why loop() returned.
+  std::string stop_reason() const { return stop_reason_; }
+  double elapsed_s() const;
+
+ private:
+  run_session() = default;
+  run_options o_;
+  std::unique_ptr<bpf_session> bpf_;
+  std::unique_ptr<table_store> tables_;
+  std::unique_ptr<symbolizer> sym_;
+  std::unique_ptr<tracker> tracker_;
+  std::optional<child_process> child_;
+  pid_t pid_ = 0;
+  std::string process_name_;
+  std::chrono::steady_clock::time_point started_;
+  std::string stop_reason_;
+};
+
+/// Installs SIGINT/SIGTERM handlers that make loop() return; true once one arrived.
+void install_stop_signals();
+bool stop_requested();
+
+}  // namespace jitwalk

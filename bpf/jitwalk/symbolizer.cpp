@@ -1,0 +1,164 @@
+#include "jitwalk/symbolizer.hpp"
+
+#include <cxxabi.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+namespace jitwalk {
+
+const char* to_string(frame_kind k) noexcept {
+  switch (k) {
+    case frame_kind::native:
+      return "native";
+    case frame_kind::jit:
+      return "jit";
+    case frame_kind::kernel:
+      return "kernel";
+    case frame_kind::unknown:
+      return "unknown";
+  }
+  return "?";
+}
+
+std::string demangle(const std::string& name) {
+  if (name.size() < 2 || name[0] != '_' || name[1] != 'Z') return name;
+  int status = 0;
+  char* out = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
+  if (status != 0 || out == nullptr) return name;
+  std::string s(out);
+  std::free(out);
+  return s;
+}
+
+symbolizer::symbolizer(pid_t pid) : pid_(pid) {
+  perf_map_path_ = format("/tmp/perf-%d.map", pid);
+}
+
+void symbolizer::refresh() {
+  if (auto m = read_maps(pid_); m && !m->empty()) {
+    maps_ = std::move(m.value());
+    std::sort(maps_.begin(), maps_.end(),
+              [](const mapping& a, const mapping& b) { return a.start < b.start; });
+    // A runtime that writes a jitdump keeps the file mapped (that is how perf finds it).
+    const std::string suffix = format("/jit-%d.dump", pid_);
+    for (const mapping& mp : maps_) {
+      if (mp.path.size() > suffix.size() &&
+          mp.path.compare(mp.path.size() - suffix.size(), suffix.size(), suffix) == 0 &&
+          std::find(jitdump_paths_.begin(), jitdump_paths_.end(), mp.path) ==
+              jitdump_paths_.end()) {
+        jitdump_paths_.push_back(mp.path);
+      }
+    }
+  }
+  names_.load_perf_map(perf_map_path_);
+  for (const std::string& p : jitdump_paths_) {
+    auto r = names_.load_jitdump(p);
+    (void)r;  // a missing or foreign file only means fewer names
+  }
+}
+
+const mapping* symbolizer::find_mapping(uint64_t pc) const {
+  auto it = std::upper_bound(maps_.begin(), maps_.end(), pc,
+                             [](uint64_t v, const mapping& m) { return v < m.start; });
+  if (it == maps_.begin()) return nullptr;
+  --it;
+  return pc < it->end ? &*it : nullptr;
+}
+
+std::shared_ptr<elf_file> symbolizer::object_for(const mapping& m) {
+  if (m.inode == 0) return nullptr;
+  const auto key = std::make_pair(m.dev, m.inode);
+  if (auto it = objects_.find(key); it != objects_.end()) return it->second;
+  if (failed_.count(key)) return nullptr;
+  auto f = elf_file::open(map_files_path(pid_, m));
+  if (!f && m.file_backed()) {
+    // The process may be gone; the file itself may still be there (not for memfds).
+    std::string path = m.path;
+    if (path.size() > 10 && path.compare(path.size() - 10, 10, " (deleted)") == 0) path.clear();
+    if (!path.empty()) f = elf_file::open(path);
+  }
+  if (!f) {
+    failed_[key] = true;
+    return nullptr;
+  }
+  objects_[key] = f.value();
+  return f.value();
+}
+
+frame_desc symbolizer::user_frame(uint64_t pc, bool return_address, uint64_t before) {
+  const uint64_t at = return_address && pc > 0 ? pc - 1 : pc;
+  frame_desc d;
+  const mapping* m = find_mapping(at);
+  if (m != nullptr) {
+    d.module = m->path;
+    d.module_base = m->start;
+    d.module_limit = m->end;
+    d.module_offset = m->offset;
+  }
+  if (const jit_names::entry* e = names_.find(at, before)) {
+    d.name = e->name;
+    d.kind = frame_kind::jit;
+    d.has_symbol = true;
+    if (m == nullptr || m->anonymous()) d.module = "[jit]";
+    return d;
+  }
+  if (m != nullptr && m->inode != 0) {
+    if (auto obj = object_for(*m)) {
+      d.build_id = obj->build_id();
+      auto vaddr = obj->offset_to_vaddr(at - m->start + m->offset);
+      if (vaddr) {
+        if (const function_symbol* s = obj->find_symbol(*vaddr)) {
+          d.name = demangle(s->name);
+          d.kind = frame_kind::native;
+          d.has_symbol = true;
+          return d;
+        }
+      }
+      std::string base = m->path.substr(m->path.rfind('/') + 1);
+      d.name = format("%s+0x%llx", base.c_str(),
+                      static_cast<unsigned long long>(vaddr ? *vaddr : at - m->start + m->offset));
+      d.kind = frame_kind::native;
+      return d;
+    }
+  }
+  d.name = format("[unknown 0x%llx]", static_cast<unsigned long long>(pc));
+  d.kind = frame_kind::unknown;
+  return d;
+}
+
+void symbolizer::load_kallsyms() {
+  kallsyms_loaded_ = true;
+  std::ifstream f("/proc/kallsyms");
+  std::string line;
+  while (std::getline(f, line)) {
+    unsigned long long addr = 0;
+    char type = 0;
+    char name[256];
+    if (std::sscanf(line.c_str(), "%llx %c %255s", &addr, &type, name) != 3) continue;
+    if (addr == 0) continue;
+    if (type != 't' && type != 'T' && type != 'w' && type != 'W') continue;
+    kallsyms_.emplace_back(addr, name);
+  }
+  std::sort(kallsyms_.begin(), kallsyms_.end());
+}
+
+frame_desc symbolizer::kernel_frame(uint64_t pc) {
+  if (!kallsyms_loaded_) load_kallsyms();
+  frame_desc d;
+  d.kind = frame_kind::kernel;
+  d.module = "[kernel]";
+  auto it = std::upper_bound(kallsyms_.begin(), kallsyms_.end(), pc,
+                             [](uint64_t v, const auto& s) { return v < s.first; });
+  if (it == kallsyms_.begin()) {
+    d.name = format("[unknown 0x%llx]", static_cast<unsigned long long>(pc));
+    return d;
+  }
+  d.name = (it - 1)->second;
+  d.has_symbol = true;
+  return d;
+}
+
+}  // namespace jitwalk

@@ -1,0 +1,72 @@
+// Turns addresses of the target into names: JIT names (jit_names), ELF symbols of mapped
+// objects, kernel symbols (/proc/kallsyms). Keeps what it learned when the process exits, so
+// stacks drained after the exit are still named.
+#pragma once
+
+#include "jitwalk/elf_file.hpp"
+#include "jitwalk/jit_names.hpp"
+#include "jitwalk/proc.hpp"
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace jitwalk {
+
+enum class frame_kind : uint8_t { native, jit, kernel, unknown };
+const char* to_string(frame_kind k) noexcept;
+
+struct frame_desc {
+  std::string name;          ///< function name (demangled), or "[unknown 0x...]" / "module+0x..."
+  std::string module;        ///< object path, "[jit]", "[kernel]", or ""
+  uint64_t module_base = 0;  ///< start of the module's mapping (pprof Mapping)
+  uint64_t module_limit = 0;
+  uint64_t module_offset = 0;  ///< file offset of the first mapped byte
+  std::string build_id;
+  frame_kind kind = frame_kind::unknown;
+  bool has_symbol = false;
+};
+
+class symbolizer {
+ public:
+  explicit symbolizer(pid_t pid);
+
+  /// Re-reads /proc/PID/maps and the perf map / jitdump files (incrementally). When the process
+  /// is gone the last known state is kept.
+  void refresh();
+  jit_names& names() noexcept { return names_; }
+
+  /// Symbolizes a user PC. `return_address`: PC is a return address (look up PC - 1).
+  /// `before`: for JIT code, only names published before this time (ns) qualify.
+  frame_desc user_frame(uint64_t pc, bool return_address, uint64_t before = UINT64_MAX);
+  frame_desc kernel_frame(uint64_t pc);
+
+  const std::vector<mapping>& mappings() const noexcept { return maps_; }
+  /// The mapping containing pc in the last known state, or null.
+  const mapping* find_mapping(uint64_t pc) const;
+  /// The ELF object behind a file-backed mapping (opened through /proc/PID/map_files while the
+  /// process lives), cached by device and inode; null if it cannot be opened.
+  std::shared_ptr<elf_file> object_for(const mapping& m);
+
+ private:
+  void load_kallsyms();
+
+  pid_t pid_;
+  std::vector<mapping> maps_;  // sorted by start
+  std::map<std::pair<uint64_t, uint64_t>, std::shared_ptr<elf_file>> objects_;
+  std::map<std::pair<uint64_t, uint64_t>, bool> failed_;
+  jit_names names_;
+  std::string perf_map_path_;
+  std::vector<std::string> jitdump_paths_;
+  bool kallsyms_loaded_ = false;
+  std::vector<std::pair<uint64_t, std::string>> kallsyms_;
+};
+
+/// Demangles C++ names; anything else is returned unchanged.
+std::string demangle(const std::string& name);
+
+}  // namespace jitwalk

@@ -1,0 +1,199 @@
+#include "jitwalk/table_store.hpp"
+
+#include <algorithm>
+
+namespace jitwalk {
+
+namespace {
+template <class T>
+void store_release(T* p, T v) {
+  std::atomic_ref<T>(*p).store(v, std::memory_order_release);
+}
+template <class T>
+T load_relaxed(T* p) {
+  return std::atomic_ref<T>(*p).load(std::memory_order_relaxed);
+}
+}  // namespace
+
+table_store::table_store(table_views views) : v_(views) {
+  if (!v_.rows.empty())
+    free_[0] = static_cast<uint32_t>(std::min<size_t>(v_.rows.size(), UINT32_MAX));
+  store_release(&v_.ctl->nranges[0], 0u);
+  store_release(&v_.ctl->nranges[1], 0u);
+  store_release(&v_.ctl->active, 0u);
+}
+
+result<uint32_t> table_store::add(range_rows rows, range_info info) {
+  if (rows.rows.empty() || rows.end <= rows.start) {
+    return make_error(errc::invalid_argument, "%s: empty range", info.label.c_str());
+  }
+  if (rows.rows.size() > JW_MAX_ROWS_PER_RANGE) {
+    return make_error(errc::limit_exceeded, "%s: %zu rows (at most %u per range)",
+                      info.label.c_str(), rows.rows.size(), JW_MAX_ROWS_PER_RANGE);
+  }
+  if (next_uid_ >= (1u << JW_UID_BITS)) {
+    return make_error(errc::limit_exceeded, "table uid space exhausted (%u tables loaded)",
+                      next_uid_ - 1);
+  }
+  // The newest description of an address range wins.
+  std::vector<uint32_t> overlapped;
+  for (const auto& [uid, e] : live_) {
+    if (e.start < rows.end && rows.start < e.end) overlapped.push_back(uid);
+  }
+  for (uint32_t old : overlapped) remove(old);
+  uint32_t uid = next_uid_++;
+  entry e;
+  e.start = rows.start;
+  e.end = rows.end;
+  e.pending = std::move(rows);
+  e.info = std::move(info);
+  live_.emplace(uid, std::move(e));
+  dirty_ = true;
+  return uid;
+}
+
+void table_store::remove(uint32_t uid) {
+  auto it = live_.find(uid);
+  if (it == live_.end()) return;
+  if (it->second.placed) {
+    quarantine_.push_back({it->second.row_first, it->second.row_count, commits_ + 1});
+  }
+  live_.erase(it);
+  dirty_ = true;
+}
+
+void table_store::remove_if(const std::function<bool(const range_info&)>& pred) {
+  std::vector<uint32_t> doomed;
+  for (const auto& [uid, e] : live_) {
+    if (pred(e.info)) doomed.push_back(uid);
+  }
+  for (uint32_t uid : doomed) remove(uid);
+}
+
+result<uint32_t> table_store::allocate(uint32_t count) {
+  for (auto it = free_.begin(); it != free_.end(); ++it) {
+    if (it->second >= count) {
+      uint32_t first = it->first;
+      uint32_t left = it->second - count;
+      free_.erase(it);
+      if (left) free_[first + count] = left;
+      return first;
+    }
+  }
+  return make_error(errc::limit_exceeded, "no room for %u rows in the BPF row table (%zu slots)",
+                    count, v_.rows.size());
+}
+
+void table_store::free_slots(uint32_t first, uint32_t count) {
+  auto [it, inserted] = free_.emplace(first, count);
+  if (!inserted) return;
+  auto next = std::next(it);
+  if (next != free_.end() && it->first + it->second == next->first) {
+    it->second += next->second;
+    free_.erase(next);
+  }
+  if (it != free_.begin()) {
+    auto prev = std::prev(it);
+    if (prev->first + prev->second == it->first) {
+      prev->second += it->second;
+      free_.erase(it);
+    }
+  }
+}
+
+result<void> table_store::commit() {
+  const uint32_t active = load_relaxed(&v_.ctl->active) & 1;
+  const uint32_t half = active ^ 1;
+  ++commits_;
+  // Walks still using this half (they read `active` before the last flip) are invalidated
+  // before anything they might read changes.
+  std::atomic_ref<__u64>(v_.ctl->seq[half]).fetch_add(1, std::memory_order_acq_rel);
+
+  // Rows released by an earlier commit were referenced only by this half (now invalidated)
+  // and the active half no longer has them: reusable now.
+  std::vector<released> keep;
+  for (const released& r : quarantine_) {
+    if (r.commit < commits_) {
+      free_slots(r.first, r.count);
+    } else {
+      keep.push_back(r);
+    }
+  }
+  quarantine_ = std::move(keep);  // released for this commit: free after the next one
+
+  std::string failures;
+  for (auto it = live_.begin(); it != live_.end();) {
+    entry& e = it->second;
+    if (!e.placed) {
+      auto first = allocate(static_cast<uint32_t>(e.pending.rows.size()));
+      if (!first) {
+        failures += format("%s%s (%zu rows)", failures.empty() ? "" : ", ", e.info.label.c_str(),
+                           e.pending.rows.size());
+        it = live_.erase(it);
+        continue;
+      }
+      e.row_first = first.value();
+      e.row_count = static_cast<uint32_t>(e.pending.rows.size());
+      std::copy(e.pending.rows.begin(), e.pending.rows.end(), v_.rows.begin() + e.row_first);
+      e.pending = {};
+      e.placed = true;
+    }
+    ++it;
+  }
+
+  std::vector<std::pair<uint32_t, const entry*>> order;
+  order.reserve(live_.size());
+  for (const auto& [uid, e] : live_) order.emplace_back(uid, &e);
+  std::sort(order.begin(), order.end(),
+            [](const auto& a, const auto& b) { return a.second->start < b.second->start; });
+  if (order.size() > JW_RANGE_CAP) {
+    return make_error(errc::limit_exceeded, "%zu ranges exceed the index capacity (%d)",
+                      order.size(), JW_RANGE_CAP);
+  }
+  jw_range* dst = v_.ranges.data() + (half ? JW_RANGE_CAP : 0);
+  for (size_t i = 0; i < order.size(); ++i) {
+    const entry& e = *order[i].second;
+    jw_range r{};
+    r.start = e.start;
+    r.end = e.end;
+    r.window_id = e.info.window_id;
+    r.generation = e.info.generation;
+    r.row_first = e.row_first;
+    r.row_count = e.row_count;
+    r.uid = order[i].first;
+    r.kind = static_cast<uint16_t>(e.info.source);
+    dst[i] = r;
+  }
+  store_release(&v_.ctl->nranges[half], static_cast<uint32_t>(order.size()));
+  store_release(&v_.ctl->active, half);
+  dirty_ = false;
+  if (!failures.empty()) {
+    return make_error(errc::limit_exceeded, "BPF row table full, not loaded: %s", failures.c_str());
+  }
+  return {};
+}
+
+const range_info* table_store::info(uint32_t uid) const {
+  auto it = live_.find(uid);
+  return it == live_.end() ? nullptr : &it->second.info;
+}
+
+uint32_t table_store::find(uint64_t pc) const {
+  for (const auto& [uid, e] : live_) {
+    if (e.placed && pc >= e.start && pc < e.end) return uid;
+  }
+  return 0;
+}
+
+table_stats table_store::stats() const {
+  table_stats s;
+  s.rows_capacity = v_.rows.size();
+  for (const auto& [uid, e] : live_) {
+    ++s.ranges;
+    s.rows_used += e.placed ? e.row_count : e.pending.rows.size();
+  }
+  s.commits = commits_;
+  return s;
+}
+
+}  // namespace jitwalk

@@ -1,0 +1,91 @@
+// The walker's tables in BPF memory: a row array and a double-buffered, sorted range index
+// (see walker.h for the protocol). table_store works on plain memory views so it can be tested
+// without BPF; in jitwalk the views are the mmapped BPF_F_MMAPABLE arrays.
+//
+// Not thread-safe: one thread (jitwalk's event loop) owns it.
+#pragma once
+
+#include "jitwalk/common.hpp"
+#include "jitwalk/rows.hpp"
+#include "walker.h"
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <span>
+#include <vector>
+
+namespace jitwalk {
+
+struct table_views {
+  std::span<jw_row> rows;
+  std::span<jw_range> ranges;  ///< 2 * JW_RANGE_CAP entries: half 0, then half 1
+  jw_ctl* ctl = nullptr;
+};
+
+/// What a range stands for (kept in user space; the BPF side only sees jw_range).
+struct range_info {
+  table_source source = table_source::sframe;
+  uint64_t window_id = 0;   ///< JIT windows
+  uint64_t generation = 0;  ///< JIT windows
+  std::string label;        ///< object path or "window 7 gen 2", for messages
+};
+
+struct table_stats {
+  size_t ranges = 0;
+  size_t rows_used = 0;
+  size_t rows_capacity = 0;
+  size_t commits = 0;
+};
+
+class table_store {
+ public:
+  explicit table_store(table_views views);
+
+  /// Queues a range; it becomes visible to the walker at the next `commit`. Ranges it overlaps
+  /// are removed in the same commit (the newest description of an address wins). Returns the
+  /// range's uid. `limit_exceeded` if the uid space, rows or index would overflow.
+  result<uint32_t> add(range_rows rows, range_info info);
+  /// Queues the removal of a live or pending range (unknown uids are ignored).
+  void remove(uint32_t uid);
+  /// Removes every range for which `pred` is true.
+  void remove_if(const std::function<bool(const range_info&)>& pred);
+
+  /// Writes pending changes into the inactive half and makes it current. `limit_exceeded` if
+  /// the rows do not fit (nothing is published then; the failing ranges are dropped and named).
+  result<void> commit();
+  bool dirty() const noexcept { return dirty_; }
+
+  /// The info of a live (committed or pending) range, or null.
+  const range_info* info(uint32_t uid) const;
+  /// The live range covering `pc` (by the last committed index), or 0.
+  uint32_t find(uint64_t pc) const;
+  table_stats stats() const;
+
+ private:
+  struct entry {
+    uint64_t start = 0, end = 0;
+    uint32_t row_first = 0, row_count = 0;
+    bool placed = false;  // rows written to the row array
+    range_rows pending;   // rows until placed
+    range_info info;
+  };
+  struct released {
+    uint32_t first, count;
+    size_t commit;  // released by this commit; free once the next commit has rewritten a half
+  };
+
+  result<uint32_t> allocate(uint32_t count);
+  void free_slots(uint32_t first, uint32_t count);
+
+  table_views v_;
+  std::map<uint32_t, entry> live_;  // by uid
+  std::vector<released> quarantine_;
+  std::map<uint32_t, uint32_t> free_;  // first -> count, coalesced
+  uint32_t next_uid_ = 1;
+  size_t commits_ = 0;
+  bool dirty_ = false;
+};
+
+}  // namespace jitwalk

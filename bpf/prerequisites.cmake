@@ -1,0 +1,17 @@
+# Whether the eBPF walker can be built here: sets JITWALK_CAN_BUILD (and the tool paths). Included
+# by bpf/CMakeLists.txt and tests/jitwalk/CMakeLists.txt (which is configured first).
+find_program(JITWALK_CLANG NAMES clang clang-14)
+find_program(JITWALK_BPFTOOL NAMES bpftool PATHS /usr/sbin /sbin)
+set(JITWALK_VMLINUX_BTF /sys/kernel/btf/vmlinux CACHE FILEPATH "Kernel BTF used to generate vmlinux.h")
+find_package(PkgConfig QUIET)
+if(PkgConfig_FOUND)
+  pkg_check_modules(LIBBPF QUIET IMPORTED_TARGET libbpf)
+  pkg_check_modules(LIBELF QUIET IMPORTED_TARGET libelf)
+  pkg_check_modules(ZLIB_PC QUIET IMPORTED_TARGET zlib)
+endif()
+if(JITUNWIND_BUILD_BPF AND JITWALK_CLANG AND JITWALK_BPFTOOL AND EXISTS ${JITWALK_VMLINUX_BTF}
+   AND LIBBPF_FOUND AND LIBELF_FOUND AND ZLIB_PC_FOUND)
+  set(JITWALK_CAN_BUILD ON)
+else()
+  set(JITWALK_CAN_BUILD OFF)
+endif()

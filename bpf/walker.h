@@ -1,0 +1,266 @@
+/* walker.h — the only contract between the BPF walker (walker.bpf.c) and jitwalk (user space).
+ *
+ * Included by both sides: fixed-width types only, explicit padding, sizes pinned with static
+ * asserts. x86-64 only (the return address is always at CFA - 8).
+ *
+ * Tables. User space converts every unwind table it trusts (a native object's .sframe or
+ * .eh_frame, a JIT window's SFrame) into one "range": an address interval [start, end) in the
+ * target process plus a slice of the global row array. Rows of a range are sorted by pc_off
+ * (offset from range.start); the row for a PC is the last one with pc_off <= pc - start. Gaps
+ * between functions are explicit JW_ROW_GAP rows, so a PC inside a range but outside every
+ * function falls back to the frame pointer instead of borrowing a neighbour's rule.
+ *
+ * Update protocol (no stale rows, no torn tables):
+ *  - The range index is double-buffered: user space fills the inactive half, then publishes
+ *    it with a single 32-bit store to ctl.active. A walk reads ctl.active once.
+ *  - Rows are never rewritten while any index half references them. Each half has a sequence
+ *    number that user space bumps around every rewrite of that half; a walk whose half's
+ *    sequence changed while it ran is discarded (JW_STOP_TABLE_RACE).
+ *  - JIT windows: the window_free USDT handler records the freed generation in jw_windows
+ *    synchronously, in the target's own thread, before the runtime can reuse the memory. A range
+ *    whose generation is not newer than the freed one is never used (counted as stale-table
+ *    rejections), even before user space has removed it.
+ */
+#ifndef JITWALK_WALKER_H
+#define JITWALK_WALKER_H
+
+#ifdef __bpf__
+/* vmlinux.h provides __u8 ... __u64 */
+#else
+#include <linux/types.h>
+#endif
+
+#ifdef __cplusplus
+#define JW_STATIC_ASSERT static_assert
+#else
+#define JW_STATIC_ASSERT _Static_assert
+#endif
+
+/* Hard caps compiled into the BPF program (runtime limits may be lower). */
+#define JW_MAX_DEPTH 1024        /* frames per user stack (power of two: cheap bounds proofs) */
+#define JW_DEFAULT_DEPTH 127     /* profile default (jw_config.max_depth) */
+#define JW_MAX_TRUTH 512         /* ground-truth entries per checkpoint (protocol maximum) */
+#define JW_KSTACK_DEPTH 127      /* bpf_get_stack frames (kernel.perf_event_max_stack default) */
+#define JW_RANGE_CAP 16384       /* ranges per index half */
+#define JW_RANGE_SEARCH_STEPS 15 /* ceil(log2(JW_RANGE_CAP + 1)) */
+#define JW_ROW_SEARCH_STEPS 24   /* rows per range < 2^24 */
+#define JW_MAX_ROWS_PER_RANGE ((1u << JW_ROW_SEARCH_STEPS) - 1)
+#define JW_UID_BITS 24 /* range uids fit in the upper 24 bits of a frame's meta */
+#define JW_COMM_LEN 16
+#define JW_NAME_LEN 128 /* code_add names are truncated to this many bytes (with NUL) */
+
+/* Row kinds. */
+enum jw_row_kind {
+  JW_ROW_GAP = 0,       /* no function covers this PC: fall back to the frame pointer */
+  JW_ROW_CFA_SP = 1,    /* CFA = SP + cfa_off */
+  JW_ROW_CFA_FP = 2,    /* CFA = FP + cfa_off */
+  JW_ROW_OUTERMOST = 3, /* return address undefined: the stack ends here (a proper root) */
+};
+/* Row flags. */
+#define JW_ROW_FP_SAVED 0x1      /* caller's FP is at CFA + fp_off (otherwise unchanged) */
+#define JW_ROW_FROM_EH_FRAME 0x2 /* row came from .eh_frame (statistics: frame source) */
+
+struct jw_row {
+  __u32 pc_off; /* from range.start */
+  __s32 cfa_off;
+  __s32 fp_off;
+  __u8 kind;
+  __u8 flags;
+  __u16 reserved;
+};
+JW_STATIC_ASSERT(sizeof(struct jw_row) == 16, "jw_row layout");
+
+/* Range kinds (also the "source" of a frame in statistics). */
+enum jw_range_kind {
+  JW_RANGE_NONE = 0,
+  JW_RANGE_SFRAME = 1,  /* native object, .sframe */
+  JW_RANGE_EHFRAME = 2, /* native object, .eh_frame */
+  JW_RANGE_JIT = 3,     /* JIT window published through the jitunwind registry */
+};
+
+struct jw_range {
+  __u64 start;      /* first byte covered */
+  __u64 end;        /* one past the last byte */
+  __u64 window_id;  /* JIT: registry window id; 0 otherwise */
+  __u64 generation; /* JIT: window generation these rows describe */
+  __u32 row_first;  /* index into jw_rows */
+  __u32 row_count;  /* >= 1 */
+  __u32 uid;        /* unique per loaded table (never reused during a session), < 2^24 */
+  __u16 kind;       /* enum jw_range_kind */
+  __u16 reserved0;
+  __u64 reserved1;
+};
+JW_STATIC_ASSERT(sizeof(struct jw_range) == 56, "jw_range layout");
+
+/* Index control, one element of a BPF_F_MMAPABLE array. User space rewrites only the inactive
+ * half: it increments seq[half] before touching it, fills ranges and nranges[half], then
+ * stores active = half. A walk reads active once and is valid iff seq[active] did not change
+ * while it ran. Row slots are reused only once no half references them any more. */
+struct jw_ctl {
+  __u32 active; /* 0 or 1: which half of jw_ranges is current */
+  __u32 nranges[2];
+  __u32 reserved;
+  __u64 seq[2];
+};
+JW_STATIC_ASSERT(sizeof(struct jw_ctl) == 32, "jw_ctl layout");
+
+/* Per-window state maintained by the USDT handlers (key: window id). Generations are unique
+ * and strictly increasing in a process (docs/registry-abi.md), 0 = none. Rows of a generation
+ * stay valid while the window is retired (its code may still be on stacks and its memory is
+ * unchanged during the grace period); window_free means the memory is about to be reused or
+ * unmapped, so every range with generation <= freed_gen is refused from then on. */
+struct jw_window_state {
+  __u64 published_gen; /* last generation announced by window_publish */
+  __u64 retired_gen;   /* last generation announced by window_retire */
+  __u64 freed_gen;     /* last generation announced by window_free */
+};
+JW_STATIC_ASSERT(sizeof(struct jw_window_state) == 24, "jw_window_state layout");
+
+/* How the walk went from frame i to frame i+1 (low 4 bits of frame meta). */
+enum jw_method {
+  JW_M_TABLE = 1,    /* a row of a trusted table */
+  JW_M_FP = 2,       /* frame-pointer fallback: no table covers the PC */
+  JW_M_FP_GAP = 3,   /* frame-pointer fallback: PC in a table's gap */
+  JW_M_FP_STALE = 4, /* frame-pointer fallback: the window was freed (rows not used) */
+  JW_M_END = 5,      /* last frame (see stop reason) */
+};
+/* frame meta = method | (range kind << 4) | (range uid << 8). */
+#define JW_META(method, kind, uid) ((__u32)(method) | ((__u32)(kind) << 4) | ((__u32)(uid) << 8))
+#define JW_META_METHOD(m) ((m)&0xf)
+#define JW_META_KIND(m) (((m) >> 4) & 0xf)
+#define JW_META_UID(m) ((m) >> 8)
+
+/* Why a walk stopped. */
+enum jw_stop {
+  JW_STOP_OUTERMOST = 1,   /* a table row said: no caller (root) */
+  JW_STOP_FP_END = 2,      /* frame-pointer fallback reached FP == 0 (end of the FP chain) */
+  JW_STOP_RA_ZERO = 3,     /* return address 0 */
+  JW_STOP_DEPTH = 4,       /* depth cap */
+  JW_STOP_READ = 5,        /* could not read the RA or saved FP (unmapped, paged out) */
+  JW_STOP_NO_PROGRESS = 6, /* the caller's SP was not above the callee's */
+  JW_STOP_BAD_FP = 7,      /* fallback: FP below SP or misaligned */
+  JW_STOP_TABLE_RACE = 8,  /* tables were rewritten during the walk: result discarded */
+  JW_STOP_NO_USER = 9,     /* no user context (kernel thread) */
+  JW_STOP_COUNT_ = 10,
+};
+
+/* Statistics counters (per-CPU array, index = enum). */
+enum jw_stat {
+  JW_STAT_SAMPLES = 0,      /* perf samples of the target */
+  JW_STAT_OTHER_TASK = 1,   /* perf samples of other processes (filtered out) */
+  JW_STAT_STORED = 2,       /* samples aggregated */
+  JW_STAT_DROPPED_MAP = 3,  /* lost: a map was full */
+  JW_STAT_STALE_REJECT = 4, /* frames whose window was freed (rows refused) */
+  JW_STAT_RACES = 5,        /* walks discarded because tables changed */
+  JW_STAT_CHECKPOINTS = 6,  /* checkpoint probe hits */
+  JW_STAT_RINGBUF_FULL = 7, /* events lost: ring buffer full */
+  JW_STAT_FRAMES = 8,       /* frames walked */
+  JW_STAT_FP_FRAMES = 9,    /* walks that used the frame-pointer fallback */
+  JW_STAT_EVENTS = 10,      /* registry / code / loader events */
+  JW_STAT_STOPS = 11,       /* target stopped for synchronous table loading */
+  JW_STAT_WALK_NS = 12,     /* time spent in sample programs for the target (bpf_ktime) */
+  JW_STAT_COUNT_ = 13,
+};
+
+/* A walked user stack (value of jw_stacks; the walk in checkpoint events). The map's value size
+ * is set at load time to hold exactly jw_config.max_depth frames (jw_stack_bytes). */
+struct jw_frame {
+  __u64 pc;   /* frames[0].pc = interrupted PC, then return addresses */
+  __u32 meta; /* JW_META */
+  __u32 reserved;
+};
+JW_STATIC_ASSERT(sizeof(struct jw_frame) == 16, "jw_frame layout");
+
+struct jw_stack {
+  __u32 depth;   /* valid entries in frames */
+  __u8 stop;     /* enum jw_stop */
+  __u8 fallback; /* 1 if any frame used the frame-pointer fallback */
+  __u16 stale;   /* frames whose freed window's rows were refused */
+  struct jw_frame frames[JW_MAX_DEPTH];
+};
+JW_STATIC_ASSERT(sizeof(struct jw_stack) == 8 + 16 * JW_MAX_DEPTH, "jw_stack layout");
+#define jw_stack_bytes(depth) (8 + 16 * (depth))
+
+/* Aggregation key (jw_counts). */
+struct jw_count_key {
+  __u64 ustack; /* hash of the user stack (key into jw_stacks) */
+  __u32 tgid;
+  __u32 tid;    /* 0 unless per-thread aggregation is on */
+  __s32 kstack; /* bpf_get_stackid() id, or negative when kernel stacks are off/failed */
+  __u32 reserved;
+};
+JW_STATIC_ASSERT(sizeof(struct jw_count_key) == 24, "jw_count_key layout");
+
+/* Ring buffer events. */
+enum jw_event_type {
+  JW_EV_WINDOW_PUBLISH = 1,
+  JW_EV_WINDOW_RETIRE = 2,
+  JW_EV_WINDOW_FREE = 6,
+  JW_EV_CODE_ADD = 3,
+  JW_EV_LOADER = 4,     /* the dynamic loader changed the link map (_dl_debug_state) */
+  JW_EV_CHECKPOINT = 5, /* verify mode */
+};
+
+struct jw_event_header {
+  __u32 type;
+  __u32 tgid;
+  __u32 tid;
+  __u32 stopped; /* 1 if the handler sent SIGSTOP (user space must SIGCONT) */
+  __u64 time_ns; /* bpf_ktime_get_ns() */
+};
+JW_STATIC_ASSERT(sizeof(struct jw_event_header) == 24, "jw_event_header layout");
+
+struct jw_window_event { /* publish, retire and free */
+  struct jw_event_header h;
+  __u64 id;
+  __u64 generation;
+  __u64 text;
+  __u64 text_len;
+  __u64 sframe;
+  __u64 sframe_len;
+};
+JW_STATIC_ASSERT(sizeof(struct jw_window_event) == 24 + 48, "jw_window_event layout");
+
+struct jw_code_event {
+  struct jw_event_header h;
+  __u64 addr;
+  __u64 size;
+  __u64 window_id;
+  char name[JW_NAME_LEN];
+};
+JW_STATIC_ASSERT(sizeof(struct jw_code_event) == 24 + 24 + JW_NAME_LEN, "jw_code_event layout");
+
+/* A checkpoint: a variable-size record. After the fixed part come truth_n ground-truth
+ * addresses (u64), fp_n PCs of the kernel's frame-pointer walk (u64), then walk_depth frames of
+ * our walk (struct jw_frame). */
+struct jw_checkpoint_event {
+  struct jw_event_header h;
+  __s64 tag;
+  __u64 truth_count;    /* as passed by the probe (> JW_MAX_TRUTH: not copied) */
+  __u64 truth_addr;     /* the array's address in the target */
+  __s32 truth_read_err; /* bpf_probe_read_user result for the array (0 = ok) */
+  __s32 fp_err;         /* bpf_get_stack() error, 0 if fine */
+  __u32 truth_n;
+  __u32 fp_n;
+  __u32 walk_depth;
+  __u8 walk_stop;
+  __u8 walk_fallback;
+  __u16 walk_stale;
+};
+JW_STATIC_ASSERT(sizeof(struct jw_checkpoint_event) == 24 + 48, "jw_checkpoint_event layout");
+#define JW_CHECKPOINT_DATA_MAX (8 * JW_MAX_TRUTH + 8 * JW_KSTACK_DEPTH + 16 * JW_MAX_DEPTH)
+
+/* Runtime settings (BPF .data, written by user space before and during the run). */
+struct jw_config {
+  __u32 target_tgid;
+  __u32 max_depth; /* <= JW_MAX_DEPTH */
+  __u32 kernel_stacks;
+  __u32 per_thread;
+  __u32 stop_on_publish; /* synchronous table loading: SIGSTOP on window_publish */
+  __u32 stop_on_loader;  /* SIGSTOP on _dl_debug_state so new objects get probes first */
+  __u32 fp_only;         /* walk with frame pointers only (cost baseline) */
+  __u32 reserved;
+};
+JW_STATIC_ASSERT(sizeof(struct jw_config) == 32, "jw_config layout");
+
+#endif /* JITWALK_WALKER_H */

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# ASan + UBSan stage for the eBPF walker's user side: jitwalk and its tests (unit tests of the
+# .eh_frame reader, row layout, table store, writers, JIT names; end-to-end runs with BPF when
+# root) built with -fsanitize=address,undefined. It reuses stage 20's build-asan (the library is
+# already compiled there) and leaves out the acceptance tests against the example runtimes
+# (stage 10 runs them), so only jitwalk and its test programs are compiled here.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DJITUNWIND_SANITIZE=address,undefined -DJITUNWIND_BUILD_BENCH=OFF \
+  -DJITWALK_TEST_EXAMPLES=OFF >/dev/null
+cmake --build build-asan -j2 --target test_jitwalk
+export ASAN_OPTIONS=abort_on_error=1:detect_leaks=1:strict_string_checks=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+ctest --test-dir build-asan --output-on-failure --timeout 900 -R '^jitwalk:' --no-tests=error

@@ -1,0 +1,222 @@
+// C API of the window module: jitunwind_session is a jitunwind::session, jitunwind_window a
+// jitunwind::window (both opaque to C).
+#include <jitunwind/jitunwind.h>
+#include <jitunwind/window.h>
+
+#include "capi/common.hpp"
+#include "capi/frame_convert.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+using namespace jitunwind;
+using jitunwind::capi::fail;
+using jitunwind::capi::guard;
+using jitunwind::capi::succeed;
+
+namespace {
+
+session* S(jitunwind_session* s) { return reinterpret_cast<session*>(s); }
+const session* S(const jitunwind_session* s) { return reinterpret_cast<const session*>(s); }
+window* W(jitunwind_window* w) { return reinterpret_cast<window*>(w); }
+const window* W(const jitunwind_window* w) { return reinterpret_cast<const window*>(w); }
+
+// The C callback and its user pointer travel in a heap block: sinks are plain values copied
+// into the session, so the block lives as long as the session (freed by session_destroy).
+struct c_log {
+  jitunwind_log_fn fn;
+  void* user;
+};
+
+log_sink c_sink(jitunwind_log_fn fn, void* user, int min_level) {
+  log_sink sink;
+  if (fn == nullptr) return sink;
+  sink.user = new c_log{fn, user};
+  sink.fn = [](void* u, log_level level, std::string_view m) {
+    auto* c = static_cast<c_log*>(u);
+    c->fn(c->user, static_cast<int>(level), m.data(), m.size());
+  };
+  sink.min_level = static_cast<log_level>(std::clamp(min_level, 0, 3));
+  return sink;
+}
+
+jitunwind_status make_session(const session_options& o, jitunwind_session** out,
+                              jitunwind_error* error) {
+  auto s = session::create(o);
+  if (!s) return fail(error, s.error());
+  *out = reinterpret_cast<jitunwind_session*>(std::move(s).value().release());
+  return succeed(error);
+}
+
+}  // namespace
+
+extern "C" {
+
+jitunwind_status jitunwind_session_create(const jitunwind_session_options* options,
+                                          jitunwind_session** out, jitunwind_error* error) {
+  return guard(error, [&] {
+    if (out == nullptr) return fail(error, errc::invalid_argument, "out is NULL");
+    *out = nullptr;
+    session_options o;
+    if (options != nullptr) {
+      if (options->abi != 0 && !capi::known_abi(options->abi))
+        return fail(error, errc::invalid_argument, "unknown ABI");
+      if (options->abi != 0) o.target = static_cast<abi>(options->abi);
+      o.publishers = options->publishers;
+      if (options->perfmap_dir != nullptr) o.perfmap_dir = options->perfmap_dir;
+      if (options->jitdump_dir != nullptr) o.jitdump_dir = options->jitdump_dir;
+      if (options->kernel_sframe != nullptr) o.kernel_sframe = options->kernel_sframe;
+      o.log = c_sink(options->log, options->log_user, options->log_min_level);
+    }
+    return make_session(o, out, error);
+  });
+}
+
+jitunwind_status jitunwind_session_create_from_env(jitunwind_log_fn log, void* log_user,
+                                                   jitunwind_session** out,
+                                                   jitunwind_error* error) {
+  return guard(error, [&] {
+    if (out == nullptr) return fail(error, errc::invalid_argument, "out is NULL");
+    *out = nullptr;
+    auto o = session_options::from_env();
+    if (!o) return fail(error, o.error());
+    o->log = c_sink(log, log_user, 1);
+    return make_session(*o, out, error);
+  });
+}
+
+void jitunwind_session_destroy(jitunwind_session* s) {
+  if (s == nullptr) return;
+  void* log_block = S(s)->options().log.user;
+  delete S(s);
+  delete static_cast<c_log*>(log_block);  // from c_sink, or null
+}
+
+jitunwind_publisher_state jitunwind_session_publisher_state(const jitunwind_session* s,
+                                                            uint32_t which, char* message,
+                                                            size_t message_size) {
+  if (message != nullptr && message_size > 0) message[0] = '\0';
+  if (s == nullptr) return JITUNWIND_PUBLISHER_DISABLED;
+  for (const publisher_status& st : S(s)->status()) {
+    if (static_cast<uint32_t>(st.which) != which) continue;
+    if (message != nullptr && message_size > 0) {
+      const size_t n = std::min(st.message.size(), message_size - 1);
+      std::memcpy(message, st.message.data(), n);
+      message[n] = '\0';
+    }
+    return static_cast<jitunwind_publisher_state>(st.state);
+  }
+  return JITUNWIND_PUBLISHER_DISABLED;
+}
+
+size_t jitunwind_session_poll(jitunwind_session* s) { return s == nullptr ? 0 : S(s)->poll(); }
+
+jitunwind_status jitunwind_session_create_owned_window(jitunwind_session* s, size_t code_capacity,
+                                                       size_t sframe_capacity, int dual_mapping,
+                                                       jitunwind_window** out,
+                                                       jitunwind_error* error) {
+  return guard(error, [&] {
+    if (s == nullptr || out == nullptr)
+      return fail(error, errc::invalid_argument, "session or out is NULL");
+    auto w = S(s)->create_owned_window(
+        {.code_capacity = code_capacity, .sframe_capacity = sframe_capacity,
+         .dual_mapping = dual_mapping != 0});
+    if (!w) return fail(error, w.error());
+    *out = reinterpret_cast<jitunwind_window*>(*w);
+    return succeed(error);
+  });
+}
+
+jitunwind_status jitunwind_session_describe_window(jitunwind_session* s, uint64_t text_start,
+                                                   size_t text_size, size_t sframe_capacity,
+                                                   jitunwind_window** out,
+                                                   jitunwind_error* error) {
+  return guard(error, [&] {
+    if (s == nullptr || out == nullptr)
+      return fail(error, errc::invalid_argument, "session or out is NULL");
+    auto w = S(s)->describe_window(
+        {.text_start = text_start, .text_size = text_size, .sframe_capacity = sframe_capacity});
+    if (!w) return fail(error, w.error());
+    *out = reinterpret_cast<jitunwind_window*>(*w);
+    return succeed(error);
+  });
+}
+
+uint64_t jitunwind_window_id(const jitunwind_window* w) { return w ? W(w)->id() : 0; }
+uint32_t jitunwind_window_generation(const jitunwind_window* w) {
+  return w ? W(w)->generation() : 0;
+}
+jitunwind_window_state jitunwind_window_get_state(const jitunwind_window* w) {
+  return w ? static_cast<jitunwind_window_state>(W(w)->state()) : JITUNWIND_WINDOW_FREED;
+}
+
+jitunwind_status jitunwind_window_allocate(jitunwind_window* w, size_t size, size_t alignment,
+                                           uint64_t* address, void** writable,
+                                           jitunwind_error* error) {
+  return guard(error, [&] {
+    if (w == nullptr || address == nullptr || writable == nullptr)
+      return fail(error, errc::invalid_argument, "window, address or writable is NULL");
+    auto space = W(w)->allocate(size, alignment == 0 ? 16 : alignment);
+    if (!space) return fail(error, space.error());
+    *address = space->address;
+    *writable = space->writable.data();
+    return succeed(error);
+  });
+}
+
+jitunwind_status jitunwind_window_append(jitunwind_window* w, const char* name,
+                                         const jitunwind_function* function, uint64_t moved_from,
+                                         jitunwind_error* error) {
+  return guard(error, [&] {
+    if (w == nullptr || name == nullptr)
+      return fail(error, errc::invalid_argument, "window or name is NULL");
+    jitunwind_status status = JITUNWIND_OK;
+    auto f = capi::from_c(function, error, status);
+    if (!f) return status;
+    if (auto r = W(w)->append(name, *f, moved_from); !r) return fail(error, r.error());
+    return succeed(error);
+  });
+}
+
+jitunwind_status jitunwind_window_publish(jitunwind_window* w, jitunwind_error* error) {
+  return guard(error, [&] {
+    if (w == nullptr) return fail(error, errc::invalid_argument, "window is NULL");
+    if (auto r = W(w)->publish(); !r) return fail(error, r.error());
+    return succeed(error);
+  });
+}
+
+jitunwind_status jitunwind_window_seal(jitunwind_window* w, jitunwind_error* error) {
+  return guard(error, [&] {
+    if (w == nullptr) return fail(error, errc::invalid_argument, "window is NULL");
+    if (auto r = W(w)->seal(); !r) return fail(error, r.error());
+    return succeed(error);
+  });
+}
+
+jitunwind_status jitunwind_window_retire(jitunwind_window* w, uint32_t grace_ms,
+                                         int (*on_grace_over)(void*, jitunwind_window*),
+                                         void* user, jitunwind_error* error) {
+  return guard(error, [&] {
+    if (w == nullptr) return fail(error, errc::invalid_argument, "window is NULL");
+    std::function<bool(window&)> cb;
+    if (on_grace_over != nullptr) {
+      cb = [on_grace_over, user](window& win) {
+        return on_grace_over(user, reinterpret_cast<jitunwind_window*>(&win)) != 0;
+      };
+    }
+    if (auto r = W(w)->retire(std::chrono::milliseconds(grace_ms), std::move(cb)); !r)
+      return fail(error, r.error());
+    return succeed(error);
+  });
+}
+
+jitunwind_status jitunwind_window_reuse(jitunwind_window* w, jitunwind_error* error) {
+  return guard(error, [&] {
+    if (w == nullptr) return fail(error, errc::invalid_argument, "window is NULL");
+    if (auto r = W(w)->reuse(); !r) return fail(error, r.error());
+    return succeed(error);
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,157 @@
+// Acceptance tests against the example runtimes (examples/toy-jit, examples/interpreter) and
+// their ground truth (docs/ground-truth.md). Compiled in once the examples are part of the tree.
+#include <catch2/catch.hpp>
+
+#if !defined(JITWALK_TESTS_DISABLED) && defined(JITWALK_HAVE_EXAMPLES)
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <sstream>
+
+#include "png_check.hpp"
+#include "support/privileges.hpp"
+#include "support/process.hpp"
+
+namespace jt = jitunwind::test;
+
+namespace {
+
+std::string jitwalk() {
+  return jt::binary_path("bpf/jitwalk");
+}
+std::string toy_jit() {
+  return jt::binary_path("examples/toy-jit/toy-jit");
+}
+std::string toy_interp() {
+  return jt::binary_path("examples/interpreter/toy-interp");
+}
+std::string program(const char* name) {
+  return jt::source_path(std::string("examples/toy-jit/programs/") + name);
+}
+
+nlohmann::json verify(std::vector<std::string> command, jt::run_result* out,
+                      std::vector<std::string> options = {}) {
+  jt::temp_dir dir;
+  std::vector<std::string> argv = {jitwalk(), "verify", "--json", dir / "v.json"};
+  argv.insert(argv.end(), options.begin(), options.end());
+  argv.push_back("--");
+  argv.insert(argv.end(), command.begin(), command.end());
+  *out = jt::run(argv, {}, std::chrono::seconds(300));
+  const std::string text = jt::read_file(dir / "v.json");
+  return text.empty() ? nlohmann::json::object() : nlohmann::json::parse(text);
+}
+
+}  // namespace
+
+TEST_CASE("acceptance: toy-jit without frame pointers, verify.toy, 100% exact, FP walk cut") {
+  if (!jt::may_run_privileged("jitwalk verify")) return;
+  jt::run_result r;
+  auto j =
+      verify({toy_jit(), "--frame-pointers=off", "--shadow-stack", program("verify.toy"), "5"}, &r);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  const int n = j["checkpoints"].get<int>();
+  CHECK(n > 100);
+  CHECK(j["exact"] == n);
+  CHECK(j["complete"] == n);
+  CHECK(j["max_truth"].get<int>() >= 100);
+  CHECK(j["stale_uses"] == 0);
+  // The kernel's frame-pointer walk on the same events: it gets the helper's caller at best
+  // (the helper keeps a frame pointer), then the JIT code's RBP sends it astray.
+  int lost_early = 0;
+  for (const auto& [k, c] : j["fp_lost_at"].items()) {
+    if (std::stoi(k) <= 1) lost_early += c.get<int>();
+  }
+  CHECK(lost_early + j["fp_exact"].get<int>() == n);
+  CHECK(j["fp_exact"].get<int>() * 100 <= n);
+}
+
+TEST_CASE("acceptance: interpreter trampolines (toy:<fn> frames), 100% exact") {
+  if (!jt::may_run_privileged("jitwalk verify")) return;
+  jt::run_result r;
+  auto j = verify({toy_interp(), program("verify.toy"), "2"}, &r, {"--print-walks", "1"});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  const int n = j["checkpoints"].get<int>();
+  CHECK(n > 50);
+  CHECK(j["exact"] == n);
+  CHECK(j["max_truth"].get<int>() >= 100);
+  CHECK_THAT(r.out, Catch::Contains(" toy:main  [table, jit]"));
+}
+
+TEST_CASE("acceptance: toy-jit recompiling into small windows retired and reused while verifying") {
+  if (!jt::may_run_privileged("jitwalk verify")) return;
+  jt::run_result r;
+  auto j = verify({toy_jit(), "--frame-pointers=off", "--shadow-stack", "--recompile-every=2",
+                   "--windows=4096", program("verify.toy"), "5"},
+                  &r);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  const int n = j["checkpoints"].get<int>();
+  CHECK(n > 100);
+  CHECK(j["exact"] == n);
+  CHECK(j["stale_uses"] == 0);
+  CHECK(j["windows_freed"].get<int>() >= 50);
+  CHECK(j["windows_loaded"].get<int>() >= j["windows_freed"].get<int>());
+}
+
+TEST_CASE("acceptance: profile toy-jit: toy chains in folded stacks, SVG in Chromium, pprof") {
+  if (!jt::may_run_privileged("jitwalk profile")) return;
+  jt::temp_dir dir;
+  auto r = jt::run({jitwalk(), "profile", "-F", "499", "-d", "3", "--folded", dir / "f.txt",
+                    "--svg", dir / "f.svg", "--pprof", dir / "p.pb.gz", "--", toy_jit(),
+                    "--frame-pointers=off", program("spin.toy"), "0"},
+                   {}, std::chrono::seconds(120));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  std::map<std::string, uint64_t> folded;
+  uint64_t n = 0;
+  {
+    std::istringstream in(jt::read_file(dir / "f.txt"));
+    for (std::string line; std::getline(in, line);) {
+      const size_t sp = line.rfind(' ');
+      const uint64_t c = std::stoull(line.substr(sp + 1));
+      folded[line.substr(0, sp)] += c;
+      n += c;
+    }
+  }
+  REQUIRE(n > 500);
+  // spin.toy: main -> level x13 -> compute | work_fp -> native_fp | work_nofp -> native_nofp.
+  std::string chain = ";main;toy:main";
+  for (int i = 0; i < 13; ++i) chain += ";toy:level";
+  uint64_t compute = 0, fp = 0, nofp = 0;
+  for (const auto& [stack, count] : folded) {
+    if (stack.find(chain + ";toy:compute") != std::string::npos) compute += count;
+    if (stack.find(chain + ";toy:work_fp;toylang_native_fp") != std::string::npos) fp += count;
+    if (stack.find(chain + ";toy:work_nofp;toylang_native_nofp") != std::string::npos)
+      nofp += count;
+  }
+  INFO(jt::read_file(dir / "f.txt").substr(0, 4000));
+  CHECK(compute > n / 10);
+  CHECK(fp > n / 20);
+  CHECK(nofp > n / 20);
+  CHECK((compute + fp + nofp) * 10 >= n * 9);
+
+  if (jt::tool_available("protoc")) {
+    auto d = jt::run_shell("gzip -dc " + dir / "p.pb.gz" +
+                           " | protoc --proto_path=" + jt::source_path("bpf/proto") +
+                           " --decode=perftools.profiles.Profile profile.proto");
+    REQUIRE(d.exit_code == 0);
+    CHECK_THAT(d.out, Catch::Contains("string_table: \"toy:compute\""));
+  }
+  if (jt::tool_available("chromium")) {
+    auto shot = jt::run(
+        {"chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+         "--screenshot=" + dir / "f.png", "--window-size=1200,700", "file://" + dir / "f.svg"},
+        {}, std::chrono::seconds(90));
+    REQUIRE(shot.exit_code == 0);
+    jitwalk_test::image img;
+    REQUIRE(jitwalk_test::decode_png(jt::read_file(dir / "f.png"), img));
+    size_t green = 0;
+    for (size_t i = 0; i + 2 < img.rgb.size(); i += 3) {
+      if (img.rgb[i + 1] > 160 && img.rgb[i] < 120 && img.rgb[i + 2] < 100) ++green;
+    }
+    CHECK(green > 50000);
+  }
+}
+#endif

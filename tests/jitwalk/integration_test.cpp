@@ -1,0 +1,329 @@
+// jitwalk end to end (root: BPF, perf events, uprobes): profiles and verifications of the test
+// targets built next to this file. Each test starts its own target through jitwalk.
+#include <catch2/catch.hpp>
+
+#ifndef JITWALK_TESTS_DISABLED
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "png_check.hpp"
+#include "support/privileges.hpp"
+#include "support/process.hpp"
+
+namespace jt = jitunwind::test;
+
+namespace {
+
+std::string jitwalk() {
+  return jt::binary_path("bpf/jitwalk");
+}
+std::string jit_target() {
+  return jt::binary_path("tests/jitwalk/jitwalk_jit_target");
+}
+std::string native_target() {
+  return jt::binary_path("tests/jitwalk/jitwalk_native_target");
+}
+
+std::map<std::string, uint64_t> parse_folded(const std::string& text) {
+  std::map<std::string, uint64_t> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    size_t sp = line.rfind(' ');
+    if (sp == std::string::npos) continue;
+    out[line.substr(0, sp)] += std::stoull(line.substr(sp + 1));
+  }
+  return out;
+}
+
+uint64_t total(const std::map<std::string, uint64_t>& f) {
+  uint64_t n = 0;
+  for (const auto& [k, v] : f) n += v;
+  return n;
+}
+
+nlohmann::json verify(const std::vector<std::string>& target_args, jt::run_result* out,
+                      const std::vector<std::string>& options = {}) {
+  jt::temp_dir dir;
+  std::vector<std::string> argv = {jitwalk(), "verify", "--json", dir / "v.json"};
+  argv.insert(argv.end(), options.begin(), options.end());
+  argv.push_back("--");
+  argv.push_back(jit_target());
+  argv.insert(argv.end(), target_args.begin(), target_args.end());
+  *out = jt::run(argv, {}, std::chrono::seconds(300));
+  std::string text = jt::read_file(dir / "v.json");
+  if (text.empty()) return nlohmann::json::object();
+  return nlohmann::json::parse(text);
+}
+
+}  // namespace
+
+TEST_CASE("every subcommand has --help, bad arguments are named") {
+  for (const char* cmd : {"profile", "verify"}) {
+    auto r = jt::run({jitwalk(), cmd, "--help"});
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.out, Catch::Contains(std::string("usage: jitwalk ") + cmd));
+  }
+  auto top = jt::run({jitwalk(), "--help"});
+  CHECK(top.exit_code == 0);
+  CHECK_THAT(top.out, Catch::Contains("profile") && Catch::Contains("verify"));
+  auto bad = jt::run({jitwalk(), "profile", "-F", "fast", "-p", "1"});
+  CHECK(bad.exit_code == 2);
+  CHECK_THAT(bad.err, Catch::Contains("-F") && Catch::Contains("fast"));
+  auto none = jt::run({jitwalk(), "verify"});
+  CHECK(none.exit_code == 2);
+  CHECK_THAT(none.err, Catch::Contains("no command"));
+}
+
+TEST_CASE("profile: a missing PID is named") {
+  if (!jt::may_run_privileged("jitwalk profile")) return;
+  auto r = jt::run({jitwalk(), "profile", "-p", "999999999", "-d", "1"});
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains("999999999"));
+}
+
+namespace {
+
+// Profiles a native target with only .sframe tables loaded; every sample in its loop must show
+// the whole chain from main (main's frame itself is described only by the .sframe section).
+void profile_native(const std::string& program, const char* version) {
+  jt::temp_dir dir;
+  auto r = jt::run({jitwalk(), "profile", "-F", "499", "--folded", dir / "f.txt", "--native-tables",
+                    "sframe", "--", program, "2"},
+                   {}, std::chrono::seconds(120));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  auto folded = parse_folded(jt::read_file(dir / "f.txt"));
+  const uint64_t n = total(folded);
+  REQUIRE(n > 200);
+  uint64_t chain = 0;
+  for (const auto& [stack, count] : folded) {
+    if (stack.find(";main;spin;native_top;native_middle;native_leaf") != std::string::npos)
+      chain += count;
+  }
+  INFO(jt::read_file(dir / "f.txt"));
+  CHECK(chain * 10 >= n * 9);
+  CHECK_THAT(r.err, Catch::Contains("unwound to the root"));
+  CHECK_THAT(r.err, Catch::Contains(std::string("1 with .sframe: ") + version));
+}
+
+}  // namespace
+
+TEST_CASE("profile: a native program without frame pointers unwinds to main through .sframe v1") {
+  if (!jt::may_run_privileged("jitwalk profile")) return;
+  profile_native(native_target(), "1 v1, 0 v2");
+}
+
+TEST_CASE("profile: the same program with an LLVM-made .sframe v2") {
+#ifndef JITWALK_HAVE_SFRAME_V2_TARGET
+  if (!jt::tool_available("llvm-mc-22")) return;
+#else
+  if (!jt::may_run_privileged("jitwalk profile")) return;
+  if (jt::tool_available("llvm-readobj-22")) {
+    auto ro = jt::run({"llvm-readobj-22", "--sframe", native_target() + "_v2"});
+    REQUIRE(ro.exit_code == 0);
+    CHECK_THAT(ro.out, Catch::Contains("Version: V2"));
+  }
+  profile_native(native_target() + "_v2", "0 v1, 1 v2");
+#endif
+}
+
+TEST_CASE("profile: threads, per-thread roots and kernel stacks") {
+  if (!jt::may_run_privileged("jitwalk profile")) return;
+  jt::temp_dir dir;
+  // Three threads: their samples arrive through the inherited per-thread events.
+  auto r = jt::run({jitwalk(), "profile", "-F", "299", "--per-thread", "--folded", dir / "t.txt",
+                    "--", native_target(), "2", "3"},
+                   {}, std::chrono::seconds(120));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  auto folded = parse_folded(jt::read_file(dir / "t.txt"));
+  std::set<std::string> roots;
+  uint64_t from_thread = 0, n = total(folded);
+  for (const auto& [stack, count] : folded) {
+    roots.insert(stack.substr(0, stack.find(';')));
+    if (stack.find("start_thread;native_thread;spin") != std::string::npos ||
+        stack.find(";native_thread;native_top;native_middle;native_leaf") != std::string::npos) {
+      from_thread += count;
+    }
+  }
+  INFO(jt::read_file(dir / "t.txt").substr(0, 3000));
+  CHECK(roots.size() >= 3);     // "jitwalk_native_/TID" per thread
+  CHECK(from_thread * 2 >= n);  // two of the three threads start in native_thread
+
+  // Kernel stacks: a program that lives in write(2).
+  auto k = jt::run({jitwalk(), "profile", "-F", "499", "--kernel", "--folded", dir / "k.txt", "-d",
+                    "2", "--", "dd", "if=/dev/zero", "of=/dev/null", "bs=1", "count=100000000"},
+                   {}, std::chrono::seconds(120));
+  INFO(k.err);
+  REQUIRE(k.exit_code == 0);
+  auto kf = parse_folded(jt::read_file(dir / "k.txt"));
+  uint64_t with_kernel = 0;
+  for (const auto& [stack, count] : kf) {
+    if (stack.find("_[k]") != std::string::npos &&
+        (stack.find("_write;") != std::string::npos || stack.find("_read;") != std::string::npos)) {
+      with_kernel += count;
+    }
+  }
+  INFO(jt::read_file(dir / "k.txt").substr(0, 3000));
+  CHECK(with_kernel * 4 >= total(kf));  // dd with bs=1 spends most of its time in read/write
+}
+
+TEST_CASE("profile: attaching to a running JIT process with -p") {
+  if (!jt::may_run_privileged("jitwalk profile")) return;
+  jt::temp_dir dir;
+  // The target runs on its own; jitwalk finds its registry, windows and perf map after the fact.
+  auto r = jt::run_shell(jit_target() +
+                             " deep --seconds 6 --depth 25 --no-checkpoint & pid=$!; "
+                             "sleep 1; " +
+                             jitwalk() + " profile -p $pid -d 2 -F 499 --folded " + dir / "p.txt" +
+                             "; rc=$?; wait $pid; exit $rc",
+                         std::chrono::seconds(120));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  auto folded = parse_folded(jt::read_file(dir / "p.txt"));
+  uint64_t jit = 0, n = total(folded);
+  for (const auto& [stack, count] : folded) {
+    if (stack.find(";main;jit:entry;jit:rec;jit:rec;jit:rec") != std::string::npos) jit += count;
+  }
+  INFO(jt::read_file(dir / "p.txt").substr(0, 3000));
+  REQUIRE(n > 100);
+  CHECK(jit * 10 >= n * 9);
+  CHECK_THAT(r.err, Catch::Contains("2 loaded"));
+}
+
+TEST_CASE("profile: the JIT target's stacks, SVG in Chromium, pprof through protoc") {
+  if (!jt::may_run_privileged("jitwalk profile")) return;
+  jt::temp_dir dir;
+  auto r = jt::run({jitwalk(), "profile", "-F", "499", "--folded", dir / "f.txt", "--svg",
+                    dir / "f.svg", "--pprof", dir / "p.pb.gz", "--", jit_target(), "deep",
+                    "--seconds", "2", "--depth", "30", "--no-checkpoint"},
+                   {}, std::chrono::seconds(120));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  auto folded = parse_folded(jt::read_file(dir / "f.txt"));
+  const uint64_t n = total(folded);
+  REQUIRE(n > 200);
+  std::string chain = ";main;jit:entry";
+  for (int i = 0; i <= 30; ++i) chain += ";jit:rec";
+  uint64_t full = 0;
+  for (const auto& [stack, count] : folded) {
+    if (stack.find(chain) != std::string::npos && stack.rfind("_start", 40) != std::string::npos) {
+      full += count;
+    }
+  }
+  INFO(jt::read_file(dir / "f.txt").substr(0, 4000));
+  CHECK(full * 10 >= n * 8);  // startup samples and the exit path are the rest
+
+  if (jt::tool_available("protoc")) {
+    auto d = jt::run_shell("gzip -dc " + dir / "p.pb.gz" +
+                           " | protoc --proto_path=" + jt::source_path("bpf/proto") +
+                           " --decode=perftools.profiles.Profile profile.proto");
+    REQUIRE(d.exit_code == 0);
+    CHECK_THAT(d.out, Catch::Contains("string_table: \"jit:rec\""));
+    CHECK_THAT(d.out, Catch::Contains("string_table: \"main\""));
+  }
+  if (jt::tool_available("chromium")) {
+    auto shot = jt::run(
+        {"chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+         "--screenshot=" + dir / "f.png", "--window-size=1200,900", "file://" + dir / "f.svg"},
+        {}, std::chrono::seconds(90));
+    REQUIRE(shot.exit_code == 0);
+    jitwalk_test::image img;
+    REQUIRE(jitwalk_test::decode_png(jt::read_file(dir / "f.png"), img));
+    size_t green = 0;
+    for (size_t i = 0; i + 2 < img.rgb.size(); i += 3) {
+      if (img.rgb[i + 1] > 160 && img.rgb[i] < 120 && img.rgb[i + 2] < 100) ++green;
+    }
+    CHECK(green > 50000);  // the tower of JIT frames
+  }
+}
+
+TEST_CASE("verify: deep JIT recursion without frame pointers matches exactly") {
+  if (!jt::may_run_privileged("jitwalk verify")) return;
+  jt::run_result r;
+  auto j = verify({"deep", "--depth", "300", "--iterations", "200"}, &r);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(j["checkpoints"] == 200);
+  CHECK(j["exact"] == 200);
+  CHECK(j["complete"] == 200);
+  CHECK(j["max_truth"].get<int>() >= 100);
+  // The kernel's frame-pointer walk on the same events never gets past the first JIT frame.
+  CHECK(j["fp_exact"] == 0);
+  CHECK(j["fp_found_frames"].get<int>() <= 200);
+  CHECK(j["max_truth"].get<int>() == 302);  // deeper than the profile default of 127 frames
+  CHECK(j["stale_uses"] == 0);
+  CHECK_THAT(r.out, Catch::Contains("result: PASS"));
+}
+
+TEST_CASE("verify: windows retired, freed and reused while sampling") {
+  if (!jt::may_run_privileged("jitwalk verify")) return;
+  jt::run_result r;
+  auto j = verify({"recycle", "--depth", "100", "--iterations", "300", "--recycle-every", "3"}, &r);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(j["exact"] == j["checkpoints"]);
+  CHECK(j["checkpoints"] == 300);
+  CHECK(j["windows_freed"].get<int>() >= 90);
+  CHECK(j["stale_uses"] == 0);
+}
+
+TEST_CASE("verify: BPF window states of gone windows are pruned without stale rows") {
+  if (!jt::may_run_privileged("jitwalk verify")) return;
+  jt::run_result r;
+  auto j = verify(
+      {"recycle", "--depth", "50", "--iterations", "200", "--recycle-every", "2", "--new-ids"}, &r,
+      {"--window-state-limit", "1"});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(j["exact"] == j["checkpoints"]);
+  CHECK(j["stale_uses"] == 0);
+  CHECK(j["window_states_pruned"].get<int>() > 0);
+}
+
+TEST_CASE("verify fails when the walk and the ground truth disagree") {
+  if (!jt::may_run_privileged("jitwalk verify")) return;
+  jt::run_result r;
+  auto j = verify({"deep", "--depth", "20", "--iterations", "50", "--lie"}, &r, {"--show", "1"});
+  CHECK(r.exit_code == 1);
+  CHECK(j["checkpoints"] == 50);
+  CHECK(j["exact"] == 45);
+  CHECK_THAT(r.out, Catch::Contains("MISMATCH") && Catch::Contains("result: FAIL"));
+  // ... and passes with a threshold the lies stay under.
+  auto k =
+      verify({"deep", "--depth", "20", "--iterations", "50", "--lie"}, &r, {"--min-match", "90"});
+  CHECK(r.exit_code == 0);
+}
+
+TEST_CASE("hostile windows are rejected by id; the walker stays within its bounds") {
+  if (!jt::may_run_privileged("jitwalk profile")) return;
+  jt::temp_dir dir;
+  auto r = jt::run({jitwalk(), "profile", "-F", "499", "--folded", dir / "f.txt", "--",
+                    jit_target(), "hostile", "--seconds", "2", "--depth", "20"},
+                   {}, std::chrono::seconds(120));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.err, Catch::Contains("window 10 (") && Catch::Contains("FDE sub-section"));
+  CHECK_THAT(r.err,
+             Catch::Contains("window 11 (") && Catch::Contains("past the end of the function"));
+  CHECK_THAT(r.err, Catch::Contains("window 12 (") && Catch::Contains("outside the covered text"));
+  CHECK_THAT(r.err, Catch::Contains("window 13 (") && Catch::Contains("above the limit"));
+  CHECK_THAT(r.err, Catch::Contains("4 rejected"));
+  auto folded = parse_folded(jt::read_file(dir / "f.txt"));
+  uint64_t looped = 0, good = 0;
+  for (const auto& [stack, count] : folded) {
+    if (stack.find("[cut: stack did not move up];jit:loop_outer;jit:loop_inner") !=
+        std::string::npos) {
+      looped += count;
+    }
+    if (stack.find(";main;jit:entry;jit:rec") != std::string::npos) good += count;
+  }
+  INFO(jt::read_file(dir / "f.txt").substr(0, 3000));
+  CHECK(looped > 50);  // the self-referencing frames stop the walk cleanly
+  CHECK(good > 50);    // the good window kept being unwound meanwhile
+}
+#endif

@@ -1,0 +1,121 @@
+// JIT names: time-ordered lookups across address reuse, incremental perf map and jitdump reads.
+#include <catch2/catch.hpp>
+
+#ifndef JITWALK_TESTS_DISABLED
+#include <cstring>
+
+#include "jitwalk/jit_names.hpp"
+#include "support/process.hpp"
+
+using namespace jitwalk;
+namespace jt = jitunwind::test;
+
+namespace {
+
+void put32(std::string& s, uint32_t v) {
+  s.append(reinterpret_cast<const char*>(&v), 4);
+}
+void put64(std::string& s, uint64_t v) {
+  s.append(reinterpret_cast<const char*>(&v), 8);
+}
+
+std::string jitdump_header() {
+  std::string h;
+  put32(h, 0x4A695444);
+  put32(h, 1);
+  put32(h, 40);
+  put32(h, 62);
+  put32(h, 0);
+  put32(h, 1234);
+  put64(h, 1);
+  put64(h, 0);
+  return h;
+}
+
+std::string code_load(uint64_t ts, uint64_t addr, uint64_t size, uint64_t index, const char* name) {
+  std::string body;
+  put32(body, 1234);
+  put32(body, 1234);
+  put64(body, addr);
+  put64(body, addr);
+  put64(body, size);
+  put64(body, index);
+  body.append(name, std::strlen(name) + 1);
+  body.append(size, '\xcc');  // the code bytes
+  std::string r;
+  put32(r, 0);
+  put32(r, static_cast<uint32_t>(16 + body.size()));
+  put64(r, ts);
+  return r + body;
+}
+
+std::string code_move(uint64_t ts, uint64_t from, uint64_t to, uint64_t size, uint64_t index) {
+  std::string body;
+  put32(body, 1234);
+  put32(body, 1234);
+  put64(body, to);
+  put64(body, from);
+  put64(body, to);
+  put64(body, size);
+  put64(body, index);
+  std::string r;
+  put32(r, 1);
+  put32(r, static_cast<uint32_t>(16 + body.size()));
+  put64(r, ts);
+  return r + body;
+}
+
+}  // namespace
+
+TEST_CASE("JIT names follow address reuse by time") {
+  jit_names n;
+  n.add({0x1000, 0x100, "gen1:f", 100, jit_names::origin::event});
+  n.add({0x1000, 0x80, "gen2:g", 200, jit_names::origin::event});
+  n.add({0x1080, 0x80, "gen2:h", 200, jit_names::origin::event});
+  CHECK(n.find(0x1010)->name == "gen2:g");
+  CHECK(n.find(0x1090)->name == "gen2:h");
+  CHECK(n.find(0x1090, 150)->name == "gen1:f");  // a frame from before the reuse
+  CHECK(n.find(0x1010, 100) == nullptr);         // nothing published before t=100
+  CHECK(n.find(0x1100) == nullptr);
+  // Perf map lines only answer where nothing timed does; the last line wins.
+  n.add({0x5000, 0x10, "old", 0, jit_names::origin::perfmap});
+  size_t used = 0;
+  CHECK(n.parse_perf_map("5000 10 newer\n6000 8 other\n7000 8 partial", used) == 2);
+  CHECK(n.find(0x5008)->name == "newer");
+  CHECK(n.find(0x1010)->name == "gen2:g");
+  CHECK(used == std::strlen("5000 10 newer\n6000 8 other\n"));  // the partial line waits
+}
+
+TEST_CASE("perf maps and jitdump files are read incrementally") {
+  jt::temp_dir dir;
+  const std::string map = dir / "perf-1.map", dump = dir / "jit-1234.dump";
+  REQUIRE(jt::write_file(map, "1000 20 a\n2000 20 b"));
+  jit_names n;
+  CHECK(n.load_perf_map(map) == 1);
+  REQUIRE(jt::write_file(map, "1000 20 a\n2000 20 b\n3000 20 c\n"));
+  CHECK(n.load_perf_map(map) == 2);  // b, now complete, and c; a is not read twice
+  CHECK(n.size() == 3);
+
+  std::string file = jitdump_header() + code_load(10, 0x7000, 32, 1, "jit:one");
+  std::string second =
+      code_load(20, 0x8000, 16, 2, "jit:two") + code_move(30, 0x7000, 0x9000, 32, 1);
+  REQUIRE(jt::write_file(dump, file + second.substr(0, 20)));  // a record still being written
+  auto r = n.load_jitdump(dump);
+  REQUIRE(r.ok());
+  CHECK(r.value() == 1);
+  REQUIRE(jt::write_file(dump, file + second));
+  r = n.load_jitdump(dump);
+  REQUIRE(r.ok());
+  CHECK(r.value() == 2);
+  CHECK(n.find(0x7010)->name == "jit:one");
+  CHECK(n.find(0x8004)->name == "jit:two");
+  CHECK(n.find(0x9004)->name == "jit:one");  // moved
+  CHECK(n.find(0x9004, 25) == nullptr);      // not there before the move
+
+  REQUIRE(jt::write_file(dump, "not a jitdump at all, but long enough to have a header"));
+  jit_names other;
+  auto bad = other.load_jitdump(dump);
+  REQUIRE_FALSE(bad.ok());
+  CHECK_THAT(bad.error().message(), Catch::Contains("jit-1234.dump") && Catch::Contains("JiTD"));
+}
+#endif

@@ -1,0 +1,137 @@
+// Row layout for the BPF walker: gaps, PCMASK expansion, overlaps, strict JIT windows.
+#include <catch2/catch.hpp>
+
+#ifndef JITWALK_TESTS_DISABLED
+#include <jitunwind/frame.h>
+
+#include "jitwalk/rows.hpp"
+
+using namespace jitwalk;
+
+namespace {
+
+unwind_function fn(uint64_t start, uint32_t size, std::vector<unwind_row> rows, uint32_t rep = 0,
+                   table_source src = table_source::sframe) {
+  unwind_function f;
+  f.start = start;
+  f.size = size;
+  f.rows = std::move(rows);
+  f.pcmask_rep = rep;
+  f.source = src;
+  return f;
+}
+
+unwind_row sp(uint32_t at, int32_t off) {
+  return {at, rule::cfa_sp, off, false, 0};
+}
+unwind_row fp(uint32_t at, int32_t off, int32_t saved) {
+  return {at, rule::cfa_fp, off, true, saved};
+}
+
+}  // namespace
+
+TEST_CASE("functions are laid out with gaps, merged rows and a bias") {
+  std::vector<unwind_function> fns = {
+      fn(0x2000, 0x10, {sp(0, 8), sp(4, 16), sp(12, 8)}),
+      fn(0x1000, 0x20, {sp(0, 8), fp(1, 16, -16)}),
+      fn(0x2010, 0x8, {sp(0, 8)}),  // adjacent: its first row equals the previous last row
+  };
+  auto r = flatten(fns, 0x400000);
+  REQUIRE(r.ok());
+  CHECK(r->start == 0x401000);
+  CHECK(r->end == 0x402018);
+  CHECK(r->functions == 3);
+  // 0x401000 sp+8, 0x401001 fp+16, 0x401020 gap, 0x402000 sp+8, +4 sp+16, +12 sp+8 (merged on)
+  REQUIRE(r->rows.size() == 6);
+  CHECK(r->rows[2].kind == JW_ROW_GAP);
+  CHECK(r->rows[2].pc_off == 0x20);
+  CHECK(lookup_row(*r, 0x401010)->kind == JW_ROW_CFA_FP);
+  CHECK(lookup_row(*r, 0x401010)->fp_off == -16);
+  CHECK(lookup_row(*r, 0x401800)->kind == JW_ROW_GAP);
+  CHECK(lookup_row(*r, 0x402014)->cfa_off == 8);
+  CHECK(lookup_row(*r, 0x402018) == nullptr);
+  CHECK(lookup_row(*r, 0x400fff) == nullptr);
+}
+
+TEST_CASE("PCMASK functions are expanded block by block") {
+  // A PLT-like array: 4 entries of 16 bytes, SP+8 then SP+16 from offset 11 of each entry.
+  auto r = flatten({fn(0x1000, 64, {sp(0, 8), sp(11, 16)}, 16)}, 0);
+  REQUIRE(r.ok());
+  REQUIRE(r->rows.size() == 8);
+  for (uint64_t e = 0; e < 4; ++e) {
+    CHECK(lookup_row(*r, 0x1000 + 16 * e + 10)->cfa_off == 8);
+    CHECK(lookup_row(*r, 0x1000 + 16 * e + 11)->cfa_off == 16);
+    CHECK(lookup_row(*r, 0x1000 + 16 * e + 15)->cfa_off == 16);
+  }
+}
+
+TEST_CASE("overlapping functions: dropped leniently, rejected strictly") {
+  std::vector<unwind_function> fns = {fn(0x1000, 0x20, {sp(0, 8)}), fn(0x1010, 0x20, {sp(0, 16)})};
+  auto lenient = flatten(fns, 0);
+  REQUIRE(lenient.ok());
+  CHECK(lenient->dropped == 1);
+  flatten_limits strict;
+  strict.strict = true;
+  auto r = flatten(fns, 0, strict);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().code() == jitunwind::errc::malformed);
+  CHECK_THAT(r.error().message(), Catch::Contains("overlaps"));
+}
+
+TEST_CASE("a JIT window's functions must lie inside its text") {
+  flatten_limits lim;
+  lim.lo = 0x1000;
+  lim.hi = 0x1100;
+  lim.strict = true;
+  auto r = flatten({fn(0x10f0, 0x20, {sp(0, 8)})}, 0, lim);
+  REQUIRE_FALSE(r.ok());
+  CHECK_THAT(r.error().message(), Catch::Contains("outside the covered text"));
+  CHECK(flatten({fn(0x10e0, 0x20, {sp(0, 8)})}, 0, lim).ok());
+}
+
+TEST_CASE("row limits are enforced") {
+  std::vector<unwind_row> rows;
+  for (uint32_t i = 0; i < 100; ++i) rows.push_back(sp(i, i % 2 ? 16 : 8));
+  flatten_limits lim;
+  lim.max_rows = 50;
+  auto r = flatten({fn(0x1000, 100, rows)}, 0, lim);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().code() == jitunwind::errc::limit_exceeded);
+}
+
+TEST_CASE("frame model rows map to walker rules") {
+  using namespace jitunwind;
+  const recipes::epilogue eps[] = {{10, 11}};
+  auto f = recipes::frame_pointer(abi::amd64, 0x5000, 11, 1, 4, eps);
+  REQUIRE(f.ok());
+  auto u = from_frame_model(f.value(), table_source::jit);
+  REQUIRE(u.ok());
+  REQUIRE(u->rows.size() == 4);
+  CHECK(u->rows[0] == unwind_row{0, rule::cfa_sp, 8, false, 0});
+  CHECK(u->rows[1] == unwind_row{1, rule::cfa_sp, 16, true, -16});
+  CHECK(u->rows[2] == unwind_row{4, rule::cfa_fp, 16, true, -16});
+  CHECK(u->rows[3] == unwind_row{10, rule::cfa_sp, 8, false, 0});
+  // An outermost row and an AArch64-only rule.
+  function_desc g;
+  g.start = 0x6000;
+  g.size = 8;
+  g.rows = {outermost_row(0)};
+  auto o = from_frame_model(g, table_source::sframe);
+  REQUIRE(o.ok());
+  CHECK(o->rows[0].kind == rule::outermost);
+  g.rows = {entry_row(abi::aarch64_le)};
+  auto a = from_frame_model(g, table_source::sframe);
+  REQUIRE(a.ok());
+  CHECK(a->rows[0].kind == rule::gap);
+}
+
+TEST_CASE("eh_frame rows are tagged for statistics") {
+  auto r = flatten({fn(0x1000, 0x10, {sp(0, 8)}, 0, table_source::eh_frame),
+                    fn(0x1010, 0x10, {sp(0, 8)}, 0, table_source::sframe)},
+                   0);
+  REQUIRE(r.ok());
+  REQUIRE(r->rows.size() == 2);
+  CHECK((r->rows[0].flags & JW_ROW_FROM_EH_FRAME) != 0);
+  CHECK((r->rows[1].flags & JW_ROW_FROM_EH_FRAME) == 0);
+}
+#endif

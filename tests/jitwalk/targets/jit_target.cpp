@@ -1,0 +1,488 @@
+// A small JIT for jitwalk's tests: emits x86-64 functions into anonymous executable windows,
+// describes them with the SDK's frame model and SFrame encoder, publishes them through a
+// registry it builds by hand (docs/registry-abi.md) and the SDK's jitunwind:* USDT events, and
+// exposes ground truth at a `jwtest:checkpoint` probe (docs/ground-truth.md).
+//
+// JIT code (no frame pointers unless --fp; RBP is used as a scratch register and restored):
+//   g(depth)  window "entry":  push rbp; mov rbp, rdi; mov rax, f; call rax; pop rbp; ret
+//   f(n)      window "rec":    push rbp; mov rbp, rdi; sub rsp, 16; [pad nops]
+//                              n ? f(n - 1) : (spin; call helper); add rsp, 16; pop rbp; ret
+// Ground truth at the checkpoint (innermost first): RA of f's helper call, then n times the RA
+// of f's recursive call, then the RA of g's call.
+//
+// usage: jit_target MODE [options]
+//   deep                   repeat g(depth) with a checkpoint at the bottom
+//   recycle                like deep, and every --recycle-every calls the "rec" window is retired,
+//                          freed and rewritten in place with another layout (new generation)
+//   hostile                also publishes windows with corrupt SFrame (bad counts, a row past
+//                          the function end, an FDE outside the window, an unreadable section)
+//                          and runs a function whose frame records point to themselves
+// options: --depth N (100) --iterations N (200) --spin N (20000) --recycle-every N (10)
+//          --fp (keep frame pointers) --no-checkpoint --seconds S (run for S seconds instead)
+//          --lie (every 10th checkpoint claims one JIT frame too many: verify must fail)
+//          --new-ids (recycle: the reused memory gets a new window id each time)
+#include <jitunwind/frame.h>
+#include <jitunwind/registry_abi.h>
+#include <jitunwind/sframe.h>
+#include <sys/mman.h>
+#include <sys/sdt.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "usdt_events/events.hpp"
+
+using namespace jitunwind;
+namespace ev = jitunwind::detail::usdt_events;
+
+// ---------------------------------------------------------------------------------------------
+// The registry, built by hand from the documented ABI (the SDK's writer is not used on purpose:
+// this process also publishes things the writer would never produce).
+
+extern "C" {
+__attribute__((visibility("default"), used)) jitunwind_registry_header jitunwind_registry;
+}
+
+namespace {
+
+constexpr uint32_t kSlots = 64;
+jitunwind_registry_entry* g_entries = nullptr;
+uint64_t g_next_generation = 1;
+
+void registry_init() {
+  void* p = mmap(nullptr, kSlots * sizeof(jitunwind_registry_entry), PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) std::abort();
+  g_entries = static_cast<jitunwind_registry_entry*>(p);
+  jitunwind_registry_header& h = jitunwind_registry;
+  std::memcpy(h.magic, JITUNWIND_REGISTRY_MAGIC, 8);
+  h.version = JITUNWIND_REGISTRY_VERSION;
+  h.header_size = sizeof(jitunwind_registry_header);
+  h.entry_size = sizeof(jitunwind_registry_entry);
+  h.capacity = kSlots;
+  h.writer_pid = static_cast<uint64_t>(getpid());
+  __atomic_store_n(&h.entries, reinterpret_cast<uint64_t>(g_entries), __ATOMIC_RELEASE);
+}
+
+// Writes a slot with the seqlock protocol; returns the generation.
+uint64_t registry_write(uint32_t slot, uint64_t id, uint32_t state, uint64_t text,
+                        uint64_t text_size, uint64_t sframe, uint64_t sframe_size,
+                        uint64_t generation = 0) {
+  jitunwind_registry_entry& e = g_entries[slot];
+  uint64_t seq = __atomic_load_n(&e.seq, __ATOMIC_RELAXED);
+  __atomic_store_n(&e.seq, seq + 1, __ATOMIC_RELAXED);
+  __atomic_thread_fence(__ATOMIC_RELEASE);
+  if (generation == 0 && state == JITUNWIND_WINDOW_LIVE) generation = g_next_generation++;
+  e.window_id = id;
+  e.generation = generation;
+  e.text_start = text;
+  e.text_size = text_size;
+  e.sframe_addr = sframe;
+  e.sframe_size = sframe_size;
+  e.state = state;
+  e.abi = 3;
+  __atomic_store_n(&e.seq, seq + 2, __ATOMIC_RELEASE);
+  uint64_t high = __atomic_load_n(&jitunwind_registry.slot_count, __ATOMIC_RELAXED);
+  if (slot + 1 > high) __atomic_store_n(&jitunwind_registry.slot_count, slot + 1, __ATOMIC_RELEASE);
+  __atomic_fetch_add(&jitunwind_registry.change_count, 1, __ATOMIC_RELEASE);
+  return generation;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Windows: 64 KiB mappings, code in the first half, SFrame in the second (within +-2 GiB).
+
+constexpr size_t kWindowSize = 64 * 1024, kCodeSize = 32 * 1024;
+
+struct window {
+  uint64_t id;
+  uint32_t slot;
+  uint8_t* base;
+  uint64_t generation = 0;
+};
+
+window make_window(uint64_t id, uint32_t slot) {
+  void* p = mmap(nullptr, kWindowSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) std::abort();
+  return {id, slot, static_cast<uint8_t*>(p)};
+}
+
+struct emitted_function {
+  std::string name;
+  function_desc frames;
+};
+
+FILE* g_perfmap = nullptr;
+
+// Copies code, publishes rows (possibly corrupted by `patch`) and names.
+void publish(window& w, const std::vector<uint8_t>& code, const std::vector<emitted_function>& fns,
+             void (*patch)(std::vector<uint8_t>&, const window&) = nullptr,
+             uint64_t sframe_size_override = 0) {
+  mprotect(w.base, kCodeSize, PROT_READ | PROT_WRITE);
+  std::memcpy(w.base, code.data(), code.size());
+  mprotect(w.base, kCodeSize, PROT_READ | PROT_EXEC);
+  const uint64_t sframe_addr = reinterpret_cast<uint64_t>(w.base) + kCodeSize;
+  sframe::encoder_options eo;
+  eo.section_address = sframe_addr;
+  std::vector<function_desc> descs;
+  for (const auto& f : fns) descs.push_back(f.frames);
+  auto bytes = sframe::encode(eo, descs);
+  if (!bytes) {
+    std::fprintf(stderr, "jit_target: encode: %s\n", bytes.error().message().c_str());
+    std::exit(3);
+  }
+  if (patch != nullptr) patch(bytes.value(), w);
+  std::memcpy(w.base + kCodeSize, bytes->data(), bytes->size());
+  const uint64_t text = reinterpret_cast<uint64_t>(w.base);
+  const uint64_t sframe_size = sframe_size_override ? sframe_size_override : bytes->size();
+  w.generation = registry_write(w.slot, w.id, JITUNWIND_WINDOW_LIVE, text, code.size(), sframe_addr,
+                                sframe_size);
+  for (const auto& f : fns) {
+    ev::code_add(f.frames.start, f.frames.size, f.name.c_str(), w.id);
+    if (g_perfmap != nullptr) {
+      std::fprintf(g_perfmap, "%llx %x %s\n", static_cast<unsigned long long>(f.frames.start),
+                   f.frames.size, f.name.c_str());
+      std::fflush(g_perfmap);
+    }
+  }
+  ev::window_publish(w.id, w.generation, text, code.size(), sframe_addr, sframe_size);
+}
+
+// The SDK's order: retire (code may still be on stacks), grace period, free (slot released),
+// then the memory may be reused.
+void retire_and_free(window& w) {
+  const jitunwind_registry_entry& e = g_entries[w.slot];
+  registry_write(w.slot, w.id, JITUNWIND_WINDOW_RETIRED, e.text_start, e.text_size, e.sframe_addr,
+                 e.sframe_size, w.generation);
+  ev::window_retire(w.id, w.generation);
+  ev::window_free(w.id, w.generation);
+  registry_write(w.slot, 0, JITUNWIND_WINDOW_FREE, 0, 0, 0, 0, 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Code generation.
+
+struct code_buf {
+  std::vector<uint8_t> b;
+  void put(std::initializer_list<uint8_t> v) { b.insert(b.end(), v); }
+  void u32(uint32_t v) {
+    for (int i = 0; i < 4; ++i) b.push_back(static_cast<uint8_t>(v >> (8 * i)));
+  }
+  void u64(uint64_t v) {
+    for (int i = 0; i < 8; ++i) b.push_back(static_cast<uint8_t>(v >> (8 * i)));
+  }
+  uint32_t at() const { return static_cast<uint32_t>(b.size()); }
+};
+
+bool g_fp = false;
+uint32_t g_spin = 20000;
+
+struct layout {
+  uint64_t f = 0, g = 0;
+  uint64_t ra_f_rec = 0, ra_f_base = 0, ra_g = 0;
+};
+layout g_layout;
+
+extern "C" void jw_helper();
+
+// push rbp; mov rbp, (rsp | rdi)
+void prologue(code_buf& c) {
+  c.put({0x55});
+  if (g_fp) {
+    c.put({0x48, 0x89, 0xE5});
+  } else {
+    c.put({0x48, 0x89, 0xFD});  // RBP as a scratch register: no frame-pointer chain
+  }
+}
+
+function_desc fn_rows(uint64_t start, uint32_t size, uint32_t after_alloc, int32_t extra,
+                      const std::vector<std::pair<uint32_t, uint32_t>>& epilogues) {
+  // push rbp (1) [+ mov rbp (4)] + sub rsp, extra (after_alloc); epilogues: {after add, after pop}
+  frame_builder b(abi::amd64);
+  b.stack_alloc(1, 8).offset(1, reg::fp, -16);
+  if (g_fp) b.def_cfa(4, reg::fp, 16);
+  if (extra) b.stack_alloc(after_alloc, extra);
+  for (size_t i = 0; i < epilogues.size(); ++i) {
+    const bool last = i + 1 == epilogues.size();
+    if (!last) b.remember_state();
+    if (!g_fp && extra) b.stack_free(epilogues[i].first, extra);
+    b.restore(epilogues[i].second, reg::fp);  // after pop rbp
+    if (g_fp) {
+      b.def_cfa(epilogues[i].second, reg::sp, 8);
+    } else {
+      b.stack_free(epilogues[i].second, 8);
+    }
+    if (!last) b.restore_state(epilogues[i].second + 1);  // after ret: the body's rules again
+  }
+  auto f = b.finish(start, size);
+  if (!f) {
+    std::fprintf(stderr, "jit_target: rows: %s\n", f.error().message().c_str());
+    std::exit(3);
+  }
+  return f.value();
+}
+
+// f(n) into window `w`, `pad` nops after the prologue (recycling changes the layout).
+std::vector<emitted_function> gen_rec(window& w, unsigned pad, std::vector<uint8_t>& out) {
+  code_buf c;
+  const uint64_t base = reinterpret_cast<uint64_t>(w.base);
+  prologue(c);                      // 0..4
+  c.put({0x48, 0x83, 0xEC, 0x10});  // sub rsp, 16 -> 8
+  for (unsigned i = 0; i < pad; ++i) c.put({0x90});
+  c.put({0x48, 0x85, 0xFF});  // test rdi, rdi
+  c.put({0x74, 0x00});        // jz base (patched)
+  const uint32_t jz = c.at() - 1;
+  c.put({0x48, 0xFF, 0xCF});  // dec rdi
+  c.put({0xE8});              // call f
+  c.u32(static_cast<uint32_t>(0 - (c.at() + 4)));
+  const uint32_t ra_rec = c.at();
+  c.put({0x48, 0x83, 0xC4, 0x10});  // add rsp, 16
+  const uint32_t ep1_add = c.at();
+  c.put({0x5D});  // pop rbp
+  const uint32_t ep1_pop = c.at();
+  c.put({0xC3});  // ret
+  const uint32_t base_at = c.at();
+  c.b[jz] = static_cast<uint8_t>(base_at - (jz + 1));
+  c.put({0xB9});  // mov ecx, spin
+  c.u32(g_spin ? g_spin : 1);
+  c.put({0xFF, 0xC9, 0x75, 0xFC});  // l: dec ecx; jnz l
+  c.put({0x48, 0xB8});              // mov rax, helper
+  c.u64(reinterpret_cast<uint64_t>(&jw_helper));
+  c.put({0xFF, 0xD0});  // call rax
+  const uint32_t ra_base = c.at();
+  c.put({0x48, 0x83, 0xC4, 0x10});  // add rsp, 16
+  const uint32_t ep2_add = c.at();
+  c.put({0x5D});
+  const uint32_t ep2_pop = c.at();
+  c.put({0xC3});
+  out = c.b;
+  g_layout.f = base;
+  g_layout.ra_f_rec = base + ra_rec;
+  g_layout.ra_f_base = base + ra_base;
+  return {{"jit:rec", fn_rows(base, c.at(), 8, 16, {{ep1_add, ep1_pop}, {ep2_add, ep2_pop}})}};
+}
+
+std::vector<emitted_function> gen_entry(window& w, std::vector<uint8_t>& out) {
+  code_buf c;
+  const uint64_t base = reinterpret_cast<uint64_t>(w.base);
+  prologue(c);          // 0..4
+  c.put({0x48, 0xB8});  // mov rax, f
+  c.u64(g_layout.f);
+  c.put({0xFF, 0xD0});  // call rax
+  const uint32_t ra = c.at();
+  c.put({0x5D});  // pop rbp
+  const uint32_t pop = c.at();
+  c.put({0xC3});
+  out = c.b;
+  g_layout.g = base;
+  g_layout.ra_g = base + ra;
+  return {{"jit:entry", fn_rows(base, c.at(), 4, 0, {{pop, pop}})}};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ground truth.
+
+uint64_t g_truth[512];
+uint64_t g_truth_count = 0;
+unsigned g_depth = 100;
+bool g_checkpoint = true;
+bool g_lie = false;
+bool g_new_ids = false;
+unsigned long g_checkpoints = 0;
+int64_t g_tag = 1;
+
+extern "C" __attribute__((noinline)) void jw_helper() {
+  if (!g_checkpoint) return;
+  uint64_t n = 0;
+  g_truth[n++] = g_layout.ra_f_base;
+  for (unsigned i = 0; i < g_depth && n < 511; ++i) g_truth[n++] = g_layout.ra_f_rec;
+  g_truth[n++] = g_layout.ra_g;
+  if (g_lie && ++g_checkpoints % 10 == 0) g_truth[n++] = g_layout.ra_f_rec;
+  g_truth_count = n;
+  uint64_t* addrs = g_truth;
+  int64_t tag = g_tag;
+  // Keep every argument in a register: libbpf 1.1 cannot read `symbol(%rip)` USDT operands.
+  __asm__ volatile("" : "+r"(tag), "+r"(n), "+r"(addrs));
+  STAP_PROBE3(jwtest, checkpoint, tag, n, addrs);
+  __asm__ volatile("" ::: "memory");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hostile windows.
+
+void patch_bad_counts(std::vector<uint8_t>& s, const window&) {
+  // Header: num_fdes (u32) at offset 8 of the v2 header.
+  const uint32_t fdes = 1000;
+  std::memcpy(s.data() + 8, &fdes, 4);
+}
+
+void patch_row_past_end(std::vector<uint8_t>& s, const window& w) {
+  auto info = sframe::check(s, reinterpret_cast<uint64_t>(w.base) + kCodeSize);
+  if (!info) std::abort();
+  // The second FRE of the first (only) FDE: 1-byte start address after the 3 bytes of FRE 0.
+  const size_t fres = 28 + info->fre_off;
+  s[fres + 3] = 0xF0;  // start offset 240 >= function size
+}
+
+void hostile_loop_fn(window& w) {
+  // outer: push rbp; mov rbp, rsp; mov rax, inner; call rax; pop rbp; ret
+  // inner: push rbp; mov rbp, rsp; mov rax, [rbp]; mov [rbp], rbp; spin; mov [rbp], rax;
+  //        pop rbp; ret        -- its saved-FP slot points to itself while it spins
+  code_buf c;
+  const uint64_t base = reinterpret_cast<uint64_t>(w.base);
+  c.put({0x55, 0x48, 0x89, 0xE5});  // outer
+  c.put({0x48, 0xB8});
+  const uint32_t inner_imm = c.at();
+  c.u64(0);
+  c.put({0xFF, 0xD0, 0x5D, 0xC3});
+  const uint32_t outer_size = c.at();
+  const uint32_t inner = c.at();
+  c.put({0x55, 0x48, 0x89, 0xE5});  // push rbp; mov rbp, rsp
+  c.put({0x48, 0x8B, 0x45, 0x00});  // mov rax, [rbp]
+  c.put({0x48, 0x89, 0x6D, 0x00});  // mov [rbp], rbp
+  c.put({0xB9});
+  c.u32(20000000);
+  c.put({0xFF, 0xC9, 0x75, 0xFC});  // spin
+  c.put({0x48, 0x89, 0x45, 0x00});  // mov [rbp], rax
+  c.put({0x5D, 0xC3});
+  const uint32_t inner_size = c.at() - inner;
+  const uint64_t inner_addr = base + inner;
+  std::memcpy(c.b.data() + inner_imm, &inner_addr, 8);
+  auto rows = [&](uint64_t start, uint32_t size) {
+    frame_builder b(abi::amd64);
+    b.push_frame_pointer(1, 4).pop_frame_pointer(size - 1);
+    return b.finish(start, size).value();
+  };
+  publish(w, c.b,
+          {{"jit:loop_outer", rows(base, outer_size)},
+           {"jit:loop_inner", rows(inner_addr, inner_size)}});
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string mode = argc > 1 ? argv[1] : "deep";
+  unsigned iterations = 200, recycle_every = 10;
+  double seconds = 0;
+  for (int i = 2; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> const char* { return i + 1 < argc ? argv[++i] : "0"; };
+    if (a == "--depth")
+      g_depth = static_cast<unsigned>(std::atoi(next()));
+    else if (a == "--iterations")
+      iterations = static_cast<unsigned>(std::atoi(next()));
+    else if (a == "--spin")
+      g_spin = static_cast<uint32_t>(std::atoi(next()));
+    else if (a == "--recycle-every")
+      recycle_every = static_cast<unsigned>(std::atoi(next()));
+    else if (a == "--seconds")
+      seconds = std::atof(next());
+    else if (a == "--fp")
+      g_fp = true;
+    else if (a == "--no-checkpoint")
+      g_checkpoint = false;
+    else if (a == "--new-ids")
+      g_new_ids = true;
+    else if (a == "--lie")
+      g_lie = true;
+    else {
+      std::fprintf(stderr, "jit_target: unknown option %s\n", a.c_str());
+      return 2;
+    }
+  }
+  if (g_depth > 500) g_depth = 500;
+  registry_init();
+  g_perfmap = std::fopen(("/tmp/perf-" + std::to_string(getpid()) + ".map").c_str(), "w");
+
+  window rec = make_window(1, 0), entry = make_window(2, 1);
+  std::vector<uint8_t> code;
+  unsigned pad = 0;
+  auto fns = gen_rec(rec, pad, code);
+  publish(rec, code, fns);
+  fns = gen_entry(entry, code);
+  publish(entry, code, fns);
+
+  if (mode == "hostile") {
+    window bad_counts = make_window(10, 2), past_end = make_window(11, 3),
+           outside = make_window(12, 4), unreadable = make_window(13, 5), loop = make_window(14, 6);
+    fns = gen_rec(bad_counts, 0, code);
+    publish(bad_counts, code, fns, patch_bad_counts);
+    {
+      // Two rows; the second one patched past the function's end.
+      code_buf c;
+      c.put({0x48, 0x83, 0xEC, 0x08, 0x48, 0x83, 0xC4, 0x08, 0xC3});
+      frame_builder b(abi::amd64);
+      b.stack_alloc(4, 8).stack_free(8, 8);
+      publish(past_end, c.b,
+              {{"jit:past_end", b.finish(reinterpret_cast<uint64_t>(past_end.base), 9).value()}},
+              patch_row_past_end);
+    }
+    {
+      // An FDE for a function outside the window's text: valid SFrame, wrong window.
+      code_buf c;
+      c.put({0xC3});
+      auto leaf =
+          recipes::leaf(abi::amd64, reinterpret_cast<uint64_t>(outside.base) + 4096, 16).value();
+      publish(outside, c.b, {{"jit:outside", leaf}});
+    }
+    {
+      code_buf c;
+      c.put({0xC3});
+      auto leaf = recipes::leaf(abi::amd64, reinterpret_cast<uint64_t>(unreadable.base), 1).value();
+      publish(unreadable, c.b, {{"jit:unreadable", leaf}}, nullptr, uint64_t{1} << 40);
+    }
+    // Good code keeps running with checkpoints, then the self-referencing frames spin.
+    g_layout = {};
+    fns = gen_rec(rec, 0, code);
+    publish(rec, code, fns);
+    hostile_loop_fn(loop);
+    // Half of the time in good code (with checkpoints), half in the self-referencing frames.
+    const auto t0 = std::chrono::steady_clock::now();
+    auto elapsed = [&] {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    };
+    unsigned long good = 0, looped = 0;
+    for (unsigned i = 0; seconds > 0 ? elapsed() < seconds / 2 : i < iterations; ++i, ++good) {
+      reinterpret_cast<void (*)(uint64_t)>(entry.base)(g_depth);
+    }
+    const double half = elapsed();
+    do {
+      reinterpret_cast<void (*)()>(loop.base)();
+      ++looped;
+    } while (seconds > 0 ? elapsed() < seconds : elapsed() < 2 * half);
+    std::printf("jit_target: hostile done (%lu good calls, %lu looping calls)\n", good, looped);
+    return 0;
+  }
+
+  using entry_fn = void (*)(uint64_t);
+  const auto start = std::chrono::steady_clock::now();
+  unsigned long calls = 0;
+  for (unsigned i = 0;; ++i) {
+    if (seconds > 0) {
+      if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >=
+          seconds)
+        break;
+    } else if (i >= iterations) {
+      break;
+    }
+    if (mode == "recycle" && i > 0 && recycle_every && i % recycle_every == 0) {
+      retire_and_free(rec);
+      if (g_new_ids) rec.id = 1000 + i;  // the reused memory becomes a new window
+      pad = (pad + 1) % 7;
+      fns = gen_rec(rec, pad, code);
+      publish(rec, code, fns);
+      g_tag = 1 + pad;
+    }
+    reinterpret_cast<entry_fn>(entry.base)(g_depth);
+    ++calls;
+  }
+  std::printf("jit_target: %lu calls of depth %u\n", calls, g_depth);
+  if (g_perfmap) std::fclose(g_perfmap);
+  return 0;
+}

@@ -1,0 +1,81 @@
+/* The session/window C API from a C translation unit: JIT one function into an owned window,
+   publish it, run it, retire it and reuse the window. */
+#include <jitunwind/jitunwind.h>
+
+#include <string.h>
+
+static int log_calls;
+static void count_log(void* user, int level, const char* message, size_t length) {
+  (void)user;
+  (void)level;
+  (void)message;
+  (void)length;
+  ++log_calls;
+}
+
+static int keep(void* user, jitunwind_window* w) {
+  (void)w;
+  ++*(int*)user;
+  return 1;
+}
+
+/* Returns 0 on success, otherwise the number of the failed step. */
+int window_capi_c_scenario(char* message, size_t message_size) {
+  jitunwind_error err;
+  jitunwind_session_options o;
+  memset(&o, 0, sizeof o);
+  o.publishers = JITUNWIND_PUBLISH_REGISTRY | JITUNWIND_PUBLISH_KERNEL;
+  o.kernel_sframe = "syscall:1000,1001"; /* no kernel has it: reported unsupported */
+  o.log = count_log;
+  o.log_min_level = 0;
+  jitunwind_session* s = NULL;
+  if (jitunwind_session_create(&o, &s, &err) != JITUNWIND_OK) {
+    strncpy(message, err.message, message_size - 1);
+    return 1;
+  }
+  jitunwind_window* w = NULL;
+  if (jitunwind_session_create_owned_window(s, 4096, 0, 0, &w, &err) != JITUNWIND_OK) return 2;
+
+  /* push rbp; mov rbp, rsp; mov eax, 7; pop rbp; ret */
+  static const unsigned char code[] = {0x55, 0x48, 0x89, 0xe5, 0xb8, 7, 0, 0, 0, 0x5d, 0xc3};
+  uint64_t address = 0;
+  void* writable = NULL;
+  if (jitunwind_window_allocate(w, sizeof code, 16, &address, &writable, &err) != JITUNWIND_OK)
+    return 3;
+  memcpy(writable, code, sizeof code);
+  jitunwind_frame_builder* b = NULL;
+  if (jitunwind_frame_builder_create(JITUNWIND_ABI_AMD64, &b, &err) != JITUNWIND_OK) return 4;
+  jitunwind_frame_push_frame_pointer(b, 1, 4);
+  jitunwind_frame_pop_frame_pointer(b, 10);
+  jitunwind_function f;
+  if (jitunwind_frame_builder_finish(b, address, sizeof code, &f, &err) != JITUNWIND_OK) return 5;
+  if (jitunwind_window_append(w, "bad\nname", &f, 0, &err) != JITUNWIND_E_INVALID_ARGUMENT)
+    return 6;
+  if (strstr(err.message, "control character") == NULL) return 7;
+  if (jitunwind_window_append(w, "seven", &f, 0, &err) != JITUNWIND_OK) return 8;
+  jitunwind_frame_builder_destroy(b);
+  if (jitunwind_window_publish(w, &err) != JITUNWIND_OK) return 9;
+
+  int (*fn)(void);
+  memcpy(&fn, &address, sizeof fn);
+  if (fn() != 7) return 10;
+
+  char note[256];
+  if (jitunwind_session_publisher_state(s, JITUNWIND_PUBLISH_REGISTRY, note, sizeof note) !=
+      JITUNWIND_PUBLISHER_ACTIVE)
+    return 11;
+  if (jitunwind_session_publisher_state(s, JITUNWIND_PUBLISH_KERNEL, note, sizeof note) !=
+      JITUNWIND_PUBLISHER_UNSUPPORTED)
+    return 12;
+  if (log_calls == 0) return 13;
+
+  int kept = 0;
+  if (jitunwind_window_retire(w, 0, keep, &kept, &err) != JITUNWIND_OK) return 14;
+  if (jitunwind_window_get_state(w) != JITUNWIND_WINDOW_RETIRED) return 15;
+  if (jitunwind_session_poll(s) != 1 || kept != 1) return 16;
+  if (jitunwind_window_reuse(w, &err) != JITUNWIND_OK) return 17;
+  if (jitunwind_window_generation(w) != 2) return 18;
+  if (jitunwind_window_publish(NULL, &err) != JITUNWIND_E_INVALID_ARGUMENT) return 19;
+  jitunwind_session_destroy(s);
+  return 0;
+}
