@@ -221,4 +221,33 @@ int report(const std::string& program, const std::string& message, int status) {
   return status;
 }
 
+int run_group(const invocation& inv, std::span<const command> commands,
+              void (*print_group_help)(const std::string& program)) {
+  if (inv.args.empty()) {
+    print_group_help(inv.program);
+    return exit_usage;
+  }
+  const std::string& name = inv.args[0];
+  if (name == "-h" || name == "--help" || name == "help") {
+    print_group_help(inv.program);
+    return exit_ok;
+  }
+  std::string known;
+  for (const command& c : commands) {
+    known += (known.empty() ? "" : ", ") + c.spec->name;
+    if (name != c.spec->name) continue;
+    const std::string program = inv.program + " " + name;
+    auto args = parse(*c.spec, std::span(inv.args).subspan(1));
+    if (!args) return report(program, args.error().message(), exit_usage);
+    if (args->help) {
+      const std::string help = help_text(inv.program, *c.spec);
+      std::fwrite(help.data(), 1, help.size(), stdout);
+      return exit_ok;
+    }
+    return c.run(program, *args);
+  }
+  return report(inv.program, "unknown command '" + name + "' (commands: " + known + ")",
+                exit_usage);
+}
+
 }  // namespace jitunwind::cli

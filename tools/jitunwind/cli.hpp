@@ -82,6 +82,17 @@ result<void> write_file(const std::string& path, std::span<const uint8_t> bytes)
 /// returns `status`.
 int report(const std::string& program, const std::string& message, int status);
 
+/// One command of a group: its spec and what runs it.
+struct command {
+  const command_spec* spec;
+  int (*run)(const std::string& program, const parsed_args& args);
+};
+
+/// Runs `jitunwind <group> COMMAND ...`: no command prints the group help (exit_usage), -h/--help
+/// prints it (exit_ok), otherwise parses the command's options and runs it (or prints its help).
+int run_group(const invocation& inv, std::span<const command> commands,
+              void (*print_group_help)(const std::string& program));
+
 /// The version printed by `--version`.
 const char* version_string();
 

@@ -85,11 +85,6 @@ const command_spec build_spec{
     "jitunwind sframe build --input examples/demo/jit-functions.json --elf jit.so\n"
     "jitunwind sframe build -i rows.json --raw window.sframe --address 0x7f0000100000"};
 
-struct command {
-  const command_spec* spec;
-  int (*run)(const std::string& program, const parsed_args& args);
-};
-
 result<sframe_source_options> source_options(const parsed_args& args) {
   sframe_source_options o;
   o.raw = args.flag("raw");
@@ -264,29 +259,7 @@ void print_group_help(const std::string& program) {
 }  // namespace
 
 int sframe_main(const invocation& inv) {
-  if (inv.args.empty()) {
-    print_group_help(inv.program);
-    return exit_usage;
-  }
-  const std::string& name = inv.args[0];
-  if (name == "-h" || name == "--help" || name == "help") {
-    print_group_help(inv.program);
-    return exit_ok;
-  }
-  for (const auto& c : commands) {
-    if (name != c.spec->name) continue;
-    const std::string program = inv.program + " " + name;
-    auto args = parse(*c.spec, std::span(inv.args).subspan(1));
-    if (!args) return report(program, args.error().message(), exit_usage);
-    if (args->help) {
-      const std::string help = help_text(inv.program, *c.spec);
-      std::fwrite(help.data(), 1, help.size(), stdout);
-      return exit_ok;
-    }
-    return c.run(program, *args);
-  }
-  return report(inv.program, "unknown command '" + name + "' (commands: dump, check, build)",
-                exit_usage);
+  return run_group(inv, commands, print_group_help);
 }
 
 }  // namespace jitunwind::cli

@@ -328,11 +328,6 @@ int run_list(const std::string& program, const parsed_args& a) {
   return exit_ok;
 }
 
-struct command {
-  const command_spec* spec;
-  int (*run)(const std::string& program, const parsed_args& args);
-};
-
 const command commands[] = {{&fire_spec, run_fire}, {&list_spec, run_list}};
 
 void print_group_help(const std::string& program) {
@@ -350,28 +345,7 @@ void print_group_help(const std::string& program) {
 }  // namespace
 
 int usdt_main(const invocation& inv) {
-  if (inv.args.empty()) {
-    print_group_help(inv.program);
-    return exit_usage;
-  }
-  const std::string& name = inv.args[0];
-  if (name == "-h" || name == "--help" || name == "help") {
-    print_group_help(inv.program);
-    return exit_ok;
-  }
-  for (const auto& c : commands) {
-    if (name != c.spec->name) continue;
-    const std::string program = inv.program + " " + name;
-    auto args = parse(*c.spec, std::span(inv.args).subspan(1));
-    if (!args) return report(program, args.error().message(), exit_usage);
-    if (args->help) {
-      const std::string help = help_text(inv.program, *c.spec);
-      std::fwrite(help.data(), 1, help.size(), stdout);
-      return exit_ok;
-    }
-    return c.run(program, *args);
-  }
-  return report(inv.program, "unknown command '" + name + "' (commands: fire, list)", exit_usage);
+  return run_group(inv, commands, print_group_help);
 }
 
 }  // namespace jitunwind::cli
