@@ -164,6 +164,17 @@ TEST_CASE("hostile headers and entries are refused") {
     m.header.slot_count = 0x7ffffff0;
     CHECK(read_all(m).error().code() == errc::malformed);
   }
+  SECTION("entry array larger than the reader copies (found by fuzz_registry_reader)") {
+    // Within capacity and entry_size limits one by one, but 3.9 GB together: refused before any
+    // allocation.
+    m.header.entry_size = 4096;
+    m.header.capacity = 0xe8800;
+    m.header.slot_count = 0xe8800;
+    auto r = read_all(m);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code() == errc::limit_exceeded);
+    CHECK(r.error().message().find("above the limit") != std::string::npos);
+  }
   SECTION("state") {
     m.entries[1].state = 9;
     CHECK(read_all(m).error().message().find("entry 1: state 9") != std::string::npos);

@@ -73,6 +73,9 @@ struct read_options {
   bool include_retired = true;
   /// Largest SFrame section read_window_sframe accepts (the value comes from the target).
   uint64_t max_sframe_size = uint64_t{256} << 20;
+  /// Largest entry array (slot_count * entry_size bytes) a registry read copies; the sizes come
+  /// from the target, so a corrupt header must not make the reader allocate gigabytes.
+  uint64_t max_entries_size = uint64_t{64} << 20;
 };
 
 /// Finds every `jitunwind_registry` in the target's mapped ELF objects.

@@ -169,7 +169,14 @@ result<void> read_registry_at(const memory_source& memory, uint64_t address,
   if (h.entries == 0 || h.slot_count == 0) return ok_result();
 
   // Three ordered copies of the array: counters before, bodies, counters after.
-  const size_t bytes = static_cast<size_t>(h.slot_count) * h.entry_size;
+  const uint64_t wanted = h.slot_count * uint64_t{h.entry_size};  // both bounded by decode_header
+  if (wanted > options.max_entries_size) {
+    return make_error(errc::limit_exceeded,
+                      "%s: %llu entries of %u bytes at 0x%llx: %llu bytes, above the limit %llu",
+                      where.c_str(), ull(h.slot_count), h.entry_size, ull(h.entries), ull(wanted),
+                      ull(options.max_entries_size));
+  }
+  const size_t bytes = static_cast<size_t>(wanted);
   std::vector<uint8_t>& before = scratch.before;
   std::vector<uint8_t>& body = scratch.body;
   std::vector<uint8_t>& after = scratch.after;
