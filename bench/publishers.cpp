@@ -123,6 +123,22 @@ void BM_perfmap_add(benchmark::State& state) {
 }
 BENCHMARK(BM_perfmap_add);
 
+// 64 lines with one write (perfmap_writer::add_batch), per line.
+void BM_perfmap_add_batch_of_64(benchmark::State& state) {
+  auto w = perfmap_writer::create({scratch_dir(), 4}).value();
+  uint64_t base = 0x7f0000000000;
+  std::vector<perfmap_entry> batch(64);
+  for (auto _ : state) {
+    for (auto& e : batch) {
+      e = {base, 29, "jit::some_function(int, long)"};
+      base += 64;
+    }
+    if (!w->add_batch(batch)) std::abort();
+  }
+  state.counters["functions_per_iteration"] = 64;
+}
+BENCHMARK(BM_perfmap_add_batch_of_64);
+
 void run_jitdump_load(benchmark::State& state, bool unwinding) {
   jitdump_options o;
   o.dir = scratch_dir();
@@ -144,6 +160,29 @@ void BM_jitdump_load_without_unwinding(benchmark::State& state) {
 }
 BENCHMARK(BM_jitdump_load_with_unwinding);
 BENCHMARK(BM_jitdump_load_without_unwinding);
+
+// 64 functions' CODE_UNWINDING_INFO + CODE_LOAD with one write (write_batch), per function.
+void BM_jitdump_write_batch_of_64_with_unwinding(benchmark::State& state) {
+  jitdump_options o;
+  o.dir = scratch_dir();
+  o.pid = 5;
+  auto w = jitdump_writer::create(o).value();
+  std::vector<sample_function> fs;
+  for (int i = 0; i < 64; ++i) fs.push_back(make_sample(0x7f0000000000 + 256 * i));
+  std::vector<jitdump_entry> batch(64);
+  uint64_t shift = 0;
+  for (auto _ : state) {
+    for (size_t i = 0; i < fs.size(); ++i) {
+      fs[i].frame.start = 0x7f0000000000 + 256 * i + shift;
+      batch[i].load = {"jit::some_function(int, long)", fs[i].frame.start,
+                       std::span<const uint8_t>(fs[i].code, fs[i].size), &fs[i].frame};
+    }
+    if (!w->write_batch(batch)) std::abort();
+    shift += 256 * 64;
+  }
+  state.counters["functions_per_iteration"] = 64;
+}
+BENCHMARK(BM_jitdump_write_batch_of_64_with_unwinding);
 
 void BM_gdb_register_and_unregister(benchmark::State& state) {
   auto reg = gdbjit::registrar::create({}).value();
@@ -169,8 +208,11 @@ class ratio_reporter : public benchmark::ConsoleReporter {
   void ReportRuns(const std::vector<Run>& runs) override {
     ConsoleReporter::ReportRuns(runs);
     for (const Run& r : runs)
-      if (r.run_type == Run::RT_Iteration && r.iterations > 0)  // time unit: ns (default)
-        ns_[r.benchmark_name()] = {r.GetAdjustedCPUTime(), r.GetAdjustedRealTime()};
+      if (r.run_type == Run::RT_Iteration && r.iterations > 0) {  // time unit: ns (default)
+        const auto per = r.counters.find("functions_per_iteration");
+        const double n = per == r.counters.end() ? 1.0 : per->second.value;
+        ns_[r.benchmark_name()] = {r.GetAdjustedCPUTime() / n, r.GetAdjustedRealTime() / n};
+      }
   }
   void print_ratios() const {
     const auto base = ns_.find("BM_baseline_asmjit_assemble");

@@ -2,12 +2,18 @@
 // the descriptor list, and which descriptor is chosen.
 #include "gdbjit/gdbjit.hpp"
 
+#include <jitunwind/cfi.h>
+
+#include "gdbjit/elf_object.hpp"
+#include "perfmap/perfmap_writer.hpp"
+
 #include "../cfi/tool_rows.hpp"
 #include "support/privileges.hpp"
 #include "support/process.hpp"
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <regex>
 
@@ -77,6 +83,65 @@ TEST_CASE("the object: NOBITS .text at the code, symbols, non-ALLOC .eh_frame wi
   CHECK(fdes[1].rows == merged(fb.rows));
 }
 
+namespace {
+
+// The object as a generic ELF writer lays it out (the original implementation): build_object
+// writes it in one pass and must give the same bytes.
+std::vector<uint8_t> reference_object(abi target, std::span<const gdbjit::function_symbol> fs) {
+  uint64_t lo = UINT64_MAX, hi = 0;
+  std::vector<const gdbjit::function_symbol*> order;
+  for (const auto& f : fs) {
+    lo = std::min(lo, f.start);
+    hi = std::max(hi, f.start + f.size);
+    order.push_back(&f);
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [](const auto* a, const auto* b) { return a->start < b->start; });
+  cfi::encoder_options o;
+  o.target = target;
+  o.encoding = cfi::address_encoding::absolute;
+  auto enc = cfi::encoder::create(o).value();
+  for (const auto* f : order)
+    if (f->frame != nullptr) REQUIRE(enc.append(*f->frame).ok());
+  const std::vector<uint8_t> eh_frame = enc.bytes();
+  elf::object_writer w(elf::machine_for(target), 1 /* ET_REL */);
+  const uint16_t text = w.add_section({".text", 8 /* SHT_NOBITS */, 2 | 4, lo, 16, {}, hi - lo});
+  w.add_section({".eh_frame", 1 /* SHT_PROGBITS */, 0, 0, 8, eh_frame, 0});
+  for (const auto* f : order)
+    w.add_symbol({sanitize_symbol_name(f->name), f->start - lo, f->size, text, true, true});
+  return w.write();
+}
+
+}  // namespace
+
+TEST_CASE("objects are byte for byte what a generic ELF writer produces") {
+  for (abi a : {abi::amd64, abi::aarch64_le}) {
+    std::vector<function_desc> rows;
+    std::vector<std::string> names;
+    for (int i = 0; i < 40; ++i) {
+      const uint64_t start = 0x7f0000100000 + 0x100 * i;
+      rows.push_back(a == abi::amd64 ? fp_rows(start) : recipes::leaf(a, start, 22).value());
+      names.push_back("jit::f" + std::to_string(i) + (i % 9 == 0 ? "\n\x7f" : "") +
+                      std::string(static_cast<size_t>(i), 'n'));
+    }
+    for (size_t count : {size_t{1}, size_t{2}, size_t{7}, size_t{40}}) {
+      std::vector<gdbjit::function_symbol> batch;
+      for (size_t i = 0; i < count; ++i)
+        batch.push_back(
+            {names[i], rows[i].start, 22 + (i % 3) * 8, i % 5 == 3 ? nullptr : &rows[i]});
+      INFO(to_string(a) << " batch of " << count);
+      auto fast = gdbjit::build_object(a, batch);
+      REQUIRE(fast.ok());
+      CHECK(*fast == reference_object(a, batch));
+      std::reverse(batch.begin(), batch.end());  // unsorted input: sorted the same way
+      auto reversed = gdbjit::build_object(a, batch);
+      REQUIRE(reversed.ok());
+      CHECK(*reversed == reference_object(a, batch));
+      CHECK(*reversed == *fast);
+    }
+  }
+}
+
 TEST_CASE("bad batches are rejected") {
   const function_desc f = fp_rows(0x1000);
   const gdbjit::function_symbol empty_name[] = {{"", 0x1000, 22, nullptr}};
@@ -107,7 +172,8 @@ TEST_CASE("registrations keep the descriptor list complete and unlink in O(1) fr
   std::vector<function_desc> rows;
   for (int i = 0; i < 5; ++i) rows.push_back(fp_rows(0x10000 + 0x100 * i));
   for (int i = 0; i < 5; ++i) {
-    const gdbjit::function_symbol s{"f" + std::to_string(i), rows[i].start, 22, &rows[i]};
+    const std::string name = "f" + std::to_string(i);  // function_symbol only views it
+    const gdbjit::function_symbol s{name, rows[i].start, 22, &rows[i]};
     auto id = reg.add(std::span(&s, 1));
     REQUIRE(id.ok());
     ids.push_back(*id);

@@ -97,10 +97,13 @@ TEST_CASE("perf inject --jit: JIT names and DWARF-unwound callers of FP-less JIT
 }
 
 TEST_CASE("kill -9 during heavy publishing: complete perf map lines, parseable dump") {
+  // One record (line) per write, and batches of 16 per write (add_batch / write_batch).
+  const std::string batch = GENERATE(as<std::string>{}, "1", "16");
+  INFO("batch " << batch);
   temp_dir dir;
   const run_result r =
       run({binary_path("tests/jitdump/testjit"), "--stress", "4", "--kill-after-ms", "300",
-           "--perfmap", dir.path(), "--jitdump", dir.path()});
+           "--batch", batch, "--perfmap", dir.path(), "--jitdump", dir.path()});
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 128 + 9);
   std::string map, dump;
@@ -143,12 +146,14 @@ TEST_CASE("kill -9 during heavy publishing: complete perf map lines, parseable d
 
 TEST_CASE("perf inject --jit succeeds on the dump of a process killed mid-publishing") {
   if (!may_run_privileged("perf record") || !tool_available("perf")) return;
+  const std::string batch = GENERATE(as<std::string>{}, "1", "8");
+  INFO("batch " << batch);
   temp_dir dir;
   const std::string data = dir / "perf.data", jitted = dir / "perf.jit.data";
   const run_result rec =
       run({"perf", "record", "-q", "-k", "1", "-e", "cpu-clock", "-o", data, "--",
            binary_path("tests/jitdump/testjit"), "--stress", "2", "--stress-pause-us", "200",
-           "--kill-after-ms", "300", "--jitdump", dir.path()});
+           "--batch", batch, "--kill-after-ms", "300", "--jitdump", dir.path()});
   INFO(rec.out << rec.err);
   REQUIRE(std::filesystem::exists(data));
   std::string dump;

@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -87,6 +88,40 @@ TEST_CASE("bad arguments are rejected and nothing is written") {
         errc::invalid_argument);
   CHECK(w->add(0x1000, 4, std::string(perfmap_max_name, 'n')).ok());
   CHECK(lines_of(read_file(w->path())).size() == 1);
+}
+
+TEST_CASE("a batch is the same lines as one add per entry, and is all or nothing") {
+  temp_dir one_by_one, batched;
+  auto a = must_create(one_by_one.path());
+  auto b = must_create(batched.path());
+  std::vector<std::string> names;
+  std::vector<perfmap_entry> entries;
+  for (uint64_t i = 0; i < 300; ++i) {
+    names.push_back("js:f" + std::to_string(i) + (i % 7 == 0 ? "\t\x7f" : "") +
+                    std::string(i % 50, 'n'));
+  }
+  const uint64_t starts[] = {0, 1, 0xf, 0x10, 0xffffffff, 0x7f00deadbeef, 0x8000000000000000ull};
+  for (size_t i = 0; i < names.size(); ++i) {
+    const uint64_t start = i < std::size(starts) ? starts[i] : 0x100000000ull + i * 0x40;
+    const uint64_t size = i == 0 ? 1 : (i == 1 ? 0x7fffffffffffffffull : 0x10 + i);
+    entries.push_back({start, size, names[i]});
+    REQUIRE(a->add(start, size, names[i]).ok());
+  }
+  REQUIRE(b->add_batch(entries).ok());
+  CHECK(read_file(b->path()) == read_file(a->path()));
+  CHECK(lines_of(read_file(b->path())).size() == names.size());
+  CHECK(lines_of(read_file(b->path()))[3] == "10 13 js:f3nnn");
+
+  // A bad entry anywhere: nothing of the batch is written.
+  const std::string before = read_file(b->path());
+  for (const perfmap_entry bad : {perfmap_entry{0x1000, 0, "zero"}, perfmap_entry{0x1000, 4, ""},
+                                  perfmap_entry{~0ull - 2, 4, "wrap"}}) {
+    auto with_bad = entries;
+    with_bad.insert(with_bad.begin() + 150, bad);
+    CHECK_FALSE(b->add_batch(with_bad).ok());
+  }
+  CHECK(b->add_batch({}).ok());
+  CHECK(read_file(b->path()) == before);
 }
 
 TEST_CASE("unsafe files are refused with clear errors and left untouched") {
@@ -178,17 +213,32 @@ TEST_CASE("concurrent writers never interleave lines") {
   auto w = must_create(dir.path());
   constexpr int threads = 8, per_thread = 2000;
   std::vector<std::thread> ts;
+  std::atomic<int> failures{0};  // Catch2 assertions are not thread-safe: count, check after
   for (int t = 0; t < threads; ++t) {
+    // Odd threads write batches of 1 to 37 lines.
     ts.emplace_back([&, t] {
+      std::vector<std::string> names;
+      std::vector<perfmap_entry> batch;
       for (int i = 0; i < per_thread; ++i) {
-        const std::string name = "thread_" + std::to_string(t) + "_function_" + std::to_string(i) +
-                                 std::string(static_cast<size_t>(i % 97), 'x');
+        names.push_back("thread_" + std::to_string(t) + "_function_" + std::to_string(i) +
+                        std::string(static_cast<size_t>(i % 97), 'x'));
         const uint64_t start = (static_cast<uint64_t>(t) << 32) | static_cast<uint64_t>(i) << 8;
-        REQUIRE(w->add(start, 0x40 + i, name).ok());
+        if (t % 2 == 0) {
+          if (!w->add(start, 0x40 + i, names.back()).ok()) ++failures;
+          continue;
+        }
+        batch.push_back({start, static_cast<uint64_t>(0x40 + i), {}});
+        if (batch.size() == static_cast<size_t>(1 + i % 37) || i == per_thread - 1) {
+          for (size_t k = 0; k < batch.size(); ++k)
+            batch[k].name = names[names.size() - batch.size() + k];
+          if (!w->add_batch(batch).ok()) ++failures;
+          batch.clear();
+        }
       }
     });
   }
   for (auto& t : ts) t.join();
+  REQUIRE(failures == 0);
   const std::vector<std::string> lines = lines_of(read_file(w->path()));
   REQUIRE(lines.size() == threads * per_thread);
   static const std::regex line_re(R"(^([0-9a-f]+) ([0-9a-f]+) thread_(\d+)_function_(\d+)(x*)$)");

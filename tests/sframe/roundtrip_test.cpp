@@ -148,6 +148,83 @@ TEST_CASE("relocate moves the section and keeps the functions") {
   }
 }
 
+TEST_CASE("write_update brings double-buffered sections up to date like a full write") {
+  // Two buffers at different addresses, written alternately as a window republishes them.
+  for (abi a : all_abis) {
+    for (bool pcrel : {true, false}) {
+      test::frame_gen g(a, 31 + static_cast<int>(a) + pcrel);
+      const auto fs = g.functions(0x20000000, 200);
+      encoder_options o;
+      o.target = a;
+      o.pcrel = pcrel;
+      o.section_address = 0x1ff00000;
+      auto enc = encoder::create(o);
+      REQUIRE(enc.ok());
+      const uint64_t address[2] = {0x1ff00000, 0x1ff80000};
+      std::vector<uint8_t> buffer[2] = {std::vector<uint8_t>(1 << 16, 0xee),
+                                        std::vector<uint8_t>(1 << 16, 0xee)};
+      size_t written[2] = {0, 0};
+      size_t next = 0;
+      int target = 0;
+      while (next < fs.size()) {
+        const size_t batch = g.pick(0, 9);  // 0: republish without new functions
+        for (size_t k = 0; k < batch && next < fs.size(); ++k)
+          REQUIRE(enc->append(fs[next++]).ok());
+        INFO(to_string(a) << " pcrel " << pcrel << " functions " << next << " buffer " << target);
+        REQUIRE(enc->write_update(buffer[target], address[target], written[target]).ok());
+        written[target] = enc->function_count();
+        CHECK(enc->options().section_address == o.section_address);
+        // Byte-identical to a full write at that address.
+        auto full = *encoder::create(o);
+        for (size_t i = 0; i < next; ++i) REQUIRE(full.append(fs[i]).ok());
+        REQUIRE(full.relocate(address[target]).ok());
+        const auto expect = full.bytes();
+        REQUIRE(enc->size() == expect.size());
+        CHECK(std::equal(expect.begin(), expect.end(), buffer[target].begin()));
+        auto d =
+            decode(std::span<const uint8_t>(buffer[target].data(), expect.size()), address[target]);
+        REQUIRE(d.ok());
+        CHECK(d->functions == std::vector<function_desc>(fs.begin(), fs.begin() + next));
+        target ^= 1;
+      }
+    }
+  }
+}
+
+TEST_CASE("write_update refuses what it cannot do and leaves the buffer alone") {
+  test::frame_gen g(abi::amd64, 8);
+  const auto fs = g.functions(0x10000000, 20);
+  encoder_options o;
+  o.section_address = 0x10000000 - 0x1000;
+  auto enc = encoder::create(o);
+  REQUIRE(enc.ok());
+  for (size_t i = 0; i < 10; ++i) REQUIRE(enc->append(fs[i]).ok());
+  std::vector<uint8_t> buf(enc->size());
+  REQUIRE(enc->write_update(buf, o.section_address, 0).ok());
+  CHECK(buf == enc->bytes());
+  // Too small.
+  std::vector<uint8_t> small(enc->size() - 1, 0x5a);
+  auto r = enc->write_update(small, o.section_address, 0);
+  REQUIRE(!r.ok());
+  CHECK(r.error().code() == errc::invalid_argument);
+  CHECK(small == std::vector<uint8_t>(enc->size() - 1, 0x5a));
+  // More functions claimed than the encoder has.
+  r = enc->write_update(buf, o.section_address, 11);
+  REQUIRE(!r.ok());
+  CHECK(r.error().code() == errc::invalid_argument);
+  // New functions out of reach of the given address: refused, buffer unchanged.
+  for (size_t i = 10; i < 20; ++i) REQUIRE(enc->append(fs[i]).ok());
+  std::vector<uint8_t> big(enc->size(), 0x5a);
+  std::copy(buf.begin(), buf.end(), big.begin());
+  const auto before = big;
+  r = enc->write_update(big, o.section_address + 0x100000000ull, 10);
+  REQUIRE(!r.ok());
+  CHECK(r.error().code() == errc::out_of_range);
+  CHECK(big == before);
+  REQUIRE(enc->write_update(big, o.section_address, 10).ok());
+  CHECK(big == enc->bytes());
+}
+
 TEST_CASE("FRE address and offset widths are the smallest that fit") {
   struct width_case {
     uint32_t size;

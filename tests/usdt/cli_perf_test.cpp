@@ -140,6 +140,7 @@ TEST_CASE("jitunwind usdt list shows providers, probes and whether each is enabl
 
 TEST_CASE("perf records dynamic probes: buildid-cache + perf probe (file mode)") {
   if (!tracing_ready("perf")) return;
+  uprobe_events_lock events;
   temp_dir dir;
   probe p;
   const std::string name = unique_provider("pf");
@@ -162,6 +163,7 @@ TEST_CASE("perf records dynamic probes: buildid-cache + perf probe (file mode)")
 TEST_CASE(
     "perf records dynamic probes defined from `jitunwind usdt list --uprobe-events` (memfd)") {
   if (!tracing_ready("perf")) return;
+  uprobe_events_lock events;
   temp_dir dir;
   probe p;
   const std::string name = unique_provider("pm");

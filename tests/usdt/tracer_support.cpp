@@ -1,5 +1,7 @@
 #include "tracer_support.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -40,6 +42,15 @@ bool ensure_tracefs(std::string* why) {
   if (mount("nodev", "/sys/kernel/tracing", "tracefs", 0, nullptr) == 0) return true;
   if (why != nullptr) *why = std::string("cannot mount tracefs: ") + std::strerror(errno);
   return false;
+}
+
+uprobe_events_lock::uprobe_events_lock() {
+  fd_ = ::open("/tmp/jitunwind-test-uprobe-events.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd_ >= 0) ::flock(fd_, LOCK_EX);  // without the file the tests run as before, untaken
+}
+
+uprobe_events_lock::~uprobe_events_lock() {
+  if (fd_ >= 0) ::close(fd_);
 }
 
 std::string unique_provider(const std::string& prefix) {

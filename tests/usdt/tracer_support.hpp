@@ -36,6 +36,21 @@ bool wait_until(const std::function<bool()>& cond, std::chrono::milliseconds tim
 /// use uprobe_events). Returns false with a reason in `why` if it cannot.
 bool ensure_tracefs(std::string* why);
 
+/// Held while a test defines, uses and deletes uprobe events with `perf probe` or by writing
+/// uprobe_events: perf probe refuses to add an event whose name another test process defined
+/// meanwhile in another group ("event already exists"), so under `ctest -j` such tests take
+/// turns (an flock on a file in /tmp, released when the holder exits, even by a crash).
+class uprobe_events_lock {
+ public:
+  uprobe_events_lock();
+  ~uprobe_events_lock();
+  uprobe_events_lock(const uprobe_events_lock&) = delete;
+  uprobe_events_lock& operator=(const uprobe_events_lock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
 /// A provider name unique to this test process and call ("<prefix>_<pid>_<n>").
 std::string unique_provider(const std::string& prefix);
 

@@ -126,9 +126,12 @@ TEST_CASE("session: gdb bt walks through FP-less JIT frames to main") {
 }
 
 TEST_CASE("session: kill -9 while threads publish leaves complete lines and a parseable dump") {
+  // A publish per function, and one per 16 functions (one write per publisher and publish).
+  const std::string batch = GENERATE(as<std::string>{}, "1", "16");
+  INFO("batch " << batch);
   temp_dir dir;
   const run_result r = run({testjit(), "--session", "--stress", "4", "--kill-after-ms", "400",
-                            "--perfmap", dir.path(), "--jitdump", dir.path()});
+                            "--batch", batch, "--perfmap", dir.path(), "--jitdump", dir.path()});
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 128 + 9);
   const std::string map = file_starting_with(dir.path(), "perf-");

@@ -249,6 +249,68 @@ TEST_CASE("described windows get SFrame within reach") {
   munmap(code, len);
 }
 
+TEST_CASE("every republished section equals a fresh encoding of all functions") {
+  // Publishes only add to the buffer not in use (sframe::encoder::write_update): after any mix
+  // of batch sizes, empty publishes and a reuse, each published section must be exactly what
+  // encoding the window's functions from scratch at that address gives.
+  auto s = session::create(quiet_options());
+  REQUIRE(s.ok());
+  const size_t len = 1 << 16;
+  void* code = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(code != MAP_FAILED);
+  const auto start = reinterpret_cast<uint64_t>(code);
+  auto w = (*s)->describe_window({.text_start = start, .text_size = len});
+  REQUIRE(w.ok());
+  window& win = **w;
+  const int batches[] = {1, 3, 0, 7, 1, 1, 12, 0, 2, 30, 5};
+  for (int round = 0; round < 2; ++round) {
+    std::vector<function_desc> appended;
+    std::vector<std::string> names;
+    uint64_t at = start;
+    for (int batch : batches) {
+      for (int k = 0; k < batch; ++k) {
+        const uint32_t size = 24 + 8 * static_cast<uint32_t>(appended.size() % 5);
+        const recipes::epilogue ep{size - 1, size};
+        auto f = recipes::frame_pointer(abi::amd64, at, size, 1, 4, std::span(&ep, 1));
+        REQUIRE(f.ok());
+        names.push_back("f" + std::to_string(appended.size()) + std::string(20, 'x'));
+        REQUIRE(win.append(names.back(), *f).ok());
+        appended.push_back(*f);
+        at += size + 8 * (appended.size() % 3);
+      }
+      if (!appended.empty() && batch == 2)
+        REQUIRE(win.name_range("part", *recipes::leaf(abi::amd64, appended.back().start, 4)).ok());
+      REQUIRE(win.publish().ok());
+      const auto published = win.published_sframe();
+      if (appended.empty()) continue;
+      sframe::encoder_options o;
+      o.section_address = reinterpret_cast<uint64_t>(published.data());
+      auto expect = sframe::encode(o, appended);
+      REQUIRE(expect.ok());
+      INFO("round " << round << ", " << appended.size() << " functions");
+      CHECK(std::vector<uint8_t>(published.begin(), published.end()) == *expect);
+    }
+    const auto listed = win.functions();
+    REQUIRE(listed.size() >= appended.size());
+    size_t named = 0;
+    for (const auto& f : listed) {
+      if (f.name == "part") continue;
+      REQUIRE(named < appended.size());
+      CHECK(f.name == names[named]);
+      CHECK(f.start == appended[named].start);
+      CHECK(f.size == appended[named].size);
+      ++named;
+    }
+    CHECK(named == appended.size());
+    // Same range again, new generation: the buffers start over.
+    REQUIRE(win.retire(std::chrono::milliseconds(0), [](window&) { return true; }).ok());
+    CHECK((*s)->poll() == 1);
+    REQUIRE(win.reuse().ok());
+  }
+  s->reset();
+  munmap(code, len);
+}
+
 TEST_CASE("publisher lists and the environment") {
   auto all = parse_publishers("all");
   REQUIRE(all.ok());

@@ -108,6 +108,18 @@ class JITUNWIND_API encoder {
   /// FDEs overlap (a binary search could not pick one), `out_of_range` when an address is
   /// beyond ±2 GiB of `hdr_address`.
   result<std::vector<uint8_t>> build_hdr(uint64_t hdr_address) const;
+  /// Like `build_hdr`, appending the header to `out` (no allocation when `out` has room).
+  /// On error `out` is unchanged.
+  result<void> append_hdr(uint64_t hdr_address, std::vector<uint8_t>& out) const;
+
+  /// The CIE and FDEs as `bytes()` returns them, without copying (no terminator). Valid until
+  /// the next change of the encoder.
+  std::span<const uint8_t> data() const noexcept { return bytes_; }
+
+  /// Drops every FDE and places the (then empty) section at `eh_frame_address`; the CIE is
+  /// kept. For writers that build many small sections (one per jitdump CODE_LOAD) with one
+  /// encoder, reusing its memory.
+  void clear(uint64_t eh_frame_address);
 
  private:
   explicit encoder(const encoder_options& options) : options_(options) {}
@@ -116,6 +128,7 @@ class JITUNWIND_API encoder {
 
   encoder_options options_;
   std::vector<uint8_t> bytes_;  // CIE + FDEs, no terminator
+  size_t cie_size_ = 0;
   std::vector<fde_info> fdes_;
 };
 

@@ -106,8 +106,21 @@ class JITUNWIND_API encoder {
   /// `out_of_range` if some function is then out of reach; the encoder is unchanged then.
   result<void> relocate(uint64_t new_section_address);
 
+  /// Brings a section up to date in place, for a runtime that republishes a growing section:
+  /// `out` (at `section_address`) must hold what `write` produced there when this encoder had
+  /// its first `written` functions (0: anything). Writes the header, moves the FRE
+  /// sub-section behind the new FDEs (one memmove) and adds the new FDEs and FREs — O(FRE
+  /// bytes written before + new functions) instead of `write`'s O(functions). The bytes equal
+  /// `relocate(section_address)` + `write(out)`; `options().section_address` is not changed.
+  /// Errors: `invalid_argument` (out smaller than size(), written > function_count()),
+  /// `out_of_range` (a new function out of reach of section_address). On error `out` is
+  /// unchanged.
+  result<void> write_update(std::span<uint8_t> out, uint64_t section_address, size_t written) const;
+
  private:
   explicit encoder(const encoder_options& options) : options_(options) {}
+  void write_header(uint8_t* h) const;
+  void write_fdes(uint8_t* fde_area, uint64_t section_address, size_t from, size_t to) const;
 
   encoder_options options_;
   // FDEs are kept with absolute start addresses and encoded on write; FRE bytes are final.

@@ -81,4 +81,30 @@ inline void put_sleb(std::vector<uint8_t>& out, int64_t v) {
   }
 }
 
+/// The same helpers writing through a raw pointer into memory the caller has sized (the hot
+/// path of the encoder: no capacity check per byte).
+struct raw_out {
+  uint8_t* p;
+  size_t size_from(const uint8_t* start) const { return static_cast<size_t>(p - start); }
+};
+inline void put_u8(raw_out& out, uint8_t v) {
+  *out.p++ = v;
+}
+inline void put_u32(raw_out& out, uint32_t v) {
+  store_u32(out.p, v);
+  out.p += 4;
+}
+inline void put_u64(raw_out& out, uint64_t v) {
+  store_u64(out.p, v);
+  out.p += 8;
+}
+inline void put_uleb(raw_out& out, uint64_t v) {
+  do {
+    uint8_t byte = v & 0x7f;
+    v >>= 7;
+    if (v != 0) byte |= 0x80;
+    *out.p++ = byte;
+  } while (v != 0);
+}
+
 }  // namespace jitunwind::cfi::dwarf

@@ -38,7 +38,12 @@ void pad_to_8(std::vector<uint8_t>& out, size_t entry_start) {
   while ((out.size() - entry_start) % 8 != 0) dwarf::put_u8(out, dwarf::cfa_nop);
 }
 
-void emit_advance(std::vector<uint8_t>& out, uint32_t delta) {
+// Most bytes one row's transition can emit, even with 10-byte ULEB128 values: an advance (5) +
+// def_cfa (1 + 1 + 10) + FP rule (1 + 10) + RA rule (1 + 10) + negate_ra_state (1).
+constexpr size_t max_row_bytes = 40;
+
+template <class Out>
+void emit_advance(Out& out, uint32_t delta) {
   if (delta == 0) return;
   if (delta < 0x40) {
     dwarf::put_u8(out, static_cast<uint8_t>(dwarf::cfa_advance_loc | delta));
@@ -57,14 +62,16 @@ void emit_advance(std::vector<uint8_t>& out, uint32_t delta) {
 
 // `offset` is negative and a multiple of 8 (validate() guarantees it), so the factored value
 // is a positive ULEB128 and the compact DW_CFA_offset form always applies (registers < 64).
-void emit_saved_at(std::vector<uint8_t>& out, uint8_t reg, int32_t offset) {
+template <class Out>
+void emit_saved_at(Out& out, uint8_t reg, int32_t offset) {
   dwarf::put_u8(out, static_cast<uint8_t>(dwarf::cfa_offset | reg));
   dwarf::put_uleb(out, static_cast<uint64_t>(offset / data_alignment));
 }
 
 // Emits the instructions that turn the rules in `s` into those of `to` and updates `s`.
 // For an outermost row only "RA undefined" matters; the CFA rule is left as it was.
-void emit_transition(std::vector<uint8_t>& out, abi a, frame_row& s, const frame_row& to) {
+template <class Out>
+void emit_transition(Out& out, abi a, frame_row& s, const frame_row& to) {
   const registers regs = dwarf_registers(a);
   frame_row want = to;
   if (to.ra == ra_rule::undefined) {
@@ -157,7 +164,14 @@ result<encoder> encoder::create(const encoder_options& options) {
     return make_error(errc::invalid_argument, "cfi: max_fdes_per_function must be at least 1");
   encoder e(options);
   emit_cie(e.bytes_, options.target, fde_pointer_encoding(options.encoding));
+  e.cie_size_ = e.bytes_.size();
   return e;
+}
+
+void encoder::clear(uint64_t eh_frame_address) {
+  bytes_.resize(cie_size_);
+  fdes_.clear();
+  options_.eh_frame_address = eh_frame_address;
 }
 
 size_t encoder::size() const noexcept {
@@ -173,24 +187,35 @@ std::vector<uint8_t> encoder::bytes() const {
 result<void> encoder::append_fde(uint64_t start, uint64_t size, const function_desc& f,
                                  uint32_t block_size, uint32_t repeat) {
   const size_t fde_start = bytes_.size();
-  dwarf::put_u32(bytes_, 0);                                     // length, patched below
-  dwarf::put_u32(bytes_, static_cast<uint32_t>(fde_start + 4));  // back to the CIE at 0
+  uint64_t field = 0;
+  int32_t rel = 0;
   if (options_.encoding == address_encoding::pcrel_sdata4) {
-    const uint64_t field = options_.eh_frame_address + fde_start + 8;
-    const auto rel = delta32(start, field);
-    if (!rel)
+    field = options_.eh_frame_address + fde_start + 8;
+    const auto r = delta32(start, field);
+    if (!r)
       return make_error(errc::out_of_range,
                         "cfi: function at 0x%llx is more than 2 GiB away from its FDE at 0x%llx "
                         "(PC-relative 32-bit start)",
                         static_cast<unsigned long long>(start),
                         static_cast<unsigned long long>(field - 8));
-    dwarf::put_u32(bytes_, static_cast<uint32_t>(*rel));
-    dwarf::put_u32(bytes_, static_cast<uint32_t>(size));
-  } else {
-    dwarf::put_u64(bytes_, start);
-    dwarf::put_u64(bytes_, size);
+    rel = *r;
   }
-  dwarf::put_uleb(bytes_, 0);  // augmentation data length
+  // Room for the worst case, written through a raw pointer, then trimmed.
+  const size_t bound =
+      4 + 4 + 16 + 1 + static_cast<size_t>(repeat) * f.rows.size() * max_row_bytes + 7;
+  bytes_.resize(fde_start + bound);
+  uint8_t* const begin = bytes_.data() + fde_start;
+  dwarf::raw_out out{begin};
+  dwarf::put_u32(out, 0);                                     // length, patched below
+  dwarf::put_u32(out, static_cast<uint32_t>(fde_start + 4));  // back to the CIE at 0
+  if (options_.encoding == address_encoding::pcrel_sdata4) {
+    dwarf::put_u32(out, static_cast<uint32_t>(rel));
+    dwarf::put_u32(out, static_cast<uint32_t>(size));
+  } else {
+    dwarf::put_u64(out, start);
+    dwarf::put_u64(out, size);
+  }
+  dwarf::put_uleb(out, 0);  // augmentation data length
 
   frame_row state = entry_row(options_.target);
   uint64_t at = 0;
@@ -198,13 +223,15 @@ result<void> encoder::append_fde(uint64_t start, uint64_t size, const function_d
     const uint64_t base = static_cast<uint64_t>(k) * block_size;
     for (const frame_row& r : f.rows) {
       if (r.pc_offset >= block_size || base + r.pc_offset >= size) break;
-      emit_advance(bytes_, static_cast<uint32_t>(base + r.pc_offset - at));
+      emit_advance(out, static_cast<uint32_t>(base + r.pc_offset - at));
       at = base + r.pc_offset;
-      emit_transition(bytes_, options_.target, state, r);
+      emit_transition(out, options_.target, state, r);
     }
   }
-  pad_to_8(bytes_, fde_start);
-  dwarf::store_u32(bytes_.data() + fde_start, static_cast<uint32_t>(bytes_.size() - fde_start - 4));
+  while (out.size_from(begin) % 8 != 0) dwarf::put_u8(out, dwarf::cfa_nop);
+  const size_t length = out.size_from(begin);
+  dwarf::store_u32(begin, static_cast<uint32_t>(length - 4));
+  bytes_.resize(fde_start + length);
   fdes_.push_back({start, size, static_cast<uint32_t>(fde_start)});
   return {};
 }
@@ -271,9 +298,23 @@ result<void> encoder::relocate(uint64_t new_eh_frame_address) {
 }
 
 result<std::vector<uint8_t>> encoder::build_hdr(uint64_t hdr_address) const {
-  std::vector<fde_info> sorted(fdes_.begin(), fdes_.end());
-  std::sort(sorted.begin(), sorted.end(),
-            [](const fde_info& a, const fde_info& b) { return a.start < b.start; });
+  std::vector<uint8_t> out;
+  out.reserve(eh_frame_hdr_size(fdes_.size()));
+  if (auto r = append_hdr(hdr_address, out); !r) return std::move(r).error();
+  return out;
+}
+
+result<void> encoder::append_hdr(uint64_t hdr_address, std::vector<uint8_t>& out) const {
+  // FDEs are usually appended in address order: sort a copy only when they are not.
+  std::span<const fde_info> sorted = fdes_;
+  std::vector<fde_info> copy;
+  if (!std::is_sorted(fdes_.begin(), fdes_.end(),
+                      [](const fde_info& a, const fde_info& b) { return a.start < b.start; })) {
+    copy.assign(fdes_.begin(), fdes_.end());
+    std::sort(copy.begin(), copy.end(),
+              [](const fde_info& a, const fde_info& b) { return a.start < b.start; });
+    sorted = copy;
+  }
   for (size_t i = 1; i < sorted.size(); ++i) {
     const fde_info& prev = sorted[i - 1];
     if (sorted[i].start < prev.start + prev.size)
@@ -290,30 +331,34 @@ result<std::vector<uint8_t>> encoder::build_hdr(uint64_t hdr_address) const {
                       static_cast<unsigned long long>(address),
                       static_cast<unsigned long long>(hdr_address));
   };
-
-  std::vector<uint8_t> out;
-  out.reserve(eh_frame_hdr_size(sorted.size()));
-  dwarf::put_u8(out, 1);  // version
-  dwarf::put_u8(out, dwarf::pe_pcrel | dwarf::pe_sdata4);
-  dwarf::put_u8(out, dwarf::pe_udata4);
-  dwarf::put_u8(out, dwarf::pe_datarel | dwarf::pe_sdata4);
-  const auto frame_ptr = delta32(options_.eh_frame_address, hdr_address + 4);
-  if (!frame_ptr) return out_of_reach(".eh_frame", options_.eh_frame_address);
-  dwarf::put_u32(out, static_cast<uint32_t>(*frame_ptr));
   if (sorted.size() > std::numeric_limits<uint32_t>::max())
     return make_error(errc::limit_exceeded, "cfi: %zu FDEs do not fit a 32-bit count",
                       sorted.size());
-  dwarf::put_u32(out, static_cast<uint32_t>(sorted.size()));
+  const auto frame_ptr = delta32(options_.eh_frame_address, hdr_address + 4);
+  if (!frame_ptr) return out_of_reach(".eh_frame", options_.eh_frame_address);
+  // Check every entry before touching `out`.
   for (const fde_info& d : sorted) {
-    const auto loc = delta32(d.start, hdr_address);
-    if (!loc) return out_of_reach("function", d.start);
+    if (!delta32(d.start, hdr_address)) return out_of_reach("function", d.start);
     const uint64_t fde_address = options_.eh_frame_address + d.offset;
-    const auto fde = delta32(fde_address, hdr_address);
-    if (!fde) return out_of_reach("FDE", fde_address);
-    dwarf::put_u32(out, static_cast<uint32_t>(*loc));
-    dwarf::put_u32(out, static_cast<uint32_t>(*fde));
+    if (!delta32(fde_address, hdr_address)) return out_of_reach("FDE", fde_address);
   }
-  return out;
+  const size_t at = out.size();
+  out.resize(at + eh_frame_hdr_size(sorted.size()));
+  uint8_t* p = out.data() + at;
+  p[0] = 1;  // version
+  p[1] = dwarf::pe_pcrel | dwarf::pe_sdata4;
+  p[2] = dwarf::pe_udata4;
+  p[3] = dwarf::pe_datarel | dwarf::pe_sdata4;
+  dwarf::store_u32(p + 4, static_cast<uint32_t>(*frame_ptr));
+  dwarf::store_u32(p + 8, static_cast<uint32_t>(sorted.size()));
+  p += 12;
+  for (const fde_info& d : sorted) {
+    const uint64_t fde_address = options_.eh_frame_address + d.offset;
+    dwarf::store_u32(p, static_cast<uint32_t>(*delta32(d.start, hdr_address)));
+    dwarf::store_u32(p + 4, static_cast<uint32_t>(*delta32(fde_address, hdr_address)));
+    p += 8;
+  }
+  return {};
 }
 
 result<sections> encode(const encoder_options& options, std::span<const function_desc> functions,

@@ -28,7 +28,11 @@ bool add_overflows(int32_t a, int32_t b) {
 
 }  // namespace
 
-frame_builder::frame_builder(abi a) : abi_(a) { reset(); }
+frame_builder::frame_builder(abi a) : abi_(a) {
+  // Typical functions have 3-6 rows: one allocation instead of a growth sequence.
+  rows_.reserve(8);
+  reset();
+}
 
 void frame_builder::reset() {
   current_ = entry_row(abi_);
@@ -61,7 +65,9 @@ bool frame_builder::begin(uint32_t at, const char* directive) {
 void frame_builder::commit(uint32_t at) {
   if (current_.ra == ra_rule::undefined) current_ = outermost_row(at);
   current_.pc_offset = at;
-  if (auto why = detail::check_row_rules(abi_, current_)) {
+  if (abi_ == abi::amd64 && detail::amd64_row_obviously_valid(current_)) {
+    // the common case: no need for the general check
+  } else if (auto why = detail::check_row_rules(abi_, current_)) {
     error_.emplace(errc::invalid_argument,
                    format("frame directive #%u at offset %u: %s", directive_count_, at,
                           why->c_str()));
@@ -246,6 +252,7 @@ result<function_desc> frame_builder::finish(uint64_t start, uint32_t size) const
   function_desc f;
   f.start = start;
   f.size = size;
+  f.rows.reserve(rows_.size());
   for (const frame_row& r : rows_) {
     if (r.pc_offset > size)
       return detail::make_error(errc::invalid_argument,
@@ -284,8 +291,59 @@ void add_epilogues(frame_builder& b, uint32_t size, std::span<const epilogue> ep
 
 }  // namespace
 
+namespace {
+
+// The rows frame_pointer() gives for the usual AMD64 shape — offsets strictly increasing, every
+// epilogue inside the function — built directly: a JIT calls this for every function it
+// compiles, and the builder (directive checks, several allocations) costs several times more.
+// Returns false for any other shape (then the builder decides, with its error messages).
+bool amd64_frame_pointer_rows(uint64_t start, uint32_t size, uint32_t after_push,
+                              uint32_t after_set_fp, std::span<const epilogue> epilogues,
+                              function_desc& f) {
+  if (!(0 < after_push && after_push < after_set_fp && after_set_fp < size)) return false;
+  uint32_t last = after_set_fp;
+  for (size_t i = 0; i < epilogues.size(); ++i) {
+    const epilogue& e = epilogues[i];
+    if (!(last < e.after_pop && e.after_pop < e.after_ret && e.after_ret <= size)) return false;
+    last = e.after_ret;
+  }
+  const frame_row entry = entry_row(abi::amd64);
+  frame_row pushed = entry;
+  pushed.cfa_offset = 16;
+  pushed.fp = fp_rule::saved;
+  pushed.fp_offset = -16;
+  frame_row body = pushed;
+  body.cfa = cfa_base::fp;
+  f.start = start;
+  f.size = size;
+  f.pcmask_rep = 0;
+  f.rows.clear();
+  f.rows.reserve(3 + 2 * epilogues.size());
+  const auto add = [&f](frame_row r, uint32_t at) {
+    r.pc_offset = at;
+    f.rows.push_back(r);
+  };
+  add(entry, 0);
+  add(pushed, after_push);
+  add(body, after_set_fp);
+  for (const epilogue& e : epilogues) {
+    add(entry, e.after_pop);
+    if (e.after_ret < size) add(body, e.after_ret);
+  }
+  return true;
+}
+
+}  // namespace
+
 result<function_desc> frame_pointer(abi a, uint64_t start, uint32_t size, uint32_t after_push,
                                     uint32_t after_set_fp, std::span<const epilogue> epilogues) {
+  if (a == abi::amd64) {
+    function_desc f;
+    if (amd64_frame_pointer_rows(start, size, after_push, after_set_fp, epilogues, f)) {
+      if (auto v = validate(a, f); !v) return std::move(v).error();
+      return f;
+    }
+  }
   frame_builder b(a);
   b.push_frame_pointer(after_push, after_set_fp);
   add_epilogues(b, size, epilogues, [&](uint32_t at) { b.pop_frame_pointer(at); });

@@ -11,4 +11,25 @@ namespace jitunwind::detail {
 /// Why `r` cannot be right on ABI `a`, or nothing if it can.
 std::optional<std::string> check_row_rules(abi a, const frame_row& r);
 
+/// True for the rows every AMD64 function consists of (RA at CFA-8, FP unchanged or saved in
+/// its own slot, a sane CFA) — exactly the non-outermost rows `check_row_rules` accepts on
+/// AMD64. Lets the hot paths (validate, frame_builder) skip the general check; false means
+/// "ask check_row_rules", not "invalid".
+inline bool amd64_row_obviously_valid(const frame_row& r) noexcept {
+  if (r.ra != ra_rule::saved || r.ra_offset != -8 || r.ra_mangled) return false;
+  if (r.cfa_offset % 8 != 0) return false;
+  if (r.cfa == cfa_base::sp ? r.cfa_offset < 8 : (r.cfa != cfa_base::fp || r.cfa_offset <= 0))
+    return false;
+  if (r.fp == fp_rule::unchanged) return r.fp_offset == 0;
+  if (r.fp != fp_rule::saved) return false;
+  return r.fp_offset < 0 && r.fp_offset % 8 == 0 && r.fp_offset != -8 &&
+         (r.cfa != cfa_base::sp || r.fp_offset >= -r.cfa_offset);
+}
+
+/// check_row_rules(a, r) has nothing to say.
+inline bool row_rules_hold(abi a, const frame_row& r) {
+  if (a == abi::amd64 && amd64_row_obviously_valid(r)) return true;
+  return !check_row_rules(a, r).has_value();
+}
+
 }  // namespace jitunwind::detail

@@ -3,14 +3,15 @@
 #include <jitunwind/cfi.h>
 
 #include "common/error.hpp"
+#include "common/names.hpp"
 #include "gdbjit/elf_object.hpp"
 #include "gdbjit/symbol_scan.hpp"
-#include "perfmap/perfmap_writer.hpp"
 
 #include <elf.h>
 
 #include <algorithm>
 #include <cinttypes>
+#include <cstring>
 #include <mutex>
 
 using jitunwind::detail::gdbjit::jit_descriptor;
@@ -64,16 +65,34 @@ descriptor_info inspect_descriptors() {
   return d;
 }
 
-result<std::vector<uint8_t>> build_object(abi target, std::span<const function_symbol> functions) {
+namespace {
+
+cfi::encoder_options object_cfi_options(abi target) {
+  // Absolute FDE addresses: the object's bytes do not depend on where gdb reads them from.
+  cfi::encoder_options o;
+  o.target = target;
+  o.encoding = cfi::address_encoding::absolute;
+  return o;
+}
+
+template <class T>
+void put(uint8_t* out, size_t at, const T& v) {
+  std::memcpy(out + at, &v, sizeof v);
+}
+
+// The object gdb reads, written in one pass into one buffer. Layout (what a generic ELF writer
+// gives for these sections; tests compare with elf::object_writer): ELF header; .eh_frame
+// (8-aligned, right after the header; .text is NOBITS); .symtab (8-aligned); .strtab;
+// .shstrtab; section headers (8-aligned): null, .text, .eh_frame, .symtab, .strtab, .shstrtab.
+result<void> write_object(cfi::encoder& enc, uint16_t machine,
+                          std::span<const function_symbol> functions, std::vector<uint8_t>& out) {
   if (functions.empty())
     return make_error(errc::invalid_argument, "gdb jit: registration without functions");
-  const uint16_t machine = elf::machine_for(target);
-  if (machine == 0)
-    return make_error(errc::unsupported, "gdb jit: ABI %s is not supported", to_string(target));
   uint64_t lo = UINT64_MAX, hi = 0;
-  std::vector<const function_symbol*> order;
-  order.reserve(functions.size());
-  for (const function_symbol& f : functions) {
+  bool sorted = true;
+  size_t name_bytes = 1;
+  for (size_t i = 0; i < functions.size(); ++i) {
+    const function_symbol& f = functions[i];
     if (f.name.empty())
       return make_error(errc::invalid_argument, "gdb jit: function at 0x%" PRIx64 " has no name",
                         f.start);
@@ -90,34 +109,117 @@ result<std::vector<uint8_t>> build_object(abi target, std::span<const function_s
                         f.frame->size, f.start, f.size);
     lo = std::min(lo, f.start);
     hi = std::max(hi, f.start + f.size);
-    order.push_back(&f);
+    sorted &= i == 0 || functions[i - 1].start <= f.start;
+    name_bytes += f.name.size() + 1;
   }
-  std::sort(order.begin(), order.end(),
-            [](const function_symbol* a, const function_symbol* b) { return a->start < b->start; });
-
-  // Absolute FDE addresses: the object's bytes do not depend on where gdb reads them from.
-  cfi::encoder_options o;
-  o.target = target;
-  o.encoding = cfi::address_encoding::absolute;
-  auto enc = cfi::encoder::create(o);
-  if (!enc) return std::move(enc).error();
-  for (const function_symbol* f : order) {
-    if (f->frame == nullptr) continue;
-    if (auto r = enc->append(*f->frame); !r) return std::move(r).error();
+  // Symbols and FDEs in address order (a window's functions already are).
+  std::vector<const function_symbol*> order;
+  if (!sorted) {
+    order.reserve(functions.size());
+    for (const function_symbol& f : functions) order.push_back(&f);
+    std::stable_sort(
+        order.begin(), order.end(),
+        [](const function_symbol* a, const function_symbol* b) { return a->start < b->start; });
   }
-  const std::vector<uint8_t> eh_frame = enc->bytes();
+  const size_t n = functions.size();
+  auto at = [&](size_t i) -> const function_symbol& { return sorted ? functions[i] : *order[i]; };
 
-  elf::object_writer w(machine, ET_REL);
-  const uint16_t text =
-      w.add_section({".text", SHT_NOBITS, SHF_ALLOC | SHF_EXECINSTR, lo, 16, {}, hi - lo});
+  enc.clear(0);
+  for (size_t i = 0; i < n; ++i) {
+    if (at(i).frame == nullptr) continue;
+    if (auto r = enc.append(*at(i).frame); !r) return std::move(r).error();
+  }
+  const std::span<const uint8_t> eh_frame = enc.data();
+
+  static constexpr char shstrtab[] = "\0.text\0.eh_frame\0.symtab\0.strtab\0.shstrtab";
+  constexpr uint32_t text_name = 1, eh_name = 7, symtab_name = 17, strtab_name = 25,
+                     shstrtab_name = 33;
+  constexpr size_t shstrtab_size = sizeof shstrtab;  // with the final NUL
+  const auto align8 = [](size_t v) { return (v + 7) / 8 * 8; };
+  const size_t eh_off = sizeof(Elf64_Ehdr);
+  const size_t symtab_off = align8(eh_off + eh_frame.size());
+  const size_t symtab_size = (n + 1) * sizeof(Elf64_Sym);
+  const size_t strtab_off = symtab_off + symtab_size;
+  const size_t shstrtab_off = strtab_off + name_bytes;
+  const size_t shdr_off = align8(shstrtab_off + shstrtab_size);
+  const size_t total = shdr_off + 6 * sizeof(Elf64_Shdr);
+
+  out.assign(total, 0);
+  uint8_t* const o = out.data();
+  Elf64_Ehdr eh{};
+  std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
+  eh.e_ident[EI_CLASS] = ELFCLASS64;
+  eh.e_ident[EI_DATA] = ELFDATA2LSB;
+  eh.e_ident[EI_VERSION] = EV_CURRENT;
+  eh.e_ident[EI_OSABI] = ELFOSABI_NONE;
+  eh.e_type = ET_REL;
+  eh.e_machine = machine;
+  eh.e_version = EV_CURRENT;
+  eh.e_shoff = shdr_off;
+  eh.e_ehsize = sizeof(Elf64_Ehdr);
+  eh.e_shentsize = sizeof(Elf64_Shdr);
+  eh.e_shnum = 6;
+  eh.e_shstrndx = 5;
+  put(o, 0, eh);
+  if (!eh_frame.empty()) std::memcpy(o + eh_off, eh_frame.data(), eh_frame.size());
+
+  // Symbols: values are offsets into .text (ET_REL), all global functions.
+  size_t name_at = 1;
+  for (size_t i = 0; i < n; ++i) {
+    const function_symbol& f = at(i);
+    Elf64_Sym sym{};
+    sym.st_name = static_cast<uint32_t>(name_at);
+    sym.st_info = ELF64_ST_INFO(STB_GLOBAL, STT_FUNC);
+    sym.st_shndx = 1;
+    sym.st_value = f.start - lo;
+    sym.st_size = f.size;
+    put(o, symtab_off + (i + 1) * sizeof(Elf64_Sym), sym);
+    copy_sanitized(reinterpret_cast<char*>(o + strtab_off + name_at), f.name);
+    name_at += f.name.size() + 1;
+  }
+  std::memcpy(o + shstrtab_off, shstrtab, shstrtab_size);
+
+  const auto shdr = [](uint32_t name, uint32_t type, uint64_t flags, uint64_t addr, uint64_t offset,
+                       uint64_t size, uint64_t align) {
+    Elf64_Shdr h{};
+    h.sh_name = name;
+    h.sh_type = type;
+    h.sh_flags = flags;
+    h.sh_addr = addr;
+    h.sh_offset = offset;
+    h.sh_size = size;
+    h.sh_addralign = align;
+    return h;
+  };
+  put(o, shdr_off + 1 * sizeof(Elf64_Shdr),
+      shdr(text_name, SHT_NOBITS, SHF_ALLOC | SHF_EXECINSTR, lo, eh_off, hi - lo, 16));
   // Not SHF_ALLOC: gdb still reads the CFI, but does not add the section to its address map
   // (a large registration-time saving, dstogov/ir#129).
-  w.add_section({".eh_frame", SHT_PROGBITS, 0, 0, 8, eh_frame, 0});
-  for (const function_symbol* f : order) {
-    const std::string name = sanitize_symbol_name(f->name);
-    w.add_symbol({name, f->start - lo, f->size, text, true, true});
-  }
-  return w.write();
+  put(o, shdr_off + 2 * sizeof(Elf64_Shdr),
+      shdr(eh_name, SHT_PROGBITS, 0, 0, eh_off, eh_frame.size(), 8));
+  Elf64_Shdr symtab = shdr(symtab_name, SHT_SYMTAB, 0, 0, symtab_off, symtab_size, 8);
+  symtab.sh_link = 4;
+  symtab.sh_info = 1;  // first global symbol
+  symtab.sh_entsize = sizeof(Elf64_Sym);
+  put(o, shdr_off + 3 * sizeof(Elf64_Shdr), symtab);
+  put(o, shdr_off + 4 * sizeof(Elf64_Shdr),
+      shdr(strtab_name, SHT_STRTAB, 0, 0, strtab_off, name_bytes, 1));
+  put(o, shdr_off + 5 * sizeof(Elf64_Shdr),
+      shdr(shstrtab_name, SHT_STRTAB, 0, 0, shstrtab_off, shstrtab_size, 1));
+  return {};
+}
+
+}  // namespace
+
+result<std::vector<uint8_t>> build_object(abi target, std::span<const function_symbol> functions) {
+  const uint16_t machine = elf::machine_for(target);
+  if (machine == 0)
+    return make_error(errc::unsupported, "gdb jit: ABI %s is not supported", to_string(target));
+  auto enc = cfi::encoder::create(object_cfi_options(target));
+  if (!enc) return std::move(enc).error();
+  std::vector<uint8_t> out;
+  if (auto r = write_object(*enc, machine, functions, out); !r) return std::move(r).error();
+  return out;
 }
 
 struct registrar::node {
@@ -129,8 +231,11 @@ result<std::unique_ptr<registrar>> registrar::create(const registrar_options& op
   if (elf::machine_for(options.target) == 0)
     return make_error(errc::unsupported, "gdb jit: ABI %s is not supported",
                       to_string(options.target));
+  auto enc = cfi::encoder::create(object_cfi_options(options.target));
+  if (!enc) return std::move(enc).error();
   std::unique_ptr<registrar> r(new registrar());
   r->options_ = options;
+  r->cfi_.emplace(std::move(*enc));
   r->info_ = inspect_descriptors();
   descriptor_info& d = r->info_;
   // The first definer's function, to call in `shared` mode.
@@ -180,10 +285,12 @@ size_t registrar::live_registrations() const {
 }
 
 result<registration_id> registrar::add(std::span<const function_symbol> functions) {
-  auto object = build_object(options_.target, functions);
-  if (!object) return std::move(object).error();
   auto n = std::make_unique<node>();
-  n->object = std::move(*object);
+  {
+    std::lock_guard lock(build_mutex_);
+    if (auto r = write_object(*cfi_, elf::machine_for(options_.target), functions, n->object); !r)
+      return std::move(r).error();
+  }
   n->entry.symfile_addr = reinterpret_cast<const char*>(n->object.data());
   n->entry.symfile_size = n->object.size();
 

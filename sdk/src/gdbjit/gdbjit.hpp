@@ -9,12 +9,15 @@
 // `descriptor_policy` and docs/publishers.md.
 #pragma once
 
+#include <jitunwind/cfi.h>
 #include <jitunwind/frame.h>
 #include <jitunwind/log.h>
 #include <jitunwind/result.h>
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -120,6 +123,8 @@ class registrar {
   jit_descriptor* target_ = nullptr;
   void (*notify_)() noexcept = nullptr;
   std::unordered_map<registration_id, std::unique_ptr<node>> live_;
+  std::mutex build_mutex_;           // guards cfi_
+  std::optional<cfi::encoder> cfi_;  // reused for every object (its CIE is built once)
   registration_id next_id_ = 1;
 };
 

@@ -3,6 +3,7 @@
 #include <jitunwind/cfi.h>
 
 #include "common/error.hpp"
+#include "common/names.hpp"
 #include "gdbjit/elf_object.hpp"
 #include "jitdump/jitdump_format.hpp"
 #include "perfmap/owned_file.hpp"
@@ -31,8 +32,12 @@ uint64_t monotonic_ns() {
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
 }
 
+// A thread's id never changes; asking the kernel costs a system call per publish otherwise.
+// (A child created by fork starts with its parent thread's cached value; a forked child writing
+// into its parent's dump — whose header carries the parent's pid — is not supported anyway.)
 uint32_t current_tid() {
-  return static_cast<uint32_t>(::syscall(SYS_gettid));
+  thread_local const auto tid = static_cast<uint32_t>(::syscall(SYS_gettid));
+  return tid;
 }
 
 constexpr uint64_t round_up(uint64_t v, uint64_t a) {
@@ -48,37 +53,62 @@ constexpr uint64_t round_up(uint64_t v, uint64_t a) {
 // ALIGN_8(code_size) + mapped_size. Seen from the process, the .eh_frame therefore lives at
 // code_addr + ALIGN_8(code_size): PC-relative FDE starts and the header's table are computed for
 // that address.
-result<jitdump_unwinding> make_jitdump_unwinding(abi target, uint64_t code_addr, uint64_t code_size,
-                                                 const function_desc* frame) {
-  if (frame != nullptr) {
-    if (frame->start != code_addr)
-      return make_error(errc::invalid_argument,
-                        "jitdump: rows describe a function at 0x%" PRIx64
-                        " but the code is at 0x%" PRIx64,
-                        frame->start, code_addr);
-    if (frame->size > code_size)
-      return make_error(errc::invalid_argument,
-                        "jitdump: rows cover %u bytes at 0x%" PRIx64 " but the code has %" PRIu64,
-                        frame->size, code_addr, code_size);
-  }
+namespace {
+
+result<void> check_rows(uint64_t code_addr, uint64_t code_size, const function_desc* frame) {
+  if (frame == nullptr) return {};
+  if (frame->start != code_addr)
+    return make_error(errc::invalid_argument,
+                      "jitdump: rows describe a function at 0x%" PRIx64
+                      " but the code is at 0x%" PRIx64,
+                      frame->start, code_addr);
+  if (frame->size > code_size)
+    return make_error(errc::invalid_argument,
+                      "jitdump: rows cover %u bytes at 0x%" PRIx64 " but the code has %" PRIu64,
+                      frame->size, code_addr, code_size);
+  return {};
+}
+
+cfi::encoder_options unwinding_encoder_options(abi target) {
   cfi::encoder_options o;
   o.target = target;
-  o.eh_frame_address = code_addr + jd::align8(code_size);
   o.encoding = cfi::address_encoding::pcrel_sdata4;
   // One FDE per CODE_LOAD (PCMASK rows are repeated inside it): see the header table below.
   o.pcmask_single_fde = true;
-  auto enc = cfi::encoder::create(o);
-  if (!enc) return std::move(enc).error();
+  return o;
+}
+
+// Appends .eh_frame then .eh_frame_hdr for the function to `out` using `enc` (created with
+// unwinding_encoder_options). Returns the size of the .eh_frame_hdr. On error `out` is unchanged.
+result<uint64_t> append_unwinding_data(cfi::encoder& enc, uint64_t code_addr, uint64_t code_size,
+                                       const function_desc* frame, std::vector<uint8_t>& out) {
+  if (auto r = check_rows(code_addr, code_size, frame); !r) return std::move(r).error();
+  const uint64_t eh_frame_address = code_addr + jd::align8(code_size);
+  enc.clear(eh_frame_address);
   if (frame != nullptr) {
-    if (auto r = enc->append(*frame); !r) return std::move(r).error();
+    if (auto r = enc.append(*frame); !r) return std::move(r).error();
   }
+  const std::span<const uint8_t> eh = enc.data();
+  const size_t at = out.size();
+  out.insert(out.end(), eh.begin(), eh.end());
+  const uint64_t hdr_address = eh_frame_address + eh.size();
+  if (auto r = enc.append_hdr(hdr_address, out); !r) {
+    out.resize(at);
+    return std::move(r).error();
+  }
+  return out.size() - at - eh.size();
+}
+
+}  // namespace
+
+result<jitdump_unwinding> make_jitdump_unwinding(abi target, uint64_t code_addr, uint64_t code_size,
+                                                 const function_desc* frame) {
+  auto enc = cfi::encoder::create(unwinding_encoder_options(target));
+  if (!enc) return std::move(enc).error();
   jitdump_unwinding u;
-  u.data = enc->bytes();
-  const uint64_t hdr_address = o.eh_frame_address + u.data.size();
-  auto hdr = enc->build_hdr(hdr_address);
+  auto hdr = append_unwinding_data(*enc, code_addr, code_size, frame, u.data);
   if (!hdr) return std::move(hdr).error();
-  u.eh_frame_hdr_size = hdr->size();
-  u.data.insert(u.data.end(), hdr->begin(), hdr->end());
+  u.eh_frame_hdr_size = *hdr;
   u.mapped_size = frame != nullptr ? round_up(u.data.size(), 16) : 0;
   return u;
 }
@@ -93,8 +123,11 @@ result<std::unique_ptr<jitdump_writer>> jitdump_writer::create(const jitdump_opt
   if (machine == 0)
     return make_error(errc::unsupported, "jitdump: ABI %s is not supported",
                       to_string(options.target));
+  auto enc = cfi::encoder::create(unwinding_encoder_options(options.target));
+  if (!enc) return std::move(enc).error();
   std::unique_ptr<jitdump_writer> w(new jitdump_writer());
   w->options_ = options;
+  w->cfi_.emplace(std::move(*enc));
   w->pid_ = options.pid != 0 ? options.pid : ::getpid();
   w->path_ = dir + "/jit-" + std::to_string(w->pid_) + ".dump";
   auto fd = open_owned_file(w->path_, /*append=*/false, "jitdump");
@@ -153,44 +186,6 @@ uint64_t jitdump_writer::records_written() const noexcept {
   return records_;
 }
 
-namespace {
-
-// A CODE_UNWINDING_INFO record ready to be written: header, data, padding to 8 bytes.
-struct unwinding_record {
-  struct {
-    jd::record_header h;
-    jd::unwinding_body b;
-  } head{};
-  jitdump_unwinding u;
-  size_t padding = 0;
-
-  void add_to(std::vector<iovec>& iov) {
-    static const uint8_t zeros[8] = {};
-    iov.push_back({&head, sizeof head});
-    iov.push_back({u.data.data(), u.data.size()});
-    iov.push_back({const_cast<uint8_t*>(zeros), padding});
-  }
-};
-
-result<unwinding_record> prepare_unwinding(abi target, uint64_t code_addr, uint64_t code_size,
-                                           const function_desc* frame) {
-  auto u = make_jitdump_unwinding(target, code_addr, code_size, frame);
-  if (!u) return std::move(u).error();
-  unwinding_record r;
-  r.u = std::move(*u);
-  const size_t unpadded = sizeof r.head + r.u.data.size();
-  r.padding = jd::align8(unpadded) - unpadded;
-  r.head.h.id = jd::code_unwinding_info;
-  r.head.h.total_size = static_cast<uint32_t>(unpadded + r.padding);
-  r.head.h.timestamp = monotonic_ns();
-  r.head.b.unwinding_size = r.u.data.size();
-  r.head.b.eh_frame_hdr_size = r.u.eh_frame_hdr_size;
-  r.head.b.mapped_size = r.u.mapped_size;
-  return r;
-}
-
-}  // namespace
-
 result<void> jitdump_writer::write_records(std::vector<iovec>& iov, uint64_t records) {
   if (auto r = append_whole(fd_, iov.data(), static_cast<int>(iov.size()), end_, path_); !r)
     return r;
@@ -210,7 +205,16 @@ void jitdump_writer::warn_on_overlap(uint64_t code_addr, uint64_t code_size, uin
       mapped_size != 0 ? code_addr + jd::align8(code_size) + mapped_size : code_addr + code_size;
 }
 
-result<uint64_t> jitdump_writer::load(const jitdump_load& l) {
+result<void> jitdump_writer::check_entry(const jitdump_entry& e) const {
+  const jitdump_load& l = e.load;
+  if (e.move_index) {
+    if (l.code.empty())
+      return make_error(errc::invalid_argument,
+                        "jitdump %s: move of code index %" PRIu64 " with size 0", path_.c_str(),
+                        *e.move_index);
+    return options_.unwinding_info ? check_rows(l.code_addr, l.code.size(), l.frame)
+                                   : result<void>{};
+  }
   if (l.code.empty())
     return make_error(errc::invalid_argument, "jitdump %s: code at 0x%" PRIx64 " is empty",
                       path_.c_str(), l.code_addr);
@@ -226,107 +230,166 @@ result<uint64_t> jitdump_writer::load(const jitdump_load& l) {
     return make_error(errc::limit_exceeded,
                       "jitdump %s: code at 0x%" PRIx64 " (%zu bytes) does not fit one record",
                       path_.c_str(), l.code_addr, l.code.size());
-  std::string name = sanitize_symbol_name(l.name);
-  name.push_back('\0');
+  return options_.unwinding_info ? check_rows(l.code_addr, l.code.size(), l.frame) : result<void>{};
+}
 
-  // The .eh_frame is built outside the lock; UNWINDING_INFO and LOAD then go out together in
-  // one writev, so a reader sees both records or neither.
-  std::optional<unwinding_record> unwinding;
-  if (options_.unwinding_info && l.frame != nullptr) {
-    auto r = prepare_unwinding(options_.target, l.code_addr, l.code.size(), l.frame);
-    if (!r) return std::move(r).error();
-    unwinding = std::move(*r);
-  }
+namespace {
 
-  std::lock_guard lock(mu_);
-  if (fd_ < 0) return make_error(errc::bad_state, "jitdump %s: already closed", path_.c_str());
-  if (!unwinding && unconsumed_unwinding_) {
-    // perf would attach the unwinding data left by the last MOVE to this LOAD: replace it
-    // with an empty one (a CIE and no FDE, mapped_size 0).
-    auto r = prepare_unwinding(options_.target, l.code_addr, l.code.size(), nullptr);
-    if (!r) return std::move(r).error();
-    unwinding = std::move(*r);
-  }
-  const uint64_t index = next_index_;
+template <class T>
+void append_pod(std::vector<uint8_t>& out, const T& v) {
+  const auto* p = reinterpret_cast<const uint8_t*>(&v);
+  out.insert(out.end(), p, p + sizeof v);
+}
+
+}  // namespace
+
+result<uint64_t> jitdump_writer::append_unwinding(uint64_t code_addr, uint64_t code_size,
+                                                  const function_desc* frame, uint64_t timestamp) {
   struct {
     jd::record_header h;
-    jd::load_body b;
+    jd::unwinding_body b;
   } head{};
-  head.h.id = jd::code_load;
-  head.h.total_size = static_cast<uint32_t>(fixed + name.size() + l.code.size());
-  head.h.timestamp = monotonic_ns();
-  head.b.pid = static_cast<uint32_t>(pid_);
-  head.b.tid = current_tid();
-  head.b.vma = l.code_addr;
-  head.b.code_addr = l.code_addr;
-  head.b.code_size = l.code.size();
-  head.b.code_index = index;
-  // Stamped under the lock, so timestamps never decrease in file order.
-  if (unwinding) unwinding->head.h.timestamp = head.h.timestamp;
-  std::vector<iovec> iov;
-  iov.reserve(7);
-  if (unwinding) unwinding->add_to(iov);
-  iov.push_back({&head, sizeof head});
-  iov.push_back({name.data(), name.size()});
-  uint8_t tail[8];
-  if (options_.unique_build_ids) {
-    const size_t n = std::min<size_t>(8, l.code.size());
-    std::memcpy(tail, l.code.data() + l.code.size() - n, n);
-    const uint64_t mark = salt_ ^ (index * 0x9e3779b97f4a7c15ull);
-    for (size_t i = 0; i < n; ++i) tail[i] ^= static_cast<uint8_t>(mark >> (8 * i));
-    iov.push_back({const_cast<uint8_t*>(l.code.data()), l.code.size() - n});
-    iov.push_back({tail, n});
-  } else {
-    iov.push_back({const_cast<uint8_t*>(l.code.data()), l.code.size()});
+  const size_t at = buffer_.size();
+  append_pod(buffer_, head);  // filled in below
+  auto hdr = append_unwinding_data(*cfi_, code_addr, code_size, frame, buffer_);
+  if (!hdr) {
+    buffer_.resize(at);
+    return std::move(hdr).error();
   }
-  if (auto r = write_records(iov, unwinding ? 2 : 1); !r) return std::move(r).error();
-  unconsumed_unwinding_ = false;
-  const uint64_t mapped_size = unwinding ? unwinding->u.mapped_size : 0;
-  ++next_index_;
-  warn_on_overlap(l.code_addr, l.code.size(), mapped_size);
-  return index;
+  const size_t data = buffer_.size() - at - sizeof head;
+  const size_t unpadded = sizeof head + data;
+  buffer_.resize(at + jd::align8(unpadded), 0);
+  head.h.id = jd::code_unwinding_info;
+  head.h.total_size = static_cast<uint32_t>(jd::align8(unpadded));
+  head.h.timestamp = timestamp;
+  head.b.unwinding_size = data;
+  head.b.eh_frame_hdr_size = *hdr;
+  head.b.mapped_size = frame != nullptr ? round_up(data, 16) : 0;
+  std::memcpy(buffer_.data() + at, &head, sizeof head);
+  return head.b.mapped_size;
+}
+
+result<uint64_t> jitdump_writer::load(const jitdump_load& l) {
+  const jitdump_entry e{l, std::nullopt, 0};
+  std::vector<uint64_t> index;
+  if (auto r = write_batch(std::span(&e, 1), &index); !r) return std::move(r).error();
+  return index.front();
 }
 
 result<void> jitdump_writer::move(uint64_t code_index, uint64_t old_addr, uint64_t new_addr,
                                   uint64_t code_size, const function_desc* frame) {
-  if (code_size == 0)
-    return make_error(errc::invalid_argument,
-                      "jitdump %s: move of code index %" PRIu64 " with size 0", path_.c_str(),
-                      code_index);
+  jitdump_entry e;
+  e.load.code_addr = new_addr;
+  // Only the size matters for a move: a span of that size that is never read.
+  e.load.code = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(new_addr), code_size);
+  e.load.frame = frame;
+  e.move_index = code_index;
+  e.old_addr = old_addr;
+  return write_batch(std::span(&e, 1));
+}
+
+result<void> jitdump_writer::write_batch(std::span<const jitdump_entry> entries,
+                                         std::vector<uint64_t>* indices) {
+  for (const jitdump_entry& e : entries) {
+    if (auto r = check_entry(e); !r) return r;
+  }
   std::lock_guard lock(mu_);
   if (fd_ < 0) return make_error(errc::bad_state, "jitdump %s: already closed", path_.c_str());
-  if (code_index >= next_index_)
-    return make_error(errc::invalid_argument,
-                      "jitdump %s: move of code index %" PRIu64
-                      " which was never loaded (next "
-                      "index %" PRIu64 ")",
-                      path_.c_str(), code_index, next_index_);
-  std::optional<unwinding_record> unwinding;
-  if (options_.unwinding_info && frame != nullptr) {
-    auto r = prepare_unwinding(options_.target, new_addr, code_size, frame);
-    if (!r) return std::move(r).error();
-    unwinding = std::move(*r);
+  for (const jitdump_entry& e : entries) {
+    if (e.move_index && *e.move_index >= next_index_)
+      return make_error(errc::invalid_argument,
+                        "jitdump %s: move of code index %" PRIu64
+                        " which was never loaded (next index %" PRIu64 ")",
+                        path_.c_str(), *e.move_index, next_index_);
   }
-  struct {
-    jd::record_header h;
-    jd::move_body b;
-  } rec{};
-  rec.h.id = jd::code_move;
-  rec.h.total_size = sizeof rec;
-  rec.h.timestamp = monotonic_ns();
-  rec.b.pid = static_cast<uint32_t>(pid_);
-  rec.b.tid = current_tid();
-  rec.b.vma = new_addr;
-  rec.b.old_code_addr = old_addr;
-  rec.b.new_code_addr = new_addr;
-  rec.b.code_size = code_size;
-  rec.b.code_index = code_index;
-  if (unwinding) unwinding->head.h.timestamp = rec.h.timestamp;
-  std::vector<iovec> iov;
-  if (unwinding) unwinding->add_to(iov);
-  iov.push_back({&rec, sizeof rec});
-  if (auto r = write_records(iov, unwinding ? 2 : 1); !r) return r;
-  if (unwinding) unconsumed_unwinding_ = true;
+  if (entries.empty()) return {};
+  // One timestamp (taken under the lock, so timestamps never decrease in file order) and one
+  // thread id for the whole batch.
+  const uint64_t timestamp = monotonic_ns();
+  const uint32_t tid = current_tid();
+  buffer_.clear();
+  uint64_t next_index = next_index_;
+  bool unconsumed = unconsumed_unwinding_;
+  uint64_t records = 0;
+  std::vector<load_done>& loads = loads_;
+  loads.clear();
+  if (indices != nullptr) indices->clear();
+  for (const jitdump_entry& e : entries) {
+    const jitdump_load& l = e.load;
+    const bool rows = options_.unwinding_info && l.frame != nullptr;
+    uint64_t mapped = 0;
+    if (rows || (!e.move_index && unconsumed)) {
+      // Without rows: perf would attach the unwinding data left by the last MOVE to this
+      // LOAD, so replace it with an empty one (a CIE and no FDE, mapped_size 0).
+      auto m = append_unwinding(l.code_addr, l.code.size(), rows ? l.frame : nullptr, timestamp);
+      if (!m) return std::move(m).error();
+      mapped = *m;
+      ++records;
+    }
+    ++records;
+    if (e.move_index) {
+      struct {
+        jd::record_header h;
+        jd::move_body b;
+      } rec{};
+      rec.h.id = jd::code_move;
+      rec.h.total_size = sizeof rec;
+      rec.h.timestamp = timestamp;
+      rec.b.pid = static_cast<uint32_t>(pid_);
+      rec.b.tid = tid;
+      rec.b.vma = l.code_addr;
+      rec.b.old_code_addr = e.old_addr;
+      rec.b.new_code_addr = l.code_addr;
+      rec.b.code_size = l.code.size();
+      rec.b.code_index = *e.move_index;
+      append_pod(buffer_, rec);
+      if (rows) unconsumed = true;
+      if (indices != nullptr) indices->push_back(*e.move_index);
+      continue;
+    }
+    const uint64_t index = next_index++;
+    struct {
+      jd::record_header h;
+      jd::load_body b;
+    } head{};
+    const size_t name_bytes = l.name.size() + 1;
+    head.h.id = jd::code_load;
+    head.h.total_size = static_cast<uint32_t>(sizeof head + name_bytes + l.code.size());
+    head.h.timestamp = timestamp;
+    head.b.pid = static_cast<uint32_t>(pid_);
+    head.b.tid = tid;
+    head.b.vma = l.code_addr;
+    head.b.code_addr = l.code_addr;
+    head.b.code_size = l.code.size();
+    head.b.code_index = index;
+    append_pod(buffer_, head);
+    const size_t name_at = buffer_.size();
+    buffer_.resize(name_at + name_bytes + l.code.size());
+    copy_sanitized(reinterpret_cast<char*>(buffer_.data() + name_at), l.name);
+    buffer_[name_at + l.name.size()] = 0;
+    const size_t code_at = name_at + name_bytes;
+    std::memcpy(buffer_.data() + code_at, l.code.data(), l.code.size());
+    if (options_.unique_build_ids) {
+      const size_t n = std::min<size_t>(8, l.code.size());
+      const uint64_t mark = salt_ ^ (index * 0x9e3779b97f4a7c15ull);
+      uint8_t* tail = buffer_.data() + code_at + l.code.size() - n;
+      for (size_t i = 0; i < n; ++i) tail[i] ^= static_cast<uint8_t>(mark >> (8 * i));
+    }
+    unconsumed = false;
+    loads.push_back({l.code_addr, l.code.size(), mapped});
+    if (indices != nullptr) indices->push_back(index);
+  }
+  iovec iov{buffer_.data(), buffer_.size()};
+  auto r = append_whole(fd_, &iov, 1, end_, path_);
+  if (buffer_.size() > (size_t{1} << 20)) buffer_ = {};  // one huge batch: do not keep it
+  if (!r) {
+    if (indices != nullptr) indices->clear();
+    return r;
+  }
+  records_ += records;
+  next_index_ = next_index;
+  unconsumed_unwinding_ = unconsumed;
+  for (const load_done& d : loads) warn_on_overlap(d.addr, d.size, d.mapped);
   return {};
 }
 

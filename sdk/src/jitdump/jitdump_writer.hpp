@@ -8,6 +8,7 @@
 //   perf report -i perf.jit.data
 #pragma once
 
+#include <jitunwind/cfi.h>
 #include <jitunwind/frame.h>
 #include <jitunwind/log.h>
 #include <jitunwind/result.h>
@@ -18,6 +19,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -53,6 +55,16 @@ struct jitdump_load {
   const function_desc* frame = nullptr;  ///< rows for CODE_UNWINDING_INFO; start == code_addr
 };
 
+/// One function of a batch (`jitdump_writer::write_batch`).
+struct jitdump_entry {
+  /// A CODE_LOAD; for a move, `code_addr` is the new address, `code.size()` the code size and
+  /// `frame` the rows at the new address (name and code bytes unused).
+  jitdump_load load;
+  /// Set: CODE_MOVE of this code index from `old_addr` (same bytes) instead of a CODE_LOAD.
+  std::optional<uint64_t> move_index;
+  uint64_t old_addr = 0;
+};
+
 /// Unwinding info laid out for perf's genelf (see jitdump_writer.cpp).
 struct jitdump_unwinding {
   std::vector<uint8_t> data;  ///< .eh_frame then .eh_frame_hdr
@@ -67,10 +79,12 @@ result<jitdump_unwinding> make_jitdump_unwinding(abi target, uint64_t code_addr,
                                                  const function_desc* frame);
 
 /// Writes DIR/jit-PID.dump. The file stays mapped (PROT_READ|PROT_EXEC, MAP_PRIVATE) while the
-/// writer lives so that `perf record` sees its path. Thread-safe: each record is written whole
-/// by one writev under a mutex (CODE_UNWINDING_INFO together with its CODE_LOAD or CODE_MOVE);
-/// a failed or interrupted write leaves the file ending at the previous record, so a crash leaves a
-/// file perf parses up to the last complete record.
+/// writer lives so that `perf record` sees its path. Thread-safe: the records of each call are
+/// written whole by one `write` under a mutex (CODE_UNWINDING_INFO together with its CODE_LOAD
+/// or CODE_MOVE; a batch's records all together); a failed write leaves the file ending at the
+/// previous call's records. A process killed in the middle of a write that spans pages can
+/// leave a cut-off last record (the kernel checks for fatal signals between pages): perf and
+/// `jitdump::parse` read a file up to its last complete record.
 class jitdump_writer {
  public:
   /// Creates/truncates the dump (same safety rules as the perf map: no symlinks, regular file,
@@ -96,6 +110,14 @@ class jitdump_writer {
   result<void> move(uint64_t code_index, uint64_t old_addr, uint64_t new_addr, uint64_t code_size,
                     const function_desc* frame = nullptr);
 
+  /// The records of several functions with one `write` (one system call for the batch): for
+  /// each entry in order what `load` or `move` would write, all with one timestamp. Every entry
+  /// is checked first (errors as `load` / `move`); if one is bad, nothing is written. When
+  /// `indices` is given it receives one code index per entry (a load's new index, or the moved
+  /// one). An empty batch writes nothing.
+  result<void> write_batch(std::span<const jitdump_entry> entries,
+                           std::vector<uint64_t>* indices = nullptr);
+
   /// Writes CODE_CLOSE, unmaps and closes. Further calls return bad_state.
   result<void> close();
 
@@ -104,6 +126,10 @@ class jitdump_writer {
 
  private:
   jitdump_writer() = default;
+  result<void> check_entry(const jitdump_entry& e) const;
+  /// Appends a CODE_UNWINDING_INFO record to buffer_ (caller holds mu_); returns mapped_size.
+  result<uint64_t> append_unwinding(uint64_t code_addr, uint64_t code_size,
+                                    const function_desc* frame, uint64_t timestamp);
   /// Writes `records` complete records held in `iov` with one writev (caller holds mu_).
   result<void> write_records(std::vector<iovec>& iov, uint64_t records);
   void warn_on_overlap(uint64_t code_addr, uint64_t code_size, uint64_t mapped_size);
@@ -124,6 +150,14 @@ class jitdump_writer {
   bool unconsumed_unwinding_ = false;
   /// [start, end) perf maps for the last CODE_LOAD: code + ALIGN_8 padding + mapped_size.
   uint64_t last_map_start_ = 0, last_map_end_ = 0;
+  /// Reused for every CODE_UNWINDING_INFO (guarded by mu_): the CIE is built once.
+  std::optional<cfi::encoder> cfi_;
+  /// The records of one call (guarded by mu_; keeps its capacity).
+  std::vector<uint8_t> buffer_;
+  struct load_done {
+    uint64_t addr, size, mapped;
+  };
+  std::vector<load_done> loads_;  // loads of one call, for the overlap warnings (mu_)
 };
 
 }  // namespace jitunwind::detail

@@ -1,6 +1,7 @@
 #include "perfmap/perfmap_writer.hpp"
 
 #include "common/error.hpp"
+#include "common/names.hpp"
 #include "perfmap/owned_file.hpp"
 
 #include <sys/stat.h>
@@ -14,11 +15,8 @@
 namespace jitunwind::detail {
 
 std::string sanitize_symbol_name(std::string_view name) {
-  std::string out(name);
-  for (char& c : out) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u == 0x7f) c = '?';
-  }
+  std::string out(name.size(), '\0');
+  copy_sanitized(out.data(), name);
   return out;
 }
 
@@ -43,37 +41,68 @@ perfmap_writer::~perfmap_writer() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-result<void> perfmap_writer::add(uint64_t start, uint64_t size, std::string_view name) {
-  if (size == 0)
+namespace {
+
+// Lower-case hex without leading zeros ("0" for 0), at `out`; returns the end.
+char* put_hex(char* out, uint64_t v) {
+  static const char digits[] = "0123456789abcdef";
+  const int nibbles = v == 0 ? 1 : (67 - __builtin_clzll(v)) / 4;
+  for (int i = nibbles - 1; i >= 0; --i) {
+    out[i] = digits[v & 0xf];
+    v >>= 4;
+  }
+  return out + nibbles;
+}
+
+}  // namespace
+
+result<void> perfmap_writer::check(const perfmap_entry& e) const {
+  if (e.size == 0)
     return make_error(errc::invalid_argument, "perf map %s: symbol at 0x%" PRIx64 " has size 0",
-                      path_.c_str(), start);
-  if (start > UINT64_MAX - size)
+                      path_.c_str(), e.start);
+  if (e.start > UINT64_MAX - e.size)
     return make_error(errc::out_of_range,
                       "perf map %s: symbol at 0x%" PRIx64 " size 0x%" PRIx64
                       " wraps the address space",
-                      path_.c_str(), start, size);
-  if (name.empty())
+                      path_.c_str(), e.start, e.size);
+  if (e.name.empty())
     return make_error(errc::invalid_argument, "perf map %s: symbol at 0x%" PRIx64 " has no name",
-                      path_.c_str(), start);
-  if (name.size() > perfmap_max_name)
+                      path_.c_str(), e.start);
+  if (e.name.size() > perfmap_max_name)
     return make_error(errc::invalid_argument,
                       "perf map %s: name of symbol at 0x%" PRIx64 " is %zu bytes (limit %zu)",
-                      path_.c_str(), start, name.size(), perfmap_max_name);
-  char prefix[48];
-  const int n = std::snprintf(prefix, sizeof prefix, "%" PRIx64 " %" PRIx64 " ", start, size);
-  std::string line;
-  line.reserve(static_cast<size_t>(n) + name.size() + 1);
-  line.append(prefix, static_cast<size_t>(n));
-  const size_t name_at = line.size();
-  line.append(name);
-  for (size_t i = name_at; i < line.size(); ++i) {
-    const auto u = static_cast<unsigned char>(line[i]);
-    if (u < 0x20 || u == 0x7f) line[i] = '?';
+                      path_.c_str(), e.start, e.name.size(), perfmap_max_name);
+  return {};
+}
+
+result<void> perfmap_writer::add(uint64_t start, uint64_t size, std::string_view name) {
+  const perfmap_entry e{start, size, name};
+  return add_batch(std::span(&e, 1));
+}
+
+result<void> perfmap_writer::add_batch(std::span<const perfmap_entry> entries) {
+  size_t bytes = 0;
+  for (const perfmap_entry& e : entries) {
+    if (auto r = check(e); !r) return r;
+    bytes += 16 + 1 + 16 + 1 + e.name.size() + 1;  // at most
   }
-  line.push_back('\n');
-  iovec iov{line.data(), line.size()};
+  if (entries.empty()) return {};
   std::lock_guard lock(mu_);
-  return append_whole(fd_, &iov, 1, end_, path_);
+  if (buffer_.size() < bytes) buffer_.resize(bytes);
+  char* p = buffer_.data();
+  for (const perfmap_entry& e : entries) {
+    p = put_hex(p, e.start);
+    *p++ = ' ';
+    p = put_hex(p, e.size);
+    *p++ = ' ';
+    copy_sanitized(p, e.name);
+    p += e.name.size();
+    *p++ = '\n';
+  }
+  iovec iov{buffer_.data(), static_cast<size_t>(p - buffer_.data())};
+  auto r = append_whole(fd_, &iov, 1, end_, path_);
+  if (buffer_.size() > (size_t{1} << 20)) buffer_ = {};  // one huge batch: do not keep it
+  return r;
 }
 
 }  // namespace jitunwind::detail

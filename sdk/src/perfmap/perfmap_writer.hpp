@@ -12,8 +12,10 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace jitunwind::detail {
 
@@ -30,8 +32,18 @@ inline constexpr size_t perfmap_max_name = 4096;
 /// included) are kept.
 std::string sanitize_symbol_name(std::string_view name);
 
-/// Appends lines to DIR/perf-PID.map. Thread-safe: each line is written whole by one `write`
-/// under a mutex (O_APPEND), so lines never interleave; a failed write leaves no partial line.
+/// One line of a batch.
+struct perfmap_entry {
+  uint64_t start = 0;
+  uint64_t size = 0;
+  std::string_view name;
+};
+
+/// Appends lines to DIR/perf-PID.map. Thread-safe: each call writes its lines whole with one
+/// `write` under a mutex (O_APPEND), so lines never interleave; a failed write leaves no partial
+/// line. (A process killed by a signal in the middle of a write that spans pages can leave the
+/// file cut at a page boundary — the kernel checks for fatal signals between pages; perf then
+/// reads a truncated last line.)
 class perfmap_writer {
  public:
   /// Opens (creates, mode 0644) the map safely: never follows a symlink, refuses a non-regular
@@ -47,16 +59,24 @@ class perfmap_writer {
   /// out_of_range: start + size overflows; io_error: the write failed (nothing was left).
   result<void> add(uint64_t start, uint64_t size, std::string_view name);
 
+  /// Writes one line per entry, all with one `write` (one system call for the batch instead of
+  /// one per line). Every entry is checked first, as `add` does; if any is bad, nothing is
+  /// written. An empty batch writes nothing.
+  result<void> add_batch(std::span<const perfmap_entry> entries);
+
   const std::string& path() const noexcept { return path_; }
 
  private:
   perfmap_writer(int fd, std::string path, off_t end)
       : fd_(fd), path_(std::move(path)), end_(end) {}
 
+  result<void> check(const perfmap_entry& e) const;
+
   std::mutex mu_;
   int fd_;
   std::string path_;
   off_t end_;
+  std::vector<char> buffer_;  // the lines of one call (guarded by mu_; keeps its capacity)
 };
 
 }  // namespace jitunwind::detail

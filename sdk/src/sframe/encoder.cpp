@@ -139,19 +139,13 @@ size_t encoder::function_count() const noexcept {
   return fdes_.size();
 }
 
-result<void> encoder::write(std::span<uint8_t> out) const {
-  const size_t total = size();
-  if (out.size() < total)
-    return make_error(errc::invalid_argument,
-                      "sframe encoder: output buffer of %zu bytes, the section needs %zu",
-                      out.size(), total);
+void encoder::write_header(uint8_t* h) const {
   const abi a = options_.target;
   const bool big = big_endian(a);
   uint8_t flags = flag_fde_sorted;
   const bool fp = options_.frame_pointer.value_or(!fdes_.empty() && all_keep_fp_);
   if (fp) flags |= flag_frame_pointer;
   if (options_.pcrel) flags |= flag_fde_func_start_pcrel;
-  uint8_t* h = out.data();
   store(h, magic, 2, big);
   h[2] = version_2;
   h[3] = flags;
@@ -159,18 +153,25 @@ result<void> encoder::write(std::span<uint8_t> out) const {
   h[5] = 0;
   h[6] = static_cast<uint8_t>(fixed_ra_offset(a));
   h[7] = 0;
-  const size_t fde_bytes = fdes_.size() * fde_size_v2;
   store(h + 8, fdes_.size(), 4, big);
   store(h + 12, fre_total_, 4, big);
   store(h + 16, fres_.size(), 4, big);
   store(h + 20, 0, 4, big);
-  store(h + 24, fde_bytes, 4, big);
-  uint8_t* p = h + header_size;
-  for (size_t i = 0; i < fdes_.size(); ++i, p += fde_size_v2) {
+  store(h + 24, fdes_.size() * fde_size_v2, 4, big);
+}
+
+// FDEs [from, to) into their places in the FDE sub-section starting at `fde_area`.
+void encoder::write_fdes(uint8_t* fde_area, uint64_t section_address, size_t from,
+                         size_t to) const {
+  encoder_options at = options_;
+  at.section_address = section_address;
+  const bool big = big_endian(options_.target);
+  uint8_t* p = fde_area + from * fde_size_v2;
+  for (size_t i = from; i < to; ++i, p += fde_size_v2) {
     const fde_entry& e = fdes_[i];
     int32_t field = 0;
-    // Checked by append/relocate; cannot fail for a consistent encoder.
-    (void)start_field(options_, i, e.start, field);
+    // Checked by the callers; cannot fail for a consistent encoder.
+    (void)start_field(at, i, e.start, field);
     store(p, static_cast<uint32_t>(field), 4, big);
     store(p + 4, e.size, 4, big);
     store(p + 8, e.fre_offset, 4, big);
@@ -179,7 +180,55 @@ result<void> encoder::write(std::span<uint8_t> out) const {
     p[17] = e.rep_size;
     p[18] = p[19] = 0;
   }
-  if (!fres_.empty()) std::memcpy(p, fres_.data(), fres_.size());
+}
+
+result<void> encoder::write(std::span<uint8_t> out) const {
+  const size_t total = size();
+  if (out.size() < total)
+    return make_error(errc::invalid_argument,
+                      "sframe encoder: output buffer of %zu bytes, the section needs %zu",
+                      out.size(), total);
+  write_header(out.data());
+  uint8_t* fde_area = out.data() + header_size;
+  write_fdes(fde_area, options_.section_address, 0, fdes_.size());
+  if (!fres_.empty())
+    std::memcpy(fde_area + fdes_.size() * fde_size_v2, fres_.data(), fres_.size());
+  return {};
+}
+
+result<void> encoder::write_update(std::span<uint8_t> out, uint64_t section_address,
+                                   size_t written) const {
+  const size_t total = size();
+  if (out.size() < total)
+    return make_error(errc::invalid_argument,
+                      "sframe encoder: output buffer of %zu bytes, the section needs %zu",
+                      out.size(), total);
+  if (written > fdes_.size())
+    return make_error(errc::invalid_argument,
+                      "sframe encoder: update of a section with %zu functions, the encoder has %zu",
+                      written, fdes_.size());
+  encoder_options at = options_;
+  at.section_address = section_address;
+  for (size_t i = written; i < fdes_.size(); ++i) {
+    int32_t field = 0;
+    if (!start_field(at, i, fdes_[i].start, field))
+      return make_error(errc::out_of_range,
+                        "function %zu at 0x%llx is out of the ±2 GiB reach of the SFrame section "
+                        "at 0x%llx",
+                        i, static_cast<ull>(fdes_[i].start), static_cast<ull>(section_address));
+  }
+  uint8_t* fde_area = out.data() + header_size;
+  uint8_t* fre_area = fde_area + fdes_.size() * fde_size_v2;
+  // FRE bytes of the first `written` functions are already in `out`, behind their FDEs.
+  const size_t old_fre_bytes = written < fdes_.size() ? fdes_[written].fre_offset : fres_.size();
+  if (written != fdes_.size()) {
+    if (old_fre_bytes != 0) std::memmove(fre_area, fde_area + written * fde_size_v2, old_fre_bytes);
+    if (fres_.size() > old_fre_bytes)
+      std::memcpy(fre_area + old_fre_bytes, fres_.data() + old_fre_bytes,
+                  fres_.size() - old_fre_bytes);
+    write_fdes(fde_area, section_address, written, fdes_.size());
+  }
+  write_header(out.data());
   return {};
 }
 

@@ -46,8 +46,7 @@ struct window_view {
   /// The SFrame section that was in effect before this publish (empty on the first one).
   uint64_t previous_sframe_address = 0;
   uint64_t previous_sframe_size = 0;
-  /// Every function of the window, and those that this publish makes visible.
-  std::span<const published_function> all;
+  /// The functions and named ranges this publish makes visible (empty on retire and free).
   std::span<const published_function> added;
   /// End of the last function (the code that is actually published starts at text_start).
   uint64_t code_end = 0;

@@ -6,6 +6,8 @@
 #include "jitdump/jitdump_writer.hpp"
 #include "perfmap/perfmap_writer.hpp"
 
+#include <algorithm>
+#include <map>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -22,17 +24,22 @@ class perfmap_backend final : public publisher_backend {
   publisher kind() const noexcept override { return publisher::perfmap; }
   std::string note() const override { return "writing " + writer_->path(); }
 
+  // All lines of a publish go out with one write.
   result<void> on_publish(const window_view& w) override {
+    std::lock_guard lock(mutex_);
+    batch_.clear();
     for (const published_function& f : w.added) {
       if (!f.named()) continue;  // stub arrays: their stubs are named one by one
-      if (auto r = writer_->add(f.frames.start, f.frames.size, f.name); !r) return r;
+      batch_.push_back({f.frames.start, f.frames.size, f.name});
     }
-    return {};
+    return writer_->add_batch(batch_);
   }
   result<void> on_retire(const window_view&) override { return {}; }
 
  private:
   std::unique_ptr<perfmap_writer> writer_;
+  std::mutex mutex_;  // windows of one session may publish from several threads
+  std::vector<perfmap_entry> batch_;
 };
 
 class jitdump_backend final : public publisher_backend {
@@ -42,29 +49,36 @@ class jitdump_backend final : public publisher_backend {
   publisher kind() const noexcept override { return publisher::jitdump; }
   std::string note() const override { return "writing " + writer_->path(); }
 
+  // All records of a publish go out with one write (jitdump_writer::write_batch).
   result<void> on_publish(const window_view& w) override {
+    std::lock_guard lock(mutex_);
+    batch_.clear();
     for (const published_function& f : w.added) {
       if (!f.named()) continue;  // stub arrays: their stubs are named one by one
-      const uint64_t start = f.frames.start;
+      jitdump_entry e;
+      e.load.name = f.name;
+      e.load.code_addr = f.frames.start;
+      e.load.code =
+          std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(f.frames.start), f.frames.size);
+      e.load.frame = &f.frames;
+      // Code copied from announced code is a CODE_MOVE of its index; code never announced (e.g.
+      // published before jitdump was on) is loaded.
       if (f.moved_from != 0) {
-        std::optional<uint64_t> index = take_index(f.moved_from);
-        if (index) {
-          if (auto r = writer_->move(*index, f.moved_from, start, f.frames.size, &f.frames); !r)
-            return r;
-          remember(w.id, start, *index);
-          continue;
+        if (const uint64_t* index = find_index(f.moved_from)) {
+          e.move_index = *index;
+          e.old_addr = f.moved_from;
         }
-        // The old code was never announced (e.g. published before jitdump was on): load it.
       }
-      jitdump_load load;
-      load.name = f.name;
-      load.code_addr = start;
-      load.code = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(start), f.frames.size);
-      load.frame = &f.frames;
-      auto index = writer_->load(load);
-      if (!index) return std::move(index).error();
-      remember(w.id, start, *index);
+      batch_.push_back(e);
     }
+    if (batch_.empty()) return {};
+    if (auto r = writer_->write_batch(batch_, &indices_); !r) return r;
+    auto& known = windows_[w.text_start];
+    known.id = w.id;
+    known.end = w.text_start + w.text_size;
+    ids_[w.id] = w.text_start;
+    for (size_t i = 0; i < batch_.size(); ++i)
+      known.functions.emplace_back(batch_[i].load.code_addr, indices_[i]);
     return {};
   }
 
@@ -73,30 +87,39 @@ class jitdump_backend final : public publisher_backend {
   // After the grace period the code is gone: its index can no longer be the source of a move.
   result<void> on_free(const window_view& w) override {
     std::lock_guard lock(mutex_);
-    auto it = by_window_.find(w.id);
-    if (it == by_window_.end()) return {};
-    for (uint64_t addr : it->second) index_by_address_.erase(addr);
-    by_window_.erase(it);
+    auto id = ids_.find(w.id);
+    if (id == ids_.end()) return {};
+    windows_.erase(id->second);
+    ids_.erase(id);
     return {};
   }
 
  private:
-  void remember(uint64_t window_id, uint64_t addr, uint64_t index) {
-    std::lock_guard lock(mutex_);
-    index_by_address_[addr] = index;
-    by_window_[window_id].push_back(addr);
+  // The code index of the code announced at `addr` in a live window (caller holds mutex_).
+  const uint64_t* find_index(uint64_t addr) const {
+    auto it = windows_.upper_bound(addr);
+    if (it == windows_.begin()) return nullptr;
+    const per_window& pw = std::prev(it)->second;
+    if (addr >= pw.end) return nullptr;
+    // Appended in address order; a window's range is reset (on_free) before it is reused.
+    auto f = std::lower_bound(pw.functions.begin(), pw.functions.end(), addr,
+                              [](const auto& e, uint64_t a) { return e.first < a; });
+    if (f == pw.functions.end() || f->first != addr) return nullptr;
+    return &f->second;
   }
-  std::optional<uint64_t> take_index(uint64_t addr) {
-    std::lock_guard lock(mutex_);
-    auto it = index_by_address_.find(addr);
-    if (it == index_by_address_.end()) return std::nullopt;
-    return it->second;
-  }
+
+  struct per_window {
+    uint64_t id = 0;
+    uint64_t end = 0;
+    std::vector<std::pair<uint64_t, uint64_t>> functions;  // (code address, code index)
+  };
 
   std::unique_ptr<jitdump_writer> writer_;
   std::mutex mutex_;
-  std::unordered_map<uint64_t, uint64_t> index_by_address_;  // code address -> code index
-  std::unordered_map<uint64_t, std::vector<uint64_t>> by_window_;
+  std::map<uint64_t, per_window> windows_;      // by text start
+  std::unordered_map<uint64_t, uint64_t> ids_;  // window id -> text start
+  std::vector<jitdump_entry> batch_;            // one publish (mutex_)
+  std::vector<uint64_t> indices_;               // its code indices (mutex_)
 };
 
 // One GDB JIT object per publish batch; all of a window's objects go when it is retired.

@@ -72,8 +72,13 @@ void session_impl::start_publishers() {
     }
     slots_.push_back(std::move(s));
   }
-  for (const slot& s : slots_)
+  uint32_t mask = 0;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    const slot& s = slots_[i];
+    if (s.state == publisher_state::active) mask |= 1u << i;
     if (s.kind == publisher::jitdump && s.state == publisher_state::active) code_gap_ = 160;
+  }
+  active_mask_.store(mask, std::memory_order_release);
 }
 
 void session_impl::mark_failed(slot& s, const char* what, uint64_t window_id, const error& e) {
@@ -84,6 +89,8 @@ void session_impl::mark_failed(slot& s, const char* what, uint64_t window_id, co
     if (s.state != publisher_state::active) return;
     s.state = e.code() == errc::unsupported ? publisher_state::unsupported
                                             : publisher_state::failed;
+    active_mask_.fetch_and(~(1u << static_cast<uint32_t>(&s - slots_.data())),
+                           std::memory_order_acq_rel);
     s.message = message;
   }
   log(log_level::error, "jitunwind: publisher " + message + " (publisher stopped)");
@@ -98,9 +105,10 @@ result<window*> session_impl::create_owned_window(const owned_window_options& o)
   auto mem = owned_memory::create(o.code_capacity, sframe_capacity, o.dual_mapping);
   if (!mem) return std::move(mem).error();
   auto w = std::make_unique<window_impl>(*this, next_window_id(), std::move(mem).value());
-  window* raw = w.get();
+  window_impl* raw = w.get();
   std::lock_guard lock(mutex_);
   windows_.push_back(std::move(w));
+  live_.push_back(raw);
   return raw;
 }
 
@@ -115,7 +123,7 @@ result<window*> session_impl::describe_window(const described_window_options& o)
                       o.text_size);
   {
     std::lock_guard lock(mutex_);
-    for (const auto& w : windows_) {
+    for (const window_impl* w : live_) {
       if (w->state() == window_state::freed) continue;
       const uint64_t a = w->text_start(), b = a + w->text_size();
       if (o.text_start < b && a < o.text_start + o.text_size)
@@ -135,9 +143,10 @@ result<window*> session_impl::describe_window(const described_window_options& o)
   if (!near) return std::move(near).error();
   auto w = std::make_unique<window_impl>(*this, next_window_id(), o.text_start, o.text_size,
                                          std::move(near).value());
-  window* raw = w.get();
+  window_impl* raw = w.get();
   std::lock_guard lock(mutex_);
   windows_.push_back(std::move(w));
+  live_.push_back(raw);
   return raw;
 }
 
@@ -145,11 +154,15 @@ size_t session_impl::poll() {
   std::vector<window_impl*> windows;
   {
     std::lock_guard lock(mutex_);
-    for (auto& w : windows_) windows.push_back(w.get());
+    windows = live_;
   }
   const auto now = std::chrono::steady_clock::now();
   size_t acted = 0;
   for (window_impl* w : windows) acted += w->poll_grace(now) ? 1 : 0;
+  if (acted != 0) {
+    std::lock_guard lock(mutex_);
+    std::erase_if(live_, [](const window_impl* w) { return w->state() == window_state::freed; });
+  }
   return acted;
 }
 

@@ -52,7 +52,10 @@ class window_impl final : public window {
 
  private:
   result<void> reset_encoder();
-  window_view view(size_t added_from) const;
+  /// `with_added`: the functions appended since the last publish are in `added`.
+  window_view view(bool with_added) const;
+  published_function& next_pending();
+  void forget_functions();
   const sframe_buffers& buffers() const noexcept;
   void free_memory();
 
@@ -65,8 +68,23 @@ class window_impl final : public window {
 
   std::atomic<window_state> state_{window_state::open};
   std::optional<sframe::encoder> encoder_;
-  std::vector<published_function> functions_;
-  size_t published_count_ = 0;
+  // Functions and named ranges appended since the last publish: the first pending_count_
+  // entries. Entries are reused (assign, not construct), so their name strings and row vectors
+  // keep their capacity and appending allocates nothing once a window has warmed up.
+  std::vector<published_function> pending_;
+  size_t pending_count_ = 0;
+  // Every function and named range of the window in append order (functions()); names in one
+  // string.
+  struct function_record {
+    uint64_t start;
+    uint32_t size;
+    uint32_t name_size;
+    size_t name_offset;
+  };
+  std::vector<function_record> records_;
+  std::string names_;
+  // [start, end) of the appended functions, in address order (name_range searches them).
+  std::vector<std::pair<uint64_t, uint64_t>> ranges_;
   uint64_t last_end_ = 0;  // end address of the last appended function
 
   size_t alloc_cursor_ = 0;  // owned: bytes of code reserved so far
@@ -74,6 +92,9 @@ class window_impl final : public window {
 
   int current_buffer_ = -1;  // SFrame buffer in effect, -1 before the first publish
   size_t current_size_ = 0;
+  // How many of the encoder's functions each SFrame buffer holds: a publish only adds what the
+  // target buffer lacks (sframe::encoder::write_update) instead of rewriting the section.
+  size_t written_[2] = {0, 0};
   uint64_t previous_sframe_address_ = 0;
   size_t previous_sframe_size_ = 0;
   uint64_t publication_generation_ = 0;  // of the last publish
@@ -119,8 +140,15 @@ class session_impl final : public session {
 
   session_options options_;
   std::vector<slot> slots_;  // publishing order
-  mutable std::mutex mutex_;  // guards slots_' state/message and windows_
+  mutable std::mutex mutex_;  // guards slots_' state/message, windows_ and live_
+  // Bit i set: slots_[i] is active. Read without the lock on every publish (a publish would
+  // otherwise take mutex_ once per publisher); cleared under mutex_ when a publisher fails.
+  std::atomic<uint32_t> active_mask_{0};
+  // Every window ever created (pointers stay valid until the session goes), and those not freed:
+  // poll() and the overlap check of describe_window() look only at the latter, so their cost
+  // does not grow with the number of windows a long-running runtime has retired.
   std::vector<std::unique_ptr<window_impl>> windows_;
+  std::vector<window_impl*> live_;
   size_t code_gap_ = 0;
 };
 
@@ -129,11 +157,9 @@ uint64_t next_window_id() noexcept;
 
 template <class Call>
 void session_impl::for_each_backend(const char* what, uint64_t window_id, Call&& call) {
-  for (slot& s : slots_) {
-    {
-      std::lock_guard lock(mutex_);
-      if (s.state != publisher_state::active) continue;
-    }
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    if ((active_mask_.load(std::memory_order_acquire) & (1u << i)) == 0) continue;
+    slot& s = slots_[i];
     result<void> r = call(*s.backend);
     if (!r) mark_failed(s, what, window_id, r.error());
   }

@@ -1,6 +1,7 @@
 #include "window/session_impl.hpp"
 
 #include "common/error.hpp"
+#include "common/names.hpp"
 #include "registry/registry_writer.hpp"
 
 #include <algorithm>
@@ -19,6 +20,7 @@ result<void> check_name(std::string_view name) {
   if (name.size() > 4096)
     return make_error(errc::invalid_argument, "function name of %zu bytes is too long (max 4096)",
                       name.size());
+  if (!has_control_bytes(name)) return {};
   for (size_t i = 0; i < name.size(); ++i) {
     const auto c = static_cast<unsigned char>(name[i]);
     if (c < 0x20 || c == 0x7f)
@@ -59,6 +61,7 @@ result<void> window_impl::reset_encoder() {
   auto e = sframe::encoder::create(o);
   if (!e) return std::move(e).error();
   encoder_.emplace(std::move(e).value());
+  written_[0] = written_[1] = 0;
   return {};
 }
 
@@ -127,9 +130,25 @@ result<void> window_impl::append(std::string_view name, const function_desc& fra
   if (auto ok = encoder_->append(frames); !ok)
     return make_error(ok.error().code(), "window %llu: function '%.*s': %s", id,
                       static_cast<int>(name.size()), name.data(), ok.error().message().c_str());
-  functions_.push_back(published_function{std::string(name), frames, moved_from});
+  published_function& pf = next_pending();
+  pf.name.assign(name);
+  pf.frames.start = frames.start;
+  pf.frames.size = frames.size;
+  pf.frames.rows.assign(frames.rows.begin(), frames.rows.end());
+  pf.frames.pcmask_rep = frames.pcmask_rep;
+  pf.moved_from = moved_from;
+  pf.name_only = false;
+  records_.push_back(
+      {frames.start, frames.size, static_cast<uint32_t>(name.size()), names_.size()});
+  names_.append(name);
+  ranges_.emplace_back(frames.start, end);
   last_end_ = end;
   return {};
+}
+
+published_function& window_impl::next_pending() {
+  if (pending_count_ == pending_.size()) pending_.emplace_back();
+  return pending_[pending_count_++];
 }
 
 result<void> window_impl::name_range(std::string_view name, const function_desc& frames) {
@@ -144,10 +163,10 @@ result<void> window_impl::name_range(std::string_view name, const function_desc&
     return make_error(errc::invalid_argument, "window %llu: range '%.*s': %s", id,
                       static_cast<int>(name.size()), name.data(), ok.error().message().c_str());
   const uint64_t end = frames.start + frames.size;
-  const bool inside = std::any_of(functions_.begin(), functions_.end(), [&](const auto& f) {
-    return !f.name_only && frames.start >= f.frames.start &&
-           end <= f.frames.start + f.frames.size;
-  });
+  // The last function that starts at or before the range.
+  auto it = std::upper_bound(ranges_.begin(), ranges_.end(), frames.start,
+                             [](uint64_t a, const auto& r) { return a < r.first; });
+  const bool inside = it != ranges_.begin() && end <= std::prev(it)->second;
   if (!inside)
     return make_error(errc::invalid_argument,
                       "window %llu: range '%.*s' [0x%llx, 0x%llx) is not inside one appended "
@@ -155,13 +174,21 @@ result<void> window_impl::name_range(std::string_view name, const function_desc&
                       id, static_cast<int>(name.size()), name.data(),
                       static_cast<unsigned long long>(frames.start),
                       static_cast<unsigned long long>(end));
-  published_function pf{std::string(name), frames, 0};
+  published_function& pf = next_pending();
+  pf.name.assign(name);
+  pf.frames.start = frames.start;
+  pf.frames.size = frames.size;
+  pf.frames.rows.assign(frames.rows.begin(), frames.rows.end());
+  pf.frames.pcmask_rep = frames.pcmask_rep;
+  pf.moved_from = 0;
   pf.name_only = true;
-  functions_.push_back(std::move(pf));
+  records_.push_back(
+      {frames.start, frames.size, static_cast<uint32_t>(name.size()), names_.size()});
+  names_.append(name);
   return {};
 }
 
-window_view window_impl::view(size_t added_from) const {
+window_view window_impl::view(bool with_added) const {
   window_view v;
   v.id = id_;
   v.generation = publication_generation_;
@@ -176,8 +203,7 @@ window_view window_impl::view(size_t added_from) const {
   }
   v.previous_sframe_address = previous_sframe_address_;
   v.previous_sframe_size = previous_sframe_size_;
-  v.all = std::span<const published_function>(functions_);
-  v.added = v.all.subspan(std::min(added_from, functions_.size()));
+  if (with_added) v.added = std::span<const published_function>(pending_.data(), pending_count_);
   return v;
 }
 
@@ -186,7 +212,7 @@ result<void> window_impl::publish() {
   const window_state st = state();
   if (st != window_state::open && st != window_state::sealed)
     return make_error(errc::bad_state, "window %llu: publish on a %s window", id, to_string(st));
-  if (published_count_ == functions_.size() && current_buffer_ >= 0) return {};
+  if (pending_count_ == 0 && current_buffer_ >= 0) return {};
   if (!encoder_) {
     if (auto ok = reset_encoder(); !ok) return ok;
   }
@@ -200,24 +226,26 @@ result<void> window_impl::publish() {
   }
   // Build the new section in the buffer not in use, then switch: consumers of the old one
   // (kernel, external readers between their seqlock checks) never see a half-written section.
+  // That buffer still holds the section of the publish before last: only the functions added
+  // since then are written (plus the header, and one memmove of the FREs behind the new FDEs).
   const int target = current_buffer_ == 0 ? 1 : 0;
   uint8_t* buf = buffers().buffer(target);
-  if (auto ok = encoder_->relocate(reinterpret_cast<uint64_t>(buf)); !ok)
-    return make_error(ok.error().code(), "window %llu: %s", id, ok.error().message().c_str());
   const size_t size = encoder_->size();
-  if (auto ok = encoder_->write(std::span<uint8_t>(buf, size)); !ok)
+  if (auto ok = encoder_->write_update(std::span<uint8_t>(buf, size),
+                                       reinterpret_cast<uint64_t>(buf), written_[target]);
+      !ok)
     return make_error(ok.error().code(), "window %llu: %s", id, ok.error().message().c_str());
+  written_[target] = encoder_->function_count();
   if (current_buffer_ >= 0) {
     previous_sframe_address_ = reinterpret_cast<uint64_t>(buffers().buffer(current_buffer_));
     previous_sframe_size_ = current_size_;
   }
   current_buffer_ = target;
   current_size_ = size;
-  const size_t added_from = published_count_;
   publication_generation_ = next_publication_generation();
-  published_count_ = functions_.size();
-  const window_view v = view(added_from);
+  const window_view v = view(true);
   session_.for_each_backend("publish", id_, [&](publisher_backend& b) { return b.on_publish(v); });
+  pending_count_ = 0;
   return {};
 }
 
@@ -240,7 +268,7 @@ result<void> window_impl::retire(std::chrono::milliseconds grace,
     return make_error(errc::invalid_argument, "window %llu: negative grace period",
                       static_cast<unsigned long long>(id_));
   state_.store(window_state::retired, std::memory_order_release);
-  const window_view v = view(functions_.size());
+  const window_view v = view(false);
   session_.for_each_backend("retire", id_, [&](publisher_backend& b) { return b.on_retire(v); });
   grace_deadline_ = std::chrono::steady_clock::now() + grace;
   on_grace_over_ = std::move(on_grace_over);
@@ -259,13 +287,17 @@ bool window_impl::poll_grace(std::chrono::steady_clock::time_point now) {
 }
 
 void window_impl::free_memory() {
-  const window_view v = view(functions_.size());
+  const window_view v = view(false);
   session_.for_each_backend("free", id_, [&](publisher_backend& b) { return b.on_free(v); });
   mem_ = owned_memory{};
   near_ = near_buffers{};
   encoder_.reset();
-  functions_.clear();
-  published_count_ = 0;
+  forget_functions();
+  // Freed for good: give the memory back.
+  pending_ = {};
+  records_ = {};
+  names_ = {};
+  ranges_ = {};
   current_buffer_ = -1;
   current_size_ = 0;
   state_.store(window_state::freed, std::memory_order_release);
@@ -278,15 +310,14 @@ result<void> window_impl::reuse() {
                       "window %llu: reuse needs a retired window whose grace period is over and "
                       "whose callback kept it (state %s)",
                       id, to_string(state()));
-  const window_view v = view(functions_.size());
+  const window_view v = view(false);
   session_.for_each_backend("free", id_, [&](publisher_backend& b) { return b.on_free(v); });
   if (owned_) {
     if (auto ok = mem_.wipe(); !ok)
       return make_error(ok.error().code(), "window %llu: %s", id, ok.error().message().c_str());
   }
   encoder_.reset();
-  functions_.clear();
-  published_count_ = 0;
+  forget_functions();
   last_end_ = text_start_;
   alloc_cursor_ = 0;
   exec_from_ = 0;
@@ -305,16 +336,25 @@ void window_impl::shutdown() {
   const window_state st = state();
   if (st == window_state::open || st == window_state::sealed) {
     state_.store(window_state::retired, std::memory_order_release);
-    const window_view v = view(functions_.size());
+    const window_view v = view(false);
     session_.for_each_backend("retire", id_, [&](publisher_backend& b) { return b.on_retire(v); });
   }
   if (state() != window_state::freed) free_memory();
 }
 
+void window_impl::forget_functions() {
+  pending_count_ = 0;
+  records_.clear();
+  names_.clear();
+  ranges_.clear();
+  written_[0] = written_[1] = 0;
+}
+
 std::vector<window::function_entry> window_impl::functions() const {
   std::vector<function_entry> out;
-  out.reserve(functions_.size());
-  for (const auto& f : functions_) out.push_back({f.name, f.frames.start, f.frames.size});
+  out.reserve(records_.size());
+  for (const function_record& r : records_)
+    out.push_back({names_.substr(r.name_offset, r.name_size), r.start, r.size});
   return out;
 }
 

@@ -17,6 +17,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -129,6 +130,7 @@ struct options {
   int stress_threads = 0;
   int kill_after_ms = 0;
   int stress_pause_us = 0;
+  int batch = 1;
   bool session = false;
 };
 
@@ -146,6 +148,8 @@ void usage() {
       "  --unregister   (with --gdb) unregister before calling\n"
       "  --stress N     N threads publish fake functions until SIGKILL after --kill-after-ms\n"
       "  --stress-pause-us US  pause between two publications of a stress thread\n"
+      "  --batch N      (with --stress) publish N functions at a time: perfmap_writer::add_batch\n"
+      "                and jitdump_writer::write_batch, or one window publish per N appends\n"
       "  --session      publish through jitunwind::session and an owned window (the public\n"
       "                API) instead of the publisher components");
 }
@@ -185,6 +189,8 @@ options parse(int argc, char** argv) {
       o.kill_after_ms = std::atoi(next().c_str());
     } else if (a == "--stress-pause-us") {
       o.stress_pause_us = std::atoi(next().c_str());
+    } else if (a == "--batch") {
+      o.batch = std::max(1, std::atoi(next().c_str()));
     } else {
       die("unknown argument " + a + " (see --help)");
     }
@@ -213,16 +219,33 @@ options parse(int argc, char** argv) {
   std::vector<std::thread> threads;
   for (int t = 0; t < o.stress_threads; ++t) {
     threads.emplace_back([&, t] {
+      const size_t batch = static_cast<size_t>(o.batch);
+      std::vector<std::string> names(batch);
+      std::vector<function_desc> rows(batch);
+      std::vector<perfmap_entry> lines(batch);
+      std::vector<jitdump_entry> loads(batch);
       for (uint64_t i = 0; go.load(std::memory_order_relaxed); ++i) {
         const uint64_t addr = 0x100000000000ull + (static_cast<uint64_t>(t) << 32) + i * 256;
         char name[96];
         std::snprintf(name, sizeof name, "stress_t%d_fn%llu_with_a_longer_name_%s", t,
                       static_cast<unsigned long long>(i), (i % 3) ? "a" : "bb\ncc");
-        if (map) must(map->add(addr, 16, name), "perf map add");
-        if (dump) {
-          const function_desc f = must(recipes::trampoline(abi::amd64, addr, 16, 4, 8, 14), "rows");
-          jitdump_load l{name, addr, tramp, &f};
-          (void)must(dump->load(l), "jitdump load");
+        const size_t k = i % batch;
+        names[k] = name;
+        rows[k] = must(recipes::trampoline(abi::amd64, addr, 16, 4, 8, 14), "rows");
+        if (batch == 1) {
+          if (map) must(map->add(addr, 16, name), "perf map add");
+          if (dump) {
+            jitdump_load l{name, addr, tramp, &rows[k]};
+            (void)must(dump->load(l), "jitdump load");
+          }
+        } else if (k == batch - 1) {
+          for (size_t j = 0; j < batch; ++j) {
+            lines[j] = {rows[j].start, 16, names[j]};
+            loads[j] = {};
+            loads[j].load = {names[j], rows[j].start, tramp, &rows[j]};
+          }
+          if (map) must(map->add_batch(lines), "perf map add_batch");
+          if (dump) must(dump->write_batch(loads), "jitdump write_batch");
         }
         if (o.stress_pause_us > 0)
           std::this_thread::sleep_for(std::chrono::microseconds(o.stress_pause_us));
@@ -284,7 +307,7 @@ void check_publishers(const session& s) {
         must(w->append(name, must(recipes::trampoline(abi::amd64, space.address, 16, 4, 8, 14),
                                   "rows")),
              "append");
-        must(w->publish(), "publish");
+        if ((i + 1) % static_cast<uint64_t>(o.batch) == 0) must(w->publish(), "publish");
         if (o.stress_pause_us > 0)
           std::this_thread::sleep_for(std::chrono::microseconds(o.stress_pause_us));
       }

@@ -1,0 +1,640 @@
+// What publishing one JIT-compiled function costs through the SDK's real path — describing its
+// frame rows, `window::append`, `window::publish` on a `jitunwind::session` — with each
+// publisher alone, with "perf map + SFrame + registry", and with all default publishers, at 1, 8
+// and 64 functions per publish; next to compiling the same function with asmjit in the same run.
+//
+//   build/bench/bench_publish_cost                      (5 repetitions, medians; ~1 minute)
+//   build/bench/bench_publish_cost --benchmark_filter=BM_publish/default
+//
+// Baselines (per function, into the same kind of memory):
+//   BM_asmjit/assembler  x86::Assembler: a 26-instruction function (frame-pointer prologue,
+//                        two callee-saved pushes, a loop, a call to a runtime helper, epilogue),
+//                        resolved, relocated to its address (`relocateToBase`) and copied there.
+//   BM_asmjit/compiler   the same function through x86::Compiler (virtual registers, register
+//                        allocation, prologue/epilogue insertion), then relocated and copied.
+// Measured:
+//   BM_describe/recipe   building the rows with recipes::frame_pointer (part of every row below)
+//   BM_publish/<publishers>/<functions per publish>
+//                        rows + append + (publish every N functions) in windows the runtime owns
+//                        (session::describe_window, 1024 functions per window; a full window is
+//                        published, retired and freed, and a new one described — all timed).
+//   BM_publish_dual/...  the same with dual-mapped owned windows (no protection changes)
+//   BM_publish_owned/... the same in windows the SDK owns (allocate + copy, W^X: each publish
+//                        makes the new code executable with mprotect).
+// The publishers write into a temporary directory (removed at exit). The kernel publisher is not
+// measured: this kernel has no SFrame registration.
+//
+// Time is CPU time of the benchmark thread (user + system): on a shared 2-core machine wall time
+// is mostly waiting. The kernel's later write-back of the perf map and jitdump pages to disk runs
+// in kernel threads and is not counted. Each benchmark reports the median of its repetitions;
+// the table at the end divides by the medians of the baselines.
+#include <jitunwind/frame.h>
+#include <jitunwind/window.h>
+
+#include <asmjit/x86.h>
+#include <benchmark/benchmark.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+using namespace jitunwind;
+
+namespace {
+
+// ---- the function a JIT compiles ----
+
+// Offsets the frame rows refer to.
+struct emitted_shape {
+  uint32_t size = 0;
+  uint32_t after_push = 0;    // after `push rbp`
+  uint32_t after_set_fp = 0;  // after `mov rbp, rsp`
+  uint32_t after_pop = 0;     // after `pop rbp` (the `ret` follows)
+};
+
+// int64 f(int64* p, int64 n, int64 k): for (i = 0; i < n; ++i) p[i] = p[i] * 3 + k;
+//                                      return helper(i) + i;
+// `helper` is an absolute address: asmjit records a relocation that relocateToBase resolves.
+emitted_shape emit_assembler(asmjit::x86::Assembler& a, uint64_t helper) {
+  using namespace asmjit;
+  emitted_shape s;
+  asmjit::Label loop = a.newLabel(), done = a.newLabel();
+  a.push(x86::rbp);
+  s.after_push = static_cast<uint32_t>(a.offset());
+  a.mov(x86::rbp, x86::rsp);
+  s.after_set_fp = static_cast<uint32_t>(a.offset());
+  a.push(x86::rbx);
+  a.push(x86::r12);
+  a.sub(x86::rsp, 16);
+  a.mov(x86::rbx, x86::rdi);
+  a.mov(x86::r12, x86::rsi);
+  a.xor_(x86::eax, x86::eax);
+  a.bind(loop);
+  a.cmp(x86::rax, x86::r12);
+  a.jge(done);
+  a.mov(x86::rcx, x86::qword_ptr(x86::rbx, x86::rax, 3));
+  a.imul(x86::rcx, x86::rcx, 3);
+  a.add(x86::rcx, x86::rdx);
+  a.mov(x86::qword_ptr(x86::rbx, x86::rax, 3), x86::rcx);
+  a.inc(x86::rax);
+  a.jmp(loop);
+  a.bind(done);
+  a.mov(x86::qword_ptr(x86::rsp), x86::rax);
+  a.mov(x86::rdi, x86::rax);
+  a.call(imm(helper));
+  a.add(x86::rax, x86::qword_ptr(x86::rsp));
+  a.add(x86::rsp, 16);
+  a.pop(x86::r12);
+  a.pop(x86::rbx);
+  a.pop(x86::rbp);
+  s.after_pop = static_cast<uint32_t>(a.offset());
+  a.ret();
+  s.size = static_cast<uint32_t>(a.offset());
+  return s;
+}
+
+// Assembles the function for `base` and copies it there. Returns its size.
+size_t assemble_at(uint64_t base, uint8_t* out, size_t cap, emitted_shape* shape = nullptr) {
+  using namespace asmjit;
+  CodeHolder code;
+  code.init(Environment::host(), base);
+  x86::Assembler a(&code);
+  const emitted_shape s = emit_assembler(a, base + 0x10000);
+  code.flatten();
+  code.resolveUnresolvedLinks();
+  if (code.relocateToBase(base) != kErrorOk) std::abort();
+  const size_t size = code.codeSize();
+  if (size > cap || size != s.size) std::abort();
+  code.copyFlattenedData(out, size, CopySectionFlags::kPadSectionBuffer);
+  if (shape != nullptr) *shape = s;
+  return size;
+}
+
+size_t assemble_only(uint64_t base, uint8_t* out, size_t cap) {
+  return assemble_at(base, out, cap);
+}
+
+// The same function through the Compiler (register allocation and frame insertion included).
+size_t compile_at(uint64_t base, uint8_t* out, size_t cap) {
+  using namespace asmjit;
+  CodeHolder code;
+  code.init(Environment::host(), base);
+  x86::Compiler cc(&code);
+  FuncNode* fn = cc.addFunc(FuncSignatureT<int64_t, int64_t*, int64_t, int64_t>(CallConvId::kHost));
+  fn->frame().setPreservedFP();
+  x86::Gp p = cc.newIntPtr("p"), n = cc.newInt64("n"), k = cc.newInt64("k");
+  x86::Gp i = cc.newInt64("i"), t = cc.newInt64("t"), r = cc.newInt64("r");
+  x86::Mem spill = cc.newStack(8, 8);
+  fn->setArg(0, p);
+  fn->setArg(1, n);
+  fn->setArg(2, k);
+  asmjit::Label loop = cc.newLabel(), done = cc.newLabel();
+  cc.xor_(i, i);
+  cc.bind(loop);
+  cc.cmp(i, n);
+  cc.jge(done);
+  cc.mov(t, x86::qword_ptr(p, i, 3));
+  cc.imul(t, t, 3);
+  cc.add(t, k);
+  cc.mov(x86::qword_ptr(p, i, 3), t);
+  cc.inc(i);
+  cc.jmp(loop);
+  cc.bind(done);
+  cc.mov(spill, i);
+  InvokeNode* call = nullptr;
+  cc.invoke(&call, base + 0x10000, FuncSignatureT<int64_t, int64_t>(CallConvId::kHost));
+  call->setArg(0, i);
+  call->setRet(0, r);
+  cc.add(r, spill);
+  cc.ret(r);
+  cc.endFunc();
+  if (cc.finalize() != kErrorOk) std::abort();
+  code.flatten();
+  code.resolveUnresolvedLinks();
+  if (code.relocateToBase(base) != kErrorOk) std::abort();
+  const size_t size = code.codeSize();
+  if (size > cap) std::abort();
+  code.copyFlattenedData(out, size, CopySectionFlags::kPadSectionBuffer);
+  return size;
+}
+
+// ---- runtime-owned code memory ----
+
+constexpr size_t slot_bytes = 256;  // function (~80 bytes) + room for jitdump's mapped range
+constexpr size_t functions_per_window = 1024;
+constexpr size_t window_bytes = slot_bytes * functions_per_window;
+constexpr size_t region_windows = 64;
+
+// One mapping, pre-filled with the function at every slot (jitdump copies the code bytes from
+// there; the code is never run, so the helper's relative address need not match each slot).
+struct code_region {
+  uint8_t* base = nullptr;
+  size_t bytes = region_windows * window_bytes;
+  emitted_shape shape;
+  uint8_t code[128];
+  code_region() {
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) std::abort();
+    base = static_cast<uint8_t*>(p);
+    assemble_at(reinterpret_cast<uint64_t>(base), code, sizeof code, &shape);
+    for (size_t off = 0; off < bytes; off += slot_bytes) std::memcpy(base + off, code, shape.size);
+  }
+};
+
+const code_region& region() {
+  static const code_region r;
+  return r;
+}
+
+// Names as a JIT would give them (longer than std::string's small buffer).
+const std::vector<std::string>& names() {
+  static const std::vector<std::string> n = [] {
+    std::vector<std::string> v;
+    for (size_t i = 0; i < functions_per_window; ++i)
+      v.push_back("js:Module.function_" + std::to_string(i) +
+                  " (script.js:" + std::to_string(10 + i) + ")");
+    return v;
+  }();
+  return n;
+}
+
+function_desc describe(uint64_t start, const emitted_shape& s) {
+  const recipes::epilogue ep{s.after_pop, s.size};
+  auto f = recipes::frame_pointer(abi::amd64, start, s.size, s.after_push, s.after_set_fp,
+                                  std::span(&ep, 1));
+  if (!f) std::abort();
+  return std::move(*f);
+}
+
+// ---- scratch directory for the publishers' files ----
+
+const std::string& scratch_dir() {
+  static const std::string dir = [] {
+    char tmpl[] = "/tmp/jitunwind-publish-cost-XXXXXX";
+    if (::mkdtemp(tmpl) == nullptr) std::abort();
+    return std::string(tmpl);
+  }();
+  return dir;
+}
+
+void clear_scratch() {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(scratch_dir(), ec))
+    std::filesystem::remove_all(e.path(), ec);
+}
+
+struct publisher_config {
+  const char* name;
+  publisher_set set;
+};
+
+const publisher_config configs[] = {
+    {"none", 0},
+    {"registry", static_cast<publisher_set>(publisher::registry)},
+    {"usdt-events", static_cast<publisher_set>(publisher::usdt_events)},
+    {"perfmap", static_cast<publisher_set>(publisher::perfmap)},
+    {"jitdump", static_cast<publisher_set>(publisher::jitdump)},
+    {"gdb", static_cast<publisher_set>(publisher::gdb)},
+    {"perfmap+registry", publisher::perfmap | publisher::registry},
+    {"default", default_publishers},
+};
+
+const int batches[] = {1, 8, 64};
+
+std::unique_ptr<session> make_session(benchmark::State& state, publisher_set set) {
+  session_options o;
+  o.publishers = set;
+  o.perfmap_dir = scratch_dir();
+  o.jitdump_dir = scratch_dir();
+  auto s = session::create(o);
+  if (!s) {
+    state.SkipWithError(s.error().message().c_str());
+    return nullptr;
+  }
+  return std::move(*s);
+}
+
+// A requested publisher that failed would make the row look cheap: refuse to report it.
+bool all_active(benchmark::State& state, const session& s) {
+  for (const publisher_status& st : s.status()) {
+    if (st.state == publisher_state::disabled || st.state == publisher_state::active) continue;
+    state.SkipWithError(
+        (std::string(to_string(st.which)) + " " + to_string(st.state) + ": " + st.message).c_str());
+    return false;
+  }
+  return true;
+}
+
+enum class memory_kind {
+  described,   // the runtime's memory (session::describe_window)
+  owned,       // owned windows, W^X by mprotect
+  owned_dual,  // owned windows, W^X by a second (writable) mapping of a memfd
+};
+
+// The runtime's side of publication: describe each function's rows, append it, publish every
+// `batch` functions; full windows are published, retired, freed and replaced.
+class publish_loop {
+ public:
+  publish_loop(std::unique_ptr<session> s, int batch, memory_kind kind)
+      : s_(std::move(s)), batch_(batch), owned_(kind != memory_kind::described), kind_(kind) {}
+  ~publish_loop() { finish_window(); }
+
+  // One function.
+  void add() {
+    const code_region& r = region();
+    uint64_t start = 0;
+    if (owned_) {
+      result<window::code_space> space = error(errc::bad_state, "no window");
+      if (w_ != nullptr && in_window_ < functions_per_window) space = w_->allocate(r.shape.size);
+      if (!space) {
+        next_window();
+        space = w_->allocate(r.shape.size);
+        if (!space) std::abort();
+      }
+      // The runtime's copy of its code (a few ns).
+      std::memcpy(space->writable.data(), r.code, r.shape.size);
+      start = space->address;
+    } else {
+      if (w_ == nullptr || in_window_ == functions_per_window) next_window();
+      start = w_->text_start() + in_window_ * slot_bytes;
+      // The runtime has just written its code there (so it is in the cache when jitdump copies
+      // it); BM_copy measures this copy alone and the table subtracts it.
+      std::memcpy(reinterpret_cast<uint8_t*>(start), r.code, r.shape.size);
+    }
+    const function_desc f = describe(start, r.shape);
+    if (!w_->append(names()[in_window_], f)) std::abort();
+    ++in_window_;
+    if (++pending_ == batch_) {
+      if (!w_->publish()) std::abort();
+      pending_ = 0;
+    }
+  }
+
+  void finish_window() {
+    if (w_ == nullptr) return;
+    if (!w_->publish() || !w_->retire(std::chrono::milliseconds(0))) std::abort();
+    s_->poll();  // grace 0: frees it now
+    w_ = nullptr;
+  }
+
+  session& sess() { return *s_; }
+
+ private:
+  void next_window() {
+    finish_window();
+    result<window*> created = error(errc::bad_state, "no window");
+    if (owned_) {
+      owned_window_options o;
+      o.code_capacity = size_t{1} << 20;
+      o.dual_mapping = kind_ == memory_kind::owned_dual;
+      created = s_->create_owned_window(o);
+    } else {
+      described_window_options o;
+      o.text_start = reinterpret_cast<uint64_t>(region().base) + next_window_ * window_bytes;
+      o.text_size = window_bytes;
+      created = s_->describe_window(o);
+      next_window_ = (next_window_ + 1) % region_windows;
+    }
+    if (!created) std::abort();
+    w_ = *created;
+    in_window_ = 0;
+    pending_ = 0;
+  }
+
+  std::unique_ptr<session> s_;
+  const int batch_;
+  const bool owned_;
+  const memory_kind kind_;
+  window* w_ = nullptr;
+  size_t next_window_ = 0, in_window_ = 0;
+  int pending_ = 0;
+};
+
+void BM_publish(benchmark::State& state, publisher_set set, int batch, memory_kind owned) {
+  {
+    auto s = make_session(state, set);
+    if (!s) return;
+    publish_loop loop(std::move(s), batch, owned);
+    for (auto _ : state) loop.add();
+    loop.finish_window();
+    if (!all_active(state, loop.sess())) return;
+  }
+  clear_scratch();
+  state.SetItemsProcessed(state.iterations());
+  state.SetLabel("ratio_to=BM_asmjit/assembler");
+}
+
+// Baselines: compile into the same region, slot after slot.
+template <size_t (*Compile)(uint64_t, uint8_t*, size_t)>
+void BM_asmjit(benchmark::State& state) {
+  const code_region& r = region();
+  size_t slot = 0;
+  const size_t slots = r.bytes / slot_bytes;
+  for (auto _ : state) {
+    uint8_t* at = r.base + slot * slot_bytes;
+    benchmark::DoNotOptimize(Compile(reinterpret_cast<uint64_t>(at), at, slot_bytes));
+    slot = (slot + 1) % slots;
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+// The runtime's copy of its code into place, as the publish loops do it (subtracted there).
+void BM_copy(benchmark::State& state) {
+  const code_region& r = region();
+  size_t slot = 0;
+  const size_t slots = r.bytes / slot_bytes;
+  for (auto _ : state) {
+    std::memcpy(r.base + slot * slot_bytes, r.code, r.shape.size);
+    benchmark::ClobberMemory();
+    slot = (slot + 1) % slots;
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+// The floors of the file publishers: a system call that does nothing, and appending a perf map
+// line (64 bytes) or a page (4096 bytes) to a file in the same directory with one `write`.
+void BM_floor_syscall(benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(::syscall(SYS_getppid));
+  state.SetItemsProcessed(state.iterations());
+}
+
+void BM_floor_write(benchmark::State& state) {
+  const std::string path = scratch_dir() + "/floor";
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) std::abort();
+  const std::vector<char> bytes(static_cast<size_t>(state.range(0)), 'x');
+  for (auto _ : state) {
+    if (::write(fd, bytes.data(), bytes.size()) != static_cast<ssize_t>(bytes.size())) std::abort();
+  }
+  ::close(fd);
+  ::unlink(path.c_str());
+  state.SetItemsProcessed(state.iterations());
+}
+
+void BM_describe(benchmark::State& state) {
+  const code_region& r = region();
+  uint64_t start = reinterpret_cast<uint64_t>(r.base);
+  for (auto _ : state) {
+    function_desc f = describe(start, r.shape);
+    benchmark::DoNotOptimize(f);
+    start += slot_bytes;
+    if (start >= reinterpret_cast<uint64_t>(r.base) + r.bytes)
+      start = reinterpret_cast<uint64_t>(r.base);
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.SetLabel("ratio_to=BM_asmjit/assembler");
+}
+
+// ---- report ----
+
+// Keeps CPU ns per function of each benchmark (the median with repetitions) and prints the
+// ratio table after Google Benchmark's own.
+class ratio_reporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    ConsoleReporter::ReportRuns(runs);
+    for (const Run& r : runs) {
+      if (r.error_occurred) continue;
+      const bool median = r.run_type == Run::RT_Aggregate && r.aggregate_name == "median";
+      if (!median && r.run_type != Run::RT_Iteration) continue;
+      if (r.run_type == Run::RT_Iteration && r.repetitions > 1) continue;  // aggregates follow
+      const auto it = r.counters.find("items_per_second");
+      if (it == r.counters.end() || it->second.value <= 0) continue;
+      // items_per_second is computed from CPU time (no UseRealTime).
+      ns_[r.run_name.str()] = 1e9 / it->second.value;
+    }
+  }
+
+  void print_table() const {
+    const double assembler = get("BM_asmjit/assembler");
+    const double compiler = get("BM_asmjit/compiler");
+    const double copy = get("BM_copy");
+    if (assembler <= 0 || compiler <= 0) return;
+    std::printf(
+        "\nper function, CPU time, medians: asmjit Assembler %.0f ns, asmjit Compiler %.0f ns;\n"
+        "describing the rows with a recipe %.0f ns (part of every row below); the runtime's copy "
+        "of the code %.0f ns (subtracted below)\n"
+        "floors here: a system call that does nothing %.0f ns, appending 64 bytes to a file with "
+        "one write %.0f ns, 4096 bytes %.0f ns\n",
+        assembler, compiler, get("BM_describe"), copy, get("BM_floor/syscall"),
+        get("BM_floor/write/64"), get("BM_floor/write/4096"));
+    for (const char* family : {"BM_publish", "BM_publish_owned", "BM_publish_dual"}) {
+      std::printf(
+          "\n%s: what the SDK adds per function, and that as a share of assembling "
+          "(Assembler) / compiling (Compiler) the function\n\n| publishers |",
+          family);
+      for (int b : batches) std::printf(" %d fn/publish | %% Asm | %% Comp |", b);
+      std::printf("\n|---|");
+      for (size_t i = 0; i < std::size(batches); ++i) std::printf("---:|---:|---:|");
+      std::printf("\n");
+      for (const publisher_config& c : configs) {
+        std::string line = "| " + std::string(c.name) + " |";
+        bool any = false;
+        for (int b : batches) {
+          const double v = get(std::string(family) + "/" + c.name + "/" + std::to_string(b));
+          char cell[96];
+          if (v > 0) {
+            any = true;
+            const double sdk = v - copy;
+            std::snprintf(cell, sizeof cell, " %.0f ns | %.1f | %.2f |", sdk, 100 * sdk / assembler,
+                          100 * sdk / compiler);
+          } else {
+            std::snprintf(cell, sizeof cell, " - | - | - |");
+          }
+          line += cell;
+        }
+        if (any) std::printf("%s\n", line.c_str());
+      }
+    }
+  }
+
+ private:
+  static std::string pad(std::string s, size_t n) {
+    if (s.size() < n) s.append(n - s.size(), ' ');
+    return s;
+  }
+  double get(const std::string& name) const {
+    const auto it = ns_.find(name);
+    return it == ns_.end() ? 0 : it->second;
+  }
+  std::map<std::string, double> ns_;
+};
+
+void register_all() {
+  benchmark::RegisterBenchmark("BM_asmjit/assembler",
+                               [](benchmark::State& s) { BM_asmjit<assemble_only>(s); });
+  benchmark::RegisterBenchmark("BM_asmjit/compiler",
+                               [](benchmark::State& s) { BM_asmjit<compile_at>(s); });
+  benchmark::RegisterBenchmark("BM_copy", BM_copy);
+  benchmark::RegisterBenchmark("BM_floor/syscall", BM_floor_syscall);
+  benchmark::RegisterBenchmark("BM_floor/write", BM_floor_write)->Arg(64)->Arg(4096);
+  benchmark::RegisterBenchmark("BM_describe", BM_describe);
+  for (const publisher_config& c : configs)
+    for (int b : batches)
+      benchmark::RegisterBenchmark(
+          ("BM_publish/" + std::string(c.name) + "/" + std::to_string(b)).c_str(),
+          [set = c.set, b](benchmark::State& s) { BM_publish(s, set, b, memory_kind::described); });
+  for (const publisher_config& c : configs) {
+    if (c.set != 0 && c.set != default_publishers) continue;
+    for (const auto& [family, kind] : {std::pair{"BM_publish_owned", memory_kind::owned},
+                                       std::pair{"BM_publish_dual", memory_kind::owned_dual}})
+      for (int b : batches)
+        benchmark::RegisterBenchmark(
+            (std::string(family) + "/" + c.name + "/" + std::to_string(b)).c_str(),
+            [set = c.set, b, kind = kind](benchmark::State& s) { BM_publish(s, set, b, kind); });
+  }
+}
+
+// --profile PUBLISHERS BATCH N [owned|dual]: publishes N functions and nothing else, for profilers:
+//   valgrind --tool=callgrind --toggle-collect='*run_profile*' \
+//       build/bench/bench_publish_cost --profile default 64 20000
+// (instructions per function = Ir / N; the session's setup and the files' removal are outside).
+// --profile asmjit-assembler|asmjit-compiler 0 N: the baselines (toggle '*run_asmjit_profile*').
+__attribute__((noinline)) void run_profile(publish_loop& loop, long n) {
+  for (long i = 0; i < n; ++i) loop.add();
+  loop.finish_window();
+}
+
+__attribute__((noinline)) void run_asmjit_profile(bool compiler, long n) {
+  const code_region& r = region();
+  for (long i = 0; i < n; ++i) {
+    uint8_t* at = r.base + static_cast<size_t>(i) % (r.bytes / slot_bytes) * slot_bytes;
+    const auto base = reinterpret_cast<uint64_t>(at);
+    if (compiler)
+      compile_at(base, at, slot_bytes);
+    else
+      assemble_at(base, at, slot_bytes);
+  }
+}
+
+int profile(int argc, char** argv) {
+  if (argc < 5) {
+    std::fprintf(stderr, "usage: %s --profile PUBLISHERS BATCH N [owned|dual]\n", argv[0]);
+    return 2;
+  }
+  if (std::strncmp(argv[2], "asmjit-", 7) == 0) {
+    const bool compiler = std::strcmp(argv[2], "asmjit-compiler") == 0;
+    const long n = std::atol(argv[4]);
+    region();
+    run_asmjit_profile(compiler, n);
+    std::error_code ec;
+    std::filesystem::remove_all(scratch_dir(), ec);
+    return 0;
+  }
+  const publisher_config* c = nullptr;
+  for (const publisher_config& k : configs)
+    if (std::strcmp(k.name, argv[2]) == 0) c = &k;
+  if (c == nullptr) {
+    std::fprintf(stderr, "unknown publisher set '%s'\n", argv[2]);
+    return 2;
+  }
+  region();
+  names();
+  session_options o;
+  o.publishers = c->set;
+  o.perfmap_dir = scratch_dir();
+  o.jitdump_dir = scratch_dir();
+  auto s = session::create(o);
+  if (!s) return 1;
+  {
+    const std::string kind = argc > 5 ? argv[5] : "";
+    publish_loop loop(std::move(*s), std::atoi(argv[3]),
+                      kind == "owned"  ? memory_kind::owned
+                      : kind == "dual" ? memory_kind::owned_dual
+                                       : memory_kind::described);
+    run_profile(loop, std::atol(argv[4]));
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(scratch_dir(), ec);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "--profile") == 0) return profile(argc, argv);
+  // Defaults: 5 repetitions of at least 0.2 s each, medians only (overridable).
+  std::vector<char*> args(argv, argv + argc);
+  bool has_reps = false, has_time = false;
+  for (int i = 1; i < argc; ++i) {
+    has_reps |= std::strncmp(argv[i], "--benchmark_repetitions", 23) == 0;
+    has_time |= std::strncmp(argv[i], "--benchmark_min_time", 20) == 0;
+  }
+  std::string reps = "--benchmark_repetitions=5", time = "--benchmark_min_time=0.2",
+              only = "--benchmark_report_aggregates_only=true";
+  if (!has_reps) {
+    args.push_back(reps.data());
+    args.push_back(only.data());
+  }
+  if (!has_time) args.push_back(time.data());
+  int n = static_cast<int>(args.size());
+  args.push_back(nullptr);
+  benchmark::Initialize(&n, args.data());
+  if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 1;
+  register_all();
+  // --benchmark_format=json|csv (bench/run.sh): Google Benchmark's own output only.
+  bool console = true;
+  for (int i = 1; i < argc; ++i)
+    console &= std::strncmp(argv[i], "--benchmark_format=", 19) != 0 ||
+               std::strcmp(argv[i], "--benchmark_format=console") == 0;
+  if (console) {
+    ratio_reporter reporter;
+    benchmark::RunSpecifiedBenchmarks(&reporter);
+    reporter.print_table();
+  } else {
+    benchmark::RunSpecifiedBenchmarks();
+  }
+  benchmark::Shutdown();
+  std::error_code ec;
+  std::filesystem::remove_all(scratch_dir(), ec);
+  return 0;
+}
