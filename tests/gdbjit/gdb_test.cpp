@@ -1,52 +1,17 @@
 // gdb in batch mode: `bt` from a native function called by frame-pointer-less JIT code walks
 // through the JIT frames (names from our symbols, unwinding from our .eh_frame) to main.
+#include "support/gdb.hpp"
 #include "support/privileges.hpp"
 #include "support/process.hpp"
 
 #include <catch2/catch.hpp>
 
-#include <regex>
-#include <sstream>
-
 using namespace jitunwind::test;
-
-namespace {
-
-// Function names of `bt` lines, innermost first ("??" for unknown frames).
-std::vector<std::string> backtrace_names(const std::string& out) {
-  std::vector<std::string> names;
-  static const std::regex frame(R"(^#(\d+)\s+(?:0x[0-9a-f]+ in )?(\S+) \()");
-  std::stringstream s(out);
-  std::string line;
-  while (std::getline(s, line)) {
-    std::smatch m;
-    if (std::regex_search(line, m, frame)) names.push_back(m[2]);
-  }
-  return names;
-}
-
-run_result gdb_bt(const std::vector<std::string>& program) {
-  std::vector<std::string> argv = {"gdb",
-                                   "-batch",
-                                   "-nx",
-                                   "-ex",
-                                   "set debuginfod enabled off",
-                                   "-ex",
-                                   "break native_breakpoint",
-                                   "-ex",
-                                   "run",
-                                   "-ex",
-                                   "bt",
-                                   "--args"};
-  argv.insert(argv.end(), program.begin(), program.end());
-  return run(argv, {}, std::chrono::seconds(120));
-}
-
-}  // namespace
 
 TEST_CASE("gdb bt walks through FP-less JIT frames registered with the GDB JIT interface") {
   if (!tool_available("gdb")) return;
-  const run_result r = gdb_bt({binary_path("tests/jitdump/testjit"), "--gdb", "--breakpoint"});
+  const run_result r = gdb_backtrace(
+      "native_breakpoint", {binary_path("tests/jitdump/testjit"), "--gdb", "--breakpoint"});
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
   const std::vector<std::string> names = backtrace_names(r.out);
@@ -59,8 +24,9 @@ TEST_CASE("gdb bt walks through FP-less JIT frames registered with the GDB JIT i
 
 TEST_CASE("after unregistration gdb no longer knows the JIT functions") {
   if (!tool_available("gdb")) return;
-  const run_result r =
-      gdb_bt({binary_path("tests/jitdump/testjit"), "--gdb", "--unregister", "--breakpoint"});
+  const run_result r = gdb_backtrace(
+      "native_breakpoint",
+      {binary_path("tests/jitdump/testjit"), "--gdb", "--unregister", "--breakpoint"});
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
   const std::vector<std::string> names = backtrace_names(r.out);
@@ -82,7 +48,7 @@ TEST_CASE("two JITs, two descriptors: gdb sees LLVM-style, own and shared regist
   CHECK_THAT(plain.out, Catch::Contains("shim policy=shared first=main"));
   CHECK_THAT(plain.out, Catch::Contains("exe policy=shared first=main"));
 
-  const run_result r = gdb_bt({binary_path("tests/gdbjit/twojit")});
+  const run_result r = gdb_backtrace("native_breakpoint", {binary_path("tests/gdbjit/twojit")});
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
   const std::vector<std::string> names = backtrace_names(r.out);

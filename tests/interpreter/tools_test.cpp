@@ -1,5 +1,6 @@
 // Interpreted frames are visible: perf -g and gdb see one toy:<function> trampoline frame per
 // interpreted call, in order; without frame pointers SFrame alone recovers the exact chain.
+#include "support/gdb.hpp"
 #include "support/privileges.hpp"
 #include "tools_support.hpp"
 
@@ -56,12 +57,11 @@ TEST_CASE("gdb bt shows the toy:<function> trampoline frames") {
   if (!jitunwind::test::tool_available("gdb")) return;
   for (const char* binary : {TOY_INTERP, TOY_INTERP_NOFP}) {
     INFO(binary);
-    const auto r = run({"gdb", "-q", "-batch", "-nx", "-ex", "set debuginfod enabled off", "-ex",
-                        "break toylang_native_nofp", "-ex", "run", "-ex", "bt", "--args", binary,
-                        "--publish=gdb", program_path("spin.toy"), "1"});
+    const auto r = jitunwind::test::gdb_backtrace(
+        "toylang_native_nofp", {binary, "--publish=gdb", program_path("spin.toy"), "1"});
     REQUIRE(r.exit_code == 0);
     INFO(r.out);
-    const auto frames = parse_gdb_bt(r.out);
+    const auto frames = jitunwind::test::backtrace_names(r.out);
     std::vector<std::string> toy;
     for (const auto& f : frames) {
       if (f.rfind("toy:", 0) == 0) toy.push_back(f);

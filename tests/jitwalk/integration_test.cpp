@@ -257,7 +257,7 @@ TEST_CASE("verify fails when the walk and the ground truth disagree") {
   CHECK(r.exit_code == 0);
 }
 
-TEST_CASE("hostile windows are rejected by id; the walker stays within its bounds") {
+TEST_CASE("hostile windows are rejected by id, the walker stays within its bounds") {
   if (!jt::may_run_privileged("jitwalk profile")) return;
   jt::temp_dir dir;
   auto r = jt::run({jitwalk(), "profile", "-F", "499", "--folded", dir / "f.txt", "--",

@@ -1,5 +1,6 @@
 // gdb's backtrace from a native helper walks through 10+ JIT frames to main, with and without
 // frame pointers in the JIT code (the GDB JIT interface gives it names and .eh_frame).
+#include "support/gdb.hpp"
 #include "support/privileges.hpp"
 #include "tools_support.hpp"
 
@@ -11,11 +12,10 @@ TEST_CASE("gdb bt from a native helper through JIT frames to main, in both FP mo
   if (!jitunwind::test::tool_available("gdb")) return;
   for (const char* fp : {"--frame-pointers=on", "--frame-pointers=off"}) {
     INFO(fp);
-    const auto r = run({"gdb", "-q", "-batch", "-nx", "-ex", "set debuginfod enabled off", "-ex",
-                        "break toylang_native_nofp", "-ex", "run", "-ex", "bt", "--args", TOY_JIT,
-                        fp, "--publish=gdb", program_path("spin.toy"), "1"});
+    const auto r = jitunwind::test::gdb_backtrace(
+        "toylang_native_nofp", {TOY_JIT, fp, "--publish=gdb", program_path("spin.toy"), "1"});
     REQUIRE(r.exit_code == 0);
-    const auto frames = parse_gdb_bt(r.out);
+    const auto frames = jitunwind::test::backtrace_names(r.out);
     INFO(r.out);
     // toylang_native_nofp <- toy:work_nofp <- 13 x toy:level <- toy:main <- main
     std::vector<std::string> expected = {"toylang_native_nofp", "toy:work_nofp"};

@@ -47,26 +47,6 @@ inline std::vector<std::string> toy_frames(const stack& s) {
   return out;
 }
 
-/// Frame names of a gdb `bt`: "#N  0x... in NAME (...)" or "#N  NAME (...)".
-inline std::vector<std::string> parse_gdb_bt(const std::string& text) {
-  std::vector<std::string> frames;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (line.size() < 2 || line[0] != '#') continue;
-    size_t pos = line.find_first_of(' ');
-    if (pos == std::string::npos) continue;
-    pos = line.find_first_not_of(' ', pos);
-    if (line.compare(pos, 2, "0x") == 0) {
-      const size_t in_pos = line.find(" in ", pos);
-      if (in_pos == std::string::npos) continue;
-      pos = in_pos + 4;
-    }
-    const size_t end = line.find_first_of(" (", pos);
-    frames.push_back(line.substr(pos, end == std::string::npos ? std::string::npos : end - pos));
-  }
-  return frames;
-}
-
 /// Removes the /tmp/perf-PID.map files of the processes recorded in `perf_data` (perf reads
 /// perf maps from /tmp only, so the runtimes cannot be pointed at a scratch directory).
 inline void remove_perf_maps(const std::string& perf_data) {

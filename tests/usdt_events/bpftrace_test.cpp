@@ -48,7 +48,7 @@ bool wait_for(F&& condition, std::chrono::seconds limit) {
 
 }  // namespace
 
-TEST_CASE("bpftrace sees every event with its arguments; semaphores count attachment") {
+TEST_CASE("bpftrace sees every event with its arguments, semaphores count attachment") {
   if (!test::may_run_privileged("attaching bpftrace to USDT probes")) return;
   if (!test::tool_available("bpftrace")) return;
   REQUIRE(none_enabled());

@@ -5,6 +5,7 @@
 #include "../jitdump/perf_script.hpp"
 #include "jitdump/jitdump_format.hpp"
 #include "jitdump/jitdump_parser.hpp"
+#include "support/gdb.hpp"
 #include "support/privileges.hpp"
 #include "support/process.hpp"
 
@@ -35,18 +36,6 @@ std::string file_starting_with(const std::string& dir, const std::string& prefix
   for (const auto& e : std::filesystem::directory_iterator(dir))
     if (e.path().filename().string().rfind(prefix, 0) == 0) return e.path();
   return {};
-}
-
-// Function names of gdb `bt` lines, innermost first ("??" for unknown frames).
-std::vector<std::string> backtrace_names(const std::string& out) {
-  static const std::regex frame(R"(^#(\d+)\s+(?:0x[0-9a-f]+ in )?(\S+) \()");
-  std::vector<std::string> names;
-  std::stringstream s(out);
-  for (std::string line; std::getline(s, line);) {
-    std::smatch m;
-    if (std::regex_search(line, m, frame)) names.push_back(m[2]);
-  }
-  return names;
 }
 
 }  // namespace
@@ -101,9 +90,7 @@ TEST_CASE("session: perf inject --jit names and unwinds FP-less JIT code") {
 TEST_CASE("session: gdb bt walks through FP-less JIT frames to main") {
   if (!tool_available("gdb")) return;
   const run_result r =
-      run({"gdb", "-batch", "-nx", "-ex", "set debuginfod enabled off", "-ex",
-           "break native_breakpoint", "-ex", "run", "-ex", "bt", "--args", testjit(), "--session",
-           "--gdb", "--breakpoint"});
+      gdb_backtrace("native_breakpoint", {testjit(), "--session", "--gdb", "--breakpoint"});
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
   const std::vector<std::string> names = backtrace_names(r.out);
@@ -114,10 +101,8 @@ TEST_CASE("session: gdb bt walks through FP-less JIT frames to main") {
   CHECK(names[3] == "main");
 
   // Retiring the window unregisters the functions from gdb (the code may still run).
-  const run_result gone =
-      run({"gdb", "-batch", "-nx", "-ex", "set debuginfod enabled off", "-ex",
-           "break native_breakpoint", "-ex", "run", "-ex", "bt", "--args", testjit(), "--session",
-           "--gdb", "--unregister", "--breakpoint"});
+  const run_result gone = gdb_backtrace(
+      "native_breakpoint", {testjit(), "--session", "--gdb", "--unregister", "--breakpoint"});
   INFO(gone.out);
   const std::vector<std::string> after = backtrace_names(gone.out);
   REQUIRE_FALSE(after.empty());
