@@ -2,7 +2,7 @@
 // less JIT code: names come from CODE_LOAD, callers of JIT frames from CODE_UNWINDING_INFO.
 #include "jitdump/jitdump_format.hpp"
 #include "jitdump/jitdump_parser.hpp"
-#include "perf_script.hpp"
+#include "support/perf_script.hpp"
 #include "support/privileges.hpp"
 #include "support/process.hpp"
 

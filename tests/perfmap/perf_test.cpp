@@ -1,5 +1,5 @@
 // perf record -g (frame pointers) + perf report: JIT names come from our perf map.
-#include "../jitdump/perf_script.hpp"
+#include "support/perf_script.hpp"
 #include "support/privileges.hpp"
 #include "support/process.hpp"
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "examples_support.hpp"
+#include "support/perf_script.hpp"
 
 #include <cstdio>
 #include <set>
@@ -14,28 +15,9 @@ namespace toytest {
 /// One sample of `perf script -F ip,sym`: its frames' symbol names, innermost first.
 using stack = std::vector<std::string>;
 
-/// Parses `perf script -F ip,sym` output (blank-line separated samples, one "ADDR SYMBOL"
-/// line per frame; unresolved frames are "[unknown]").
+/// The samples of `perf script -F ip,sym` output (see support/perf_script.hpp).
 inline std::vector<stack> parse_perf_script(const std::string& text) {
-  std::vector<stack> samples;
-  stack current;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    const size_t first = line.find_first_not_of(" \t");
-    if (first == std::string::npos) {
-      if (!current.empty()) samples.push_back(std::move(current));
-      current.clear();
-      continue;
-    }
-    const size_t space = line.find(' ', first);
-    if (space == std::string::npos) continue;
-    std::string sym = line.substr(space + 1);
-    // "sym+0x1a" when offsets are shown; strip them.
-    if (const size_t plus = sym.rfind("+0x"); plus != std::string::npos) sym.resize(plus);
-    current.push_back(sym);
-  }
-  if (!current.empty()) samples.push_back(std::move(current));
-  return samples;
+  return jitunwind::test::perf_script_chains(text);
 }
 
 /// The `toy:` frames of a stack, innermost first.

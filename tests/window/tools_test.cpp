@@ -2,10 +2,10 @@
 // pointers; perf inject --jit with DWARF unwinding of FP-less code), gdb, and kill -9 safety.
 // The program is tests/jitdump/testjit --session: main -> jit_outer -> jit_inner -> native code
 // in an owned window.
-#include "../jitdump/perf_script.hpp"
 #include "jitdump/jitdump_format.hpp"
 #include "jitdump/jitdump_parser.hpp"
 #include "support/gdb.hpp"
+#include "support/perf_script.hpp"
 #include "support/privileges.hpp"
 #include "support/process.hpp"
 

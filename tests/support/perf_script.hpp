@@ -1,4 +1,4 @@
-// Test helper: the call chains `perf script -F ip,sym` prints, one vector of symbol names per
+// Test helper: the call chains `perf script -F ip,sym[,dso]` prints, one vector of symbol names per
 // sample (innermost first).
 #pragma once
 
