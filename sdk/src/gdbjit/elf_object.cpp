@@ -118,23 +118,13 @@ std::vector<uint8_t> object_writer::write() const {
   at += section_count * sizeof(Elf64_Shdr);
 
   std::vector<uint8_t> out(at, 0);
-  Elf64_Ehdr eh{};
-  std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
-  eh.e_ident[EI_CLASS] = ELFCLASS64;
-  eh.e_ident[EI_DATA] = ELFDATA2LSB;
-  eh.e_ident[EI_VERSION] = EV_CURRENT;
-  eh.e_ident[EI_OSABI] = ELFOSABI_NONE;
-  eh.e_type = type_;
-  eh.e_machine = machine_;
-  eh.e_version = EV_CURRENT;
+  Elf64_Ehdr eh = file_header(type_, machine_);
   eh.e_shoff = shdr_off;
   if (!segments_.empty()) {
     eh.e_phoff = phdr_off;
     eh.e_phentsize = sizeof(Elf64_Phdr);
     eh.e_phnum = static_cast<uint16_t>(segments_.size());
   }
-  eh.e_ehsize = sizeof(Elf64_Ehdr);
-  eh.e_shentsize = sizeof(Elf64_Shdr);
   eh.e_shnum = static_cast<uint16_t>(section_count);
   eh.e_shstrndx = static_cast<uint16_t>(shstrtab_index);
   put(out, 0, eh);
@@ -205,6 +195,21 @@ std::vector<uint8_t> object_writer::write() const {
   shstr.sh_addralign = 1;
   put(out, shdr_off + shstrtab_index * sizeof(Elf64_Shdr), shstr);
   return out;
+}
+
+Elf64_Ehdr file_header(uint16_t type, uint16_t machine) {
+  Elf64_Ehdr eh{};
+  std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
+  eh.e_ident[EI_CLASS] = ELFCLASS64;
+  eh.e_ident[EI_DATA] = ELFDATA2LSB;
+  eh.e_ident[EI_VERSION] = EV_CURRENT;
+  eh.e_ident[EI_OSABI] = ELFOSABI_NONE;
+  eh.e_type = type;
+  eh.e_machine = machine;
+  eh.e_version = EV_CURRENT;
+  eh.e_ehsize = sizeof(Elf64_Ehdr);
+  eh.e_shentsize = sizeof(Elf64_Shdr);
+  return eh;
 }
 
 }  // namespace jitunwind::detail::elf

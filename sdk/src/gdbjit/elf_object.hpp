@@ -5,6 +5,8 @@
 
 #include <jitunwind/frame.h>
 
+#include <elf.h>
+
 #include <cstdint>
 #include <span>
 #include <string>
@@ -77,5 +79,9 @@ class object_writer {
   std::string shstrtab_{'\0'};
   std::string strtab_{'\0'};
 };
+
+/// An ELF64 little-endian file header with the fields every object of this module shares
+/// (identification, type, machine, version, header sizes); the caller fills in the tables.
+Elf64_Ehdr file_header(uint16_t type, uint16_t machine);
 
 }  // namespace jitunwind::detail::elf

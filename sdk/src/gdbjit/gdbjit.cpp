@@ -146,18 +146,8 @@ result<void> write_object(cfi::encoder& enc, uint16_t machine,
 
   out.assign(total, 0);
   uint8_t* const o = out.data();
-  Elf64_Ehdr eh{};
-  std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
-  eh.e_ident[EI_CLASS] = ELFCLASS64;
-  eh.e_ident[EI_DATA] = ELFDATA2LSB;
-  eh.e_ident[EI_VERSION] = EV_CURRENT;
-  eh.e_ident[EI_OSABI] = ELFOSABI_NONE;
-  eh.e_type = ET_REL;
-  eh.e_machine = machine;
-  eh.e_version = EV_CURRENT;
+  Elf64_Ehdr eh = elf::file_header(ET_REL, machine);
   eh.e_shoff = shdr_off;
-  eh.e_ehsize = sizeof(Elf64_Ehdr);
-  eh.e_shentsize = sizeof(Elf64_Shdr);
   eh.e_shnum = 6;
   eh.e_shstrndx = 5;
   put(o, 0, eh);
