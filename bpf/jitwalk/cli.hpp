@@ -26,7 +26,6 @@ class arg_reader {
   /// Everything after "--" (consumes it); empty if the current argument is not "--".
   std::vector<std::string> rest_after_separator();
   std::string unknown() const { return args_[i_]; }
-  void skip() { ++i_; }
 
  private:
   std::vector<std::string> args_;
