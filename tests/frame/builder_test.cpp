@@ -2,6 +2,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <limits>
+
 using namespace jitunwind;
 
 namespace {
@@ -20,7 +22,8 @@ frame_row row(uint32_t pc, cfa_base base, int32_t cfa, fp_rule fp = fp_rule::unc
 }  // namespace
 
 TEST_CASE("amd64 frame-pointer prologue with a mid-function epilogue") {
-  // 0: push rbp (1)  1: mov rbp,rsp (3)  4: ... 10: pop rbp (1)  11: ret (1)  12: ... 20: leave; ret
+  // 0: push rbp (1)  1: mov rbp,rsp (3)  4: ... 10: pop rbp (1)  11: ret (1)  12: ... 20: leave;
+  // ret
   frame_builder b(abi::amd64);
   b.push_frame_pointer(1, 4).remember_state().pop_frame_pointer(11).restore_state(12);
   b.pop_frame_pointer(21);
@@ -75,6 +78,10 @@ TEST_CASE("frame_pointer recipe gives exactly what the builder gives, for any of
     return static_cast<uint32_t>((seed >> 33) % n);
   };
   size_t direct = 0;
+  // Reused across iterations, as a JIT would (it starts with rows of another shape).
+  function_desc reused;
+  reused.rows.assign(7, outermost_row(0));
+  reused.pcmask_rep = 4;
   for (int i = 0; i < 20000; ++i) {
     const uint32_t size = 1 + next(60);
     const uint32_t after_push = next(8), after_set_fp = after_push + next(5);
@@ -99,6 +106,17 @@ TEST_CASE("frame_pointer recipe gives exactly what the builder gives, for any of
       INFO(to_string(a) << " size " << size << " push " << after_push << " set_fp " << after_set_fp
                         << " epilogues " << eps.size());
       REQUIRE(got.ok() == expect.ok());
+      // The overload that fills a reused desc: same rows or error, desc untouched on error.
+      const function_desc before = reused;
+      const auto filled =
+          recipes::frame_pointer(reused, a, 0x7f0000001000, size, after_push, after_set_fp, eps);
+      REQUIRE(filled.ok() == expect.ok());
+      if (filled.ok()) {
+        CHECK(reused == *expect);
+      } else {
+        CHECK(filled.error().message() == expect.error().message());
+        CHECK(reused == before);
+      }
       if (got.ok()) {
         CHECK(*got == *expect);
         // The shape the recipe builds directly (see builder.cpp).
@@ -116,6 +134,29 @@ TEST_CASE("frame_pointer recipe gives exactly what the builder gives, for any of
     }
   }
   CHECK(direct > 1000);  // the direct path was exercised, not just the fallback
+}
+
+TEST_CASE("frame_pointer recipe at the top of the address space matches the builder") {
+  // The direct path does not call validate: the wrap check must still come out as the builder's.
+  const recipes::epilogue ep{20, 22};
+  for (uint64_t back : {0ull, 1ull, 21ull, 22ull, 23ull, 4096ull}) {
+    const uint64_t start = std::numeric_limits<uint64_t>::max() - back;
+    frame_builder b(abi::amd64);
+    b.push_frame_pointer(1, 4).remember_state().pop_frame_pointer(20);
+    const auto expect = b.finish(start, 22);
+    const auto got = recipes::frame_pointer(abi::amd64, start, 22, 1, 4, std::span(&ep, 1));
+    function_desc reused;
+    const auto filled =
+        recipes::frame_pointer(reused, abi::amd64, start, 22, 1, 4, std::span(&ep, 1));
+    INFO("start 0x" << std::hex << start);
+    REQUIRE(got.ok() == expect.ok());
+    REQUIRE(filled.ok() == expect.ok());
+    if (filled.ok()) CHECK(reused == *expect);
+    if (got.ok())
+      CHECK(*got == *expect);
+    else
+      CHECK(got.error().message() == expect.error().message());
+  }
 }
 
 TEST_CASE("aarch64 frame record and leaf") {
@@ -170,8 +211,8 @@ TEST_CASE("invalid sequences are rejected with a message") {
     auto f = b.finish(0, 16);
     REQUIRE_FALSE(f.ok());
     CHECK(f.error().code() == errc::invalid_argument);
-    CHECK_THAT(f.error().message(), Catch::Contains("directive #2") &&
-                                         Catch::Contains("must not decrease"));
+    CHECK_THAT(f.error().message(),
+               Catch::Contains("directive #2") && Catch::Contains("must not decrease"));
   }
   SECTION("CFA offset not a multiple of 8 on amd64") {
     frame_builder b(abi::amd64);

@@ -124,6 +124,27 @@ TEST_CASE("a batch is the same lines as one add per entry, and is all or nothing
   CHECK(read_file(b->path()) == before);
 }
 
+TEST_CASE("entries marked clean are copied as they are, the same lines for clean names") {
+  temp_dir scanned, copied;
+  auto a = must_create(scanned.path());
+  auto b = must_create(copied.path());
+  std::vector<std::string> names;
+  for (int i = 0; i < 100; ++i)
+    names.push_back("js:Module.function_" + std::to_string(i) +
+                    " (\xc3\xa9:" + std::string(static_cast<size_t>(i % 13), 'x') + ")");
+  std::vector<perfmap_entry> plain, clean;
+  for (size_t i = 0; i < names.size(); ++i) {
+    plain.push_back({0x7f0000001000 + i * 0x40, 0x30 + i, names[i]});
+    clean.push_back({0x7f0000001000 + i * 0x40, 0x30 + i, names[i], /*clean=*/true});
+  }
+  REQUIRE(a->add_batch(plain).ok());
+  REQUIRE(b->add_batch(clean).ok());
+  CHECK(read_file(b->path()) == read_file(a->path()));
+  CHECK(lines_of(read_file(b->path())).size() == names.size());
+  // The flag skips only the scan, never the argument checks.
+  CHECK_FALSE(b->add_batch(std::vector<perfmap_entry>{{0x1000, 0, "zero", true}}).ok());
+}
+
 TEST_CASE("unsafe files are refused with clear errors and left untouched") {
   temp_dir dir;
   const std::string map = dir / "perf-4242.map";

@@ -185,6 +185,16 @@ JITUNWIND_API result<function_desc> frame_pointer(abi a, uint64_t start, uint32_
                                                   uint32_t after_push, uint32_t after_set_fp,
                                                   std::span<const epilogue> epilogues);
 
+/// The same rows as `frame_pointer` above, written into `out` (start, size, rows, pcmask_rep
+/// replaced) so that a JIT describing many functions can reuse one `function_desc` and its row
+/// storage: no allocation once `out.rows` has the capacity. The caller owns `out`; no state is
+/// kept; thread-safe for different `out`s. Errors: as above (`errc::invalid_argument` with the
+/// same messages); `out` is unchanged on error.
+JITUNWIND_API result<void> frame_pointer(function_desc& out, abi a, uint64_t start,
+                                         uint32_t size, uint32_t after_push,
+                                         uint32_t after_set_fp,
+                                         std::span<const epilogue> epilogues);
+
 /// sub rsp, frame_bytes; [body]; (add rsp, frame_bytes; ret)+ — no frame pointer.
 JITUNWIND_API result<function_desc> sp_frame(abi a, uint64_t start, uint32_t size,
                                              uint32_t after_alloc, int32_t frame_bytes,

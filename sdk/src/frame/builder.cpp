@@ -14,9 +14,12 @@ namespace {
 const char* reg_name(abi a, reg r) {
   const bool amd64 = a == abi::amd64;
   switch (r) {
-    case reg::sp: return amd64 ? "rsp" : "sp";
-    case reg::fp: return amd64 ? "rbp" : "x29";
-    case reg::ra: return amd64 ? "rip" : "x30";
+    case reg::sp:
+      return amd64 ? "rsp" : "sp";
+    case reg::fp:
+      return amd64 ? "rbp" : "x29";
+    case reg::ra:
+      return amd64 ? "rip" : "x30";
   }
   return "?";
 }
@@ -45,9 +48,8 @@ void frame_builder::reset() {
 
 void frame_builder::fail(const char* directive, uint32_t at, std::string message) {
   if (error_) return;
-  error_.emplace(errc::invalid_argument,
-                 format("frame directive #%u %s at offset %u: %s", directive_count_, directive, at,
-                        message.c_str()));
+  error_.emplace(errc::invalid_argument, format("frame directive #%u %s at offset %u: %s",
+                                                directive_count_, directive, at, message.c_str()));
 }
 
 bool frame_builder::begin(uint32_t at, const char* directive) {
@@ -68,9 +70,8 @@ void frame_builder::commit(uint32_t at) {
   if (abi_ == abi::amd64 && detail::amd64_row_obviously_valid(current_)) {
     // the common case: no need for the general check
   } else if (auto why = detail::check_row_rules(abi_, current_)) {
-    error_.emplace(errc::invalid_argument,
-                   format("frame directive #%u at offset %u: %s", directive_count_, at,
-                          why->c_str()));
+    error_.emplace(errc::invalid_argument, format("frame directive #%u at offset %u: %s",
+                                                  directive_count_, at, why->c_str()));
     return;
   }
   if (rows_.back().pc_offset == at) {
@@ -102,7 +103,8 @@ frame_builder& frame_builder::def_cfa_offset(uint32_t at, int32_t offset) {
 frame_builder& frame_builder::adjust_cfa_offset(uint32_t at, int32_t delta) {
   if (!begin(at, "adjust_cfa_offset")) return *this;
   if (add_overflows(current_.cfa_offset, delta)) {
-    fail("adjust_cfa_offset", at, format("CFA offset %d + %d overflows", current_.cfa_offset, delta));
+    fail("adjust_cfa_offset", at,
+         format("CFA offset %d + %d overflows", current_.cfa_offset, delta));
     return *this;
   }
   current_.cfa_offset += delta;
@@ -158,8 +160,8 @@ frame_builder& frame_builder::restore(uint32_t at, reg r) {
 frame_builder& frame_builder::undefined(uint32_t at, reg r) {
   if (!begin(at, "undefined")) return *this;
   if (r != reg::ra) {
-    fail("undefined", at, format("only the return address can be undefined, not %s",
-                                 reg_name(abi_, r)));
+    fail("undefined", at,
+         format("only the return address can be undefined, not %s", reg_name(abi_, r)));
     return *this;
   }
   current_ = outermost_row(at);
@@ -293,42 +295,61 @@ void add_epilogues(frame_builder& b, uint32_t size, std::span<const epilogue> ep
 
 namespace {
 
+// Every shape, through the directives (with their checks and error messages).
+result<function_desc> frame_pointer_general(abi a, uint64_t start, uint32_t size,
+                                            uint32_t after_push, uint32_t after_set_fp,
+                                            std::span<const epilogue> epilogues) {
+  frame_builder b(a);
+  b.push_frame_pointer(after_push, after_set_fp);
+  add_epilogues(b, size, epilogues, [&](uint32_t at) { b.pop_frame_pointer(at); });
+  return b.finish(start, size);
+}
+
 // The rows frame_pointer() gives for the usual AMD64 shape — offsets strictly increasing, every
 // epilogue inside the function — built directly: a JIT calls this for every function it
 // compiles, and the builder (directive checks, several allocations) costs several times more.
 // Returns false for any other shape (then the builder decides, with its error messages).
+// The rows it builds are valid by construction (offsets checked here, each rule one
+// `validate` accepts: a test compares with the builder, which validates), so the caller does
+// not validate them again.
 bool amd64_frame_pointer_rows(uint64_t start, uint32_t size, uint32_t after_push,
                               uint32_t after_set_fp, std::span<const epilogue> epilogues,
                               function_desc& f) {
   if (!(0 < after_push && after_push < after_set_fp && after_set_fp < size)) return false;
+  if (start > std::numeric_limits<uint64_t>::max() - size) return false;
   uint32_t last = after_set_fp;
+  size_t n = 3;
   for (size_t i = 0; i < epilogues.size(); ++i) {
     const epilogue& e = epilogues[i];
     if (!(last < e.after_pop && e.after_pop < e.after_ret && e.after_ret <= size)) return false;
     last = e.after_ret;
+    n += e.after_ret < size ? 2 : 1;
   }
-  const frame_row entry = entry_row(abi::amd64);
-  frame_row pushed = entry;
-  pushed.cfa_offset = 16;
-  pushed.fp = fp_rule::saved;
-  pushed.fp_offset = -16;
-  frame_row body = pushed;
-  body.cfa = cfa_base::fp;
   f.start = start;
   f.size = size;
   f.pcmask_rep = 0;
-  f.rows.clear();
-  f.rows.reserve(3 + 2 * epilogues.size());
-  const auto add = [&f](frame_row r, uint32_t at) {
-    r.pc_offset = at;
-    f.rows.push_back(r);
+  // Rows are written in place, field by field (building them on the stack and copying them in
+  // costs a store-forwarding stall per row). resize() keeps the capacity of a reused desc.
+  f.rows.resize(n);
+  frame_row* r = f.rows.data();
+  // Entry (CFA = SP + 8, RA at CFA - 8), after `push rbp` (CFA = SP + 16, FP at CFA - 16) and
+  // the body (CFA = FP + 16): the rules that validate() accepts for AMD64.
+  const auto set = [](frame_row& row, uint32_t at, cfa_base cfa, int32_t cfa_offset, bool fp) {
+    row.pc_offset = at;
+    row.cfa = cfa;
+    row.cfa_offset = cfa_offset;
+    row.ra = ra_rule::saved;
+    row.ra_offset = -8;
+    row.fp = fp ? fp_rule::saved : fp_rule::unchanged;
+    row.fp_offset = fp ? -16 : 0;
+    row.ra_mangled = false;
   };
-  add(entry, 0);
-  add(pushed, after_push);
-  add(body, after_set_fp);
+  set(*r++, 0, cfa_base::sp, 8, false);
+  set(*r++, after_push, cfa_base::sp, 16, true);
+  set(*r++, after_set_fp, cfa_base::fp, 16, true);
   for (const epilogue& e : epilogues) {
-    add(entry, e.after_pop);
-    if (e.after_ret < size) add(body, e.after_ret);
+    set(*r++, e.after_pop, cfa_base::sp, 8, false);
+    if (e.after_ret < size) set(*r++, e.after_ret, cfa_base::fp, 16, true);
   }
   return true;
 }
@@ -339,15 +360,21 @@ result<function_desc> frame_pointer(abi a, uint64_t start, uint32_t size, uint32
                                     uint32_t after_set_fp, std::span<const epilogue> epilogues) {
   if (a == abi::amd64) {
     function_desc f;
-    if (amd64_frame_pointer_rows(start, size, after_push, after_set_fp, epilogues, f)) {
-      if (auto v = validate(a, f); !v) return std::move(v).error();
-      return f;
-    }
+    if (amd64_frame_pointer_rows(start, size, after_push, after_set_fp, epilogues, f)) return f;
   }
-  frame_builder b(a);
-  b.push_frame_pointer(after_push, after_set_fp);
-  add_epilogues(b, size, epilogues, [&](uint32_t at) { b.pop_frame_pointer(at); });
-  return b.finish(start, size);
+  return frame_pointer_general(a, start, size, after_push, after_set_fp, epilogues);
+}
+
+result<void> frame_pointer(function_desc& out, abi a, uint64_t start, uint32_t size,
+                           uint32_t after_push, uint32_t after_set_fp,
+                           std::span<const epilogue> epilogues) {
+  if (a == abi::amd64 &&
+      amd64_frame_pointer_rows(start, size, after_push, after_set_fp, epilogues, out))
+    return {};
+  auto f = frame_pointer_general(a, start, size, after_push, after_set_fp, epilogues);
+  if (!f) return std::move(f).error();
+  out = std::move(f).value();
+  return {};
 }
 
 result<function_desc> sp_frame(abi a, uint64_t start, uint32_t size, uint32_t after_alloc,

@@ -37,6 +37,9 @@ struct perfmap_entry {
   uint64_t start = 0;
   uint64_t size = 0;
   std::string_view name;
+  /// The caller has already made sure `name` has no control bytes (window::append rejects
+  /// them): it is copied without being scanned again.
+  bool clean = false;
 };
 
 /// Appends lines to DIR/perf-PID.map. Thread-safe: each call writes its lines whole with one

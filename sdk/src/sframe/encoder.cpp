@@ -7,6 +7,7 @@
 #include "sframe/format.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 
 namespace jitunwind::sframe {
@@ -64,12 +65,30 @@ result<encoder> encoder::create(const encoder_options& options) {
   return encoder(options);
 }
 
+bool encoder::has_last_shape(const function_desc& f, uint8_t fre_type) const noexcept {
+  if (last_type_ != fre_type || f.pcmask_rep != last_rep_ || f.rows != last_rows_) return false;
+  // What `validate` / `check_format` check beyond the rows themselves (equal to rows that
+  // passed, sorted and with the first at 0) and the repetition size (equal too).
+  const uint32_t limit = f.pcmask_rep != 0 ? f.pcmask_rep : f.size;
+  return f.size != 0 && f.pcmask_rep <= f.size &&
+         f.start <= std::numeric_limits<uint64_t>::max() - f.size &&
+         (f.rows.empty() || f.rows.back().pc_offset < limit);
+}
+
 result<void> encoder::append(const function_desc& f) {
   const abi a = options_.target;
-  if (options_.strict) {
-    if (auto v = validate(a, f); !v) return v;
-  } else if (auto v = check_format(f); !v) {
-    return v;
+  const uint8_t type = fre_type_for(f.pcmask_rep != 0 ? f.pcmask_rep : f.size);
+  // A function shaped like the last one (most functions of a JIT share their prologue shape):
+  // the row checks passed for these rows and their FRE bytes are already encoded. Only what
+  // depends on the start address and size is checked (in has_last_shape; order and reach
+  // below, as for any function).
+  const bool same_shape = has_last_shape(f, type);
+  if (!same_shape) {
+    if (options_.strict) {
+      if (auto v = validate(a, f); !v) return v;
+    } else if (auto v = check_format(f); !v) {
+      return v;
+    }
   }
   if (f.pcmask_rep > 0xff)
     return make_error(errc::invalid_argument,
@@ -94,10 +113,21 @@ result<void> encoder::append(const function_desc& f) {
   if (f.rows.size() > std::numeric_limits<uint32_t>::max() - fre_total_)
     return make_error(errc::limit_exceeded, "sframe encoder: more than 2^32 FREs");
 
-  const bool big = big_endian(a);
-  const uint8_t type = fre_type_for(f.pcmask_rep != 0 ? f.pcmask_rep : f.size);
-  const size_t aw = fre_address_size(type);
   const size_t old_size = fres_.size();
+  if (same_shape) {
+    if (old_size + last_fre_bytes_ > std::numeric_limits<uint32_t>::max())
+      return make_error(errc::limit_exceeded, "sframe encoder: FRE sub-section over 4 GiB");
+    fres_.resize(old_size + last_fre_bytes_);
+    std::memcpy(fres_.data() + old_size, fres_.data() + last_fre_offset_, last_fre_bytes_);
+    fdes_.push_back(fde_entry{
+        f.start, f.size, static_cast<uint32_t>(old_size), static_cast<uint32_t>(f.rows.size()),
+        fde_info(type, f.pcmask_rep != 0, 0), static_cast<uint8_t>(f.pcmask_rep)});
+    fre_total_ += static_cast<uint32_t>(f.rows.size());
+    all_keep_fp_ &= last_uses_fp_;
+    return {};
+  }
+  const bool big = big_endian(a);
+  const size_t aw = fre_address_size(type);
   // Worst case per row: 4-byte address, info, three 4-byte offsets.
   fres_.resize(old_size + f.rows.size() * (aw + 1 + 12));
   uint8_t* p = fres_.data() + old_size;
@@ -128,6 +158,12 @@ result<void> encoder::append(const function_desc& f) {
       fde_info(type, f.pcmask_rep != 0, 0), static_cast<uint8_t>(f.pcmask_rep)});
   fre_total_ += static_cast<uint32_t>(f.rows.size());
   all_keep_fp_ &= uses_fp;
+  last_rows_.assign(f.rows.begin(), f.rows.end());
+  last_rep_ = f.pcmask_rep;
+  last_type_ = type;
+  last_fre_offset_ = static_cast<uint32_t>(old_size);
+  last_fre_bytes_ = static_cast<uint32_t>(new_size - old_size);
+  last_uses_fp_ = uses_fp;
   return {};
 }
 

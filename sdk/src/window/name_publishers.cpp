@@ -30,7 +30,8 @@ class perfmap_backend final : public publisher_backend {
     batch_.clear();
     for (const published_function& f : w.added) {
       if (!f.named()) continue;  // stub arrays: their stubs are named one by one
-      batch_.push_back({f.frames.start, f.frames.size, f.name});
+      // window::append and name_range reject names with control bytes.
+      batch_.push_back({f.frames.start, f.frames.size, f.name, /*clean=*/true});
     }
     return writer_->add_batch(batch_);
   }

@@ -45,8 +45,8 @@ session_impl::~session_impl() {
 void session_impl::start_publishers() {
   // Publishing order: the registry first (external unwinders then find the new rows as soon as
   // any announcement arrives), the kernel, the name publishers, and the USDT events last.
-  const publisher order[] = {publisher::registry, publisher::kernel,  publisher::perfmap,
-                             publisher::jitdump,  publisher::gdb,     publisher::usdt_events};
+  const publisher order[] = {publisher::registry, publisher::kernel, publisher::perfmap,
+                             publisher::jitdump,  publisher::gdb,    publisher::usdt_events};
   for (publisher p : order) {
     slot s;
     s.kind = p;
@@ -63,8 +63,8 @@ void session_impl::start_publishers() {
                                 (s.message.empty() ? "" : ": " + s.message));
     } else {
       const error& e = backend.error();
-      s.state = e.code() == errc::unsupported ? publisher_state::unsupported
-                                              : publisher_state::failed;
+      s.state =
+          e.code() == errc::unsupported ? publisher_state::unsupported : publisher_state::failed;
       s.message = e.message();
       log(e.code() == errc::unsupported ? log_level::info : log_level::warning,
           std::string("jitunwind: publisher ") + to_string(p) + " " + to_string(s.state) + ": " +
@@ -87,8 +87,8 @@ void session_impl::mark_failed(slot& s, const char* what, uint64_t window_id, co
   {
     std::lock_guard lock(mutex_);
     if (s.state != publisher_state::active) return;
-    s.state = e.code() == errc::unsupported ? publisher_state::unsupported
-                                            : publisher_state::failed;
+    s.state =
+        e.code() == errc::unsupported ? publisher_state::unsupported : publisher_state::failed;
     active_mask_.fetch_and(~(1u << static_cast<uint32_t>(&s - slots_.data())),
                            std::memory_order_acq_rel);
     s.message = message;
@@ -139,15 +139,40 @@ result<window*> session_impl::describe_window(const described_window_options& o)
   size_t sframe_capacity = o.sframe_capacity;
   if (sframe_capacity == 0)
     sframe_capacity = std::max<size_t>(page_size(), o.text_size / 64 * 48 + 64);
-  auto near = near_buffers::create(o.text_start, o.text_size, sframe_capacity);
-  if (!near) return std::move(near).error();
+  // A freed window's buffers of the same size within reach of this range, else new ones.
+  std::optional<near_buffers> spare;
+  {
+    const size_t each = round_up(sframe_capacity, page_size());
+    std::lock_guard lock(mutex_);
+    for (size_t i = spare_buffers_.size(); i-- > 0;) {
+      near_buffers& b = spare_buffers_[i];
+      if (b.sframe().capacity() != each ||
+          !within_sframe_reach(o.text_start, o.text_size, b.address(), b.length()))
+        continue;
+      spare.emplace(std::move(b));
+      spare_buffers_.erase(spare_buffers_.begin() + static_cast<ptrdiff_t>(i));
+      break;
+    }
+  }
+  if (!spare) {
+    auto near = near_buffers::create(o.text_start, o.text_size, sframe_capacity);
+    if (!near) return std::move(near).error();
+    spare.emplace(std::move(near).value());
+  }
   auto w = std::make_unique<window_impl>(*this, next_window_id(), o.text_start, o.text_size,
-                                         std::move(near).value());
+                                         std::move(*spare));
   window_impl* raw = w.get();
   std::lock_guard lock(mutex_);
   windows_.push_back(std::move(w));
   live_.push_back(raw);
   return raw;
+}
+
+void session_impl::recycle(near_buffers buffers) {
+  if (buffers.length() == 0) return;
+  std::lock_guard lock(mutex_);
+  if (spare_buffers_.size() == max_spare_buffers) spare_buffers_.erase(spare_buffers_.begin());
+  spare_buffers_.push_back(std::move(buffers));
 }
 
 size_t session_impl::poll() {

@@ -124,6 +124,10 @@ class session_impl final : public session {
 
   void log(log_level level, const std::string& message) const { options_.log(level, message); }
 
+  /// A freed described window's SFrame buffers, kept for the next describe_window: their pages
+  /// are already faulted in (a fresh mapping costs a page fault per 4 KiB the section grows).
+  void recycle(near_buffers buffers);
+
   /// Bytes owned windows leave free after each allocation. perf maps each jitdump-injected
   /// object over the code plus its unwinding data (about 8 bytes per row + 60): the next function
   /// must not start inside that range or perf loses the earlier one's unwinding info.
@@ -139,7 +143,7 @@ class session_impl final : public session {
   void mark_failed(slot& s, const char* what, uint64_t window_id, const error& e);
 
   session_options options_;
-  std::vector<slot> slots_;  // publishing order
+  std::vector<slot> slots_;   // publishing order
   mutable std::mutex mutex_;  // guards slots_' state/message, windows_ and live_
   // Bit i set: slots_[i] is active. Read without the lock on every publish (a publish would
   // otherwise take mutex_ once per publisher); cleared under mutex_ when a publisher fails.
@@ -149,6 +153,9 @@ class session_impl final : public session {
   // does not grow with the number of windows a long-running runtime has retired.
   std::vector<std::unique_ptr<window_impl>> windows_;
   std::vector<window_impl*> live_;
+  // Buffers of freed described windows (recycle), at most max_spare_buffers, newest last.
+  static constexpr size_t max_spare_buffers = 2;
+  std::vector<near_buffers> spare_buffers_;
   size_t code_gap_ = 0;
 };
 

@@ -1,0 +1,147 @@
+// The encoder reuses the FRE bytes (and skips the row checks) of a function whose rows,
+// repetition size and FRE address width equal the previous one's. These tests check that this
+// shortcut changes neither the bytes nor any error.
+#include <jitunwind/sframe.h>
+
+#include "sframe/gen.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <limits>
+
+using namespace jitunwind;
+using namespace jitunwind::sframe;
+
+namespace {
+
+const abi all_abis[] = {abi::amd64, abi::aarch64_le, abi::aarch64_be};
+
+// The FRE bytes of function `i` of a section (from the decoder's layout).
+std::vector<uint8_t> fre_bytes(const std::vector<uint8_t>& section, const decoded_section& d,
+                               size_t i) {
+  const size_t base = 28 + d.info.fre_off;  // v2 header, then the FRE sub-section
+  const fde_layout& l = d.layout[i];
+  return {section.begin() + static_cast<ptrdiff_t>(base + l.fre_offset),
+          section.begin() + static_cast<ptrdiff_t>(base + l.fre_offset + l.fre_bytes)};
+}
+
+}  // namespace
+
+TEST_CASE("functions sharing their rows encode exactly as when each is encoded alone") {
+  for (abi a : all_abis) {
+    for (bool strict : {true, false}) {
+      test::frame_gen g(a, 4242 + static_cast<int>(a));
+      encoder_options o;
+      o.target = a;
+      o.strict = strict;
+      o.section_address = 0x7f0000000000ull;
+      // A few templates, each repeated in runs: same size, another size with the same FRE
+      // address width, another width (the cache must miss), interleaved with other shapes.
+      std::vector<function_desc> fs;
+      uint64_t at = 0x7f0000100000ull;
+      for (int t = 0; t < 40; ++t) {
+        const function_desc tmpl = g.function(0);
+        const int run = static_cast<int>(g.pick(1, 6));
+        for (int k = 0; k < run; ++k) {
+          function_desc f = tmpl;
+          f.start = at;
+          const uint32_t limit = f.pcmask_rep ? f.pcmask_rep : f.size;
+          if (f.pcmask_rep == 0 && k % 3 == 1) f.size = limit + g.pick(0, 40);       // same width?
+          if (f.pcmask_rep == 0 && k % 3 == 2) f.size = limit + g.pick(200, 70000);  // wider
+          fs.push_back(f);
+          at += f.size + g.pick(0, 64);
+        }
+      }
+      auto enc = encoder::create(o);
+      REQUIRE(enc.ok());
+      for (const auto& f : fs) REQUIRE(enc->append(f).ok());
+      const auto bytes = enc->bytes();
+      auto d = decode(bytes, o.section_address);
+      REQUIRE(d.ok());
+      REQUIRE(d->functions == fs);
+      for (size_t i = 0; i < fs.size(); ++i) {
+        auto alone = encoder::create(o);
+        REQUIRE(alone.ok());
+        REQUIRE(alone->append(fs[i]).ok());
+        const auto one = alone->bytes();
+        auto d1 = decode(one, o.section_address);
+        REQUIRE(d1.ok());
+        INFO(to_string(a) << " strict " << strict << " function " << i);
+        CHECK(fre_bytes(bytes, *d, i) == fre_bytes(one, *d1, 0));
+        CHECK(d->layout[i].info == d1->layout[0].info);
+        CHECK(d->layout[i].rep_size == d1->layout[0].rep_size);
+      }
+      // The header's FRAME_POINTER flag too.
+      CHECK(((d->info.flags & flag_frame_pointer) != 0) ==
+            ((encode(o, fs)->at(3) & flag_frame_pointer) != 0));
+    }
+  }
+}
+
+TEST_CASE("a function shaped like the previous one still gets every error") {
+  for (bool strict : {true, false}) {
+    encoder_options o;
+    o.target = abi::amd64;
+    o.strict = strict;
+    o.section_address = 0x7f0000000000ull;
+    const recipes::epilogue ep{20, 22};
+    auto first = recipes::frame_pointer(abi::amd64, 0x7f0000001000ull, 22, 1, 4, std::span(&ep, 1));
+    REQUIRE(first.ok());
+    auto enc = encoder::create(o);
+    REQUIRE(enc.ok());
+    REQUIRE(enc->append(*first).ok());
+    const auto before = enc->bytes();
+    // A fresh encoder has no cached shape: same message expected where the error does not
+    // depend on the previous function.
+    const auto fresh_error = [&](const function_desc& f) {
+      auto e = encoder::create(o);
+      REQUIRE(e.ok());
+      auto r = e->append(f);
+      REQUIRE(!r.ok());
+      return r.error().message();
+    };
+    const auto expect_error = [&](const function_desc& f, const char* what) {
+      INFO(what << " strict " << strict);
+      auto r = enc->append(f);
+      REQUIRE(!r.ok());
+      CHECK(r.error().message() == fresh_error(f));
+      CHECK(enc->bytes() == before);  // nothing appended
+    };
+    function_desc f = *first;
+    f.start = 0x7f0000002000ull;
+    f.size = 20;  // the last row (the epilogue's, at offset 20) is now past the end
+    expect_error(f, "last row at the end");
+    f.size = 0;
+    expect_error(f, "size 0");
+    f = *first;
+    f.start = std::numeric_limits<uint64_t>::max() - 10;
+    expect_error(f, "wraps");
+    f = *first;
+    f.pcmask_rep = 40;  // larger than the function (strict), another shape anyway
+    if (strict) expect_error(f, "repetition larger than the function");
+    // Order and reach are checked for every function.
+    f = *first;
+    f.start = first->start + 10;
+    {
+      auto r = enc->append(f);
+      REQUIRE(!r.ok());
+      CHECK(r.error().message().find("starts before the end of the previous one") !=
+            std::string::npos);
+      CHECK(enc->bytes() == before);
+    }
+    f.start = o.section_address + (uint64_t{1} << 32);
+    {
+      auto r = enc->append(f);
+      REQUIRE(!r.ok());
+      CHECK(r.error().code() == errc::out_of_range);
+      CHECK(enc->bytes() == before);
+    }
+    // And then the same shape is still accepted and encoded as the first one.
+    f.start = 0x7f0000003000ull;
+    REQUIRE(enc->append(f).ok());
+    auto d = decode(enc->bytes(), o.section_address);
+    REQUIRE(d.ok());
+    REQUIRE(d->functions.size() == 2);
+    CHECK(d->functions[1].rows == first->rows);
+  }
+}
