@@ -123,13 +123,21 @@ class JITUNWIND_API encoder {
 
  private:
   explicit encoder(const encoder_options& options) : options_(options) {}
+  /// `cached_body`: the instructions and padding to use instead of encoding f's rows.
   result<void> append_fde(uint64_t start, uint64_t size, const function_desc& f,
-                          uint32_t block_size, uint32_t repeat);
+                          uint32_t block_size, uint32_t repeat,
+                          const std::vector<uint8_t>* cached_body = nullptr);
 
   encoder_options options_;
   std::vector<uint8_t> bytes_;  // CIE + FDEs, no terminator
   size_t cie_size_ = 0;
   std::vector<fde_info> fdes_;
+  // The rows of the last plain (non-PCMASK) function and its FDE's instructions and padding:
+  // most JIT functions share their shape, and one with the same rows passes the same row
+  // checks and gets the same instructions (only the FDE's header differs). Kept across clear().
+  std::vector<frame_row> last_rows_;
+  std::vector<uint8_t> last_body_;
+  bool has_last_body_ = false;
 };
 
 /// Both sections for a set of functions.

@@ -4,6 +4,7 @@
 #include "common/error.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 
 namespace jitunwind::cfi {
@@ -185,7 +186,8 @@ std::vector<uint8_t> encoder::bytes() const {
 }
 
 result<void> encoder::append_fde(uint64_t start, uint64_t size, const function_desc& f,
-                                 uint32_t block_size, uint32_t repeat) {
+                                 uint32_t block_size, uint32_t repeat,
+                                 const std::vector<uint8_t>* cached_body) {
   const size_t fde_start = bytes_.size();
   uint64_t field = 0;
   int32_t rel = 0;
@@ -202,7 +204,9 @@ result<void> encoder::append_fde(uint64_t start, uint64_t size, const function_d
   }
   // Room for the worst case, written through a raw pointer, then trimmed.
   const size_t bound =
-      4 + 4 + 16 + 1 + static_cast<size_t>(repeat) * f.rows.size() * max_row_bytes + 7;
+      4 + 4 + 16 + 1 +
+      (cached_body != nullptr ? cached_body->size()
+                              : static_cast<size_t>(repeat) * f.rows.size() * max_row_bytes + 7);
   bytes_.resize(fde_start + bound);
   uint8_t* const begin = bytes_.data() + fde_start;
   dwarf::raw_out out{begin};
@@ -217,19 +221,26 @@ result<void> encoder::append_fde(uint64_t start, uint64_t size, const function_d
   }
   dwarf::put_uleb(out, 0);  // augmentation data length
 
-  frame_row state = entry_row(options_.target);
-  uint64_t at = 0;
-  for (uint32_t k = 0; k < repeat; ++k) {
-    const uint64_t base = static_cast<uint64_t>(k) * block_size;
-    for (const frame_row& r : f.rows) {
-      if (r.pc_offset >= block_size || base + r.pc_offset >= size) break;
-      emit_advance(out, static_cast<uint32_t>(base + r.pc_offset - at));
-      at = base + r.pc_offset;
-      emit_transition(out, options_.target, state, r);
+  const size_t header = out.size_from(begin);
+  if (cached_body != nullptr) {
+    // The header's size is fixed by the encoding, so the padding is the cached one too.
+    std::memcpy(begin + header, cached_body->data(), cached_body->size());
+  } else {
+    frame_row state = entry_row(options_.target);
+    uint64_t at = 0;
+    for (uint32_t k = 0; k < repeat; ++k) {
+      const uint64_t base = static_cast<uint64_t>(k) * block_size;
+      for (const frame_row& r : f.rows) {
+        if (r.pc_offset >= block_size || base + r.pc_offset >= size) break;
+        emit_advance(out, static_cast<uint32_t>(base + r.pc_offset - at));
+        at = base + r.pc_offset;
+        emit_transition(out, options_.target, state, r);
+      }
     }
+    while (out.size_from(begin) % 8 != 0) dwarf::put_u8(out, dwarf::cfa_nop);
   }
-  while (out.size_from(begin) % 8 != 0) dwarf::put_u8(out, dwarf::cfa_nop);
-  const size_t length = out.size_from(begin);
+  const size_t length =
+      cached_body != nullptr ? header + cached_body->size() : out.size_from(begin);
   dwarf::store_u32(begin, static_cast<uint32_t>(length - 4));
   bytes_.resize(fde_start + length);
   fdes_.push_back({start, size, static_cast<uint32_t>(fde_start)});
@@ -237,6 +248,19 @@ result<void> encoder::append_fde(uint64_t start, uint64_t size, const function_d
 }
 
 result<void> encoder::append(const function_desc& f) {
+  // A plain function with the rows of the last one (most JIT functions share their shape):
+  // those rows passed validate and their instructions are known; what validate checks beyond
+  // the rows is checked here, the reach of the start in append_fde as for any function.
+  if (f.pcmask_rep == 0 && has_last_body_ && f.size != 0 &&
+      f.start <= std::numeric_limits<uint64_t>::max() - f.size && !f.rows.empty() &&
+      f.rows.back().pc_offset < f.size && f.rows == last_rows_) {
+    const size_t old_bytes = bytes_.size();
+    if (auto r = append_fde(f.start, f.size, f, f.size, 1, &last_body_); !r) {
+      bytes_.resize(old_bytes);
+      return r;
+    }
+    return {};
+  }
   if (auto v = validate(options_.target, f); !v) return std::move(v).error();
   const size_t old_bytes = bytes_.size();
   const size_t old_fdes = fdes_.size();
@@ -250,6 +274,15 @@ result<void> encoder::append(const function_desc& f) {
     // A single row holds in every block, so one FDE covers the whole PCMASK range too.
     if (auto r = append_fde(f.start, f.size, f, f.size, 1); !r)
       return rollback(std::move(r).error());
+    if (f.pcmask_rep == 0) {
+      // Remember the instructions and padding (after the length, CIE pointer, start, size
+      // and augmentation length) for the next function of this shape.
+      const size_t header =
+          4 + 4 + (options_.encoding == address_encoding::pcrel_sdata4 ? 8 : 16) + 1;
+      last_rows_.assign(f.rows.begin(), f.rows.end());
+      last_body_.assign(bytes_.begin() + static_cast<ptrdiff_t>(old_bytes + header), bytes_.end());
+      has_last_body_ = true;
+    }
   } else {
     const uint64_t blocks = (static_cast<uint64_t>(f.size) + f.pcmask_rep - 1) / f.pcmask_rep;
     if (blocks > options_.max_fdes_per_function)
