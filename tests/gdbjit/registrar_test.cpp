@@ -133,6 +133,15 @@ TEST_CASE("objects are byte for byte what a generic ELF writer produces") {
       auto fast = gdbjit::build_object(a, batch);
       REQUIRE(fast.ok());
       CHECK(*fast == reference_object(a, batch));
+      // Names marked clean (checked by the caller) are copied unscanned: same object.
+      auto marked = batch;
+      for (auto& f : marked)
+        f.clean_name = std::none_of(f.name.begin(), f.name.end(), [](char c) {
+          return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+        });
+      auto copied = gdbjit::build_object(a, marked);
+      REQUIRE(copied.ok());
+      CHECK(*copied == *fast);
       std::reverse(batch.begin(), batch.end());  // unsorted input: sorted the same way
       auto reversed = gdbjit::build_object(a, batch);
       REQUIRE(reversed.ok());

@@ -110,6 +110,51 @@ TEST_CASE("header, UNWINDING_INFO before LOAD, CLOSE: parsed back exactly") {
   CHECK(u.mapped_size % 16 == 0);
 }
 
+TEST_CASE("loads with names marked clean are the same records") {
+  // clean_name only skips the control-byte scan (the caller checked the name): the records
+  // must be byte for byte those of the same loads without the flag (timestamps aside).
+  temp_dir scanned_dir, copied_dir;
+  auto scanned = must_create(scanned_dir.path());
+  auto copied = must_create(copied_dir.path());
+  const recipes::epilogue ep[] = {{21, 22}};
+  std::vector<std::string> names;
+  std::vector<function_desc> rows;
+  std::vector<std::vector<uint8_t>> code;
+  for (int i = 0; i < 20; ++i) {
+    const uint64_t at = 0x7f0000001000 + 0x100 * static_cast<uint64_t>(i);
+    names.push_back("js:Module.function_" + std::to_string(i) +
+                    " (\xc3\xa9.js:" + std::string(static_cast<size_t>(i), 'x') + ")");
+    rows.push_back(recipes::frame_pointer(abi::amd64, at, 22, 1, 4, ep).value());
+    code.push_back(fake_code(22, static_cast<uint8_t>(i)));
+  }
+  std::vector<jitdump_entry> plain(names.size()), clean(names.size());
+  for (size_t i = 0; i < names.size(); ++i) {
+    plain[i].load = {names[i], rows[i].start, code[i], i % 4 == 3 ? nullptr : &rows[i]};
+    clean[i].load = plain[i].load;
+    clean[i].load.clean_name = true;
+  }
+  REQUIRE(scanned->write_batch(plain).ok());
+  REQUIRE(copied->write_batch(clean).ok());
+  REQUIRE(scanned->close().ok());
+  REQUIRE(copied->close().ok());
+  const std::string a_bytes = read_file(scanned->path()), b_bytes = read_file(copied->path());
+  const jd::parsed_dump a = must_parse(a_bytes), b = must_parse(b_bytes);
+  REQUIRE(a.records.size() == b.records.size());
+  size_t loads = 0;
+  for (size_t i = 0; i < a.records.size(); ++i) {
+    INFO("record " << i);
+    CHECK(a.records[i].id == b.records[i].id);
+    CHECK(a.records[i].total_size == b.records[i].total_size);
+    CHECK(a.records[i].name == b.records[i].name);
+    CHECK(a.records[i].code_addr == b.records[i].code_addr);
+    if (a.records[i].id == jd::code_load) {
+      CHECK(b.records[i].name == names[loads]);
+      ++loads;
+    }
+  }
+  CHECK(loads == names.size());
+}
+
 TEST_CASE("unwinding data read where perf inject places it: right after the code") {
   if (!tool_available("llvm-dwarfdump-22") || !tool_available("llvm-readobj-22")) return;
   temp_dir dir;

@@ -164,7 +164,10 @@ result<void> write_object(cfi::encoder& enc, uint16_t machine,
     sym.st_value = f.start - lo;
     sym.st_size = f.size;
     put(o, symtab_off + (i + 1) * sizeof(Elf64_Sym), sym);
-    copy_sanitized(reinterpret_cast<char*>(o + strtab_off + name_at), f.name);
+    if (f.clean_name)
+      std::memcpy(o + strtab_off + name_at, f.name.data(), f.name.size());
+    else
+      copy_sanitized(reinterpret_cast<char*>(o + strtab_off + name_at), f.name);
     name_at += f.name.size() + 1;
   }
   std::memcpy(o + shstrtab_off, shstrtab, shstrtab_size);

@@ -86,6 +86,9 @@ struct function_symbol {
   uint64_t start = 0;
   uint64_t size = 0;
   const function_desc* frame = nullptr;  ///< rows for .eh_frame (optional); start must match
+  /// The caller has already made sure `name` has no control bytes (window::append rejects
+  /// them): it is copied without being scanned again.
+  bool clean_name = false;
 };
 
 /// Opaque id of a registration.

@@ -365,7 +365,10 @@ result<void> jitdump_writer::write_batch(std::span<const jitdump_entry> entries,
     append_pod(buffer_, head);
     const size_t name_at = buffer_.size();
     buffer_.resize(name_at + name_bytes + l.code.size());
-    copy_sanitized(reinterpret_cast<char*>(buffer_.data() + name_at), l.name);
+    if (l.clean_name)
+      std::memcpy(buffer_.data() + name_at, l.name.data(), l.name.size());
+    else
+      copy_sanitized(reinterpret_cast<char*>(buffer_.data() + name_at), l.name);
     buffer_[name_at + l.name.size()] = 0;
     const size_t code_at = name_at + name_bytes;
     std::memcpy(buffer_.data() + code_at, l.code.data(), l.code.size());

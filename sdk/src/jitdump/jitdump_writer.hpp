@@ -53,6 +53,9 @@ struct jitdump_load {
   uint64_t code_addr = 0;
   std::span<const uint8_t> code;         ///< the code bytes (as at code_addr); size = code size
   const function_desc* frame = nullptr;  ///< rows for CODE_UNWINDING_INFO; start == code_addr
+  /// The caller has already made sure `name` has no control bytes (window::append rejects
+  /// them): it is copied without being scanned again.
+  bool clean_name = false;
 };
 
 /// One function of a batch (`jitdump_writer::write_batch`).

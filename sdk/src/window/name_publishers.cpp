@@ -62,6 +62,7 @@ class jitdump_backend final : public publisher_backend {
       e.load.code =
           std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(f.frames.start), f.frames.size);
       e.load.frame = &f.frames;
+      e.load.clean_name = true;  // window::append and name_range reject control bytes
       // Code copied from announced code is a CODE_MOVE of its index; code never announced (e.g.
       // published before jitdump was on) is loaded.
       if (f.moved_from != 0) {
@@ -141,8 +142,10 @@ class gdb_backend final : public publisher_backend {
     std::vector<gdbjit::function_symbol> batch;
     batch.reserve(w.added.size());
     for (const published_function& f : w.added) {
-      // Stub arrays are skipped: their stubs are named one by one.
-      if (f.named()) batch.push_back({f.name, f.frames.start, f.frames.size, &f.frames});
+      // Stub arrays are skipped: their stubs are named one by one. Names were checked by
+      // window::append / name_range (no control bytes).
+      if (f.named())
+        batch.push_back({f.name, f.frames.start, f.frames.size, &f.frames, /*clean_name=*/true});
     }
     if (batch.empty()) return {};
     auto id = registrar_->add(batch);
