@@ -27,17 +27,20 @@ extern char** environ;
 // The compiled-in baseline's semaphore (sys/sdt.h naming: provider_name_semaphore).
 __extension__ unsigned short jitbench_hot_semaphore __attribute__((unused))
 __attribute__((section(".probes")));
+// M(0); M(1); ... M(7);
+#define JITBENCH_EIGHT(M) \
+  M(0);                   \
+  M(1);                   \
+  M(2);                   \
+  M(3);                   \
+  M(4);                   \
+  M(5);                   \
+  M(6);                   \
+  M(7)
 #define JITBENCH_SEMAPHORE(n)                                                       \
   __extension__ unsigned short jitbench_site##n##_semaphore __attribute__((unused)) \
   __attribute__((section(".probes")))
-JITBENCH_SEMAPHORE(0);
-JITBENCH_SEMAPHORE(1);
-JITBENCH_SEMAPHORE(2);
-JITBENCH_SEMAPHORE(3);
-JITBENCH_SEMAPHORE(4);
-JITBENCH_SEMAPHORE(5);
-JITBENCH_SEMAPHORE(6);
-JITBENCH_SEMAPHORE(7);
+JITBENCH_EIGHT(JITBENCH_SEMAPHORE);
 
 namespace {
 
@@ -62,14 +65,7 @@ void sdt_guarded(benchmark::State& state) {
 void sdt_guarded8(benchmark::State& state) {
   uint64_t i = 0;
   for (auto _ : state) {
-    JITBENCH_SDT_SITE(0);
-    JITBENCH_SDT_SITE(1);
-    JITBENCH_SDT_SITE(2);
-    JITBENCH_SDT_SITE(3);
-    JITBENCH_SDT_SITE(4);
-    JITBENCH_SDT_SITE(5);
-    JITBENCH_SDT_SITE(6);
-    JITBENCH_SDT_SITE(7);
+    JITBENCH_EIGHT(JITBENCH_SDT_SITE);
     benchmark::DoNotOptimize(++i);
   }
 }
@@ -81,14 +77,7 @@ void dynamic_guarded8(benchmark::State& state) {
   const probe* ps = g_sites;
   uint64_t i = 0;
   for (auto _ : state) {
-    JITBENCH_DYNAMIC_SITE(0);
-    JITBENCH_DYNAMIC_SITE(1);
-    JITBENCH_DYNAMIC_SITE(2);
-    JITBENCH_DYNAMIC_SITE(3);
-    JITBENCH_DYNAMIC_SITE(4);
-    JITBENCH_DYNAMIC_SITE(5);
-    JITBENCH_DYNAMIC_SITE(6);
-    JITBENCH_DYNAMIC_SITE(7);
+    JITBENCH_EIGHT(JITBENCH_DYNAMIC_SITE);
     benchmark::DoNotOptimize(++i);
   }
 }
