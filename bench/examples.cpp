@@ -102,24 +102,88 @@ void BM_toyjit_fp_off_vs_on_recompile(benchmark::State& s) {
   fp_off_vs_on(s, "recompile.toy", "3000000");
 }
 
+// The interpreter comparisons run over several builds of each side that differ only in code
+// layout (toy-interp-layoutN: everything moved by N bytes, see examples/interpreter): where the
+// eval loop's jumps fall changes its speed by as much as the few percent measured here, so one
+// layout per side would measure the layout. Iteration i uses layout i % layouts for both
+// sides; `ratio` compares the two sides' means over layouts (of each layout's median run), and
+// `ratio_layoutN` shows how far one layout alone would have led astray.
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (size_t comma; (comma = s.find(',', start)) != std::string::npos; start = comma + 1)
+    out.push_back(s.substr(start, comma - start));
+  out.push_back(s.substr(start));
+  return out;
+}
+
+const std::vector<std::string> interp_layouts = split_commas(TOY_INTERP_LAYOUTS);
+const std::vector<std::string> interp_noprobes_layouts = split_commas(TOY_INTERP_NOPROBES_LAYOUTS);
+const std::vector<std::string> layout_names = split_commas(TOY_INTERP_LAYOUT_NAMES);
+
+// `measured` and `baseline` get the binary (of their layout) prepended.
+void compare_over_layouts(benchmark::State& state, const std::vector<std::string>& measured_bins,
+                          const std::vector<std::string>& measured_args,
+                          const std::vector<std::string>& baseline_bins,
+                          const std::vector<std::string>& baseline_args) {
+  const size_t n = std::min(measured_bins.size(), baseline_bins.size());
+  std::vector<double> m, b;
+  std::vector<std::vector<double>> lm(n), lb(n);
+  size_t i = 0;
+  auto with = [](const std::string& bin, const std::vector<std::string>& args) {
+    std::vector<std::string> argv{bin};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return argv;
+  };
+  for (auto _ : state) {
+    const size_t k = i++ % n;
+    const double tm = run_child(state, with(measured_bins[k], measured_args));
+    const double tb = run_child(state, with(baseline_bins[k], baseline_args));
+    state.SetIterationTime(tm + tb);
+    m.push_back(tm);
+    b.push_back(tb);
+    lm[k].push_back(tm);
+    lb[k].push_back(tb);
+  }
+  // Each layout weighs the same: the mean over layouts of each layout's median.
+  double sum_m = 0, sum_b = 0;
+  for (size_t k = 0; k < n; ++k) {
+    if (lm[k].empty()) continue;
+    sum_m += median(lm[k]);
+    sum_b += median(lb[k]);
+    if (k < layout_names.size() && median(lb[k]) > 0)
+      state.counters["ratio_layout" + layout_names[k]] = median(lm[k]) / median(lb[k]);
+  }
+  state.counters["measured_s"] = median(m);
+  state.counters["baseline_s"] = median(b);
+  state.counters["ratio"] = sum_b > 0 ? sum_m / sum_b : 0;
+}
+
+void probes_untraced_vs_compiled_out(benchmark::State& state, const char* file, const char* arg) {
+  compare_over_layouts(state, interp_layouts, {"--trampolines=off", program(file), arg},
+                       interp_noprobes_layouts, {"--trampolines=off", program(file), arg});
+}
+
+void trampolines_on_vs_off(benchmark::State& state, const char* file, const char* arg) {
+  compare_over_layouts(state, interp_layouts,
+                       {"--trampolines=on", "--probes=off", program(file), arg}, interp_layouts,
+                       {"--trampolines=off", "--probes=off", program(file), arg});
+}
+
 void BM_interp_probes_untraced_vs_compiled_out(benchmark::State& state) {
-  compare_runs(state, {TOY_INTERP, "--trampolines=off", program("spin.toy"), "6000"},
-               {TOY_INTERP_NOPROBES, "--trampolines=off", program("spin.toy"), "6000"});
+  probes_untraced_vs_compiled_out(state, "spin.toy", "6000");
 }
 
 void BM_interp_probes_untraced_vs_compiled_out_fib(benchmark::State& state) {
-  compare_runs(state, {TOY_INTERP, "--trampolines=off", program("fib.toy"), "32"},
-               {TOY_INTERP_NOPROBES, "--trampolines=off", program("fib.toy"), "32"});
+  probes_untraced_vs_compiled_out(state, "fib.toy", "32");
 }
 
 void BM_interp_trampolines_on_vs_off(benchmark::State& state) {
-  compare_runs(state, {TOY_INTERP, "--trampolines=on", "--probes=off", program("fib.toy"), "32"},
-               {TOY_INTERP, "--trampolines=off", "--probes=off", program("fib.toy"), "32"});
+  trampolines_on_vs_off(state, "fib.toy", "32");
 }
 
 void BM_interp_trampolines_on_vs_off_spin(benchmark::State& state) {
-  compare_runs(state, {TOY_INTERP, "--trampolines=on", "--probes=off", program("spin.toy"), "6000"},
-               {TOY_INTERP, "--trampolines=off", "--probes=off", program("spin.toy"), "6000"});
+  trampolines_on_vs_off(state, "spin.toy", "6000");
 }
 
 // ---- compile time vs SDK publication cost, in-process ----
@@ -243,6 +307,8 @@ void BM_publication_vs_asmjit_publish_each(benchmark::State& s) {
 }
 
 constexpr int pairs = 15;
+// Four layouts (0, 16, 32, 48 bytes) of each interpreter build, five pairs each.
+constexpr int layout_pairs = 20;
 BENCHMARK(BM_publication_vs_asmjit_one_publish)
     ->DenseRange(0, 6)
     ->UseManualTime()
@@ -265,19 +331,19 @@ BENCHMARK(BM_toyjit_fp_off_vs_on_recompile)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_interp_probes_untraced_vs_compiled_out)
     ->UseManualTime()
-    ->Iterations(pairs)
+    ->Iterations(layout_pairs)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_interp_probes_untraced_vs_compiled_out_fib)
     ->UseManualTime()
-    ->Iterations(pairs)
+    ->Iterations(layout_pairs)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_interp_trampolines_on_vs_off)
     ->UseManualTime()
-    ->Iterations(pairs)
+    ->Iterations(layout_pairs)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_interp_trampolines_on_vs_off_spin)
     ->UseManualTime()
-    ->Iterations(pairs)
+    ->Iterations(layout_pairs)
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace

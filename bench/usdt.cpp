@@ -27,17 +27,57 @@ extern char** environ;
 // The compiled-in baseline's semaphore (sys/sdt.h naming: provider_name_semaphore).
 __extension__ unsigned short jitbench_hot_semaphore __attribute__((unused))
 __attribute__((section(".probes")));
+// M(0); M(1); ... M(7);
+#define JITBENCH_EIGHT(M) \
+  M(0);                   \
+  M(1);                   \
+  M(2);                   \
+  M(3);                   \
+  M(4);                   \
+  M(5);                   \
+  M(6);                   \
+  M(7)
+#define JITBENCH_SEMAPHORE(n)                                                       \
+  __extension__ unsigned short jitbench_site##n##_semaphore __attribute__((unused)) \
+  __attribute__((section(".probes")))
+JITBENCH_EIGHT(JITBENCH_SEMAPHORE);
 
 namespace {
 
 using namespace jitunwind::usdt;
 
-probe g_probe;  // the dynamic probe under test
+probe g_probe;     // the dynamic probe under test
+probe g_sites[8];  // eight more, for the eight-site loops
 
 void sdt_guarded(benchmark::State& state) {
   uint64_t i = 0;
   for (auto _ : state) {
     if (__builtin_expect(jitbench_hot_semaphore != 0, 0)) STAP_PROBE2(jitbench, hot, i, 42);
+    benchmark::DoNotOptimize(++i);
+  }
+}
+
+// Eight guarded sites per iteration, as in a runtime's hot path that checks several probes:
+// the loop's own overhead (and where its head falls in the instruction cache, which moves a
+// one-site loop by a whole cycle either way) is shared by eight checks.
+#define JITBENCH_SDT_SITE(n) \
+  if (__builtin_expect(jitbench_site##n##_semaphore != 0, 0)) STAP_PROBE2(jitbench, site##n, i, n)
+void sdt_guarded8(benchmark::State& state) {
+  uint64_t i = 0;
+  for (auto _ : state) {
+    JITBENCH_EIGHT(JITBENCH_SDT_SITE);
+    benchmark::DoNotOptimize(++i);
+  }
+}
+
+// The handles live in memory, as a runtime keeps them (members of its interpreter object).
+#define JITBENCH_DYNAMIC_SITE(n) \
+  if (ps[n].enabled()) ps[n].fire(i, uint64_t{n})
+void dynamic_guarded8(benchmark::State& state) {
+  const probe* ps = g_sites;
+  uint64_t i = 0;
+  for (auto _ : state) {
+    JITBENCH_EIGHT(JITBENCH_DYNAMIC_SITE);
     benchmark::DoNotOptimize(++i);
   }
 }
@@ -80,6 +120,8 @@ void dynamic_traced(benchmark::State& state) {
 
 BENCHMARK(sdt_guarded);
 BENCHMARK(dynamic_guarded);
+BENCHMARK(sdt_guarded8);
+BENCHMARK(dynamic_guarded8);
 BENCHMARK(dynamic_raw_semaphore);
 BENCHMARK(dynamic_unguarded);
 BENCHMARK(sdt_traced)->Iterations(200000);
@@ -143,15 +185,30 @@ int main(int argc, char** argv) {
     return 1;
   }
   auto p = prov->add_probe("hot", {arg_type::u64, arg_type::u64});
-  if (!p || !prov->load()) {
+  if (!p) {
     std::fprintf(stderr, "bench_usdt: cannot load the dynamic provider\n");
     return 1;
   }
   g_probe = *p;
+  for (int k = 0; k < 8; ++k) {
+    auto site = prov->add_probe("site" + std::to_string(k), {arg_type::u64, arg_type::u64});
+    if (!site) {
+      std::fprintf(stderr, "bench_usdt: %s\n", site.error().message().c_str());
+      return 1;
+    }
+    g_sites[k] = *site;
+  }
+
+  if (!prov->load()) {
+    std::fprintf(stderr, "bench_usdt: cannot load the dynamic provider\n");
+    return 1;
+  }
 
   collecting_reporter reporter;
   benchmark::RunSpecifiedBenchmarks(
-      &reporter, "^(sdt_guarded|dynamic_guarded|dynamic_raw_semaphore|dynamic_unguarded)$");
+      &reporter,
+      "^(sdt_guarded|dynamic_guarded|sdt_guarded8|dynamic_guarded8|dynamic_raw_semaphore|"
+      "dynamic_unguarded)$");
 
   // Traced: bpftrace attached to both probes (root only).
   bool traced = false;
@@ -183,6 +240,8 @@ int main(int argc, char** argv) {
               std::string(11, '-').c_str(), std::string(9, '-').c_str());
   print_ratio(reporter, "if (p.enabled()) p.fire() vs sdt.h semaphore, no tracer",
               "dynamic_guarded", "sdt_guarded");
+  print_ratio(reporter, "8 sites per iteration: enabled() guards vs sdt.h guards",
+              "dynamic_guarded8", "sdt_guarded8");
   print_ratio(reporter, "raw semaphore check (JIT style) vs sdt.h semaphore",
               "dynamic_raw_semaphore", "sdt_guarded");
   print_ratio(reporter, "unguarded p.fire() vs sdt.h semaphore, no tracer", "dynamic_unguarded",

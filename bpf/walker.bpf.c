@@ -11,7 +11,8 @@
  *  - jw_window_publish / jw_window_retire / jw_window_free / jw_code_add (usdt): the SDK's
  *    events; they keep jw_windows current synchronously (a freed window's rows are refused from
  *    that moment on) and forward the events to user space.
- *  - jw_loader (uprobe on the dynamic loader's _dl_debug_state): objects were (un)loaded.
+ *  - jw_loader (uprobe on the dynamic loader's _dl_debug_state, and USDT jitunwind:usdt_load
+ *    where the SDK maps a dynamic USDT object): objects were (un)loaded.
  *
  * The walk is a bpf_loop over frames (one callback per frame), each doing two bounded binary
  * searches (range, then row). See walker.h for the table update protocol.

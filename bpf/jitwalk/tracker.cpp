@@ -78,6 +78,8 @@ void tracker::attach_object_probes(const std::string& path, const elf_file& obj,
       if (p.name == "window_free") which = program::window_free;
       if (p.name == "code_add") which = program::code_add;
     }
+    // The SDK maps dynamic USDT objects itself: ld.so's _dl_debug_state never sees them.
+    if (p.provider == "jitunwind" && p.name == "usdt_load") which = program::loader;
     if (p.name == "checkpoint" && o_.attach_checkpoints &&
         (o_.checkpoint_provider.empty() || o_.checkpoint_provider == p.provider)) {
       which = program::checkpoint;

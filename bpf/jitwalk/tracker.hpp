@@ -1,7 +1,8 @@
 // Keeps the walker's tables and probes in step with the target process:
 //  - native objects: every executable file mapping gets its .sframe/.eh_frame rows, and SDT
 //    probes of interest (the SDK's jitunwind:* events, ground-truth `checkpoint` probes) are
-//    attached; re-scanned when the dynamic loader reports a change;
+//    attached; re-scanned when the dynamic loader reports a change or the SDK maps a dynamic
+//    USDT provider (jitunwind:usdt_load, which the loader never sees);
 //  - JIT windows: read from the target's registry (SDK reference reader), validated, converted,
 //    loaded; replaced on window_publish, dropped on window_free; rejected windows are reported by
 //    id once and never loaded;

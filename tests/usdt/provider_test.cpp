@@ -9,6 +9,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -197,14 +198,18 @@ TEST_CASE("probes fire without a tracer, and are inert after unload and destruct
   CHECK(p->object_path().empty());
   CHECK(!a->loaded());
   CHECK(!a->enabled());
-  CHECK(a->semaphore_address() == nullptr);
+  const volatile uint16_t* sem = a->semaphore_address();
+  REQUIRE(sem != nullptr);
+  CHECK(*sem == 0);     // still mapped: zero pages
   a->fire(int64_t{2});  // documented no-op, never a crash
   CHECK(read_file("/proc/self/maps").find("jitunwind-usdt:lifecycle") == std::string::npos);
 
-  // Reload with a different probe set: the surviving handle is live again.
+  // Reload with a different probe set: the surviving handle is live again, and its semaphore
+  // did not move (code that embedded the address keeps working).
   REQUIRE(p->add_probe("b", {arg_type::string}).ok());
   REQUIRE(p->load().ok());
   CHECK(a->loaded());
+  CHECK(a->semaphore_address() == sem);
   a->fire(int64_t{3});
   {
     provider moved = std::move(*p);
@@ -213,6 +218,98 @@ TEST_CASE("probes fire without a tracer, and are inert after unload and destruct
   CHECK(!a->loaded());
   a->fire(int64_t{4});
   CHECK(!a->enabled());
+  CHECK(*sem == 0);  // the handle keeps the provider's address range mapped
+}
+
+TEST_CASE("the semaphore the kernel increments is the one the handle reads") {
+  // What a tracer's uprobe reference counter does: increment the u16 at the note's semaphore
+  // address in the process. Emulated here through /proc/self/mem, which writes into the
+  // private file mapping the same way the kernel's counter update does.
+  auto p = provider::create("semtest");
+  REQUIRE(p.ok());
+  auto a = p->add_probe("a", {});
+  auto b = p->add_probe("b", {arg_type::u32});
+  REQUIRE((a.ok() && b.ok()));
+  REQUIRE(p->load().ok());
+  const std::string image = read_file(p->object_path());
+  auto notes =
+      read_sdt_notes(std::span(reinterpret_cast<const uint8_t*>(image.data()), image.size()));
+  REQUIRE(notes.ok());
+  REQUIRE(notes->size() == 2);
+  const uintptr_t sem_b = p->load_address() + (*notes)[1].semaphore;
+  CHECK(reinterpret_cast<uintptr_t>(b->semaphore_address()) == sem_b);
+  const uint16_t one = 1;
+  int fd = open("/proc/self/mem", O_RDWR);
+  REQUIRE(fd >= 0);
+  REQUIRE(pwrite(fd, &one, sizeof one, static_cast<off_t>(sem_b)) == sizeof one);
+  CHECK(b->enabled());
+  CHECK(!a->enabled());
+  REQUIRE(p->unload().ok());
+  CHECK(!b->enabled());  // the counter lived in the object's pages, now replaced
+  REQUIRE(p->load().ok());
+  CHECK(!b->enabled());  // a fresh object starts with zero semaphores
+  close(fd);
+}
+
+TEST_CASE("unload while other threads fire and check: they fire or return, never crash") {
+  auto p = provider::create("racer");
+  REQUIRE(p.ok());
+  std::vector<probe> probes;
+  for (int i = 0; i < 64; ++i) {
+    auto pr = p->add_probe("p" + std::to_string(i), {arg_type::u64, arg_type::u64});
+    REQUIRE(pr.ok());
+    probes.push_back(*pr);
+  }
+  for (int round = 0; round < 20; ++round) {
+    REQUIRE(p->load().ok());
+    std::atomic<bool> stop{false};
+    std::atomic<uint64_t> calls{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 2; ++t)
+      threads.emplace_back([&, t] {
+        uint64_t k = static_cast<uint64_t>(t);
+        while (!stop.load(std::memory_order_relaxed)) {
+          const probe& pr = probes[k++ % probes.size()];
+          if (!pr.enabled()) pr.fire(k, uint64_t{42});
+          calls.fetch_add(1, std::memory_order_relaxed);
+        }
+      });
+    while (calls.load() < 1000) std::this_thread::yield();
+    REQUIRE(p->unload().ok());  // while both threads keep firing
+    const uint64_t after = calls.load();
+    while (calls.load() < after + 1000) std::this_thread::yield();
+    stop = true;
+    for (auto& t : threads) t.join();
+  }
+  for (const auto& pr : probes) CHECK(!pr.loaded());
+}
+
+TEST_CASE("a removed probe's semaphore is reused only once no handle of it is left") {
+  auto p = provider::create("reuse");
+  REQUIRE(p.ok());
+  auto a = p->add_probe("a", {});
+  REQUIRE(a.ok());
+  const volatile uint16_t* sem_a = a->semaphore_address();
+  {
+    auto gone = p->add_probe("gone", {});
+    REQUIRE(gone.ok());
+  }  // no handle of "gone" is left once it is removed
+  const volatile uint16_t* sem_gone = p->find_probe("gone")->semaphore_address();
+  REQUIRE(p->remove_probe("gone").ok());
+  auto kept = p->add_probe("kept", {});
+  REQUIRE(kept.ok());
+  CHECK(kept->semaphore_address() == sem_gone);  // reused
+  const probe old_kept = *kept;
+  REQUIRE(p->remove_probe("kept").ok());
+  auto fresh = p->add_probe("fresh", {});
+  REQUIRE(fresh.ok());
+  // old_kept is alive: its semaphore must stay its own (never another probe's counter).
+  CHECK(fresh->semaphore_address() != old_kept.semaphore_address());
+  CHECK(fresh->semaphore_address() != sem_a);
+  REQUIRE(p->load().ok());
+  CHECK(!old_kept.loaded());
+  CHECK(!old_kept.enabled());
+  CHECK(fresh->loaded());
 }
 
 TEST_CASE("several providers load at once, and firing is thread-safe") {
@@ -268,10 +365,13 @@ TEST_CASE("the C API declares, loads, fires and unloads") {
   jitunwind_usdt_probe* found = nullptr;
   REQUIRE(jitunwind_usdt_provider_find_probe(p, "event", &found, &err) == JITUNWIND_OK);
   CHECK(jitunwind_usdt_probe_semaphore(found) == jitunwind_usdt_probe_semaphore(pr));
+  const volatile uint16_t* sem = jitunwind_usdt_probe_semaphore(pr);
   REQUIRE(jitunwind_usdt_provider_unload(p, &err) == JITUNWIND_OK);
-  CHECK(jitunwind_usdt_probe_semaphore(pr) == nullptr);
+  CHECK(jitunwind_usdt_probe_semaphore(pr) == sem);  // stable, and reads 0 while unloaded
+  CHECK(*sem == 0);
   jitunwind_usdt_provider_destroy(p);
   JITUNWIND_USDT_FIRE(pr, 1, 2);  // inert, no crash
+  CHECK(*sem == 0);               // the handle keeps the address range mapped
   jitunwind_usdt_probe_destroy(found);
   jitunwind_usdt_probe_destroy(pr);
 }

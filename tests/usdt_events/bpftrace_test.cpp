@@ -28,12 +28,14 @@ std::string self_exe() {
 
 bool all_enabled() {
   auto s = ev::semaphores();
-  return s.window_publish && s.window_retire && s.window_free && s.code_add && s.code_remove;
+  return s.window_publish && s.window_retire && s.window_free && s.code_add && s.code_remove &&
+         s.usdt_load && s.usdt_unload;
 }
 
 bool none_enabled() {
   auto s = ev::semaphores();
-  return !s.window_publish && !s.window_retire && !s.window_free && !s.code_add && !s.code_remove;
+  return !s.window_publish && !s.window_retire && !s.window_free && !s.code_add && !s.code_remove &&
+         !s.usdt_load && !s.usdt_unload;
 }
 
 template <class F>
@@ -65,7 +67,9 @@ TEST_CASE("bpftrace sees every event with its arguments, semaphores count attach
       "window_free { printf(\"free %llu %llu\\n\", arg0, arg1); if (arg0 == 999) { exit(); } }\n" +
       p +
       "code_add { printf(\"code_add %llx %llu [%s] %llu\\n\", arg0, arg1, str(arg2), arg3); }\n" +
-      p + "code_remove { printf(\"code_remove %llx %llu %llu\\n\", arg0, arg1, arg2); }\n";
+      p + "code_remove { printf(\"code_remove %llx %llu %llu\\n\", arg0, arg1, arg2); }\n" + p +
+      "usdt_load { printf(\"usdt_load [%s] %llx [%s]\\n\", str(arg0), arg1, str(arg2)); }\n" + p +
+      "usdt_unload { printf(\"usdt_unload [%s] %llx\\n\", str(arg0), arg1); }\n";
   test::child_process bpftrace(
       {"/usr/bin/env", "bpftrace", "-p", std::to_string(getpid()), "-e", program});
   // bpftrace prints "Attaching N probes..." and then our BEGIN line.
@@ -108,6 +112,10 @@ TEST_CASE("bpftrace sees every event with its arguments, semaphores count attach
   }
   ev::code_add(0x1234, 1, "plain", 7);
   expected << "code_add 1234 1 [plain] 7\n";
+  ev::usdt_load("toyinterp", 0x7f1234560000ull, "/proc/42/fd/7");
+  expected << "usdt_load [toyinterp] 7f1234560000 [/proc/42/fd/7]\n";
+  ev::usdt_unload("toyinterp", 0x7f1234560000ull);
+  expected << "usdt_unload [toyinterp] 7f1234560000\n";
   ev::window_free(999, 1);  // bpftrace exits on this one
   expected << "free 999 1\n";
 
@@ -128,8 +136,8 @@ TEST_CASE("the shared library carries the same probes with semaphores") {
   const std::string lib = test::binary_path("sdk/libjitunwind.so");
   auto notes = test::run({"readelf", "-n", lib});
   REQUIRE(notes.exit_code == 0);
-  for (const char* name :
-       {"window_publish", "window_retire", "window_free", "code_add", "code_remove"}) {
+  for (const char* name : {"window_publish", "window_retire", "window_free", "code_add",
+                           "code_remove", "usdt_load", "usdt_unload"}) {
     INFO(name);
     const size_t at = notes.out.find(std::string("Name: ") + name + "\n");
     REQUIRE(at != std::string::npos);
@@ -143,8 +151,8 @@ TEST_CASE("the shared library carries the same probes with semaphores") {
   if (!test::tool_available("bpftrace")) return;
   auto listed = test::run({"bpftrace", "-l", "usdt:" + lib + ":jitunwind:*"});
   INFO(listed.err);
-  for (const char* name :
-       {"window_publish", "window_retire", "window_free", "code_add", "code_remove"}) {
+  for (const char* name : {"window_publish", "window_retire", "window_free", "code_add",
+                           "code_remove", "usdt_load", "usdt_unload"}) {
     CHECK(listed.out.find(std::string("jitunwind:") + name + "\n") != std::string::npos);
   }
 }

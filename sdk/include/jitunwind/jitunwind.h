@@ -532,8 +532,9 @@ JITUNWIND_API int jitunwind_usdt_probe_enabled(const jitunwind_usdt_probe* probe
  * (uint64_t)(uintptr_t)p, strings as pointers. No-op when not loaded. Thread-safe. */
 JITUNWIND_API void jitunwind_usdt_probe_fire(const jitunwind_usdt_probe* probe,
                                              const uint64_t* args, size_t count);
-/* The semaphore itself, for a check without a call: `if (*sem) fire(...)`. NULL when not
- * loaded; valid only until the provider's next _unload. */
+/* The semaphore itself, for a check without a call: `if (*sem) fire(...)`. Fixed from
+ * _add_probe on and readable (0 while not loaded) for as long as a handle of the probe exists,
+ * across unloads and reloads. NULL only for a NULL probe. */
 JITUNWIND_API const volatile uint16_t* jitunwind_usdt_probe_semaphore(
     const jitunwind_usdt_probe* probe);
 

@@ -3,14 +3,24 @@
 /// A runtime declares a provider and its probes (names and typed arguments known only at run
 /// time), then `load()`s it: the SDK writes a small ELF shared object with libelf (one stub
 /// function per probe whose first instruction is the probe site, `.note.stapsdt` notes,
-/// `.stapsdt.base`, semaphores in a writable `.probes` section), loads it with `dlopen`, and
-/// binds the `probe` handles to it. Tracers (bpftrace `usdt:`, perf `sdt_`, libbpf
-/// `bpf_program__attach_usdt`, bcc) attach to it like to any compiled-in SDT probe, and the
+/// `.stapsdt.base`, semaphores in a writable `.probes` section), maps it into an address range
+/// the provider keeps, and binds the `probe` handles to it. Tracers (bpftrace `usdt:`, perf `sdt_`,
+/// libbpf `bpf_program__attach_usdt`, bcc) attach to it like to any compiled-in SDT probe, and the
 /// kernel increments the probe's semaphore while one is attached, so
 ///
 ///     if (p.enabled()) p.fire(fn_id, name);
 ///
-/// costs two dependent loads (handle → semaphore) and a not-taken branch when nobody traces.
+/// costs one load (the handle holds the semaphore's address) and a not-taken branch when nobody
+/// traces, like a compiled-in `sys/sdt.h` probe.
+///
+/// Why not `dlopen`: `dlclose` unmaps the object, so a handle holding its semaphore's address
+/// would read unmapped memory after an unload. The SDK maps the object itself (like ld.so:
+/// private mappings of the file's PT_LOAD segments) so that each probe's semaphore has one
+/// address for as long as a handle of it exists, and `unload()` replaces the object with inert
+/// pages instead of a hole. The object is still a well-formed shared library (readelf,
+/// eu-elflint, perf, bcc and libbpf read it as one), but it is not in the dynamic linker's list:
+/// `dl_iterate_phdr` and gdb's `info sharedlibrary` do not show it. Tracers find it through
+/// /proc/PID/maps, as they find any mapped object.
 ///
 /// Where the object lives (`provider_options::location`):
 /// - `memfd` (default): an anonymous memory file kept open while loaded. /proc/PID/maps shows
@@ -32,9 +42,11 @@
 /// `probe::enabled()` and `probe::fire()` may be called from any number of threads at once.
 /// After `unload()` (or the provider's destruction) returns, every handle of it is inert:
 /// `enabled()` is false and `fire()` does nothing, never a crash; the handles of probes still
-/// declared become live again on the next `load()`. `unload()` must not run while other
-/// threads are inside `enabled()`/`fire()` of the same provider (stop firing first, as at
-/// module teardown): the object's pages are unmapped by `dlclose`.
+/// declared become live again on the next `load()`. `unload()` may run while other threads are
+/// inside `enabled()`/`fire()`: the semaphores turn to zero pages and the stubs to `ret`
+/// instructions in one step each, so a racing `fire()` either fires the old probe or returns.
+/// What is not safe is a `fire()` that stalls across an `unload()` *and* the next `load()`
+/// (the new object may put other code where its stub was); stop firing before reloading.
 ///
 /// Linux x86-64 only (`errc::unsupported` elsewhere).
 #pragma once
@@ -109,8 +121,11 @@ namespace detail {
 /// Shared between a provider and the handles of one declared probe. The handle reads it; only
 /// the provider writes it (load/unload).
 struct probe_slot {
-  /// Points at the probe's semaphore in the loaded object, or at a constant zero.
-  std::atomic<const volatile uint16_t*> semaphore;
+  /// The probe's semaphore: in the provider's address range (reads 0 while not loaded), or a
+  /// constant zero for default-constructed handles. Never changes.
+  const volatile uint16_t* semaphore = nullptr;
+  /// Keeps that address range mapped while any handle exists.
+  std::shared_ptr<const void> keep_alive;
   /// The stub (probe site) in the loaded object, or null.
   std::atomic<void*> site{nullptr};
   std::string provider;
@@ -148,15 +163,16 @@ struct slot_of {
 }  // namespace detail
 
 /// Handle of one declared probe. Cheap to copy (shares the slot with its provider); stays a
-/// valid object after the provider is unloaded or destroyed (then inert).
+/// valid object after the provider is unloaded or destroyed (then inert). Holds the
+/// semaphore's address itself, so `enabled()` is a single load.
 class JITUNWIND_API probe {
  public:
   /// An inert handle (never enabled, fire does nothing).
   probe() noexcept;
 
   /// True while a tracer has the probe attached (the kernel or the tracer increments the
-  /// semaphore). Two dependent loads; false when not loaded.
-  bool enabled() const noexcept { return *slot_->semaphore.load(std::memory_order_relaxed) != 0; }
+  /// semaphore). One load; false when not loaded.
+  bool enabled() const noexcept { return *semaphore_ != 0; }
 
   /// Fires the probe: calls its stub with the arguments in the registers and stack slots the
   /// note describes. Arguments: integers, enums, bool, pointers (C strings as `const char*`);
@@ -188,14 +204,18 @@ class JITUNWIND_API probe {
   const std::string& arg_string() const noexcept { return slot_->arg_string; }
 
   /// Raw addresses for JIT compilers that embed the check and the call in generated code.
-  /// Null when not loaded. Valid only until the provider's next `unload()`: code that embeds
-  /// them must be discarded (or never run again) before that.
+  /// The semaphore's address is fixed from `add_probe` on and stays readable (0 while not
+  /// loaded) for as long as a handle of the probe exists, across unloads and reloads; null only
+  /// for a default-constructed handle. The site (stub) is null when not loaded and changes
+  /// with every `load()`: code that embeds it must be discarded before the next `unload()`.
   const volatile uint16_t* semaphore_address() const noexcept;
   const void* site_address() const noexcept { return slot_->site.load(); }
 
  private:
   friend class provider;
-  explicit probe(std::shared_ptr<const detail::probe_slot> slot) : slot_(std::move(slot)) {}
+  explicit probe(std::shared_ptr<const detail::probe_slot> slot)
+      : semaphore_(slot->semaphore), slot_(std::move(slot)) {}
+  const volatile uint16_t* semaphore_;
   std::shared_ptr<const detail::probe_slot> slot_;
 };
 
@@ -224,13 +244,16 @@ class JITUNWIND_API provider {
 
   /// Declares a probe. Returns its handle at once (inert until `load()`). Errors, nothing
   /// declared: `invalid_argument` (bad name or type value), `already_exists` (duplicate name),
-  /// `limit_exceeded` (more than 12 arguments or `max_probes` probes), `unsupported` (f64),
-  /// `bad_state` (provider loaded: unload first).
+  /// `limit_exceeded` (more than 12 arguments, `max_probes` probes, or every one of the
+  /// `max_probes` semaphores still held by a declared probe or by a live handle of a removed
+  /// one), `unsupported` (f64), `bad_state` (provider loaded: unload first), `io_error` (the
+  /// provider's address range could not be reserved).
   result<probe> add_probe(std::string_view name, std::span<const arg_type> args);
   result<probe> add_probe(std::string_view name, std::initializer_list<arg_type> args) {
     return add_probe(name, std::span<const arg_type>(args.begin(), args.size()));
   }
-  /// Removes a declared probe; its handles become inert for good. `not_found`, `bad_state`.
+  /// Removes a declared probe; its handles become inert for good (its semaphore is reused
+  /// only once no handle of it is left). `not_found`, `bad_state`.
   result<void> remove_probe(std::string_view name);
   /// Handle of a declared probe; `not_found`.
   result<probe> find_probe(std::string_view name) const;
@@ -239,10 +262,11 @@ class JITUNWIND_API provider {
   /// Generates the object, places it (memfd or file), loads it and binds every handle.
   /// Errors leave nothing loaded and nothing on disk: `bad_state` (already loaded, no probes),
   /// `io_error`/`permission_denied` (memfd, runtime directory, planted file), `malformed`
-  /// (libelf or dlopen refused the object; message says why).
+  /// (libelf refused the object; message says why).
   result<void> load();
-  /// Makes every handle inert, `dlclose`s the object and closes/removes its file. No-op when
-  /// not loaded. See the file comment for the concurrency rule.
+  /// Makes every handle inert, replaces the object's pages with inert ones (zeroed semaphores,
+  /// `ret` where the stubs were) and closes/removes its file. No-op when not loaded. See the
+  /// file comment for the concurrency rule.
   result<void> unload();
   bool loaded() const noexcept;
 
@@ -251,7 +275,8 @@ class JITUNWIND_API provider {
   /// Where tracers find the loaded object: `/proc/PID/fd/N` (memfd) or the file's path. Empty
   /// when not loaded.
   const std::string& object_path() const noexcept;
-  /// Load address of the object (its `l_addr`), 0 when not loaded.
+  /// Load address of the object (what its link-time addresses are relative to), 0 when not
+  /// loaded.
   uintptr_t load_address() const noexcept;
 
  private:

@@ -5,6 +5,7 @@
 #include <gelf.h>
 #include <libelf.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 
@@ -171,24 +172,30 @@ result<object_layout> write_object(int fd, const object_spec& spec) {
   const uint64_t text_off = align_up(r_end, page);
   const uint64_t text_end = text_off + text.size();
 
-  const uint64_t dynamic_off = align_up(text_end, page);
+  // .probes first in the RW segment: its address is the one the SDK keeps stable.
+  uint32_t slots = spec.semaphore_slots;
+  for (const auto& p : spec.probes) slots = std::max(slots, p.semaphore_index + 1);
+  const uint64_t probes_off = align_up(text_end, page);
+  const uint64_t dynamic_off = align_up(probes_off + 2 * uint64_t{slots}, 8);
   const size_t ndyn = 7;
-  const uint64_t probes_off = dynamic_off + ndyn * sizeof(Elf64_Dyn);
-  const uint64_t rw_end = probes_off + 2 * n;
+  const uint64_t rw_end = dynamic_off + ndyn * sizeof(Elf64_Dyn);
 
   layout.text = text_off;
   layout.stapsdt_base = base_off;
   layout.probes_section = probes_off;
   for (size_t i = 0; i < n; ++i) {
     layout.stub.push_back(text_off + i * stub_size);
-    layout.semaphore.push_back(probes_off + 2 * i);
+    layout.semaphore.push_back(probes_off + 2 * uint64_t{spec.probes[i].semaphore_index});
   }
+  layout.segments = {{0, r_end, false, false},
+                     {text_off, text_end, false, true},
+                     {probes_off, rw_end, true, false}};
 
   // ---- contents that depend on addresses
   std::vector<Elf64_Sym> dynsym(nsyms);
   std::memset(dynsym.data(), 0, dynsym.size() * sizeof(Elf64_Sym));
   // Section indexes (see `plan` below).
-  const uint16_t text_index = 6, dynstr_index = 4, dynsym_index = 3, probes_index = 8;
+  const uint16_t text_index = 6, dynstr_index = 4, dynsym_index = 3, probes_index = 7;
   for (size_t i = 0; i < n; ++i) {
     Elf64_Sym& f = dynsym[1 + 2 * i];
     f.st_name = stub_name[i];
@@ -213,7 +220,7 @@ result<object_layout> write_object(int fd, const object_spec& spec) {
       {DT_SYMENT, {sizeof(Elf64_Sym)}},
       {DT_NULL, {0}},
   };
-  std::vector<uint8_t> semaphores(2 * n, 0);
+  std::vector<uint8_t> semaphores(2 * size_t{slots}, 0);
   const uint8_t base_byte = 0;
 
   std::vector<uint8_t> sdt_notes;
@@ -245,10 +252,10 @@ result<object_layout> write_object(int fd, const object_spec& spec) {
       {".stapsdt.base", SHT_PROGBITS, SHF_ALLOC, base_off, base_off, 1, 0, 0, 0, &base_byte, 1},
       {".text", SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR, text_off, text_off, 16, 0, 0, 0,
        text.data(), text.size()},
-      {".dynamic", SHT_DYNAMIC, SHF_ALLOC | SHF_WRITE, dynamic_off, dynamic_off, 8,
-       sizeof(Elf64_Dyn), dynstr_index, 0, dynamic, sizeof dynamic},
       {".probes", SHT_PROGBITS, SHF_ALLOC | SHF_WRITE, probes_off, probes_off, 2, 0, 0, 0,
        semaphores.data(), semaphores.size()},
+      {".dynamic", SHT_DYNAMIC, SHF_ALLOC | SHF_WRITE, dynamic_off, dynamic_off, 8,
+       sizeof(Elf64_Dyn), dynstr_index, 0, dynamic, sizeof dynamic},
       {".note.stapsdt", SHT_NOTE, 0, 0, sdt_off, 4, 0, 0, 0, sdt_notes.data(), sdt_notes.size()},
       {".shstrtab", SHT_STRTAB, 0, 0, 0, 1, 0, 0, 0, nullptr, 0},
   };
@@ -289,7 +296,7 @@ result<object_layout> write_object(int fd, const object_spec& spec) {
   };
   load(ph[0], 0, r_end, PF_R);
   load(ph[1], text_off, text_end, PF_R | PF_X);
-  load(ph[2], dynamic_off, rw_end, PF_R | PF_W);
+  load(ph[2], probes_off, rw_end, PF_R | PF_W);
   ph[3] = {PT_DYNAMIC,  PF_R | PF_W,    dynamic_off,    dynamic_off,
            dynamic_off, sizeof dynamic, sizeof dynamic, 8};
   ph[4] = {PT_NOTE,

@@ -9,7 +9,11 @@
 //   R   [0, …)        ELF header, program headers, .note.gnu.build-id, .hash, .dynsym,
 //                     .dynstr, .stapsdt.base
 //   R X [page, …)     .text: one 16-byte stub per probe: nop (the probe site); ret; int3…
-//   RW  [page, …)     .dynamic (ld.so relocates it in place), .probes (u16 semaphores)
+//   RW  [page, …)     .probes (u16 semaphores, indexed by the probe's stable semaphore index),
+//                     .dynamic
+//
+// The SDK maps the object itself (usdt/object_area.hpp) so that `.probes` always lands on the
+// same address; the object stays a well-formed shared library for every other reader.
 //   --                .note.stapsdt, .shstrtab, section headers (not loaded)
 #pragma once
 
@@ -23,13 +27,25 @@ namespace jitunwind::usdt::detail {
 
 struct object_probe {
   std::string name;
-  std::string args;  // the note's argument string
+  std::string args;              // the note's argument string
+  uint32_t semaphore_index = 0;  // its u16 in .probes; distinct per probe
 };
 
 struct object_spec {
   std::string provider;
   std::string soname;
   std::vector<object_probe> probes;
+  /// Number of u16 semaphores in .probes (> every probe's semaphore_index); indexes no probe
+  /// uses stay zero.
+  uint32_t semaphore_slots = 0;
+};
+
+/// A PT_LOAD segment: [start, end) is both the link-time address range and the file range.
+struct object_segment {
+  uint64_t start = 0;
+  uint64_t end = 0;
+  bool writable = false;
+  bool executable = false;
 };
 
 /// Link-time addresses in the written object (== file offsets).
@@ -38,8 +54,9 @@ struct object_layout {
   std::vector<uint64_t> semaphore;  // u16 each
   uint64_t stapsdt_base = 0;
   uint64_t text = 0;
-  uint64_t probes_section = 0;
+  uint64_t probes_section = 0;  // page-aligned: the start of the RW segment
   uint64_t file_size = 0;
+  std::vector<object_segment> segments;  // the PT_LOADs, in address order
 };
 
 inline constexpr uint64_t stub_size = 16;

@@ -2,10 +2,10 @@
 
 #include "common/error.hpp"
 #include "usdt/elf_object.hpp"
+#include "usdt/object_area.hpp"
 #include "usdt/storage.hpp"
+#include "usdt_events/events.hpp"
 
-#include <dlfcn.h>
-#include <link.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,13 +16,13 @@ using jitunwind::detail::make_error;
 
 namespace {
 
-// What an unloaded probe's semaphore pointer points at.
+// What a default-constructed handle's semaphore pointer points at.
 constexpr uint16_t zero_semaphore = 0;
 
 std::shared_ptr<detail::probe_slot> new_slot(std::string provider, std::string name,
                                              std::vector<arg_type> args, std::string arg_string) {
   auto s = std::make_shared<detail::probe_slot>();
-  s->semaphore.store(&zero_semaphore, std::memory_order_relaxed);
+  s->semaphore = &zero_semaphore;
   s->provider = std::move(provider);
   s->name = std::move(name);
   s->args = std::move(args);
@@ -30,9 +30,9 @@ std::shared_ptr<detail::probe_slot> new_slot(std::string provider, std::string n
   return s;
 }
 
+// The semaphore needs no change: it reads 0 once the object's pages are replaced.
 void make_inert(detail::probe_slot& s) {
   s.site.store(nullptr, std::memory_order_release);
-  s.semaphore.store(&zero_semaphore, std::memory_order_release);
 }
 
 }  // namespace
@@ -43,8 +43,14 @@ struct provider_impl {
   std::string name;
   provider_options options;
   std::vector<std::shared_ptr<probe_slot>> probes;  // declaration order
+  // Address range of the object and the semaphores (made by the first add_probe).
+  std::shared_ptr<object_area> area;
+  // Who holds each semaphore of the area: a declared probe, a removed one whose handles are
+  // still alive, or nobody (null, or a removed probe with no handle left).
+  std::vector<std::shared_ptr<probe_slot>> semaphore_owner;
+  std::vector<bool> semaphore_declared;
   // Loaded state.
-  void* handle = nullptr;
+  bool loaded = false;
   placed_object placed;
   std::string object_path;
   uintptr_t load_address = 0;
@@ -53,6 +59,32 @@ struct provider_impl {
     for (const auto& p : probes)
       if (p->name == probe_name) return p.get();
     return nullptr;
+  }
+
+  // A semaphore index for a new probe: reuses one whose probe was removed and whose handles
+  // are all gone (a live handle of a removed probe must keep reading its own, unused, zero).
+  result<uint32_t> take_semaphore(std::string_view probe_name) {
+    for (size_t i = 0; i < semaphore_owner.size(); ++i) {
+      auto& owner = semaphore_owner[i];
+      if (!semaphore_declared[i] && (!owner || owner.use_count() == 1)) {
+        owner.reset();
+        return static_cast<uint32_t>(i);
+      }
+    }
+    if (semaphore_owner.size() < max_probes) {
+      semaphore_owner.emplace_back();
+      semaphore_declared.push_back(false);
+      return static_cast<uint32_t>(semaphore_owner.size() - 1);
+    }
+    return jitunwind::detail::make_error(
+        errc::limit_exceeded,
+        "usdt: provider '%s': no semaphore left for probe '%.*s': all %zu are held by declared "
+        "probes or by live handles of removed ones",
+        name.c_str(), static_cast<int>(probe_name.size()), probe_name.data(), max_probes);
+  }
+
+  uint32_t semaphore_index(const probe_slot& p) const {
+    return static_cast<uint32_t>(p.semaphore - area->semaphore(0));
   }
 };
 
@@ -65,11 +97,11 @@ probe::probe() noexcept {
   // One shared inert slot for every default-constructed handle (immutable once made).
   static const std::shared_ptr<const detail::probe_slot> inert = new_slot({}, {}, {}, {});
   slot_ = inert;
+  semaphore_ = slot_->semaphore;
 }
 
 const volatile uint16_t* probe::semaphore_address() const noexcept {
-  const volatile uint16_t* s = slot_->semaphore.load(std::memory_order_acquire);
-  return s == &zero_semaphore ? nullptr : s;
+  return semaphore_ == &zero_semaphore ? nullptr : semaphore_;
 }
 
 void probe::fire_slots(const uint64_t* s, size_t count) const noexcept {
@@ -189,8 +221,19 @@ result<probe> provider::add_probe(std::string_view name, std::span<const arg_typ
     return make_error(arg_string.error().code(), "%s (probe '%s:%.*s')",
                       arg_string.error().message().c_str(), prov.c_str(),
                       static_cast<int>(name.size()), name.data());
+  if (!impl_->area) {
+    auto area = detail::object_area::reserve(prov);
+    if (!area) return std::move(area).error();
+    impl_->area = std::move(*area);
+  }
+  auto index = impl_->take_semaphore(name);
+  if (!index) return std::move(index).error();
   auto slot = new_slot(prov, std::string(name), std::vector<arg_type>(args.begin(), args.end()),
                        std::move(*arg_string));
+  slot->semaphore = impl_->area->semaphore(*index);
+  slot->keep_alive = impl_->area;
+  impl_->semaphore_owner[*index] = slot;
+  impl_->semaphore_declared[*index] = true;
   impl_->probes.push_back(slot);
   return probe(std::move(slot));
 }
@@ -206,6 +249,7 @@ result<void> provider::remove_probe(std::string_view name) {
     return make_error(errc::not_found, "usdt: provider '%s' has no probe '%.*s'",
                       impl_->name.c_str(), static_cast<int>(name.size()), name.data());
   make_inert(**it);
+  impl_->semaphore_declared[impl_->semaphore_index(**it)] = false;
   v.erase(it);
   return ok_result();
 }
@@ -224,7 +268,7 @@ std::vector<probe_desc> provider::probes() const {
 }
 
 bool provider::loaded() const noexcept {
-  return impl_ && impl_->handle != nullptr;
+  return impl_ && impl_->loaded;
 }
 const std::string& provider::name() const noexcept {
   return impl_->name;
@@ -241,7 +285,7 @@ uintptr_t provider::load_address() const noexcept {
 
 result<void> provider::load() {
   detail::provider_impl& im = *impl_;
-  if (im.handle != nullptr)
+  if (im.loaded)
     return make_error(errc::bad_state, "usdt: provider '%s' is already loaded from %s",
                       im.name.c_str(), im.object_path.c_str());
   if (im.probes.empty())
@@ -251,7 +295,9 @@ result<void> provider::load() {
   detail::object_spec spec;
   spec.provider = im.name;
   spec.soname = "libjitunwind-usdt-" + im.name + ".so";
-  for (const auto& p : im.probes) spec.probes.push_back({p->name, p->arg_string});
+  spec.semaphore_slots = static_cast<uint32_t>(im.semaphore_owner.size());
+  for (const auto& p : im.probes)
+    spec.probes.push_back({p->name, p->arg_string, im.semaphore_index(*p)});
 
   auto placed = im.options.location == object_location::memfd
                     ? detail::placed_object::create_memfd(im.name)
@@ -261,49 +307,30 @@ result<void> provider::load() {
   if (!layout) return std::move(layout).error();
   if (auto r = placed->seal(); !r) return std::move(r).error();
 
-  const std::string fd_path = placed->fd_path();
-  void* handle = dlopen(fd_path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (handle == nullptr) {
-    const char* why = dlerror();
-    return make_error(errc::malformed, "usdt: provider '%s': dlopen(%s) failed: %s",
-                      im.name.c_str(), fd_path.c_str(), why != nullptr ? why : "?");
-  }
-  link_map* lm = nullptr;
-  if (dlinfo(handle, RTLD_DI_LINKMAP, &lm) != 0 || lm == nullptr) {
-    dlclose(handle);
-    return make_error(errc::malformed, "usdt: provider '%s': dlinfo failed on %s", im.name.c_str(),
-                      fd_path.c_str());
-  }
-  const uintptr_t base = lm->l_addr;
-
-  // Look every probe up by its dynamic symbol and check it is where we put it.
-  std::vector<std::pair<void*, const volatile uint16_t*>> bound;
+  auto base = im.area->map(placed->fd(), *layout, placed->tracer_path());
+  if (!base) return std::move(base).error();
+  // The writer put each semaphore at the index the handle already points at.
   for (size_t i = 0; i < im.probes.size(); ++i) {
-    const auto& p = *im.probes[i];
-    const std::string stub_name = detail::stub_symbol(im.name, p.name);
-    const std::string sema_name = detail::semaphore_symbol(im.name, p.name);
-    void* stub = dlsym(handle, stub_name.c_str());
-    void* sema = dlsym(handle, sema_name.c_str());
-    if (stub == nullptr || sema == nullptr ||
-        reinterpret_cast<uintptr_t>(stub) != base + layout->stub[i] ||
-        reinterpret_cast<uintptr_t>(sema) != base + layout->semaphore[i]) {
-      dlclose(handle);
+    auto& p = *im.probes[i];
+    if (*base + layout->semaphore[i] != reinterpret_cast<uintptr_t>(p.semaphore)) {
+      (void)im.area->unmap();
       return make_error(errc::malformed,
-                        "usdt: provider '%s': symbols %s/%s not found where written in %s "
-                        "(stub %p, semaphore %p, base 0x%lx)",
-                        im.name.c_str(), stub_name.c_str(), sema_name.c_str(), fd_path.c_str(),
-                        stub, sema, static_cast<unsigned long>(base));
+                        "usdt: provider '%s': probe '%s': semaphore written at 0x%llx, handle "
+                        "expects %p",
+                        im.name.c_str(), p.name.c_str(),
+                        static_cast<unsigned long long>(*base + layout->semaphore[i]),
+                        static_cast<const void*>(const_cast<const uint16_t*>(p.semaphore)));
     }
-    bound.emplace_back(stub, static_cast<const volatile uint16_t*>(sema));
   }
-  for (size_t i = 0; i < im.probes.size(); ++i) {
-    im.probes[i]->semaphore.store(bound[i].second, std::memory_order_release);
-    im.probes[i]->site.store(bound[i].first, std::memory_order_release);
-  }
-  im.handle = handle;
-  im.load_address = base;
+  for (size_t i = 0; i < im.probes.size(); ++i)
+    im.probes[i]->site.store(reinterpret_cast<void*>(*base + layout->stub[i]),
+                             std::memory_order_release);
+  im.loaded = true;
+  im.load_address = *base;
   im.object_path = placed->tracer_path();
   im.placed = std::move(*placed);
+  jitunwind::detail::usdt_events::usdt_load(im.name.c_str(), im.load_address,
+                                            im.object_path.c_str());
   im.options.log(log_level::debug, "usdt: provider '" + im.name + "' loaded from " +
                                        im.object_path + " (" + std::to_string(im.probes.size()) +
                                        " probes)");
@@ -312,20 +339,15 @@ result<void> provider::load() {
 
 result<void> provider::unload() {
   detail::provider_impl& im = *impl_;
-  if (im.handle == nullptr) return ok_result();
+  if (!im.loaded) return ok_result();
   for (auto& p : im.probes) make_inert(*p);
-  const int rc = dlclose(im.handle);
-  im.handle = nullptr;
+  auto r = im.area->unmap();
+  jitunwind::detail::usdt_events::usdt_unload(im.name.c_str(), im.load_address);
+  im.loaded = false;
   im.load_address = 0;
   im.placed.remove();
-  std::string path = std::move(im.object_path);
   im.object_path.clear();
-  if (rc != 0) {
-    const char* why = dlerror();
-    return make_error(errc::io_error, "usdt: provider '%s': dlclose(%s) failed: %s",
-                      im.name.c_str(), path.c_str(), why != nullptr ? why : "?");
-  }
-  return ok_result();
+  return r;
 }
 
 }  // namespace jitunwind::usdt

@@ -11,8 +11,7 @@
 namespace jitunwind::usdt::detail {
 
 /// An object's home. Owns `fd` (kept open while loaded: bcc maps a /memfd: mapping back to
-/// /proc/PID/fd/N, and ld.so's link map names that path) and, in file mode, the directory fd
-/// and file name to unlink.
+/// /proc/PID/fd/N) and, in file mode, the directory fd and file name to unlink.
 class placed_object {
  public:
   placed_object() = default;
@@ -21,8 +20,8 @@ class placed_object {
   ~placed_object() { remove(); }
 
   int fd() const { return fd_; }
-  /// `/proc/PID/fd/N`: what we dlopen (it names exactly the inode we wrote, whatever happens
-  /// to the directory) and, in memfd mode, what tracers open.
+  /// `/proc/PID/fd/N`: in memfd mode, what tracers open (it names exactly the inode we wrote,
+  /// whatever happens to the directory).
   std::string fd_path() const;
   /// Tracers' path: the file's path in file mode, `fd_path()` for a memfd.
   const std::string& tracer_path() const { return tracer_path_; }

@@ -16,6 +16,8 @@ JITUNWIND_SEMAPHORE(window_retire);
 JITUNWIND_SEMAPHORE(window_free);
 JITUNWIND_SEMAPHORE(code_add);
 JITUNWIND_SEMAPHORE(code_remove);
+JITUNWIND_SEMAPHORE(usdt_load);
+JITUNWIND_SEMAPHORE(usdt_unload);
 }
 
 namespace jitunwind::detail::usdt_events {
@@ -44,10 +46,20 @@ namespace jitunwind::detail::usdt_events {
   STAP_PROBE3(jitunwind, code_remove, address, size, window_id);
 }
 
+[[gnu::noinline]] void fire_usdt_load(const char* provider, uint64_t load_address,
+                                      const char* object_path) {
+  STAP_PROBE3(jitunwind, usdt_load, provider, load_address, object_path);
+}
+
+[[gnu::noinline]] void fire_usdt_unload(const char* provider, uint64_t load_address) {
+  STAP_PROBE2(jitunwind, usdt_unload, provider, load_address);
+}
+
 semaphore_values semaphores() {
   return {jitunwind_window_publish_semaphore, jitunwind_window_retire_semaphore,
-          jitunwind_window_free_semaphore, jitunwind_code_add_semaphore,
-          jitunwind_code_remove_semaphore};
+          jitunwind_window_free_semaphore,    jitunwind_code_add_semaphore,
+          jitunwind_code_remove_semaphore,    jitunwind_usdt_load_semaphore,
+          jitunwind_usdt_unload_semaphore};
 }
 
 }  // namespace jitunwind::detail::usdt_events

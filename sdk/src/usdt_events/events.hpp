@@ -17,6 +17,8 @@ extern volatile unsigned short jitunwind_window_retire_semaphore;
 extern volatile unsigned short jitunwind_window_free_semaphore;
 extern volatile unsigned short jitunwind_code_add_semaphore;
 extern volatile unsigned short jitunwind_code_remove_semaphore;
+extern volatile unsigned short jitunwind_usdt_load_semaphore;
+extern volatile unsigned short jitunwind_usdt_unload_semaphore;
 }
 
 namespace jitunwind::detail::usdt_events {
@@ -28,6 +30,8 @@ void fire_window_retire(uint64_t window_id, uint64_t generation);
 void fire_window_free(uint64_t window_id, uint64_t generation);
 void fire_code_add(uint64_t address, uint64_t size, const char* name, uint64_t window_id);
 void fire_code_remove(uint64_t address, uint64_t size, uint64_t window_id);
+void fire_usdt_load(const char* provider, uint64_t load_address, const char* object_path);
+void fire_usdt_unload(const char* provider, uint64_t load_address);
 
 /// A window's contents were published (new window, or new generation of a window: more code,
 /// extended SFrame, reuse). A consumer replaces everything it knew for `window_id`.
@@ -82,10 +86,27 @@ inline void code_remove(uint64_t address, uint64_t size, uint64_t window_id) {
   }
 }
 
-/// Current semaphore values, for tests and diagnostics (publish, retire, free, code_add,
-/// code_remove).
+/// A dynamic USDT provider's object was mapped (the SDK maps it itself, not through the dynamic
+/// linker, so tools that watch ld.so for new objects learn about it here). Fired after the
+/// object is in place and before `provider::load()` returns, so a tracer that stops the process
+/// on this event can attach to the new probes before any of them fires.
+inline void usdt_load(const char* provider, uint64_t load_address, const char* object_path) {
+  if (__builtin_expect(jitunwind_usdt_load_semaphore != 0, 0)) {
+    fire_usdt_load(provider, load_address, object_path);
+  }
+}
+
+/// A dynamic USDT provider's object was replaced by inert pages (`provider::unload()`).
+inline void usdt_unload(const char* provider, uint64_t load_address) {
+  if (__builtin_expect(jitunwind_usdt_unload_semaphore != 0, 0)) {
+    fire_usdt_unload(provider, load_address);
+  }
+}
+
+/// Current semaphore values, for tests and diagnostics.
 struct semaphore_values {
-  unsigned short window_publish, window_retire, window_free, code_add, code_remove;
+  unsigned short window_publish, window_retire, window_free, code_add, code_remove, usdt_load,
+      usdt_unload;
 };
 semaphore_values semaphores();
 
