@@ -58,7 +58,7 @@ class owned_memory {
  private:
   void release() noexcept;
 
-  uint8_t* exec_ = nullptr;  // start of the reservation: code, then SFrame buffers
+  uint8_t* exec_ = nullptr;         // start of the reservation: code, then SFrame buffers
   size_t reservation_ = 0;
   size_t code_capacity_ = 0;
   uint8_t* write_alias_ = nullptr;  // dual mapping only
@@ -75,7 +75,7 @@ class near_buffers {
   near_buffers& operator=(near_buffers&& other) noexcept;
   ~near_buffers();
   const sframe_buffers& sframe() const noexcept { return sframe_; }
-  /// The whole mapping (both buffers); nullptr when empty.
+  /// The whole mapping (both buffers); 0 when empty.
   uint64_t address() const noexcept { return reinterpret_cast<uint64_t>(base_); }
   size_t length() const noexcept { return len_; }
 

@@ -143,7 +143,7 @@ class session_impl final : public session {
   void mark_failed(slot& s, const char* what, uint64_t window_id, const error& e);
 
   session_options options_;
-  std::vector<slot> slots_;   // publishing order
+  std::vector<slot> slots_;  // publishing order
   mutable std::mutex mutex_;  // guards slots_' state/message, windows_ and live_
   // Bit i set: slots_[i] is active. Read without the lock on every publish (a publish would
   // otherwise take mutex_ once per publisher); cleared under mutex_ when a publisher fails.

@@ -14,9 +14,7 @@ namespace {
 
 // Upper bound of the SFrame bytes one function adds: the FDE plus, per row, a 4-byte start
 // address, the info byte and three 4-byte offsets.
-size_t sframe_bytes_bound(const function_desc& f) {
-  return 20 + f.rows.size() * (4 + 1 + 12);
-}
+size_t sframe_bytes_bound(const function_desc& f) { return 20 + f.rows.size() * (4 + 1 + 12); }
 
 result<void> check_name(std::string_view name) {
   if (name.empty()) return make_error(errc::invalid_argument, "function name is empty");
@@ -77,16 +75,18 @@ result<window::code_space> window_impl::allocate(size_t size, size_t alignment) 
   if (state() != window_state::open)
     return make_error(errc::bad_state, "window %llu: allocate() on a %s window",
                       static_cast<unsigned long long>(id_), to_string(state()));
-  if (size == 0 || alignment == 0 || (alignment & (alignment - 1)) != 0 || alignment > page_size())
+  if (size == 0 || alignment == 0 || (alignment & (alignment - 1)) != 0 ||
+      alignment > page_size())
     return make_error(errc::invalid_argument,
                       "window %llu: allocate(size %zu, alignment %zu): size must be > 0 and "
                       "alignment a power of two up to the page size",
                       static_cast<unsigned long long>(id_), size, alignment);
   const size_t offset = round_up(alloc_cursor_, alignment);
   if (offset > mem_.code_capacity() || size > mem_.code_capacity() - offset)
-    return make_error(
-        errc::limit_exceeded, "window %llu: %zu bytes of code do not fit (%zu of %zu bytes used)",
-        static_cast<unsigned long long>(id_), size, alloc_cursor_, mem_.code_capacity());
+    return make_error(errc::limit_exceeded,
+                      "window %llu: %zu bytes of code do not fit (%zu of %zu bytes used)",
+                      static_cast<unsigned long long>(id_), size, alloc_cursor_,
+                      mem_.code_capacity());
   // The gap is best effort: the last allocation of a window may use it for code.
   alloc_cursor_ = std::min(offset + size + session_.code_gap(), mem_.code_capacity());
   const uint64_t address = text_start_ + offset;
@@ -109,7 +109,8 @@ result<void> window_impl::append(std::string_view name, const function_desc& fra
                       "%s [0x%llx, 0x%llx)",
                       id, static_cast<int>(name.size()), name.data(),
                       static_cast<unsigned long long>(frames.start),
-                      static_cast<unsigned long long>(end), owned_ ? "allocated code" : "range",
+                      static_cast<unsigned long long>(end),
+                      owned_ ? "allocated code" : "range",
                       static_cast<unsigned long long>(text_start_),
                       static_cast<unsigned long long>(limit));
   if (frames.start < last_end_)
@@ -155,7 +156,8 @@ result<void> window_impl::name_range(std::string_view name, const function_desc&
   const auto id = static_cast<unsigned long long>(id_);
   const window_state st = state();
   if (st != window_state::open && st != window_state::sealed)
-    return make_error(errc::bad_state, "window %llu: name_range on a %s window", id, to_string(st));
+    return make_error(errc::bad_state, "window %llu: name_range on a %s window", id,
+                      to_string(st));
   if (auto ok = check_name(name); !ok)
     return make_error(errc::invalid_argument, "window %llu: %s", id, ok.error().message().c_str());
   if (auto ok = validate(session_.options().target, frames); !ok)
@@ -219,8 +221,8 @@ result<void> window_impl::publish() {
     if (auto ok = mem_.make_executable(exec_from_, alloc_cursor_ - exec_from_); !ok)
       return make_error(ok.error().code(), "window %llu: %s", id, ok.error().message().c_str());
     // New code goes to a fresh page: published pages are never made writable again.
-    if (!mem_.dual())
-      alloc_cursor_ = std::min(round_up(alloc_cursor_, page_size()), mem_.code_capacity());
+    if (!mem_.dual()) alloc_cursor_ = std::min(round_up(alloc_cursor_, page_size()),
+                                               mem_.code_capacity());
     exec_from_ = alloc_cursor_;
   }
   // Build the new section in the buffer not in use, then switch: consumers of the old one
