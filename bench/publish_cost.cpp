@@ -431,13 +431,13 @@ void BM_floor_write(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
-void BM_describe_reuse(benchmark::State& state) {
+// Describes one function per iteration at successive slots of the code region.
+template <class Describe>
+void describe_each_slot(benchmark::State& state, Describe&& describe_at) {
   const code_region& r = region();
   uint64_t start = reinterpret_cast<uint64_t>(r.base);
-  function_desc f;
   for (auto _ : state) {
-    describe_into(f, start, r.shape);
-    benchmark::DoNotOptimize(f);
+    describe_at(start, r.shape);
     start += slot_bytes;
     if (start >= reinterpret_cast<uint64_t>(r.base) + r.bytes)
       start = reinterpret_cast<uint64_t>(r.base);
@@ -446,18 +446,19 @@ void BM_describe_reuse(benchmark::State& state) {
   state.SetLabel("ratio_to=BM_asmjit/assembler");
 }
 
-void BM_describe(benchmark::State& state) {
-  const code_region& r = region();
-  uint64_t start = reinterpret_cast<uint64_t>(r.base);
-  for (auto _ : state) {
-    function_desc f = describe(start, r.shape);
+void BM_describe_reuse(benchmark::State& state) {
+  function_desc f;
+  describe_each_slot(state, [&](uint64_t start, const auto& shape) {
+    describe_into(f, start, shape);
     benchmark::DoNotOptimize(f);
-    start += slot_bytes;
-    if (start >= reinterpret_cast<uint64_t>(r.base) + r.bytes)
-      start = reinterpret_cast<uint64_t>(r.base);
-  }
-  state.SetItemsProcessed(state.iterations());
-  state.SetLabel("ratio_to=BM_asmjit/assembler");
+  });
+}
+
+void BM_describe(benchmark::State& state) {
+  describe_each_slot(state, [](uint64_t start, const auto& shape) {
+    function_desc f = describe(start, shape);
+    benchmark::DoNotOptimize(f);
+  });
 }
 
 // ---- report ----
