@@ -145,3 +145,24 @@ TEST_CASE("a function shaped like the previous one still gets every error") {
     CHECK(d->functions[1].rows == first->rows);
   }
 }
+
+TEST_CASE("functions without rows in a row (non-strict) encode like the first") {
+  // Found by fuzz_sframe_decode: the second of two row-less functions took the shape cache
+  // with zero bytes to copy from an empty buffer.
+  for (abi a : all_abis) {
+    encoder_options o;
+    o.target = a;
+    o.strict = false;
+    o.section_address = 0x400000;
+    std::vector<function_desc> fs(3);
+    for (size_t i = 0; i < fs.size(); ++i) {
+      fs[i].start = 0x401000 + 0x100 * i;
+      fs[i].size = 0x40;
+    }
+    auto bytes = encode(o, fs);
+    REQUIRE(bytes.ok());
+    auto d = decode(*bytes, o.section_address);
+    REQUIRE(d.ok());
+    CHECK(d->functions == fs);
+  }
+}

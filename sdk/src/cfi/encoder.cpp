@@ -224,7 +224,10 @@ result<void> encoder::append_fde(uint64_t start, uint64_t size, const function_d
   const size_t header = out.size_from(begin);
   if (cached_body != nullptr) {
     // The header's size is fixed by the encoding, so the padding is the cached one too.
-    std::memcpy(begin + header, cached_body->data(), cached_body->size());
+    // (A body can be empty: rows that only restate the CIE's state, header already aligned;
+    // an empty vector's data() may be null, which memcpy must not get.)
+    if (!cached_body->empty())
+      std::memcpy(begin + header, cached_body->data(), cached_body->size());
   } else {
     frame_row state = entry_row(options_.target);
     uint64_t at = 0;

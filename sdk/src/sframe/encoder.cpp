@@ -117,8 +117,12 @@ result<void> encoder::append(const function_desc& f) {
   if (same_shape) {
     if (old_size + last_fre_bytes_ > std::numeric_limits<uint32_t>::max())
       return make_error(errc::limit_exceeded, "sframe encoder: FRE sub-section over 4 GiB");
-    fres_.resize(old_size + last_fre_bytes_);
-    std::memcpy(fres_.data() + old_size, fres_.data() + last_fre_offset_, last_fre_bytes_);
+    // (Functions without rows, which the non-strict format check accepts, have no bytes: and
+    // an empty vector's data() may be null, which memcpy must not get.)
+    if (last_fre_bytes_ != 0) {
+      fres_.resize(old_size + last_fre_bytes_);
+      std::memcpy(fres_.data() + old_size, fres_.data() + last_fre_offset_, last_fre_bytes_);
+    }
     fdes_.push_back(fde_entry{
         f.start, f.size, static_cast<uint32_t>(old_size), static_cast<uint32_t>(f.rows.size()),
         fde_info(type, f.pcmask_rep != 0, 0), static_cast<uint8_t>(f.pcmask_rep)});
