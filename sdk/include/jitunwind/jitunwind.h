@@ -512,11 +512,13 @@ JITUNWIND_API jitunwind_status jitunwind_usdt_provider_find_probe(
     const jitunwind_usdt_provider* provider, const char* name, jitunwind_usdt_probe** out,
     jitunwind_error* error);
 
-/* Generates, places and dlopens the object; binds every handle. */
+/* Generates, places and maps the object (not through dlopen: see jitunwind/usdt.h); binds
+ * every handle. */
 JITUNWIND_API jitunwind_status jitunwind_usdt_provider_load(jitunwind_usdt_provider* provider,
                                                             jitunwind_error* error);
-/* Handles become inert, the object is dlclosed and its file removed. No other thread may be
- * inside _enabled/_fire of this provider's probes meanwhile. */
+/* Handles become inert, the object's pages are replaced by inert ones (zero semaphores, `ret`
+ * stubs) and its file removed. Other threads may be inside _enabled/_fire meanwhile (they fire
+ * the old probe or return); not across an _unload and the next _load. */
 JITUNWIND_API jitunwind_status jitunwind_usdt_provider_unload(jitunwind_usdt_provider* provider,
                                                               jitunwind_error* error);
 /* Path tracers use (/proc/PID/fd/N or the file); "" when not loaded. Owned by the provider,
