@@ -384,6 +384,62 @@ TEST_CASE("freed windows' SFrame buffers serve the next window and hold only its
   munmap(code, 4 * len);
 }
 
+TEST_CASE("freed owned windows' memory serves the next owned window, wiped") {
+  // A freed owned window's mapping (pages already faulted in) goes to the next owned window of
+  // the same capacities: same range, writable and not executable, the old code overwritten with
+  // int3, and nothing of the old window's functions or SFrame left.
+  for (const bool dual : {false, true}) {
+    INFO("dual mapping " << dual);
+    auto s = session::create(quiet_options());
+    REQUIRE(s.ok());
+    const owned_window_options opts{.code_capacity = 8192, .dual_mapping = dual};
+    auto first = (*s)->create_owned_window(opts);
+    REQUIRE(first.ok());
+    const uint64_t range = (*first)->text_start();
+    for (uint32_t k = 0; k < 3; ++k) {
+      auto a = (*first)->allocate(6);
+      REQUIRE(a.ok());
+      emit_return_constant(a->writable, 10 + k);
+      REQUIRE((*first)->append("old" + std::to_string(k), *recipes::leaf(abi::amd64, a->address, 6))
+                  .ok());
+    }
+    REQUIRE((*first)->publish().ok());
+    CHECK(reinterpret_cast<int (*)()>(range)() == 10);
+    REQUIRE((*first)->retire(std::chrono::milliseconds(0)).ok());
+    REQUIRE((*s)->poll() == 1);
+
+    // Another capacity gets its own memory; the spare is kept for a matching window.
+    auto other = (*s)->create_owned_window({.code_capacity = 3 * 4096, .dual_mapping = dual});
+    REQUIRE(other.ok());
+    CHECK((*other)->text_start() != range);
+
+    auto second = (*s)->create_owned_window(opts);
+    REQUIRE(second.ok());
+    CHECK((*second)->text_start() == range);
+    CHECK((*second)->functions().empty());
+    CHECK((*second)->published_sframe().empty());
+    if (!dual) CHECK(perms_of(range).substr(0, 3) == "rw-");
+    auto b = (*second)->allocate(6);
+    REQUIRE(b.ok());
+    CHECK(b->address == range);
+    // Everything the old window allocated (3 functions, 16-byte aligned) is int3 now.
+    const uint8_t* old = b->writable.data();  // the RW view (the code itself without dual)
+    CHECK(std::all_of(old, old + 38, [](uint8_t c) { return c == 0xcc; }));
+    emit_return_constant(b->writable, 77);
+    REQUIRE((*second)->append("new", *recipes::leaf(abi::amd64, b->address, 6)).ok());
+    REQUIRE((*second)->publish().ok());
+    CHECK(reinterpret_cast<int (*)()>(range)() == 77);
+    const auto published = (*second)->published_sframe();
+    auto d = sframe::decode(published, reinterpret_cast<uint64_t>(published.data()));
+    REQUIRE(d.ok());
+    REQUIRE(d->functions.size() == 1);
+    CHECK(d->functions[0].start == range);
+    const auto names = (*second)->functions();
+    REQUIRE(names.size() == 1);
+    CHECK(names[0].name == "new");
+  }
+}
+
 TEST_CASE("publisher lists and the environment") {
   auto all = parse_publishers("all");
   REQUIRE(all.ok());

@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <utility>
@@ -110,17 +111,18 @@ result<void> owned_memory::make_executable(size_t offset, size_t len) {
   return {};
 }
 
-result<void> owned_memory::wipe() {
+result<void> owned_memory::wipe(size_t used) {
+  used = std::min(used, code_capacity_);
   if (dual()) {
-    std::memset(write_alias_, 0xcc, code_capacity_);  // int3: stale jumps trap
+    std::memset(write_alias_, 0xcc, used);  // int3: stale jumps trap
     return {};
   }
-  // Fresh zero pages, writable and not executable; the range (and its SFrame reach) is kept.
-  void* p = mmap(exec_, code_capacity_, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
-  if (p == MAP_FAILED)
-    return make_error(errc::io_error, "owned window: wiping %zu bytes failed: %s", code_capacity_,
-                      std::strerror(errno));
+  // Whole range writable and not executable first (never both), then overwrite the old code.
+  // Fresh zero pages (mmap MAP_FIXED) would do the same, but every page would fault again.
+  if (mprotect(exec_, code_capacity_, PROT_READ | PROT_WRITE) != 0)
+    return make_error(errc::io_error, "owned window: making %zu bytes writable for reuse failed: %s",
+                      code_capacity_, std::strerror(errno));
+  std::memset(exec_, 0xcc, used);
   return {};
 }
 

@@ -49,11 +49,18 @@ class owned_memory {
   uint8_t* writable_for(uint64_t address) const noexcept;
   bool dual() const noexcept { return write_alias_ != nullptr; }
   const sframe_buffers& sframe() const noexcept { return sframe_; }
+  /// Whether this memory can serve a window created with these (page-rounded) capacities.
+  bool fits(size_t code_capacity, size_t sframe_each, bool dual) const noexcept {
+    return exec_ != nullptr && code_capacity == code_capacity_ &&
+           sframe_each == sframe_.capacity() && dual == this->dual();
+  }
 
   /// Switches [offset, offset+len) (page-rounded) of the code to RX (no-op with dual mapping).
   result<void> make_executable(size_t offset, size_t len);
-  /// Back to a clean RW, non-executable window (for reuse after the grace period).
-  result<void> wipe();
+  /// Back to a writable, non-executable window for reuse after the grace period: the first
+  /// `used` bytes (what was ever allocated) become int3, so a stale jump into old code traps.
+  /// The pages stay resident: a reused window does not pay page faults again.
+  result<void> wipe(size_t used);
 
  private:
   void release() noexcept;

@@ -102,9 +102,14 @@ result<window*> session_impl::create_owned_window(const owned_window_options& o)
     // About one typical function (FDE + 4 rows) per 64 bytes of code, at least one page.
     sframe_capacity = std::max<size_t>(page_size(), o.code_capacity / 64 * 48 + 64);
   }
-  auto mem = owned_memory::create(o.code_capacity, sframe_capacity, o.dual_mapping);
-  if (!mem) return std::move(mem).error();
-  auto w = std::make_unique<window_impl>(*this, next_window_id(), std::move(mem).value());
+  owned_memory mem = take_owned(round_up(o.code_capacity, page_size()),
+                                round_up(sframe_capacity, page_size()), o.dual_mapping);
+  if (mem.code_capacity() == 0) {
+    auto fresh = owned_memory::create(o.code_capacity, sframe_capacity, o.dual_mapping);
+    if (!fresh) return std::move(fresh).error();
+    mem = std::move(fresh).value();
+  }
+  auto w = std::make_unique<window_impl>(*this, next_window_id(), std::move(mem));
   window_impl* raw = w.get();
   std::lock_guard lock(mutex_);
   windows_.push_back(std::move(w));
@@ -173,6 +178,34 @@ void session_impl::recycle(near_buffers buffers) {
   std::lock_guard lock(mutex_);
   if (spare_buffers_.size() == max_spare_buffers) spare_buffers_.erase(spare_buffers_.begin());
   spare_buffers_.push_back(std::move(buffers));
+}
+
+void session_impl::recycle(owned_memory memory) {
+  if (memory.code_capacity() == 0) return;
+  std::lock_guard lock(mutex_);
+  if (spare_owned_.size() == max_spare_buffers) spare_owned_.erase(spare_owned_.begin());
+  spare_owned_.push_back(std::move(memory));
+}
+
+owned_memory session_impl::take_owned(size_t code_capacity, size_t sframe_each, bool dual) {
+  std::lock_guard lock(mutex_);
+  for (size_t i = spare_owned_.size(); i-- > 0;) {
+    if (!spare_owned_[i].fits(code_capacity, sframe_each, dual)) continue;
+    owned_memory m = std::move(spare_owned_[i]);
+    spare_owned_.erase(spare_owned_.begin() + static_cast<ptrdiff_t>(i));
+    return m;
+  }
+  return {};
+}
+
+void session_impl::recycle(std::vector<published_function> pending) {
+  std::lock_guard lock(mutex_);
+  if (pending.capacity() > spare_pending_.capacity()) spare_pending_ = std::move(pending);
+}
+
+std::vector<published_function> session_impl::take_pending() {
+  std::lock_guard lock(mutex_);
+  return std::exchange(spare_pending_, {});
 }
 
 size_t session_impl::poll() {

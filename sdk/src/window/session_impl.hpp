@@ -57,7 +57,8 @@ class window_impl final : public window {
   published_function& next_pending();
   void forget_functions();
   const sframe_buffers& buffers() const noexcept;
-  void free_memory();
+  /// `recycle`: hand the memory to the session for the next window instead of releasing it.
+  void free_memory(bool recycle);
 
   session_impl& session_;
   const bool owned_;
@@ -127,6 +128,15 @@ class session_impl final : public session {
   /// A freed described window's SFrame buffers, kept for the next describe_window: their pages
   /// are already faulted in (a fresh mapping costs a page fault per 4 KiB the section grows).
   void recycle(near_buffers buffers);
+  /// A freed owned window's memory, already wiped (owned_memory::wipe), for the next owned
+  /// window of the same capacities: same reasoning, for code pages and SFrame buffers alike.
+  void recycle(owned_memory memory);
+  /// Spare memory for an owned window of these capacities, or empty memory.
+  owned_memory take_owned(size_t code_capacity, size_t sframe_each, bool dual);
+  /// A freed window's entries for pending functions: their names and rows keep their capacity,
+  /// so the next window's appends allocate nothing either.
+  void recycle(std::vector<published_function> pending);
+  std::vector<published_function> take_pending();
 
   /// Bytes owned windows leave free after each allocation. perf maps each jitdump-injected
   /// object over the code plus its unwinding data (about 8 bytes per row + 60): the next function
@@ -156,6 +166,9 @@ class session_impl final : public session {
   // Buffers of freed described windows (recycle), at most max_spare_buffers, newest last.
   static constexpr size_t max_spare_buffers = 2;
   std::vector<near_buffers> spare_buffers_;
+  // Memory of freed owned windows, same rules; and one window's worth of pending entries.
+  std::vector<owned_memory> spare_owned_;
+  std::vector<published_function> spare_pending_;
   size_t code_gap_ = 0;
 };
 

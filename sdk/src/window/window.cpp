@@ -35,7 +35,7 @@ result<void> check_name(std::string_view name) {
 }  // namespace
 
 window_impl::window_impl(session_impl& s, uint64_t id, owned_memory mem)
-    : window(id), session_(s), owned_(true), mem_(std::move(mem)) {
+    : window(id), session_(s), owned_(true), mem_(std::move(mem)), pending_(s.take_pending()) {
   text_start_ = mem_.code_address();
   text_size_ = mem_.code_capacity();
   last_end_ = text_start_;
@@ -43,7 +43,7 @@ window_impl::window_impl(session_impl& s, uint64_t id, owned_memory mem)
 
 window_impl::window_impl(session_impl& s, uint64_t id, uint64_t text_start, size_t text_size,
                          near_buffers near)
-    : window(id), session_(s), owned_(false), near_(std::move(near)) {
+    : window(id), session_(s), owned_(false), near_(std::move(near)), pending_(s.take_pending()) {
   text_start_ = text_start;
   text_size_ = text_size;
   last_end_ = text_start_;
@@ -283,21 +283,27 @@ bool window_impl::poll_grace(std::chrono::steady_clock::time_point now) {
   grace_done_ = true;
   kept_for_reuse_ = on_grace_over_ ? on_grace_over_(*this) : false;
   on_grace_over_ = nullptr;
-  if (!kept_for_reuse_) free_memory();
+  if (!kept_for_reuse_) free_memory(/*recycle=*/true);
   return true;
 }
 
-void window_impl::free_memory() {
+void window_impl::free_memory(bool recycle) {
   const window_view v = view(false);
   session_.for_each_backend("free", id_, [&](publisher_backend& b) { return b.on_free(v); });
+  // Nobody reads the buffers or runs the code any more (the publishers were told above, the
+  // grace period is over); the session may give them, pages already faulted in, to the next
+  // window. Code that cannot be wiped is unmapped instead.
+  if (recycle) {
+    if (owned_ && mem_.wipe(alloc_cursor_).ok()) session_.recycle(std::move(mem_));
+    session_.recycle(std::exchange(near_, near_buffers{}));
+    session_.recycle(std::exchange(pending_, {}));
+  }
   mem_ = owned_memory{};
-  // Nobody reads the buffers any more (the publishers were told above); the session may give
-  // them, pages already faulted in, to the next described window.
-  session_.recycle(std::exchange(near_, near_buffers{}));
+  near_ = near_buffers{};
+  pending_ = {};
   encoder_.reset();
   forget_functions();
-  // Freed for good: give the memory back.
-  pending_ = {};
+  // Freed for good: give the rest back.
   records_ = {};
   names_ = {};
   ranges_ = {};
@@ -316,7 +322,7 @@ result<void> window_impl::reuse() {
   const window_view v = view(false);
   session_.for_each_backend("free", id_, [&](publisher_backend& b) { return b.on_free(v); });
   if (owned_) {
-    if (auto ok = mem_.wipe(); !ok)
+    if (auto ok = mem_.wipe(alloc_cursor_); !ok)
       return make_error(ok.error().code(), "window %llu: %s", id, ok.error().message().c_str());
   }
   encoder_.reset();
@@ -342,7 +348,7 @@ void window_impl::shutdown() {
     const window_view v = view(false);
     session_.for_each_backend("retire", id_, [&](publisher_backend& b) { return b.on_retire(v); });
   }
-  if (state() != window_state::freed) free_memory();
+  if (state() != window_state::freed) free_memory(/*recycle=*/false);  // the session is going
 }
 
 void window_impl::forget_functions() {
