@@ -27,6 +27,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <string>
@@ -194,8 +195,12 @@ void BM_interp_trampolines_on_vs_off_spin(benchmark::State& state) {
 //   asmjit:    generate + relocate/copy into a plain buffer (what compiling costs anyway)
 //   copy:      relocate/copy alone into a plain buffer
 //   windowed:  allocate in the window + relocate/copy + append, and publish (once at the end,
-//              or after every function)
+//              or after every function); the window is then retired and freed, so from the
+//              second iteration on its memory is recycled (the median), the first is reported
+//              on its own
 // SDK cost per function = (windowed - copy) / 400; ratio = SDK cost / asmjit cost.
+// With jitdump on, `jitdump_floor_ratio` is what writing the dump's new bytes with plain
+// write() calls (as many as publishes) costs against asmjit: the least any jitdump can add.
 
 std::string generated_source(int n) {
   std::string out;
@@ -237,6 +242,35 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// Size of this process's jitdump in $JITDUMPDIR (0 if there is none yet).
+uintmax_t jitdump_size() {
+  const char* dir = std::getenv("JITDUMPDIR");
+  std::error_code ec;
+  const uintmax_t n = std::filesystem::file_size(
+      std::string(dir ? dir : ".") + "/jit-" + std::to_string(getpid()) + ".dump", ec);
+  return ec ? 0 : n;
+}
+
+// The jitdump publisher's floor: the kernel putting the same number of bytes into a new file
+// in the same directory with as many write() calls. A jitdump whose records are in the file
+// when publish() returns (what crash safety asks) cannot cost less. Seconds.
+double timed_plain_writes(uintmax_t bytes, size_t writes) {
+  const char* dir = std::getenv("JITDUMPDIR");
+  const std::string path = std::string(dir ? dir : ".") + "/floor.bin";
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+  if (fd < 0) std::abort();
+  const std::vector<char> data(static_cast<size_t>(bytes / writes) + 1, 'x');
+  const auto t0 = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < writes; ++i) {
+    const size_t n = static_cast<size_t>(bytes / writes) + (i < bytes % writes ? 1 : 0);
+    if (write(fd, data.data(), n) != static_cast<ssize_t>(n)) std::abort();
+  }
+  const double t = seconds_since(t0);
+  close(fd);
+  unlink(path.c_str());
+  return t;
+}
+
 // Publisher sets by benchmark argument: all that need no setup, none, then each on its own.
 const char* const publisher_sets[] = {"default", "none",    "registry", "usdt-events",
                                       "perfmap", "jitdump", "gdb"};
@@ -253,7 +287,8 @@ void publication_vs_compile(benchmark::State& state, bool publish_each) {
     return;
   }
   std::vector<uint8_t> scratch(1 << 20);
-  std::vector<double> asmjit_us, sdk_us, ratio;
+  std::vector<double> asmjit_us, sdk_us, ratio, floor_us, floor_ratio;
+  const bool jitdump_on = (so->publishers & static_cast<uint32_t>(jitunwind::publisher::jitdump)) != 0;
   const double n = static_cast<double>(prog.program.functions.size());
   for (auto _ : state) {
     // asmjit: generate + place into a plain buffer.
@@ -277,6 +312,7 @@ void publication_vs_compile(benchmark::State& state, bool publish_each) {
       state.SkipWithError(w.error().message().c_str());
       return;
     }
+    const uintmax_t dump_before = jitdump_size();
     t0 = std::chrono::steady_clock::now();
     size_t i = 0;
     for (auto& g : code) {
@@ -287,6 +323,12 @@ void publication_vs_compile(benchmark::State& state, bool publish_each) {
     }
     if (!(*w)->publish().ok()) std::abort();
     const double t_windowed = seconds_since(t0);
+    if (jitdump_on) {
+      const double t_floor =
+          timed_plain_writes(jitdump_size() - dump_before, publish_each ? code.size() : 1);
+      floor_us.push_back(t_floor / n * 1e6);
+      floor_ratio.push_back(t_floor / t_asmjit);
+    }
     (void)(*w)->retire(std::chrono::milliseconds(0));
     (*session)->poll();
     asmjit_us.push_back(t_asmjit / n * 1e6);
@@ -296,7 +338,14 @@ void publication_vs_compile(benchmark::State& state, bool publish_each) {
   }
   state.counters["asmjit_us_per_fn"] = median(asmjit_us);
   state.counters["sdk_us_per_fn"] = median(sdk_us);
+  // The first window of the session is fresh memory (a page fault per 4 KiB of code and
+  // SFrame); the later ones get a freed window's pages back, as a long-running JIT would.
+  state.counters["first_window_sdk_us_per_fn"] = sdk_us.empty() ? 0.0 : sdk_us.front();
   state.counters["ratio"] = median(ratio);
+  if (jitdump_on) {
+    state.counters["jitdump_floor_us_per_fn"] = median(floor_us);
+    state.counters["jitdump_floor_ratio"] = median(floor_ratio);
+  }
 }
 
 void BM_publication_vs_asmjit_one_publish(benchmark::State& s) {

@@ -187,11 +187,14 @@ class JITUNWIND_API window {
   /// objects removed, a `window_retire` event fired. The code may still be running: after
   /// `grace` (measured by session::poll) `on_grace_over` is called (from the thread calling
   /// poll) and the window is freed, unless the callback returns `true` to keep it for `reuse`.
+  /// The session may keep a freed window's memory (wiped, as by `reuse`) for its next window of
+  /// the same capacities; see docs/window.md.
   virtual result<void> retire(std::chrono::milliseconds grace,
                               std::function<bool(window&)> on_grace_over = {}) = 0;
 
   /// A retired window whose grace period is over and that was kept: back to open, same range,
-  /// generation + 1, no functions.
+  /// generation + 1, no functions. Owned code is wiped: what was allocated becomes int3, the
+  /// range RW and not executable (the pages stay resident).
   virtual result<void> reuse() = 0;
 
   /// Functions appended (published or not) in address order: {name, start, size}.
