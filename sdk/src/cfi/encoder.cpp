@@ -2,6 +2,7 @@
 
 #include "cfi/dwarf.hpp"
 #include "common/error.hpp"
+#include "common/same_rows.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -256,7 +257,7 @@ result<void> encoder::append(const function_desc& f) {
   // the rows is checked here, the reach of the start in append_fde as for any function.
   if (f.pcmask_rep == 0 && has_last_body_ && f.size != 0 &&
       f.start <= std::numeric_limits<uint64_t>::max() - f.size && !f.rows.empty() &&
-      f.rows.back().pc_offset < f.size && f.rows == last_rows_) {
+      f.rows.back().pc_offset < f.size && detail::same_rows(f.rows, last_rows_)) {
     const size_t old_bytes = bytes_.size();
     if (auto r = append_fde(f.start, f.size, f, f.size, 1, &last_body_); !r) {
       bytes_.resize(old_bytes);

@@ -4,6 +4,7 @@
 #include <jitunwind/sframe.h>
 
 #include "common/error.hpp"
+#include "common/same_rows.hpp"
 #include "sframe/format.hpp"
 
 #include <algorithm>
@@ -66,7 +67,9 @@ result<encoder> encoder::create(const encoder_options& options) {
 }
 
 bool encoder::has_last_shape(const function_desc& f, uint8_t fre_type) const noexcept {
-  if (last_type_ != fre_type || f.pcmask_rep != last_rep_ || f.rows != last_rows_) return false;
+  if (last_type_ != fre_type || f.pcmask_rep != last_rep_ ||
+      !jitunwind::detail::same_rows(f.rows, last_rows_))
+    return false;
   // What `validate` / `check_format` check beyond the rows themselves (equal to rows that
   // passed, sorted and with the first at 0) and the repetition size (equal too).
   const uint32_t limit = f.pcmask_rep != 0 ? f.pcmask_rep : f.size;
