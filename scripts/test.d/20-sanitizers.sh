@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# ASan + UBSan stage: builds the decoders of foreign data (and dynamic USDT, which also maps and
-# unmaps memory itself) and their tests with
+# ASan + UBSan stage: builds the decoders of foreign data (and dynamic USDT and the windows,
+# which map, recycle and unmap memory themselves; and the CFI encoder) and their tests with
 # -fsanitize=address,undefined (separate build dir build-asan) and runs those tests. Any report
 # aborts the test (halt_on_error), so a sanitizer finding fails the stage.
 #
@@ -9,8 +9,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-SANITIZE_TARGETS=(test_frame test_sframe test_elf jitunwind_cli test_cli test_usdt)
-SANITIZE_TESTS='^(frame|sframe|elf|cli|usdt):'
+SANITIZE_TARGETS=(test_frame test_sframe test_elf jitunwind_cli test_cli test_usdt test_window test_cfi)
+SANITIZE_TESTS='^(frame|sframe|elf|cli|usdt|window|cfi):'
 
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DJITUNWIND_SANITIZE=address,undefined -DJITUNWIND_BUILD_BENCH=OFF >/dev/null
