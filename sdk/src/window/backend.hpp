@@ -12,16 +12,24 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 
 namespace jitunwind::detail {
 
 struct published_function {
-  std::string name;
+  /// Points into the window's name storage and is NUL-terminated (`name.data()[name.size()]`
+  /// is 0); valid during the on_publish call.
+  std::string_view name;
+  /// `frames.rows` is filled only while a publisher that reads rows (jitdump, GDB) is active.
   function_desc frames;
   uint64_t moved_from = 0;  ///< != 0: the code was copied from there (jitdump CODE_MOVE)
   /// A name for part of an appended function (window::name_range): named and described by the
   /// naming publishers, not part of the window's SFrame.
   bool name_only = false;
+  /// Where `name` is in the window's name storage (names move while appends grow it; `name` is
+  /// set from these when the window publishes).
+  size_t name_offset = 0;
+  uint32_t name_size = 0;
 
   /// Whether the naming publishers (perf map, jitdump, GDB, code_add events) announce this
   /// entry: everything but PCMASK stub arrays, whose stubs are named one by one with

@@ -76,6 +76,7 @@ void session_impl::start_publishers() {
   for (size_t i = 0; i < slots_.size(); ++i) {
     const slot& s = slots_[i];
     if (s.state == publisher_state::active) mask |= 1u << i;
+    if (s.kind == publisher::jitdump || s.kind == publisher::gdb) rows_mask_ |= 1u << i;
     if (s.kind == publisher::jitdump && s.state == publisher_state::active) code_gap_ = 160;
   }
   active_mask_.store(mask, std::memory_order_release);

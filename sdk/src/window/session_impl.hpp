@@ -55,6 +55,9 @@ class window_impl final : public window {
   /// `with_added`: the functions appended since the last publish are in `added`.
   window_view view(bool with_added) const;
   published_function& next_pending();
+  /// Records an appended function or named range for the next publish.
+  void add_pending(std::string_view name, const function_desc& frames, uint64_t moved_from,
+                   bool name_only);
   void forget_functions();
   const sframe_buffers& buffers() const noexcept;
   /// `recycle`: hand the memory to the session for the next window instead of releasing it.
@@ -143,6 +146,12 @@ class session_impl final : public session {
   /// must not start inside that range or perf loses the earlier one's unwinding info.
   size_t code_gap() const noexcept { return code_gap_; }
 
+  /// Whether an active publisher reads the rows of published functions (jitdump and GDB write
+  /// `.eh_frame` from them); otherwise `append` does not copy them.
+  bool rows_needed() const noexcept {
+    return (active_mask_.load(std::memory_order_relaxed) & rows_mask_) != 0;
+  }
+
  private:
   struct slot {
     publisher kind;
@@ -158,6 +167,7 @@ class session_impl final : public session {
   // Bit i set: slots_[i] is active. Read without the lock on every publish (a publish would
   // otherwise take mutex_ once per publisher); cleared under mutex_ when a publisher fails.
   std::atomic<uint32_t> active_mask_{0};
+  uint32_t rows_mask_ = 0;  // slots of the publishers that read rows (jitdump, gdb)
   // Every window ever created (pointers stay valid until the session goes), and those not freed:
   // poll() and the overlap check of describe_window() look only at the latter, so their cost
   // does not grow with the number of windows a long-running runtime has retired.

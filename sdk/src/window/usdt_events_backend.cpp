@@ -15,7 +15,7 @@ class usdt_events_backend final : public publisher_backend {
 
   result<void> on_publish(const window_view& w) override {
     for (const published_function& f : w.added) {
-      if (f.named()) usdt_events::code_add(f.frames.start, f.frames.size, f.name.c_str(), w.id);
+      if (f.named()) usdt_events::code_add(f.frames.start, f.frames.size, f.name.data(), w.id);
     }
     usdt_events::window_publish(w.id, w.generation, w.text_start, w.text_size, w.sframe_address,
                                 w.sframe.size());

@@ -131,17 +131,7 @@ result<void> window_impl::append(std::string_view name, const function_desc& fra
   if (auto ok = encoder_->append(frames); !ok)
     return make_error(ok.error().code(), "window %llu: function '%.*s': %s", id,
                       static_cast<int>(name.size()), name.data(), ok.error().message().c_str());
-  published_function& pf = next_pending();
-  pf.name.assign(name);
-  pf.frames.start = frames.start;
-  pf.frames.size = frames.size;
-  pf.frames.rows.assign(frames.rows.begin(), frames.rows.end());
-  pf.frames.pcmask_rep = frames.pcmask_rep;
-  pf.moved_from = moved_from;
-  pf.name_only = false;
-  records_.push_back(
-      {frames.start, frames.size, static_cast<uint32_t>(name.size()), names_.size()});
-  names_.append(name);
+  add_pending(name, frames, moved_from, /*name_only=*/false);
   ranges_.emplace_back(frames.start, end);
   last_end_ = end;
   return {};
@@ -175,18 +165,29 @@ result<void> window_impl::name_range(std::string_view name, const function_desc&
                       id, static_cast<int>(name.size()), name.data(),
                       static_cast<unsigned long long>(frames.start),
                       static_cast<unsigned long long>(end));
+  add_pending(name, frames, 0, /*name_only=*/true);
+  return {};
+}
+
+void window_impl::add_pending(std::string_view name, const function_desc& frames,
+                              uint64_t moved_from, bool name_only) {
   published_function& pf = next_pending();
-  pf.name.assign(name);
+  // The name is stored once, NUL-terminated, in names_ (functions() and the publishers read it
+  // there); the publishers get a view of it at publish time.
+  pf.name_offset = names_.size();
+  pf.name_size = static_cast<uint32_t>(name.size());
   pf.frames.start = frames.start;
   pf.frames.size = frames.size;
-  pf.frames.rows.assign(frames.rows.begin(), frames.rows.end());
+  if (session_.rows_needed())
+    pf.frames.rows.assign(frames.rows.begin(), frames.rows.end());
+  else
+    pf.frames.rows.clear();
   pf.frames.pcmask_rep = frames.pcmask_rep;
-  pf.moved_from = 0;
-  pf.name_only = true;
-  records_.push_back(
-      {frames.start, frames.size, static_cast<uint32_t>(name.size()), names_.size()});
+  pf.moved_from = moved_from;
+  pf.name_only = name_only;
+  records_.push_back({frames.start, frames.size, pf.name_size, names_.size()});
   names_.append(name);
-  return {};
+  names_.push_back('\0');
 }
 
 window_view window_impl::view(bool with_added) const {
@@ -244,6 +245,10 @@ result<void> window_impl::publish() {
   current_buffer_ = target;
   current_size_ = size;
   publication_generation_ = next_publication_generation();
+  for (size_t i = 0; i < pending_count_; ++i) {
+    published_function& pf = pending_[i];
+    pf.name = std::string_view(names_.data() + pf.name_offset, pf.name_size);
+  }
   const window_view v = view(true);
   session_.for_each_backend("publish", id_, [&](publisher_backend& b) { return b.on_publish(v); });
   pending_count_ = 0;
