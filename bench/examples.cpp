@@ -288,7 +288,8 @@ void publication_vs_compile(benchmark::State& state, bool publish_each) {
   }
   std::vector<uint8_t> scratch(1 << 20);
   std::vector<double> asmjit_us, sdk_us, ratio, floor_us, floor_ratio;
-  const bool jitdump_on = (so->publishers & static_cast<uint32_t>(jitunwind::publisher::jitdump)) != 0;
+  const bool jitdump_on =
+      (so->publishers & static_cast<uint32_t>(jitunwind::publisher::jitdump)) != 0;
   const double n = static_cast<double>(prog.program.functions.size());
   for (auto _ : state) {
     // asmjit: generate + place into a plain buffer.

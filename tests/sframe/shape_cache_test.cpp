@@ -235,15 +235,32 @@ TEST_CASE("the shape cache's row comparison is memberwise == whatever the paddin
     frame_row b = a;
     // Change one field (or none) so that equal and unequal pairs both occur often.
     switch (rng() % 9) {
-      case 0: b.pc_offset ^= 1u << (rng() % 32); break;
-      case 1: b.cfa = b.cfa == cfa_base::sp ? cfa_base::fp : cfa_base::sp; break;
-      case 2: b.cfa_offset ^= 1 << (rng() % 31); break;
-      case 3: b.ra = static_cast<ra_rule>((static_cast<int>(b.ra) + 1) % 3); break;
-      case 4: b.ra_offset ^= 1 << (rng() % 31); break;
-      case 5: b.fp = static_cast<fp_rule>((static_cast<int>(b.fp) + 1) % 3); break;
-      case 6: b.fp_offset ^= 1 << (rng() % 31); break;
-      case 7: b.ra_mangled = !b.ra_mangled; break;
-      default: break;
+      case 0:
+        b.pc_offset ^= 1u << (rng() % 32);
+        break;
+      case 1:
+        b.cfa = b.cfa == cfa_base::sp ? cfa_base::fp : cfa_base::sp;
+        break;
+      case 2:
+        b.cfa_offset ^= 1 << (rng() % 31);
+        break;
+      case 3:
+        b.ra = static_cast<ra_rule>((static_cast<int>(b.ra) + 1) % 3);
+        break;
+      case 4:
+        b.ra_offset ^= 1 << (rng() % 31);
+        break;
+      case 5:
+        b.fp = static_cast<fp_rule>((static_cast<int>(b.fp) + 1) % 3);
+        break;
+      case 6:
+        b.fp_offset ^= 1 << (rng() % 31);
+        break;
+      case 7:
+        b.ra_mangled = !b.ra_mangled;
+        break;
+      default:
+        break;
     }
     const frame_row& x = row_over_garbage(0, a);
     const frame_row& y = row_over_garbage(1, b);

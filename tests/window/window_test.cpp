@@ -400,7 +400,8 @@ TEST_CASE("freed owned windows' memory serves the next owned window, wiped") {
       auto a = (*first)->allocate(6);
       REQUIRE(a.ok());
       emit_return_constant(a->writable, 10 + k);
-      REQUIRE((*first)->append("old" + std::to_string(k), *recipes::leaf(abi::amd64, a->address, 6))
+      REQUIRE((*first)
+                  ->append("old" + std::to_string(k), *recipes::leaf(abi::amd64, a->address, 6))
                   .ok());
     }
     REQUIRE((*first)->publish().ok());

@@ -120,7 +120,8 @@ result<void> owned_memory::wipe(size_t used) {
   // Whole range writable and not executable first (never both), then overwrite the old code.
   // Fresh zero pages (mmap MAP_FIXED) would do the same, but every page would fault again.
   if (mprotect(exec_, code_capacity_, PROT_READ | PROT_WRITE) != 0)
-    return make_error(errc::io_error, "owned window: making %zu bytes writable for reuse failed: %s",
+    return make_error(errc::io_error,
+                      "owned window: making %zu bytes writable for reuse failed: %s",
                       code_capacity_, std::strerror(errno));
   std::memset(exec_, 0xcc, used);
   return {};
