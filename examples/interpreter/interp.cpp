@@ -11,6 +11,19 @@ namespace toyinterp {
 
 namespace {
 const volatile uint16_t never_enabled = 0;
+const uint64_t never_enabled_word = 0;
+
+// One read of the word, compared in memory: the check is then three instructions per call
+// (load the word's address, compare, branch) where a load into a register takes four.
+[[gnu::always_inline]] inline bool any_enabled(const uint64_t* word) {
+#if defined(__x86_64__)
+  bool any;
+  asm volatile("cmpq $0, %1" : "=@ccnz"(any) : "m"(*word));
+  return any;
+#else
+  return __atomic_load_n(word, __ATOMIC_RELAXED) != 0;
+#endif
+}
 // Value stack: 4 Mi values (32 MiB of address space, touched only as deep as programs go).
 constexpr size_t value_stack_size = size_t{1} << 22;
 // Deeper than any native stack allows (each toy call takes >= 3 native frames).
@@ -21,6 +34,7 @@ interpreter::interpreter(const program& p, interp_options options, probes* probe
     : program_(p),
       options_(std::move(options)),
       probes_(probe_set),
+      any_enabled_word_(probe_set ? probe_set->any_enabled_word() : &never_enabled_word),
       entry_semaphore_(probe_set ? probe_set->entry_semaphore() : &never_enabled),
       return_semaphore_(probe_set ? probe_set->return_semaphore() : &never_enabled),
       line_semaphore_(probe_set ? probe_set->line_semaphore() : &never_enabled),
@@ -64,14 +78,22 @@ int64_t interpreter::call(const function& f, int64_t* frame) {
   const trampoline_fn trampoline = targets_[f.index].trampoline;
   // The only difference trampolines make is the stub's own call and return.
   if (trampoline == nullptr) {
-    return static_cast<int64_t>(eval(this, const_cast<function*>(&f), frame));
+    return static_cast<int64_t>(eval<false>(this, const_cast<function*>(&f), frame));
   }
   return static_cast<int64_t>(
-      trampoline(this, const_cast<function*>(&f), frame, &interpreter::eval));
+      trampoline(this, const_cast<function*>(&f), frame, &interpreter::eval<false>));
 }
 
+template <bool traced>
 uint64_t interpreter::eval(void* self_ptr, void* fn, void* frame_ptr) {
   interpreter& self = *static_cast<interpreter*>(self_ptr);
+#if TOYINTERP_PROBES
+  if constexpr (!traced) {
+    // One load checks every probe (a tail call: the stack then shows eval<true> alone).
+    if (any_enabled(self.any_enabled_word_)) [[unlikely]]
+      return eval<true>(self_ptr, fn, frame_ptr);
+  }
+#endif
   const function& f = *static_cast<const function*>(fn);
   int64_t* const frame = static_cast<int64_t*>(frame_ptr);
   // Native stack check (the address of a local is the current stack position, near enough).
@@ -82,21 +104,14 @@ uint64_t interpreter::eval(void* self_ptr, void* fn, void* frame_ptr) {
                            "stack overflow (toy recursion too deep) in '" + f.name + "'");
   }
   self.active_[++self.depth_] = f.index;
-#if TOYINTERP_PROBES
-  if (*self.entry_semaphore_ != 0) [[unlikely]] {
+  if (traced && *self.entry_semaphore_ != 0)
     self.probes_->function_entry(f.name.c_str(), self.depth_);
-  }
-#endif
   int64_t* const slots = frame;
   int64_t* sp = frame + f.num_slots;  // operand stack: sp points past the top
-#if TOYINTERP_PROBES
   // The variant with `line` instructions only while someone traces lines (checked per call).
-  const instruction* const code = *self.line_semaphore_ != 0 && !f.code_with_lines.empty()
+  const instruction* const code = traced && *self.line_semaphore_ != 0 && !f.code_with_lines.empty()
                                       ? f.code_with_lines.data()
                                       : f.code.data();
-#else
-  const instruction* const code = f.code.data();
-#endif
   const int64_t* const constants = f.constants.data();
   const instruction* ip = code;  // the next instruction
   const instruction* in = nullptr;
@@ -220,20 +235,21 @@ op_builtin : {
   TOY_NEXT();
 }
 op_line:
-#if TOYINTERP_PROBES
-  if (*self.line_semaphore_ != 0) self.probes_->line(f.name.c_str(), in->a);
-#endif
+  if (traced && *self.line_semaphore_ != 0) self.probes_->line(f.name.c_str(), in->a);
   TOY_NEXT();
 op_ret:
   result = *--sp;
 #undef TOY_NEXT
-#if TOYINTERP_PROBES
-  if (*self.return_semaphore_ != 0) [[unlikely]] {
+  if (traced && *self.return_semaphore_ != 0) [[unlikely]] {
     self.probes_->function_return(f.name.c_str(), self.depth_);
   }
-#endif
   --self.depth_;
   return result;
 }
+
+template uint64_t interpreter::eval<false>(void*, void*, void*);
+#if TOYINTERP_PROBES
+template uint64_t interpreter::eval<true>(void*, void*, void*);
+#endif
 
 }  // namespace toyinterp

@@ -41,7 +41,7 @@ class interpreter {
   int64_t run_main(std::span<const int64_t> args);
 
   /// Address of the eval loop (where trampolines should be placed near).
-  static uint64_t eval_address() { return reinterpret_cast<uint64_t>(&interpreter::eval); }
+  static uint64_t eval_address() { return reinterpret_cast<uint64_t>(&interpreter::eval<false>); }
 
   /// Calls per function, indexed like program::functions.
   const std::vector<uint64_t>& call_counts() const { return calls_; }
@@ -53,7 +53,11 @@ class interpreter {
 
  private:
   // The eval loop, with the trampolines' target signature so that a trampoline calls it
-  // directly: (interpreter*, const function*, int64_t* frame) -> result.
+  // directly: (interpreter*, const function*, int64_t* frame) -> result. Calls enter
+  // eval<false>, which has no probe sites; if any probe is enabled at entry it hands the call
+  // to eval<true>, which checks each probe at its site. So an untraced call pays one check, and
+  // a call entered while nobody traced fires no `line` or `return` events.
+  template <bool traced>
   static uint64_t eval(void* self, void* fn, void* frame);
   int64_t call(const function& f, int64_t* frame);
   [[noreturn]] void fail(const function& f, size_t pc, const char* message) const;
@@ -61,7 +65,9 @@ class interpreter {
   const program& program_;
   interp_options options_;
   probes* probes_;
-  // The probes' semaphores (a constant zero without probes): each check is one load.
+  // The probes' semaphores (a constant zero without probes): each check is one load. The word
+  // checks all of them at once (see probes::any_enabled_word).
+  const uint64_t* any_enabled_word_;
   const volatile uint16_t* entry_semaphore_;
   const volatile uint16_t* return_semaphore_;
   const volatile uint16_t* line_semaphore_;

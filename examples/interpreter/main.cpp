@@ -38,7 +38,8 @@ constexpr const char* usage =
     "                        (default: every publisher available, or $JITUNWIND_PUBLISH)\n"
     "  --wait-for-tracer[=S] after loading the probes, wait (at most S seconds, default 30)\n"
     "                        until a tracer attaches to one of them\n"
-    "  --stats               print calls per function to stderr after the run\n"
+    "  --stats               print calls per function to stderr after the run (and how\n"
+    "                        the probes are checked: one word, or probe by probe)\n"
     "  --verify-unwind       at every checkpoint, unwind this thread's stack in-process with\n"
     "                        the SDK's SFrame unwinder and compare the trampoline frames with\n"
     "                        the ground truth; summary on stderr, exit 5 on any mismatch\n"
@@ -197,6 +198,10 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "calls %s %" PRIu64 "\n", f.name.c_str(), interp.call_counts()[f.index]);
     }
     std::fprintf(stderr, "checkpoints %" PRIu64 " deepest %zu\n", ctx.count, ctx.deepest);
+    if (probes) {
+      std::fprintf(stderr, "probe check %s\n",
+                   probes->one_word_check() ? "one word" : "probe by probe");
+    }
   }
   return ctx.checker ? toylang::cli::verify_unwind_status(program_name, *ctx.checker) : 0;
 }

@@ -10,6 +10,24 @@ namespace {
 
 using jitunwind::usdt::arg_type;
 
+// The semaphores' memory read as one 64-bit word; may_alias: the SDK declares them 16-bit.
+using aliasing_word = uint64_t __attribute__((may_alias));
+const aliasing_word always_maybe = ~uint64_t{0};
+
+// The aligned word made of exactly these semaphores, or `always_maybe`. An aligned word never
+// crosses a page, so reading it is as safe as reading the semaphores.
+const uint64_t* word_of(std::initializer_list<const volatile uint16_t*> semaphores) {
+  const uintptr_t word = reinterpret_cast<uintptr_t>(*semaphores.begin()) & ~uintptr_t{7};
+  unsigned covered = 0;  // bit k: byte k of the word belongs to one of the semaphores
+  for (const volatile uint16_t* s : semaphores) {
+    const uintptr_t a = reinterpret_cast<uintptr_t>(s);
+    if (s == nullptr || a % 2 != 0 || (a & ~uintptr_t{7}) != word) return &always_maybe;
+    covered |= 3u << (a - word);
+  }
+  if (covered != 0xff) return &always_maybe;
+  return reinterpret_cast<const aliasing_word*>(word);
+}
+
 class dynamic_probes final : public probes {
  public:
   explicit dynamic_probes(jitunwind::usdt::provider p) : provider_(std::move(p)) {}
@@ -43,6 +61,8 @@ class dynamic_probes final : public probes {
     entry_semaphore_ = entry_.semaphore_address();
     return_semaphore_ = return_.semaphore_address();
     line_semaphore_ = line_.semaphore_address();
+    any_enabled_word_ = word_of(
+        {entry_semaphore_, return_semaphore_, line_semaphore_, checkpoint_.semaphore_address()});
     return true;
   }
 
@@ -66,6 +86,10 @@ class dynamic_probes final : public probes {
 };
 
 }  // namespace
+
+bool probes::one_word_check() const {
+  return any_enabled_word_ != &always_maybe;
+}
 
 std::unique_ptr<probes> probes::create(std::string& error) {
   auto p = jitunwind::usdt::provider::create("toyinterp");

@@ -32,6 +32,15 @@ class probes {
   const volatile uint16_t* return_semaphore() const { return return_semaphore_; }
   const volatile uint16_t* line_semaphore() const { return line_semaphore_; }
 
+  /// A word that is nonzero while any of the four probes is enabled, for a hot path that checks
+  /// them all with one load: the SDK gives a provider's probes consecutive 16-bit semaphores,
+  /// and this provider's four fill one aligned 8-byte word. Should they ever not, this points at
+  /// a constant nonzero word: the check then always says "maybe" and the caller checks the
+  /// probes one by one. Valid as long as this object.
+  const uint64_t* any_enabled_word() const { return any_enabled_word_; }
+  /// Whether `any_enabled_word` really is the probes' word (for --stats and tests).
+  bool one_word_check() const;
+
   virtual void function_entry(const char* name, int64_t depth) = 0;
   virtual void function_return(const char* name, int64_t depth) = 0;
   virtual void line(const char* name, int64_t line) = 0;
@@ -47,6 +56,7 @@ class probes {
   const volatile uint16_t* entry_semaphore_ = nullptr;
   const volatile uint16_t* return_semaphore_ = nullptr;
   const volatile uint16_t* line_semaphore_ = nullptr;
+  const uint64_t* any_enabled_word_ = nullptr;
 };
 
 }  // namespace toyinterp

@@ -177,6 +177,27 @@ TEST_CASE("a loaded memfd object is a valid shared object for readelf, elfutils 
   CHECK(reinterpret_cast<uintptr_t>(b->site_address()) == p->load_address() + (*decoded)[1].pc);
 }
 
+TEST_CASE("a provider's first probes get consecutive semaphores from an aligned word on") {
+  auto p = provider::create("semalayout");
+  REQUIRE(p.ok());
+  std::vector<probe> probes;
+  for (const char* name : {"a", "b", "c", "d", "e"}) {
+    auto r = p->add_probe(name, {arg_type::i64});
+    REQUIRE(r.ok());
+    probes.push_back(*r);
+  }
+  const auto address = [](const probe& q) {
+    return reinterpret_cast<uintptr_t>(q.semaphore_address());
+  };
+  CHECK(address(probes[0]) % 8 == 0);
+  for (size_t i = 1; i < probes.size(); ++i)
+    CHECK(address(probes[i]) == address(probes[0]) + 2 * i);
+  // The layout is the same once loaded (the addresses are fixed from add_probe on).
+  REQUIRE(p->load().ok());
+  for (size_t i = 1; i < probes.size(); ++i)
+    CHECK(address(probes[i]) == address(probes[0]) + 2 * i);
+}
+
 TEST_CASE("probes fire without a tracer, and are inert after unload and destruction") {
   auto p = provider::create("lifecycle");
   REQUIRE(p.ok());

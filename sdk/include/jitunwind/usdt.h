@@ -208,6 +208,10 @@ class JITUNWIND_API probe {
   /// loaded) for as long as a handle of the probe exists, across unloads and reloads; null only
   /// for a default-constructed handle. The site (stub) is null when not loaded and changes
   /// with every `load()`: code that embeds it must be discarded before the next `unload()`.
+  /// A provider's semaphores are consecutive 16-bit counters starting at an 8-byte aligned
+  /// address: the probes first declared on a provider get them in declaration order (a hot
+  /// path may check the first four with one 8-byte load); a later probe may reuse a removed
+  /// probe's semaphore.
   const volatile uint16_t* semaphore_address() const noexcept;
   const void* site_address() const noexcept { return slot_->site.load(); }
 
