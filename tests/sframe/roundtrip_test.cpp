@@ -114,6 +114,34 @@ TEST_CASE("appending function by function gives the one-shot bytes") {
   }
 }
 
+TEST_CASE("a cleared encoder encodes its next functions like a new one") {
+  for (abi a : all_abis) {
+    test::frame_gen g(a, 91);
+    encoder_options o;
+    o.target = a;
+    o.section_address = 0x400000;
+    // Functions of the first use: everything must go, the shape cache and the "all functions
+    // keep the frame pointer" flag included.
+    const auto first = g.functions(0x500000, 120);
+    const auto second = g.functions(0x900000, 40);
+    auto enc = encoder::create(o);
+    REQUIRE(enc.ok());
+    for (const auto& f : first) REQUIRE(enc->append(f).ok());
+    enc->clear();
+    CHECK(enc->function_count() == 0);
+    CHECK(enc->bytes() == must_encode(o, {}));
+    REQUIRE(enc->relocate(0x800000).ok());
+    o.section_address = 0x800000;
+    for (const auto& f : second) REQUIRE(enc->append(f).ok());
+    CHECK(enc->bytes() == must_encode(o, second));
+    // The function appended last, appended again first: its shape (cached before the clear,
+    // with FRE bytes that are gone) must be encoded afresh.
+    enc->clear();
+    REQUIRE(enc->append(second.back()).ok());
+    CHECK(enc->bytes() == must_encode(o, {second.back()}));
+  }
+}
+
 TEST_CASE("relocate moves the section and keeps the functions") {
   test::frame_gen g(abi::amd64, 5);
   const auto fs = g.functions(0x10000000, 50);

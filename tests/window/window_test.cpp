@@ -362,6 +362,15 @@ TEST_CASE("freed windows' SFrame buffers serve the next window and hold only its
     auto d = sframe::decode(published, o.section_address);
     REQUIRE(d.ok());
     CHECK(d->functions == appended);
+    // The function list (names, records and the encoder are recycled from the freed window
+    // too) holds this round's functions only.
+    const auto listed = win.functions();
+    REQUIRE(listed.size() == appended.size());
+    for (size_t k = 0; k < listed.size(); ++k) {
+      CHECK(listed[k].name == "r" + std::to_string(round) + "f" + std::to_string(k));
+      CHECK(listed[k].start == appended[k].start);
+      CHECK(listed[k].size == appended[k].size);
+    }
     // Either of a recycled mapping's two buffers may be the one in effect.
     const size_t each = capacity != 0 ? capacity : default_each;
     const auto recycled = [&](const uint8_t* p) {

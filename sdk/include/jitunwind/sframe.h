@@ -102,6 +102,10 @@ class JITUNWIND_API encoder {
   /// The complete section as a new vector.
   std::vector<uint8_t> bytes() const;
 
+  /// Removes every function; the options and the allocated storage stay, so an encoder used
+  /// for one code window can serve the next without growing its buffers again.
+  void clear() noexcept;
+
   /// The section will live at another address: recompute FDE start offsets (O(functions)).
   /// `out_of_range` if some function is then out of reach; the encoder is unchanged then.
   result<void> relocate(uint64_t new_section_address);

@@ -281,6 +281,19 @@ std::vector<uint8_t> encoder::bytes() const {
   return out;
 }
 
+void encoder::clear() noexcept {
+  fdes_.clear();
+  fres_.clear();
+  fre_total_ = 0;
+  all_keep_fp_ = true;
+  last_rows_.clear();
+  last_rep_ = 0;
+  last_fre_offset_ = 0;
+  last_fre_bytes_ = 0;
+  last_type_ = 0xff;
+  last_uses_fp_ = false;
+}
+
 result<void> encoder::relocate(uint64_t new_section_address) {
   encoder_options moved = options_;
   moved.section_address = new_section_address;

@@ -21,6 +21,23 @@ class session_impl;
 /// Creates the backend of one publisher, or says why it cannot run here.
 using backend_factory = result<std::unique_ptr<publisher_backend>> (*)(const session_options&);
 
+/// A window's per-function bookkeeping and its SFrame encoder. A freed window hands them to the
+/// session and the next window takes them over: the vectors, the name string and the encoder
+/// keep their capacity, so a session that keeps opening windows stops allocating once warm.
+struct window_lists {
+  std::vector<published_function> pending;
+  struct record {
+    uint64_t start;
+    uint32_t size;
+    uint32_t name_size;
+    size_t name_offset;
+  };
+  std::vector<record> records;
+  std::string names;
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  std::optional<sframe::encoder> encoder;
+};
+
 class window_impl final : public window {
  public:
   window_impl(session_impl& s, uint64_t id, owned_memory mem);
@@ -52,6 +69,8 @@ class window_impl final : public window {
 
  private:
   result<void> reset_encoder();
+  void adopt(window_lists lists);
+  window_lists release_lists();
   /// `with_added`: the functions appended since the last publish are in `added`.
   window_view view(bool with_added) const;
   published_function& next_pending();
@@ -71,7 +90,10 @@ class window_impl final : public window {
   size_t text_size_ = 0;
 
   std::atomic<window_state> state_{window_state::open};
+  // The encoder may come from a freed window (adopt): ready once reset_encoder set it up for
+  // this window's section.
   std::optional<sframe::encoder> encoder_;
+  bool encoder_ready_ = false;
   // Functions and named ranges appended since the last publish: the first pending_count_
   // entries. Entries are reused (assign, not construct), so their name strings and row vectors
   // keep their capacity and appending allocates nothing once a window has warmed up.
@@ -79,13 +101,7 @@ class window_impl final : public window {
   size_t pending_count_ = 0;
   // Every function and named range of the window in append order (functions()); names in one
   // string.
-  struct function_record {
-    uint64_t start;
-    uint32_t size;
-    uint32_t name_size;
-    size_t name_offset;
-  };
-  std::vector<function_record> records_;
+  std::vector<window_lists::record> records_;
   std::string names_;
   // [start, end) of the appended functions, in address order (name_range searches them).
   std::vector<std::pair<uint64_t, uint64_t>> ranges_;
@@ -136,10 +152,10 @@ class session_impl final : public session {
   void recycle(owned_memory memory);
   /// Spare memory for an owned window of these capacities, or empty memory.
   owned_memory take_owned(size_t code_capacity, size_t sframe_each, bool dual);
-  /// A freed window's entries for pending functions: their names and rows keep their capacity,
-  /// so the next window's appends allocate nothing either.
-  void recycle(std::vector<published_function> pending);
-  std::vector<published_function> take_pending();
+  /// A freed window's per-function lists and encoder (see window_lists): the next window's
+  /// appends grow nothing. One set is kept, the larger.
+  void recycle(window_lists lists);
+  window_lists take_lists();
 
   /// Bytes owned windows leave free after each allocation. perf maps each jitdump-injected
   /// object over the code plus its unwinding data (about 8 bytes per row + 60): the next function
@@ -162,7 +178,7 @@ class session_impl final : public session {
   void mark_failed(slot& s, const char* what, uint64_t window_id, const error& e);
 
   session_options options_;
-  std::vector<slot> slots_;  // publishing order
+  std::vector<slot> slots_;   // publishing order
   mutable std::mutex mutex_;  // guards slots_' state/message, windows_ and live_
   // Bit i set: slots_[i] is active. Read without the lock on every publish (a publish would
   // otherwise take mutex_ once per publisher); cleared under mutex_ when a publisher fails.
@@ -176,9 +192,9 @@ class session_impl final : public session {
   // Buffers of freed described windows (recycle), at most max_spare_buffers, newest last.
   static constexpr size_t max_spare_buffers = 2;
   std::vector<near_buffers> spare_buffers_;
-  // Memory of freed owned windows, same rules; and one window's worth of pending entries.
+  // Memory of freed owned windows, same rules; and one window's lists.
   std::vector<owned_memory> spare_owned_;
-  std::vector<published_function> spare_pending_;
+  window_lists spare_lists_;
   size_t code_gap_ = 0;
 };
 
