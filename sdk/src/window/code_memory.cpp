@@ -17,9 +17,7 @@ size_t page_size() noexcept {
   return size;
 }
 
-size_t round_up(size_t v, size_t align) noexcept {
-  return (v + align - 1) / align * align;
-}
+size_t round_up(size_t v, size_t align) noexcept { return (v + align - 1) / align * align; }
 
 bool within_sframe_reach(uint64_t text_start, uint64_t text_size, uint64_t sframe_start,
                          uint64_t sframe_size) noexcept {
@@ -30,7 +28,8 @@ bool within_sframe_reach(uint64_t text_start, uint64_t text_size, uint64_t sfram
   return hi - lo < (uint64_t{1} << 31);
 }
 
-result<owned_memory> owned_memory::create(size_t code_capacity, size_t sframe_capacity, bool dual) {
+result<owned_memory> owned_memory::create(size_t code_capacity, size_t sframe_capacity,
+                                          bool dual) {
   const size_t page = page_size();
   if (code_capacity == 0)
     return make_error(errc::invalid_argument, "owned window: code capacity is 0");
@@ -43,11 +42,11 @@ result<owned_memory> owned_memory::create(size_t code_capacity, size_t sframe_ca
   m.code_capacity_ = round_up(code_capacity, page);
   const size_t each = round_up(sframe_capacity, page);
   m.reservation_ = m.code_capacity_ + 2 * each;
-  void* base =
-      mmap(nullptr, m.reservation_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void* base = mmap(nullptr, m.reservation_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                    -1, 0);
   if (base == MAP_FAILED)
-    return make_error(errc::no_memory, "owned window: mmap of %zu bytes failed: %s", m.reservation_,
-                      std::strerror(errno));
+    return make_error(errc::no_memory, "owned window: mmap of %zu bytes failed: %s",
+                      m.reservation_, std::strerror(errno));
   m.exec_ = static_cast<uint8_t*>(base);
   m.sframe_ = sframe_buffers(m.exec_ + m.code_capacity_, each);
   if (dual) {
@@ -56,8 +55,8 @@ result<owned_memory> owned_memory::create(size_t code_capacity, size_t sframe_ca
       return make_error(errc::io_error, "owned window: memfd for dual mapping failed: %s",
                         std::strerror(errno));
     // The executable view replaces the start of the reservation, keeping SFrame within reach.
-    void* rx =
-        mmap(m.exec_, m.code_capacity_, PROT_READ | PROT_EXEC, MAP_SHARED | MAP_FIXED, m.memfd_, 0);
+    void* rx = mmap(m.exec_, m.code_capacity_, PROT_READ | PROT_EXEC, MAP_SHARED | MAP_FIXED,
+                    m.memfd_, 0);
     void* rw = mmap(nullptr, m.code_capacity_, PROT_READ | PROT_WRITE, MAP_SHARED, m.memfd_, 0);
     if (rx == MAP_FAILED || rw == MAP_FAILED)
       return make_error(errc::no_memory, "owned window: dual mapping failed: %s",
@@ -67,9 +66,7 @@ result<owned_memory> owned_memory::create(size_t code_capacity, size_t sframe_ca
   return m;
 }
 
-owned_memory::owned_memory(owned_memory&& o) noexcept {
-  *this = std::move(o);
-}
+owned_memory::owned_memory(owned_memory&& o) noexcept { *this = std::move(o); }
 
 owned_memory& owned_memory::operator=(owned_memory&& o) noexcept {
   if (this != &o) {
@@ -84,9 +81,7 @@ owned_memory& owned_memory::operator=(owned_memory&& o) noexcept {
   return *this;
 }
 
-owned_memory::~owned_memory() {
-  release();
-}
+owned_memory::~owned_memory() { release(); }
 
 void owned_memory::release() noexcept {
   if (write_alias_ != nullptr) munmap(write_alias_, code_capacity_);
@@ -171,9 +166,7 @@ result<near_buffers> near_buffers::create(uint64_t text_start, size_t text_size,
                     static_cast<unsigned long long>(text_end), len);
 }
 
-near_buffers::near_buffers(near_buffers&& o) noexcept {
-  *this = std::move(o);
-}
+near_buffers::near_buffers(near_buffers&& o) noexcept { *this = std::move(o); }
 
 near_buffers& near_buffers::operator=(near_buffers&& o) noexcept {
   if (this != &o) {

@@ -65,7 +65,7 @@ class owned_memory {
  private:
   void release() noexcept;
 
-  uint8_t* exec_ = nullptr;  // start of the reservation: code, then SFrame buffers
+  uint8_t* exec_ = nullptr;         // start of the reservation: code, then SFrame buffers
   size_t reservation_ = 0;
   size_t code_capacity_ = 0;
   uint8_t* write_alias_ = nullptr;  // dual mapping only

@@ -24,46 +24,32 @@ std::string_view trim(std::string_view s) {
 
 const char* to_string(publisher p) noexcept {
   switch (p) {
-    case publisher::registry:
-      return "registry";
-    case publisher::usdt_events:
-      return "usdt-events";
-    case publisher::perfmap:
-      return "perfmap";
-    case publisher::jitdump:
-      return "jitdump";
-    case publisher::gdb:
-      return "gdb";
-    case publisher::kernel:
-      return "kernel";
+    case publisher::registry: return "registry";
+    case publisher::usdt_events: return "usdt-events";
+    case publisher::perfmap: return "perfmap";
+    case publisher::jitdump: return "jitdump";
+    case publisher::gdb: return "gdb";
+    case publisher::kernel: return "kernel";
   }
   return "unknown";
 }
 
 const char* to_string(publisher_state s) noexcept {
   switch (s) {
-    case publisher_state::disabled:
-      return "disabled";
-    case publisher_state::active:
-      return "active";
-    case publisher_state::failed:
-      return "failed";
-    case publisher_state::unsupported:
-      return "unsupported";
+    case publisher_state::disabled: return "disabled";
+    case publisher_state::active: return "active";
+    case publisher_state::failed: return "failed";
+    case publisher_state::unsupported: return "unsupported";
   }
   return "unknown";
 }
 
 const char* to_string(window_state s) noexcept {
   switch (s) {
-    case window_state::open:
-      return "open";
-    case window_state::sealed:
-      return "sealed";
-    case window_state::retired:
-      return "retired";
-    case window_state::freed:
-      return "freed";
+    case window_state::open: return "open";
+    case window_state::sealed: return "sealed";
+    case window_state::retired: return "retired";
+    case window_state::freed: return "freed";
   }
   return "unknown";
 }
@@ -104,9 +90,8 @@ result<session_options> session_options::from_env() {
   session_options o;
   if (const char* v = std::getenv("JITUNWIND_PUBLISH")) {
     auto set = parse_publishers(v);
-    if (!set)
-      return make_error(errc::invalid_argument, "JITUNWIND_PUBLISH: %s",
-                        set.error().message().c_str());
+    if (!set) return make_error(errc::invalid_argument, "JITUNWIND_PUBLISH: %s",
+                                set.error().message().c_str());
     o.publishers = *set;
   }
   if (const char* v = std::getenv("JITUNWIND_DIR"); v != nullptr && *v != '\0') {

@@ -45,8 +45,8 @@ session_impl::~session_impl() {
 void session_impl::start_publishers() {
   // Publishing order: the registry first (external unwinders then find the new rows as soon as
   // any announcement arrives), the kernel, the name publishers, and the USDT events last.
-  const publisher order[] = {publisher::registry, publisher::kernel, publisher::perfmap,
-                             publisher::jitdump,  publisher::gdb,    publisher::usdt_events};
+  const publisher order[] = {publisher::registry, publisher::kernel,  publisher::perfmap,
+                             publisher::jitdump,  publisher::gdb,     publisher::usdt_events};
   for (publisher p : order) {
     slot s;
     s.kind = p;
@@ -63,8 +63,8 @@ void session_impl::start_publishers() {
                                 (s.message.empty() ? "" : ": " + s.message));
     } else {
       const error& e = backend.error();
-      s.state =
-          e.code() == errc::unsupported ? publisher_state::unsupported : publisher_state::failed;
+      s.state = e.code() == errc::unsupported ? publisher_state::unsupported
+                                              : publisher_state::failed;
       s.message = e.message();
       log(e.code() == errc::unsupported ? log_level::info : log_level::warning,
           std::string("jitunwind: publisher ") + to_string(p) + " " + to_string(s.state) + ": " +
@@ -88,8 +88,8 @@ void session_impl::mark_failed(slot& s, const char* what, uint64_t window_id, co
   {
     std::lock_guard lock(mutex_);
     if (s.state != publisher_state::active) return;
-    s.state =
-        e.code() == errc::unsupported ? publisher_state::unsupported : publisher_state::failed;
+    s.state = e.code() == errc::unsupported ? publisher_state::unsupported
+                                            : publisher_state::failed;
     active_mask_.fetch_and(~(1u << static_cast<uint32_t>(&s - slots_.data())),
                            std::memory_order_acq_rel);
     s.message = message;

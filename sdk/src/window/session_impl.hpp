@@ -21,9 +21,10 @@ class session_impl;
 /// Creates the backend of one publisher, or says why it cannot run here.
 using backend_factory = result<std::unique_ptr<publisher_backend>> (*)(const session_options&);
 
-/// A window's per-function bookkeeping and its SFrame encoder. A freed window hands them to the
-/// session and the next window takes them over: the vectors, the name string and the encoder
-/// keep their capacity, so a session that keeps opening windows stops allocating once warm.
+/// A window's per-function bookkeeping and its SFrame encoder. A freed window hands them, emptied,
+/// to the session and the next window takes them over: the vectors, the name string and the
+/// encoder keep their capacity, so a session that keeps opening windows stops allocating once
+/// warm.
 struct window_lists {
   std::vector<published_function> pending;
   struct record {
@@ -178,7 +179,7 @@ class session_impl final : public session {
   void mark_failed(slot& s, const char* what, uint64_t window_id, const error& e);
 
   session_options options_;
-  std::vector<slot> slots_;   // publishing order
+  std::vector<slot> slots_;  // publishing order
   mutable std::mutex mutex_;  // guards slots_' state/message, windows_ and live_
   // Bit i set: slots_[i] is active. Read without the lock on every publish (a publish would
   // otherwise take mutex_ once per publisher); cleared under mutex_ when a publisher fails.

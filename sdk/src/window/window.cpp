@@ -14,9 +14,7 @@ namespace {
 
 // Upper bound of the SFrame bytes one function adds: the FDE plus, per row, a 4-byte start
 // address, the info byte and three 4-byte offsets.
-size_t sframe_bytes_bound(const function_desc& f) {
-  return 20 + f.rows.size() * (4 + 1 + 12);
-}
+size_t sframe_bytes_bound(const function_desc& f) { return 20 + f.rows.size() * (4 + 1 + 12); }
 
 result<void> check_name(std::string_view name) {
   if (name.empty()) return make_error(errc::invalid_argument, "function name is empty");
@@ -59,19 +57,18 @@ const sframe_buffers& window_impl::buffers() const noexcept {
   return owned_ ? mem_.sframe() : near_.sframe();
 }
 
-// A freed window's lists: emptied, capacity kept (entries of pending_ are reused in place).
+// Lists from take_lists are empty (release_lists empties them); entries of pending_ are reused
+// in place.
 void window_impl::adopt(window_lists l) {
   pending_ = std::move(l.pending);
   records_ = std::move(l.records);
-  records_.clear();
   names_ = std::move(l.names);
-  names_.clear();
   ranges_ = std::move(l.ranges);
-  ranges_.clear();
   encoder_ = std::move(l.encoder);
 }
 
 window_lists window_impl::release_lists() {
+  forget_functions();
   return {std::exchange(pending_, {}), std::exchange(records_, {}), std::exchange(names_, {}),
           std::exchange(ranges_, {}), std::exchange(encoder_, std::nullopt)};
 }
@@ -80,19 +77,18 @@ result<void> window_impl::reset_encoder() {
   sframe::encoder_options o;
   o.target = session_.options().target;
   o.section_address = reinterpret_cast<uint64_t>(buffers().buffer(0));
-  written_[0] = written_[1] = 0;
   // An encoder from a freed window keeps its storage; with no function left, relocating it
   // cannot fail, and it then encodes exactly like a new one with these options.
+  bool reused = false;
   if (encoder_ && encoder_->options().target == o.target) {
     encoder_->clear();
-    if (encoder_->relocate(o.section_address).ok()) {
-      encoder_ready_ = true;
-      return {};
-    }
+    reused = encoder_->relocate(o.section_address).ok();
   }
-  auto e = sframe::encoder::create(o);
-  if (!e) return std::move(e).error();
-  encoder_.emplace(std::move(e).value());
+  if (!reused) {
+    auto e = sframe::encoder::create(o);
+    if (!e) return std::move(e).error();
+    encoder_.emplace(std::move(e).value());
+  }
   encoder_ready_ = true;
   written_[0] = written_[1] = 0;
   return {};
@@ -107,16 +103,18 @@ result<window::code_space> window_impl::allocate(size_t size, size_t alignment) 
   if (state() != window_state::open)
     return make_error(errc::bad_state, "window %llu: allocate() on a %s window",
                       static_cast<unsigned long long>(id_), to_string(state()));
-  if (size == 0 || alignment == 0 || (alignment & (alignment - 1)) != 0 || alignment > page_size())
+  if (size == 0 || alignment == 0 || (alignment & (alignment - 1)) != 0 ||
+      alignment > page_size())
     return make_error(errc::invalid_argument,
                       "window %llu: allocate(size %zu, alignment %zu): size must be > 0 and "
                       "alignment a power of two up to the page size",
                       static_cast<unsigned long long>(id_), size, alignment);
   const size_t offset = round_up(alloc_cursor_, alignment);
   if (offset > mem_.code_capacity() || size > mem_.code_capacity() - offset)
-    return make_error(
-        errc::limit_exceeded, "window %llu: %zu bytes of code do not fit (%zu of %zu bytes used)",
-        static_cast<unsigned long long>(id_), size, alloc_cursor_, mem_.code_capacity());
+    return make_error(errc::limit_exceeded,
+                      "window %llu: %zu bytes of code do not fit (%zu of %zu bytes used)",
+                      static_cast<unsigned long long>(id_), size, alloc_cursor_,
+                      mem_.code_capacity());
   // The gap is best effort: the last allocation of a window may use it for code.
   alloc_cursor_ = std::min(offset + size + session_.code_gap(), mem_.code_capacity());
   const uint64_t address = text_start_ + offset;
@@ -139,7 +137,8 @@ result<void> window_impl::append(std::string_view name, const function_desc& fra
                       "%s [0x%llx, 0x%llx)",
                       id, static_cast<int>(name.size()), name.data(),
                       static_cast<unsigned long long>(frames.start),
-                      static_cast<unsigned long long>(end), owned_ ? "allocated code" : "range",
+                      static_cast<unsigned long long>(end),
+                      owned_ ? "allocated code" : "range",
                       static_cast<unsigned long long>(text_start_),
                       static_cast<unsigned long long>(limit));
   if (frames.start < last_end_)
@@ -175,7 +174,8 @@ result<void> window_impl::name_range(std::string_view name, const function_desc&
   const auto id = static_cast<unsigned long long>(id_);
   const window_state st = state();
   if (st != window_state::open && st != window_state::sealed)
-    return make_error(errc::bad_state, "window %llu: name_range on a %s window", id, to_string(st));
+    return make_error(errc::bad_state, "window %llu: name_range on a %s window", id,
+                      to_string(st));
   if (auto ok = check_name(name); !ok)
     return make_error(errc::invalid_argument, "window %llu: %s", id, ok.error().message().c_str());
   if (auto ok = validate(session_.options().target, frames); !ok)
@@ -250,8 +250,8 @@ result<void> window_impl::publish() {
     if (auto ok = mem_.make_executable(exec_from_, alloc_cursor_ - exec_from_); !ok)
       return make_error(ok.error().code(), "window %llu: %s", id, ok.error().message().c_str());
     // New code goes to a fresh page: published pages are never made writable again.
-    if (!mem_.dual())
-      alloc_cursor_ = std::min(round_up(alloc_cursor_, page_size()), mem_.code_capacity());
+    if (!mem_.dual()) alloc_cursor_ = std::min(round_up(alloc_cursor_, page_size()),
+                                               mem_.code_capacity());
     exec_from_ = alloc_cursor_;
   }
   // Build the new section in the buffer not in use, then switch: consumers of the old one
@@ -329,19 +329,18 @@ void window_impl::free_memory(bool recycle) {
   if (recycle) {
     if (owned_ && mem_.wipe(alloc_cursor_).ok()) session_.recycle(std::move(mem_));
     session_.recycle(std::exchange(near_, near_buffers{}));
-    forget_functions();
     session_.recycle(release_lists());
   }
   mem_ = owned_memory{};
   near_ = near_buffers{};
+  pending_ = {};
+  encoder_.reset();
   encoder_ready_ = false;
   forget_functions();
   // Freed for good: give the rest back.
-  pending_ = {};
   records_ = {};
   names_ = {};
   ranges_ = {};
-  encoder_.reset();
   current_buffer_ = -1;
   current_size_ = 0;
   state_.store(window_state::freed, std::memory_order_release);
