@@ -76,6 +76,8 @@ class function_compiler {
 
   void compile(const toylang::function& f) {
     out_.name = f.name;
+    out_.line = f.loc.line;
+    out_.column = f.loc.column;
     out_.index = f.index;
     out_.arity = static_cast<uint32_t>(f.params.size());
     out_.num_slots = f.num_slots;

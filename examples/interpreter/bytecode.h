@@ -51,6 +51,8 @@ struct instruction {
 
 struct function {
   std::string name;
+  uint32_t line = 0;    ///< where the function is defined (for runtime errors raised at entry)
+  uint32_t column = 0;
   uint32_t index = 0;
   uint32_t arity = 0;
   uint32_t num_slots = 0;  ///< parameters + locals

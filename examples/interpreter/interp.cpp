@@ -102,7 +102,7 @@ uint64_t interpreter::eval(void* self_ptr, void* fn, void* frame_ptr) {
   char here;
   if (reinterpret_cast<uint64_t>(&here) < self.stack_limit_ ||
       frame + f.num_slots + f.max_stack > self.values_end_ || self.depth_ == max_depth) {
-    toylang::runtime_error(self.program_.file, 0, 0,
+    toylang::runtime_error(self.program_.file, f.line, f.column,
                            "stack overflow (toy recursion too deep) in '" + f.name + "'");
   }
   self.active_[++self.depth_] = f.index;

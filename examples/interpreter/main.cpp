@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -31,8 +32,8 @@ constexpr const char* usage =
     "options:\n"
     "  --trampolines=on|off  call every toy function through its own native trampoline, so\n"
     "                        profilers and debuggers see toy:<function> frames (default on)\n"
-    "  --probes=on|off       USDT probes toyinterp:function__entry/function__return/line\n"
-    "                        (default on; untraced they cost one load per event)\n"
+    "  --probes=on|off       USDT probes toyinterp:function__entry/function__return/line/\n"
+    "                        checkpoint (default on; untraced they cost one check per call)\n"
     "  --publish=LIST        SDK publishers for the trampolines: comma-separated registry,\n"
     "                        usdt-events, perfmap, jitdump, gdb, kernel, or all/none/default\n"
     "                        (default: every publisher available, or $JITUNWIND_PUBLISH)\n"
@@ -47,7 +48,8 @@ constexpr const char* usage =
     "  --dump-bytecode       print the bytecode and exit\n"
     "  --help                this text\n"
     "\n"
-    "exit status: 0 ok, 1 compile error, 2 usage error, 3 runtime error, 4 SDK failure,\n"
+    "exit status: 0 ok, 1 compile error, 2 usage error, 3 runtime error (or the output\n"
+    "             could not be written), 4 SDK failure or --wait-for-tracer timeout,\n"
     "             5 --verify-unwind mismatch\n";
 
 struct options {
@@ -103,6 +105,8 @@ int fatal(const std::string& message) {
 
 int main(int argc, char** argv) {
   const options opt = parse_command_line(argc, argv);
+  // --publish wins over $JITUNWIND_PUBLISH, even over a value the SDK would reject.
+  if (opt.publishers) ::unsetenv("JITUNWIND_PUBLISH");
   const toylang::cli::loaded_program loaded = toylang::cli::load(program_name, opt.file, opt.args);
 
   toyinterp::compile_options copts;
@@ -110,7 +114,7 @@ int main(int argc, char** argv) {
   const toyinterp::program program = toyinterp::compile(loaded.source, copts);
   if (opt.dump) {
     std::fputs(toyinterp::disassemble(program).c_str(), stdout);
-    return 0;
+    return toylang::cli::finish_output(program_name, 0);
   }
 
   std::unique_ptr<toyinterp::probes> probes;
@@ -203,5 +207,7 @@ int main(int argc, char** argv) {
                    probes->one_word_check() ? "one word" : "probe by probe");
     }
   }
-  return ctx.checker ? toylang::cli::verify_unwind_status(program_name, *ctx.checker) : 0;
+  const int status =
+      ctx.checker ? toylang::cli::verify_unwind_status(program_name, *ctx.checker) : 0;
+  return toylang::cli::finish_output(program_name, status);
 }

@@ -160,7 +160,7 @@ void jit::division_by_zero(int64_t line, int64_t column) {
 
 void jit::stack_overflow(int64_t function_index) {
   const toylang::function& f = current->program_.functions[static_cast<size_t>(function_index)];
-  toylang::runtime_error(current->program_.file, 0, 0,
+  toylang::runtime_error(current->program_.file, f.loc.line, f.loc.column,
                          "stack overflow (toy recursion too deep) in '" + f.name + "'");
 }
 

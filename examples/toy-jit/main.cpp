@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <string_view>
 
@@ -49,8 +50,9 @@ constexpr const char* usage =
     "                           publishers' state to stderr at exit\n"
     "  --help                   this text\n"
     "\n"
-    "exit status: 0 ok, 1 compile error, 2 usage error, 3 runtime error, 4 JIT or SDK\n"
-    "             failure, 5 --verify-unwind mismatch\n";
+    "exit status: 0 ok, 1 compile error, 2 usage error, 3 runtime error (or the output could\n"
+    "             not be written), 4 JIT or SDK failure or --wait-for-tracer timeout,\n"
+    "             5 --verify-unwind mismatch\n";
 
 struct options {
   toyjit::jit_options jit;
@@ -122,6 +124,8 @@ void dump_frames(const toyjit::jit& jit) {
 
 int main(int argc, char** argv) {
   options opt = parse_command_line(argc, argv);
+  // --publish wins over $JITUNWIND_PUBLISH, even over a value the SDK would reject.
+  if (opt.placement.publishers) ::unsetenv("JITUNWIND_PUBLISH");
   const toylang::cli::loaded_program loaded = toylang::cli::load(program_name, opt.file, opt.args);
 
   std::string error;
@@ -208,5 +212,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "toy-jit: stats: checkpoints %" PRIu64 " deepest %zu\n", ctx.count,
                  ctx.deepest);
   }
-  return ctx.checker ? toylang::cli::verify_unwind_status(program_name, *ctx.checker) : 0;
+  const int status =
+      ctx.checker ? toylang::cli::verify_unwind_status(program_name, *ctx.checker) : 0;
+  return toylang::cli::finish_output(program_name, status);
 }

@@ -5,8 +5,19 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 namespace toylang::cli {
+
+int finish_output(const char* program, int status) {
+  errno = 0;
+  const bool flushed = std::fflush(stdout) == 0;
+  if (flushed && std::ferror(stdout) == 0) return status;
+  // ferror alone: an earlier write failed and its errno is long gone.
+  std::fprintf(stderr, "%s: writing standard output failed: %s\n", program,
+               !flushed && errno != 0 ? std::strerror(errno) : "an earlier write failed");
+  return 3;
+}
 
 void usage_error(const char* program, const std::string& message) {
   std::fprintf(stderr, "%s: %s\n(see %s --help)\n", program, message.c_str(), program);
@@ -32,6 +43,9 @@ bool option_scanner::next() {
 }
 
 void option_scanner::unknown() const {
+  if (!has_value_ &&
+      std::string_view(usage_).find(std::string(flag_) + "=") != std::string_view::npos)
+    error("option '" + std::string(flag_) + "' needs a value (" + std::string(flag_) + "=...)");
   error("unknown option '" + std::string(arg_) + "'");
 }
 

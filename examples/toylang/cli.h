@@ -42,7 +42,8 @@ class option_scanner {
   std::string_view value() const { return value_; }  ///< after '=', or ""
 
   [[noreturn]] void error(const std::string& message) const { usage_error(program_, message); }
-  /// Usage error "unknown option 'ARG'".
+  /// Usage error "unknown option 'ARG'", or "option '--FLAG' needs a value (--FLAG=...)" when
+  /// the usage text documents "--FLAG=" and ARG has no '='.
   [[noreturn]] void unknown() const;
 
   /// The value as "on" (true) or "off" (false).
@@ -86,6 +87,11 @@ loaded_program load(const char* program, const std::string& file,
 /// A log sink that prints "PROGRAM: jitunwind LEVEL: MESSAGE" lines to stderr, warnings and
 /// above. `program` must outlive every use of the sink.
 jitunwind::log_sink stderr_log(const char* program);
+
+/// End of a run that printed to stdout: flushes it and returns `status`, or prints "PROGRAM:
+/// writing standard output failed: REASON" and returns 3 if any of the output was lost (a full
+/// disk, a closed pipe), so a lost result never looks like success.
+int finish_output(const char* program, int status);
 
 /// End of a --verify-unwind run: prints "PROGRAM: <checker summary>" to stderr and returns the
 /// exit status, 5 if any checkpoint was not exact or not complete, else 0.

@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -22,8 +23,10 @@ uint64_t native_stack_limit(size_t margin) {
   size_t size = 0;
   const int rc = pthread_attr_getstack(&attr, &base, &size);
   pthread_attr_destroy(&attr);
-  if (rc != 0 || size <= margin) return 0;
-  return reinterpret_cast<uint64_t>(base) + margin;
+  if (rc != 0) return 0;
+  // A stack smaller than twice the margin (ulimit -s 256, say) keeps half of itself for toy
+  // code: giving up the check there would turn deep recursion into a segfault.
+  return reinterpret_cast<uint64_t>(base) + std::min(margin, size / 2);
 }
 
 }  // namespace toylang

@@ -14,7 +14,8 @@ namespace toylang {
 
 /// Lowest stack address the calling thread may use before toy code reports "stack overflow":
 /// the thread's stack bottom plus `margin` bytes (room for native helpers, signal handlers and
-/// the error path). 0 if the stack bounds cannot be determined.
+/// the error path), or plus half the stack when it is smaller than twice `margin`. 0 if the
+/// stack bounds cannot be determined.
 uint64_t native_stack_limit(size_t margin = 256 * 1024);
 
 }  // namespace toylang

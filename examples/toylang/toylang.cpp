@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -72,6 +73,12 @@ std::optional<program> compile(const std::string& file, const std::string& sourc
 }
 
 std::optional<program> compile_file(const std::string& path, std::vector<diagnostic>& errors) {
+  // A directory opens as an ifstream and then reads as empty: say so, not "no function 'main'".
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    errors.push_back({{0, 0}, "cannot read '" + path + "': " + std::strerror(EISDIR)});
+    return std::nullopt;
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     errors.push_back({{0, 0}, "cannot read '" + path + "': " + std::strerror(errno)});

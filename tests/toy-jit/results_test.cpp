@@ -89,8 +89,27 @@ TEST_CASE("runtime errors and usage errors have their own exit statuses") {
     CHECK(r.exit_code == 2);
     r = run({binary, quiet, deep});
     CHECK(r.exit_code == 3);
-    CHECK(r.err.find("runtime error: stack overflow (toy recursion too deep) in 'f'") !=
-          std::string::npos);
+    CHECK(r.err == deep + ":1:1: runtime error: stack overflow (toy recursion too deep) in 'f'\n");
+    // A stack smaller than the usual 256 KiB margin still gets the error, not a segfault.
+    r = jitunwind::test::run_shell("ulimit -s 200 && exec " + std::string(binary) + " " + quiet +
+                                   " " + deep);
+    CHECK(r.exit_code == 3);
+    CHECK(r.err == deep + ":1:1: runtime error: stack overflow (toy recursion too deep) in 'f'\n");
+    // Output that cannot be written is an error, not a silent success.
+    r = jitunwind::test::run_shell(std::string(binary) + " " + quiet + " " + div + " 2 >/dev/full");
+    CHECK(r.exit_code == 3);
+    CHECK(r.err.find("writing standard output failed") != std::string::npos);
+    // --publish wins over $JITUNWIND_PUBLISH, even one the SDK would reject.
+    r = jitunwind::test::run_shell("JITUNWIND_PUBLISH=bogus " + std::string(binary) + " " + quiet +
+                                   " " + div + " 2");
+    CHECK(r.exit_code == 0);
+    CHECK(r.out == "1\n5\n");
+    r = run({binary, "--publish", div, "2"});
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("option '--publish' needs a value (--publish=...)") != std::string::npos);
+    r = run({binary, quiet, dir.path()});
+    CHECK(r.exit_code == 1);
+    CHECK(r.err == dir.path() + ": error: cannot read '" + dir.path() + "': Is a directory\n");
     r = run({binary, "--help"});
     CHECK(r.exit_code == 0);
     CHECK(r.out.find("usage: ") == 0);
