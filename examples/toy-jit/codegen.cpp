@@ -163,16 +163,37 @@ class generator final : public generated_function {
 
   // ---- prologue / epilogue ----
 
+  // The guard at the end of the prologue leaves room for the frame and the cold path's call
+  // only within the stack limit's margin (>= 100 KiB): a bigger frame could reach past the
+  // stack before the guard runs. Such frames check first, with the error call inline, where
+  // the rows are the prologue's so far.
+  static constexpr uint32_t big_frame_bytes = 16 * 1024;
+  void check_big_frame() {
+    if (frame_bytes_ <= big_frame_bytes) return;
+    Label fits = a_.newLabel();
+    a_.lea(x86::rax, x86::ptr(x86::rsp, -static_cast<int32_t>(frame_bytes_)));
+    a_.mov(x86::r11, imm(rt_.stack_limit));
+    a_.cmp(x86::rax, x86::qword_ptr(x86::r11));
+    a_.jae(fits);
+    a_.mov(x86::edi, imm(f_.index));
+    a_.mov(x86::rax, imm(rt_.stack_overflow));
+    a_.call(x86::rax);  // does not return
+    a_.int3();
+    a_.bind(fits);
+  }
+
   void prologue() {
     a_.push(x86::rbp);
     const uint32_t after_push = here();
     if (o_.frame_pointers) {
       a_.mov(x86::rbp, x86::rsp);
       frames_.push_frame_pointer(after_push, here());
+      check_big_frame();
       if (frame_bytes_ != 0) a_.sub(x86::rsp, imm(frame_bytes_));
     } else {
       // rbp is callee-saved: keep the caller's value (the rows say where) and reuse the register.
       frames_.stack_alloc(after_push, 8).offset(after_push, reg::fp, -16);
+      check_big_frame();
       if (frame_bytes_ != 0) {
         a_.sub(x86::rsp, imm(frame_bytes_));
         frames_.stack_alloc(here(), static_cast<int32_t>(frame_bytes_));
@@ -251,6 +272,11 @@ class generator final : public generated_function {
     if (o_.shadow_stack) {
       a_.mov(x86::r11, imm(rt_.shadow_top));
       a_.mov(x86::r10, x86::qword_ptr(x86::r11));
+      // A full shadow stack is a stack overflow (a native stack above 8 MiB allows more
+      // frames than it holds); the check runs in the body, whose rules the cold path has.
+      a_.mov(x86::rax, imm(rt_.shadow_base + 8));
+      a_.cmp(x86::r10, x86::rax);
+      a_.jb(stack_overflow_);
       a_.lea(x86::rax, x86::ptr(after_call));
       a_.mov(x86::qword_ptr(x86::r10, -8), x86::rax);
       a_.sub(x86::r10, imm(8));

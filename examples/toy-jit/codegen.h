@@ -48,6 +48,7 @@ struct runtime_addresses {
   uint64_t entry_table = 0;  ///< uint64_t[functions]: where each function currently starts
   uint64_t counters = 0;     ///< int64_t[functions]: recompile countdowns
   uint64_t shadow_top = 0;   ///< uint64_t*: top of the shadow stack (grows down)
+  uint64_t shadow_base = 0;  ///< lowest address of the shadow stack (a push below it overflows)
   uint64_t stack_limit = 0;  ///< uint64_t: lowest rsp toy code may use
   uint64_t print = 0;        ///< int64_t(int64_t) for each builtin
   uint64_t checkpoint = 0;

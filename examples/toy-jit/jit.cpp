@@ -19,7 +19,8 @@ uint64_t now_ns() {
 // The native helpers below are plain C functions called from JIT code; they find the runtime
 // here. One JIT per process is all this example needs.
 jit* current = nullptr;
-// Deep enough for any recursion the native stack allows (each JIT frame is >= 16 bytes).
+// Deep enough for any recursion an 8 MiB native stack allows (each JIT frame is >= 16 bytes);
+// deeper recursion on a bigger stack stops at the shadow stack's bounds check instead.
 constexpr size_t shadow_stack_entries = size_t{1} << 20;
 }  // namespace
 
@@ -42,6 +43,7 @@ jit::jit(const toylang::program& p, const jit_options& options, std::unique_ptr<
   addresses_.entry_table = reinterpret_cast<uint64_t>(entry_table_.get());
   addresses_.counters = reinterpret_cast<uint64_t>(counters_.get());
   addresses_.shadow_top = reinterpret_cast<uint64_t>(&shadow_top_);
+  addresses_.shadow_base = reinterpret_cast<uint64_t>(shadow_.get());
   addresses_.stack_limit = reinterpret_cast<uint64_t>(&stack_limit_);
   addresses_.print = reinterpret_cast<uint64_t>(toylang::native_entry(toylang::builtin::print));
   addresses_.checkpoint = reinterpret_cast<uint64_t>(&jit::checkpoint_helper);

@@ -16,7 +16,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <limits>
 #include <list>
+#include <utility>
+#include <vector>
 
 namespace toyjit {
 
@@ -26,6 +29,7 @@ using namespace jitunwind;
 
 constexpr std::chrono::milliseconds retire_grace{10};
 constexpr size_t max_kept_windows = 2;
+constexpr uint32_t max_poll_backoff = 1024;
 
 class sdk_placer final : public code_placer {
  public:
@@ -108,22 +112,40 @@ class sdk_placer final : public code_placer {
   }
 
   void poll() override {
-    // Retire windows whose code is all replaced and no longer on the stack.
-    for (tracked& t : windows_) {
-      if (t.retired || t.live != 0 || &t == current_) continue;
-      if (referenced_from_stack(t)) continue;
-      const bool ok = t.w->retire(retire_grace,
-                                  [this](window& w) {
-                                    // Keep a few windows for reuse instead of mapping new ones.
-                                    if (kept_.size() >= max_kept_windows) return false;
-                                    kept_.push_back(&w);
-                                    return true;
-                                  })
-                          .ok();
-      if (ok) {
-        t.retired = true;
-        ++retired_;
+    // Retire windows whose code is all replaced and no longer on the stack. The stack scan
+    // costs O(stack depth): a deep recursion that keeps recompiling would rescan the same deep
+    // stack on every poll (quadratic time), so after a scan that retires nothing the next one
+    // waits twice as many polls, up to max_poll_backoff.
+    if (polls_to_skip_ > 0) {
+      --polls_to_skip_;
+    } else {
+      std::vector<tracked*> candidates;
+      for (tracked& t : windows_) {
+        if (!t.retired && t.live == 0 && &t != current_) candidates.push_back(&t);
       }
+      const std::vector<bool> on_stack = referenced_from_stack(candidates);
+      bool retired_any = false;
+      for (size_t i = 0; i < candidates.size(); ++i) {
+        if (on_stack[i]) continue;
+        tracked& t = *candidates[i];
+        const bool ok = t.w->retire(retire_grace,
+                                    [this](window& w) {
+                                      // Keep a few windows for reuse instead of mapping new ones.
+                                      if (kept_.size() >= max_kept_windows) return false;
+                                      kept_.push_back(&w);
+                                      return true;
+                                    })
+                            .ok();
+        if (ok) {
+          t.retired = true;
+          retired_any = true;
+          ++retired_;
+        }
+      }
+      backoff_ = retired_any || candidates.empty()
+                     ? 0
+                     : std::min(max_poll_backoff, backoff_ == 0 ? 1 : 2 * backoff_);
+      polls_to_skip_ = backoff_;
     }
     session_->poll();
     // Forget windows the session freed (retired and not kept).
@@ -153,8 +175,8 @@ class sdk_placer final : public code_placer {
     }
     const auto live = std::count_if(windows_.begin(), windows_.end(),
                                     [](const tracked& t) { return !t.retired; });
-    return s + std::to_string(live) + " live windows, " + std::to_string(retired_) +
-           " retired, " + std::to_string(reused_) + " reused";
+    return s + std::to_string(live) + " live windows, " + std::to_string(retired_) + " retired, " +
+           std::to_string(reused_) + " reused";
   }
 
  private:
@@ -208,17 +230,26 @@ class sdk_placer final : public code_placer {
     return true;
   }
 
-  // Conservative: any word on the stack between here and the stack's top that points into the
-  // window counts as a live return address (false positives only delay retirement).
-  bool referenced_from_stack(const tracked& t) const {
+  // Conservative: any word on the stack between here and the stack's top that points into a
+  // window counts as a live return address (false positives only delay retirement). One pass
+  // over the stack for all windows: result[i] is whether windows[i] is referenced.
+  std::vector<bool> referenced_from_stack(const std::vector<tracked*>& windows) const {
+    std::vector<bool> result(windows.size(), false);
+    if (windows.empty()) return result;
+    std::vector<std::pair<uint64_t, size_t>> starts;  // (text start, index), sorted
+    for (size_t i = 0; i < windows.size(); ++i) starts.push_back({windows[i]->w->text_start(), i});
+    std::sort(starts.begin(), starts.end());
     const auto* low = static_cast<const uint64_t*>(__builtin_frame_address(0));
     const auto* high = reinterpret_cast<const uint64_t*>(stack_high_);
-    const uint64_t start = t.w->text_start();
-    const uint64_t end = start + t.w->text_size();
     for (const uint64_t* p = low; p < high; ++p) {
-      if (*p >= start && *p < end) return true;
+      const uint64_t v = *p;
+      if (v < starts.front().first) continue;
+      auto it = std::upper_bound(starts.begin(), starts.end(),
+                                 std::make_pair(v, std::numeric_limits<size_t>::max()));
+      const size_t i = std::prev(it)->second;
+      if (v - windows[i]->w->text_start() < windows[i]->w->text_size()) result[i] = true;
     }
-    return false;
+    return result;
   }
 
   std::unique_ptr<session> session_;
@@ -227,6 +258,8 @@ class sdk_placer final : public code_placer {
   tracked* current_ = nullptr;
   std::vector<window*> kept_;
   uint64_t stack_high_ = 0;
+  uint32_t backoff_ = 0;        // polls skipped after the last scan that retired nothing
+  uint32_t polls_to_skip_ = 0;  // before the next scan
   uint64_t retired_ = 0;
   uint64_t reused_ = 0;
 };

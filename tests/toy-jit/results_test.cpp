@@ -115,3 +115,49 @@ TEST_CASE("runtime errors and usage errors have their own exit statuses") {
     CHECK(r.out.find("usage: ") == 0);
   }
 }
+
+TEST_CASE("deep recursion ends in the result or a stack overflow error, never a crash or a hang") {
+  if (examples_missing(TOY_JIT)) return;
+  jitunwind::test::temp_dir dir;
+  const std::string quiet = "--publish=none";
+  // A 320 KiB frame: larger than the stack guard's margin, so it is checked before it is made.
+  std::string big = "fn f(d) {\n";
+  for (int i = 0; i < 40000; ++i)
+    big += "  let a" + std::to_string(i) + " = " + std::to_string(i) + ";\n";
+  big += "  if (d == 0) { return a1; }\n  return f(d - 1) + 1;\n}\nfn main(n) { return f(n); }\n";
+  const std::string big_file = dir / "big.toy";
+  REQUIRE(jitunwind::test::write_file(big_file, big));
+  const std::string overflow =
+      ":1:1: runtime error: stack overflow (toy recursion too deep) in 'f'\n";
+  for (const char* fp : {"--frame-pointers=on", "--frame-pointers=off"}) {
+    INFO(fp);
+    auto r = run({TOY_JIT, quiet, fp, "--windows=8m", big_file, "3"});
+    CHECK(r.exit_code == 0);
+    CHECK(r.out == "4\n");
+    r = run({TOY_JIT, quiet, fp, "--windows=8m", big_file, "100"});
+    CHECK(r.exit_code == 3);
+    CHECK(r.err == big_file + overflow);
+  }
+  const std::string deep = dir / "deep.toy";
+  REQUIRE(jitunwind::test::write_file(
+      deep,
+      "fn f(n) { if (n == 0) { checkpoint(1); return 0; } return f(n - 1) + 1; }\n"
+      "fn main(n) { return f(n); }\n"));
+  // A 1 GB stack allows more frames than the shadow stack (2^20 entries) holds: its bounds
+  // check reports the overflow instead of writing past it.
+  for (const char* mode : {"--shadow-stack", "--verify-unwind"}) {
+    INFO(mode);
+    const auto r = jitunwind::test::run_shell("ulimit -s 1000000 && exec " + std::string(TOY_JIT) +
+                                              " " + quiet + " " + mode + " " + deep + " 1100000");
+    CHECK(r.exit_code == 3);
+    CHECK(r.err == deep + overflow);
+  }
+  // Recompiling at every call, 40 000 frames deep: each recompilation polls for windows to
+  // retire, which scans the stack; that once took minutes (a scan per window per poll), so the
+  // run's timeout is the check.
+  const auto r =
+      run({TOY_JIT, quiet, "--recompile-every=1", deep, "40000"}, {}, std::chrono::seconds(60));
+  CHECK_FALSE(r.timed_out);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out == "40000\n");
+}
