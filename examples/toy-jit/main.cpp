@@ -78,15 +78,14 @@ options parse_command_line(int argc, char** argv) {
       o.placement.publishers = s.publishers();
     } else if (flag == "--windows" && has_value) {
       o.placement.window_size = s.size();
+      if (o.placement.window_size > (size_t{1} << 30))
+        s.error("--windows takes at most 1g (the SDK's limit per window)");
     } else if (a == "--stats") {
       o.stats = true;
     } else if (a == "--dump-frames") {
       o.dump_frames = true;
     } else if (flag == "--wait-for-tracer") {
-      o.wait_for_tracer = has_value ? static_cast<int>(s.count()) : 30;
-      if (o.wait_for_tracer < 1 || o.wait_for_tracer > 3600) {
-        s.error("--wait-for-tracer takes 1..3600 seconds");
-      }
+      o.wait_for_tracer = has_value ? s.seconds() : 30;
     } else if (a == "--shadow-stack") {
       o.jit.shadow_stack = true;
     } else if (a == "--verify-unwind") {

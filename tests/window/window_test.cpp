@@ -462,6 +462,12 @@ TEST_CASE("publisher lists and the environment") {
   auto bad = parse_publishers("perfmap,ftrace");
   REQUIRE_FALSE(bad.ok());
   CHECK_THAT(bad.error().message(), Catch::Contains("'ftrace'"));
+  auto empty_item = parse_publishers("perfmap,,jitdump");
+  REQUIRE_FALSE(empty_item.ok());
+  CHECK_THAT(empty_item.error().message(), Catch::Contains("empty publisher name"));
+  auto none_and = parse_publishers("none,perfmap");
+  REQUIRE_FALSE(none_and.ok());
+  CHECK_THAT(none_and.error().message(), Catch::Contains("'none' cannot be combined"));
 
   setenv("JITUNWIND_PUBLISH", "perfmap", 1);
   setenv("JITUNWIND_DIR", "/tmp/somewhere", 1);
@@ -482,4 +488,17 @@ TEST_CASE("publisher lists and the environment") {
   auto ks = session::create(k);
   REQUIRE_FALSE(ks.ok());
   CHECK_THAT(ks.error().message(), Catch::Contains("never guessed"));
+}
+
+TEST_CASE("an owned window of the largest code capacity gets a default SFrame capacity that fits") {
+  // The default SFrame capacity grows with the code (48 bytes per 64); from ~341 MiB of code on
+  // it would pass the 256 MiB SFrame limit, so it is clamped there.
+  auto s = session::create(quiet_options());
+  REQUIRE(s.ok());
+  auto w = (*s)->create_owned_window({.code_capacity = size_t{1} << 30});
+  REQUIRE(w.ok());
+  CHECK((*w)->text_size() >= (size_t{1} << 30));
+  auto too_big = (*s)->create_owned_window({.code_capacity = (size_t{1} << 30) + 4096});
+  REQUIRE_FALSE(too_big.ok());
+  CHECK_THAT(too_big.error().message(), Catch::Contains("max 1 GiB of code"));
 }

@@ -34,10 +34,17 @@ result<int> open_owned_file(const std::string& path, bool append, const char* wh
       case EROFS:
         return make_error(errc::permission_denied, "%s %s: cannot open for writing: %s", what,
                           path.c_str(), std::strerror(e));
+      // ENOENT also comes from a directory that exists but cannot hold new files (/proc).
       case ENOENT:
+        return make_error(errc::not_found,
+                          "%s %s: cannot create it: %s (a missing directory, or one where no "
+                          "files can be created)",
+                          what, path.c_str(), std::strerror(e));
       case ENOTDIR:
-        return make_error(errc::not_found, "%s %s: directory does not exist: %s", what,
-                          path.c_str(), std::strerror(e));
+        return make_error(errc::not_found,
+                          "%s %s: cannot create it: a part of its directory is "
+                          "not a directory",
+                          what, path.c_str());
       default:
         return make_error(errc::io_error, "%s %s: open failed: %s", what, path.c_str(),
                           std::strerror(e));

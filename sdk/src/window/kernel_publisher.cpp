@@ -35,8 +35,8 @@ class kernel_publisher final : public publisher_backend {
     if (!r && r.error().code() != errc::unsupported) {
       // The kernel knows the interface but refused this section: the window is not known to
       // the kernel, the others still may be.
-      log_(log_level::warning, "jitunwind: kernel refused window " + std::to_string(w.id) + ": " +
-                                   r.error().message());
+      log_(log_level::warning,
+           "kernel refused window " + std::to_string(w.id) + ": " + r.error().message());
       return {};
     }
     return r;

@@ -62,6 +62,9 @@ result<publisher_set> parse_publishers(std::string_view list) {
     const size_t comma = list.find(',');
     std::string_view item = trim(list.substr(0, comma));
     list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
+    if (item.empty()) return make_error(errc::invalid_argument, "empty publisher name in the list");
+    if (item == "none")
+      return make_error(errc::invalid_argument, "'none' cannot be combined with other publishers");
     if (item == "all") {
       for (publisher p : all_publishers) set |= static_cast<uint32_t>(p);
       continue;

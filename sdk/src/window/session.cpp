@@ -60,7 +60,7 @@ void session_impl::start_publishers() {
       s.backend = std::move(backend).value();
       s.state = publisher_state::active;
       s.message = s.backend->note();
-      log(log_level::debug, std::string("jitunwind: publisher ") + to_string(p) + " active" +
+      log(log_level::debug, std::string("publisher ") + to_string(p) + " active" +
                                 (s.message.empty() ? "" : ": " + s.message));
     } else {
       const error& e = backend.error();
@@ -68,7 +68,7 @@ void session_impl::start_publishers() {
                                               : publisher_state::failed;
       s.message = e.message();
       log(e.code() == errc::unsupported ? log_level::info : log_level::warning,
-          std::string("jitunwind: publisher ") + to_string(p) + " " + to_string(s.state) + ": " +
+          std::string("publisher ") + to_string(p) + " " + to_string(s.state) + ": " +
               e.message());
     }
     slots_.push_back(std::move(s));
@@ -95,14 +95,16 @@ void session_impl::mark_failed(slot& s, const char* what, uint64_t window_id, co
                            std::memory_order_acq_rel);
     s.message = message;
   }
-  log(log_level::error, "jitunwind: publisher " + message + " (publisher stopped)");
+  log(log_level::error, "publisher " + message + " (publisher stopped)");
 }
 
 result<window*> session_impl::create_owned_window(const owned_window_options& o) {
   size_t sframe_capacity = o.sframe_capacity;
   if (sframe_capacity == 0) {
-    // About one typical function (FDE + 4 rows) per 64 bytes of code, at least one page.
-    sframe_capacity = std::max<size_t>(page_size(), o.code_capacity / 64 * 48 + 64);
+    // About one typical function (FDE + 4 rows) per 64 bytes of code, at least one page, at
+    // most the per-window limit (256 MiB: still ~10 million functions).
+    sframe_capacity = std::clamp<size_t>(o.code_capacity / 64 * 48 + 64, page_size(),
+                                         size_t{1} << 28);
   }
   owned_memory mem = take_owned(round_up(o.code_capacity, page_size()),
                                 round_up(sframe_capacity, page_size()), o.dual_mapping);
