@@ -3,6 +3,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "support/process.hpp"
+
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -465,6 +467,12 @@ TEST_CASE("publisher lists and the environment") {
   auto empty_item = parse_publishers("perfmap,,jitdump");
   REQUIRE_FALSE(empty_item.ok());
   CHECK_THAT(empty_item.error().message(), Catch::Contains("empty publisher name"));
+  for (const char* empty : {"", " ", "perfmap,"}) {
+    INFO("'" << empty << "'");
+    auto r = parse_publishers(empty);
+    REQUIRE_FALSE(r.ok());
+    CHECK_THAT(r.error().message(), Catch::Contains("empty publisher"));
+  }
   auto none_and = parse_publishers("none,perfmap");
   REQUIRE_FALSE(none_and.ok());
   CHECK_THAT(none_and.error().message(), Catch::Contains("'none' cannot be combined"));
@@ -483,11 +491,40 @@ TEST_CASE("publisher lists and the environment") {
   unsetenv("JITUNWIND_PUBLISH");
   unsetenv("JITUNWIND_DIR");
 
+  // Empty counts as unset; a kernel interface opts in unless the list is explicit; off/none
+  // are no interface.
+  setenv("JITUNWIND_PUBLISH", "", 1);
+  CHECK(session_options::from_env()->publishers == default_publishers);
+  setenv("JITUNWIND_KERNEL_SFRAME", "prctl:79,80", 1);
+  CHECK(session_options::from_env()->publishers == (default_publishers | publisher::kernel));
+  setenv("JITUNWIND_PUBLISH", "perfmap", 1);
+  CHECK(session_options::from_env()->publishers == static_cast<uint32_t>(publisher::perfmap));
+  unsetenv("JITUNWIND_PUBLISH");
+  for (const char* off : {"off", "none"}) {
+    setenv("JITUNWIND_KERNEL_SFRAME", off, 1);
+    auto ko = session_options::from_env();
+    REQUIRE(ko.ok());
+    CHECK(ko->publishers == default_publishers);
+    CHECK(ko->kernel_sframe.empty());
+  }
+  unsetenv("JITUNWIND_KERNEL_SFRAME");
+
+  // The kernel publisher without an interface fails on its own (never guessed); the session
+  // and the other publishers go on.
   session_options k;
   k.publishers = publisher::kernel | publisher::perfmap;
+  jitunwind::test::temp_dir dir;
+  k.perfmap_dir = dir.path();
   auto ks = session::create(k);
-  REQUIRE_FALSE(ks.ok());
-  CHECK_THAT(ks.error().message(), Catch::Contains("never guessed"));
+  REQUIRE(ks.ok());
+  for (const publisher_status& st : (*ks)->status()) {
+    if (st.which == publisher::kernel) {
+      CHECK(st.state == publisher_state::failed);
+      CHECK_THAT(st.message, Catch::Contains("never guessed"));
+    } else if (st.which == publisher::perfmap) {
+      CHECK(st.state == publisher_state::active);
+    }
+  }
 }
 
 TEST_CASE("an owned window of the largest code capacity gets a default SFrame capacity that fits") {

@@ -62,7 +62,7 @@ result<std::unique_ptr<publisher_backend>> make_kernel_publisher(const session_o
   if ((*k)->status() == kernel::backend_status::disabled)
     return make_error(errc::invalid_argument,
                       "kernel: no interface configured (set kernel_sframe or "
-                      "JITUNWIND_KERNEL_SFRAME, e.g. \"prctl:79,80\")");
+                      "JITUNWIND_KERNEL_SFRAME, e.g. \"prctl:79,80\"); it is never guessed");
   return std::unique_ptr<publisher_backend>(
       std::make_unique<kernel_publisher>(std::move(k).value(), o.log));
 }

@@ -57,11 +57,13 @@ const char* to_string(window_state s) noexcept {
 result<publisher_set> parse_publishers(std::string_view list) {
   publisher_set set = 0;
   list = trim(list);
-  if (list == "none" || list.empty()) return publisher_set{0};
-  while (!list.empty()) {
+  if (list.empty()) return make_error(errc::invalid_argument, "empty publisher list (use 'none')");
+  if (list == "none") return publisher_set{0};
+  for (bool more = true; more;) {
     const size_t comma = list.find(',');
     std::string_view item = trim(list.substr(0, comma));
-    list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
+    more = comma != std::string_view::npos;  // "perfmap," has an empty last item
+    list = more ? list.substr(comma + 1) : std::string_view{};
     if (item.empty()) return make_error(errc::invalid_argument, "empty publisher name in the list");
     if (item == "none")
       return make_error(errc::invalid_argument, "'none' cannot be combined with other publishers");
@@ -91,7 +93,10 @@ result<publisher_set> parse_publishers(std::string_view list) {
 
 result<session_options> session_options::from_env() {
   session_options o;
-  if (const char* v = std::getenv("JITUNWIND_PUBLISH")) {
+  // An empty variable counts as unset, as for the others.
+  const char* publish = std::getenv("JITUNWIND_PUBLISH");
+  if (publish != nullptr && *publish == '\0') publish = nullptr;
+  if (const char* v = publish) {
     auto set = parse_publishers(v);
     if (!set) return make_error(errc::invalid_argument, "JITUNWIND_PUBLISH: %s",
                                 set.error().message().c_str());
@@ -102,9 +107,14 @@ result<session_options> session_options::from_env() {
     o.jitdump_dir = v;
   }
   if (const char* v = std::getenv("JITDUMPDIR"); v != nullptr && *v != '\0') o.jitdump_dir = v;
+  // Setting an interface opts in to the kernel publisher, unless JITUNWIND_PUBLISH lists the
+  // publishers itself; "off" and "none" mean no kernel calls, as in kernel_sframe.
   if (const char* v = std::getenv("JITUNWIND_KERNEL_SFRAME"); v != nullptr && *v != '\0') {
-    o.kernel_sframe = v;
-    o.publishers |= static_cast<uint32_t>(publisher::kernel);
+    const std::string_view value = trim(v);
+    if (value != "off" && value != "none") {
+      o.kernel_sframe = v;
+      if (publish == nullptr) o.publishers |= static_cast<uint32_t>(publisher::kernel);
+    }
   }
   return o;
 }

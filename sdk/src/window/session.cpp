@@ -13,11 +13,6 @@ result<std::unique_ptr<session>> session::create(const session_options& options)
       options.target != abi::aarch64_be)
     return detail::make_error(errc::invalid_argument, "session: unknown ABI id %d",
                               static_cast<int>(options.target));
-  if (contains(options.publishers, publisher::kernel) && options.kernel_sframe.empty())
-    return detail::make_error(errc::invalid_argument,
-                              "session: the kernel publisher needs kernel_sframe (from "
-                              "JITUNWIND_KERNEL_SFRAME, e.g. \"prctl:79,80\"); it is "
-                              "never guessed");
   auto s = std::make_unique<detail::session_impl>(options);
   s->start_publishers();
   return std::unique_ptr<session>(std::move(s));
