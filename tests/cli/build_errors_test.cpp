@@ -127,3 +127,31 @@ TEST_CASE("build: command-line errors exit with status 2") {
   // A failed build leaves nothing behind.
   CHECK(read_file(dir / "a").empty());
 }
+
+TEST_CASE("build: a value nested 200 000 deep is an error, not a stack overflow") {
+  temp_dir dir;
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  expect_error(dir, deep, "invalid JSON: nested more than 64 levels deep at byte 64");
+  expect_error(dir,
+               R"({"abi": "amd64", "functions": [{"start": )" + deep +
+                   R"(, "size": 16, "rows": [{"pc": 0, "cfa": "sp+8"}]}]})",
+               "invalid JSON: nested more than 64 levels deep at byte 102");
+}
+
+TEST_CASE("inputs that never end are refused, and long names are dumped whole") {
+  temp_dir dir;
+  auto zero = run_tool({"sframe", "check", "/dev/zero"});
+  CHECK(zero.exit_code == 1);
+  CHECK(zero.out + zero.err == "/dev/zero: is a device, not a file\n");
+  // A 700-byte symbol name (long C++ names are common) in the text dump, not cut at 511 bytes.
+  const std::string name = "_Z" + std::string(700, 'a');
+  REQUIRE(write_file(dir / "long.json",
+                     R"({"abi": "amd64", "functions": [{"start": 4096, "size": 16, "name": ")" +
+                         name + R"(", "rows": [{"pc": 0, "cfa": "sp+8"}]}]})"));
+  auto built =
+      run_tool({"sframe", "build", "--input", dir / "long.json", "--elf", dir / "long.so"});
+  REQUIRE(built.exit_code == 0);
+  auto dump = run_tool({"sframe", "dump", dir / "long.so"});
+  CHECK(dump.exit_code == 0);
+  CHECK(dump.out.find(name) != std::string::npos);
+}

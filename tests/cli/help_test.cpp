@@ -76,4 +76,12 @@ TEST_CASE("usage errors exit 2 and point to --help") {
   CHECK(value.err.find("option --format needs a value (FMT)") != std::string::npos);
   auto section_raw = run_tool({"sframe", "check", "--raw", "--section", ".x", "f"});
   CHECK(section_raw.exit_code == 2);
+  // Times that would overflow the clock arithmetic are refused (they once returned at once).
+  for (const char* option : {"--hold-ms", "--timeout-s", "--settle-ms", "--interval-ms"}) {
+    auto time = run_tool(
+        {"usdt", "fire", "--provider", "p", "--probe", "e", option, "18446744073709551615"});
+    INFO(option);
+    CHECK(time.exit_code == 2);
+    CHECK(time.err.find("is more than") != std::string::npos);
+  }
 }

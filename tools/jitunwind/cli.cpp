@@ -175,13 +175,27 @@ result<std::vector<uint8_t>> read_file(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return error(errc::io_error, path + ": cannot open: " + std::strerror(errno));
   struct stat st {};
-  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
-    ::close(fd);
-    return error(errc::io_error, path + ": is a directory");
+  // Files and pipes (process substitution) are read, never without bound: a runaway producer
+  // would otherwise eat all memory. Devices (/dev/zero) never end.
+  constexpr size_t max_bytes = size_t{1} << 30;
+  if (::fstat(fd, &st) == 0) {
+    const char* refused = S_ISDIR(st.st_mode)                          ? "is a directory"
+                          : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "is a device, not a file"
+                          : S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) > max_bytes
+                              ? "is larger than 1 GiB"
+                              : nullptr;
+    if (refused != nullptr) {
+      ::close(fd);
+      return error(errc::io_error, path + ": " + refused);
+    }
   }
   std::vector<uint8_t> bytes;
   uint8_t buf[65536];
   for (;;) {
+    if (bytes.size() > max_bytes) {
+      ::close(fd);
+      return error(errc::limit_exceeded, path + ": more than 1 GiB, not read further");
+    }
     const ssize_t n = ::read(fd, buf, sizeof buf);
     if (n < 0) {
       if (errno == EINTR) continue;

@@ -11,13 +11,21 @@ namespace jitunwind::cli {
 
 namespace {
 
+// Formats onto the end of `out`, however long the result (symbol names and paths can be long).
 [[gnu::format(printf, 2, 3)]] void append(std::string& out, const char* fmt, ...) {
-  char buf[512];
   va_list ap;
   va_start(ap, fmt);
-  std::vsnprintf(buf, sizeof buf, fmt, ap);
+  va_list again;
+  va_copy(again, ap);
+  const int n = std::vsnprintf(nullptr, 0, fmt, ap);
   va_end(ap);
-  out += buf;
+  if (n > 0) {
+    const size_t at = out.size();
+    out.resize(at + static_cast<size_t>(n) + 1);
+    std::vsnprintf(out.data() + at, static_cast<size_t>(n) + 1, fmt, again);
+    out.resize(at + static_cast<size_t>(n));
+  }
+  va_end(again);
 }
 
 std::string offset_text(const char* base, int32_t v) {

@@ -145,12 +145,22 @@ result<std::vector<typed_value>> parse_values(const std::string& spec) {
   return out;
 }
 
+// Times are capped at one day: larger ones overflow the clock arithmetic they feed.
+constexpr uint64_t one_day_s = 24 * 3600;
+constexpr uint64_t one_day_ms = one_day_s * 1000;
+
 std::optional<uint64_t> number_option(const parsed_args& a, const std::string& name,
-                                      uint64_t fallback, std::string* bad) {
+                                      uint64_t fallback, std::string* bad,
+                                      uint64_t max = UINT64_MAX) {
   auto v = a.value(name);
   if (!v) return fallback;
   auto n = parse_u64(*v);
-  if (!n) *bad = "--" + name + ": '" + *v + "' is not a number";
+  if (!n) {
+    *bad = "--" + name + ": '" + *v + "' is not a number";
+  } else if (*n > max) {
+    *bad = "--" + name + ": " + *v + " is more than " + std::to_string(max);
+    n.reset();
+  }
   return n;
 }
 
@@ -163,10 +173,10 @@ int run_fire(const std::string& program, const parsed_args& a) {
   if (!values) return report(program, values.error().message(), exit_usage);
   std::string bad;
   const auto count = number_option(a, "count", 1, &bad);
-  const auto interval = number_option(a, "interval-ms", 0, &bad);
-  const auto timeout = number_option(a, "timeout-s", 60, &bad);
-  const auto settle = number_option(a, "settle-ms", 100, &bad);
-  const auto hold = number_option(a, "hold-ms", 0, &bad);
+  const auto interval = number_option(a, "interval-ms", 0, &bad, one_day_ms);
+  const auto timeout = number_option(a, "timeout-s", 60, &bad, one_day_s);
+  const auto settle = number_option(a, "settle-ms", 100, &bad, one_day_ms);
+  const auto hold = number_option(a, "hold-ms", 0, &bad, one_day_ms);
   if (!bad.empty()) return report(program, bad, exit_usage);
 
   provider_options options;
