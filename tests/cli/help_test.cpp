@@ -52,6 +52,17 @@ TEST_CASE("help: every sframe command documents every option") {
   }
 }
 
+TEST_CASE("--help after an unknown group or command still shows the help") {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--bogus", "--help"}, {"sframe", "--bogus", "--help"}}) {
+    auto r = run_tool(args);
+    INFO(args[0] << " " << args[1]);
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.find("sframe") != std::string::npos);
+    CHECK(r.err.empty());
+  }
+}
+
 TEST_CASE("usage errors exit 2 and point to --help") {
   auto none = run_tool({});
   CHECK(none.exit_code == 2);

@@ -297,6 +297,24 @@ TEST_CASE("JITDUMPDIR chooses the directory when none is given") {
   CHECK((*w)->path() == dir / "jit-4243.dump");
 }
 
+TEST_CASE("a directory mounted noexec: unsupported, and no dump file left behind") {
+  if (!jitunwind::test::may_run_privileged("mounting a noexec tmpfs")) return;
+  temp_dir dir;
+  const auto mounted = jitunwind::test::run(
+      {"mount", "-t", "tmpfs", "-o", "noexec,size=1m", "jitunwind-test", dir.path()});
+  REQUIRE(mounted.exit_code == 0);
+  jitdump_options o;
+  o.dir = dir.path();
+  o.pid = 4244;
+  auto w = jitdump_writer::create(o);
+  const bool left = ::access((dir / "jit-4244.dump").c_str(), F_OK) == 0;
+  CHECK(jitunwind::test::run({"umount", dir.path()}).exit_code == 0);
+  REQUIRE_FALSE(w.ok());
+  CHECK(w.error().code() == errc::unsupported);
+  CHECK_THAT(w.error().message(), Catch::Contains("noexec"));
+  CHECK_FALSE(left);
+}
+
 TEST_CASE("unsafe dump paths are refused and left untouched") {
   temp_dir dir;
   const std::string dump = dir / "jit-4242.dump";

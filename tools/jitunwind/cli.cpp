@@ -260,6 +260,13 @@ int run_group(const invocation& inv, std::span<const command> commands,
     }
     return c.run(program, *args);
   }
+  // --help anywhere wins, as it does for a command's own options.
+  for (const std::string& a : inv.args) {
+    if (a == "-h" || a == "--help") {
+      print_group_help(inv.program);
+      return exit_ok;
+    }
+  }
   return report(inv.program, "unknown command '" + name + "' (commands: " + known + ")",
                 exit_usage);
 }

@@ -11,7 +11,7 @@
 #include <string>
 
 // One line per command group: GROUP(name, one-line summary).
-#define JITUNWIND_CLI_GROUPS(GROUP) \
+#define JITUNWIND_CLI_GROUPS(GROUP)                                            \
   GROUP(sframe, "decode, validate and build SFrame unwind sections (.sframe)") \
   GROUP(usdt, "fire dynamic USDT probes, list a process's dynamic providers")
 
@@ -78,6 +78,13 @@ int main(int argc, char** argv) {
     inv.program = std::string("jitunwind ") + g.name;
     for (int i = 2; i < argc; ++i) inv.args.emplace_back(argv[i]);
     return g.run(inv);
+  }
+  // --help anywhere wins, as it does for a command's own options.
+  for (int i = 2; i < argc; ++i) {
+    if (std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--help") == 0) {
+      print_help();
+      return exit_ok;
+    }
   }
   return report("jitunwind", "unknown command group '" + first + "'", exit_usage);
 }

@@ -52,9 +52,13 @@ uint64_t elf_image::read_uint(const uint8_t* p, size_t width) const noexcept {
 result<elf_image> elf_image::parse(std::span<const uint8_t> bytes) {
   elf_image img;
   img.bytes_ = bytes;
-  if (bytes.size() < 16 || bytes[0] != 0x7f || bytes[1] != 'E' || bytes[2] != 'L' ||
+  if (bytes.size() < 4 || bytes[0] != 0x7f || bytes[1] != 'E' || bytes[2] != 'L' ||
       bytes[3] != 'F')
     return make_error(errc::malformed, "elf: no ELF magic (file of %zu bytes)", bytes.size());
+  if (bytes.size() < 16)
+    return make_error(errc::malformed,
+                      "elf: file of %zu bytes is too short for the 16-byte ELF identification",
+                      bytes.size());
   const uint8_t cls = bytes[4], data = bytes[5];
   if (cls != 1 && cls != 2)
     return make_error(errc::malformed, "elf: bad class %u (expected 1 = ELF32 or 2 = ELF64)", cls);

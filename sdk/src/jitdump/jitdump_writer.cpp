@@ -133,10 +133,13 @@ result<std::unique_ptr<jitdump_writer>> jitdump_writer::create(const jitdump_opt
   auto fd = open_owned_file(w->path_, /*append=*/false, "jitdump");
   if (!fd) return std::move(fd).error();
   w->fd_ = *fd;
-  // Failing from here on: close without writing CODE_CLOSE (the destructor would).
+  // Failing from here on: close without writing CODE_CLOSE (the destructor would), and remove
+  // the file: it is ours, empty or a bare header, and would only make perf inject look for code
+  // that was never recorded.
   const auto fail = [&w](error e) -> result<std::unique_ptr<jitdump_writer>> {
     ::close(w->fd_);
     w->fd_ = -1;
+    ::unlink(w->path_.c_str());
     return e;
   };
   // The file is ours (checked above): a stale dump of an earlier process with our PID goes.

@@ -98,10 +98,12 @@ result<std::vector<remote_object>> find_providers(int pid, std::vector<std::stri
   const std::string maps_path = "/proc/" + std::to_string(pid) + "/maps";
   std::ifstream maps(maps_path);
   if (!maps) {
+    const int e = errno;
     struct stat st {};
     if (stat(("/proc/" + std::to_string(pid)).c_str(), &st) != 0)
       return make_error(errc::not_found, "usdt: no process %d", pid);
-    return make_error(errc::permission_denied, "usdt: cannot read %s", maps_path.c_str());
+    return make_error(errc::permission_denied, "usdt: cannot read %s: %s", maps_path.c_str(),
+                      std::strerror(e));
   }
   // inode -> mappings of that object, in address order.
   std::map<std::pair<std::string, uint64_t>, std::vector<mapping>> objects;
