@@ -138,6 +138,18 @@ TEST_CASE("build: a value nested 200 000 deep is an error, not a stack overflow"
                "invalid JSON: nested more than 64 levels deep at byte 102");
 }
 
+TEST_CASE("build: duplicate keys and NUL characters in names are errors") {
+  temp_dir dir;
+  expect_error(dir, R"({"abi": "amd64", "functions": [], "functions": []})",
+               R"(invalid JSON: duplicate key "functions")");
+  expect_error(dir,
+               R"({"abi": "amd64", "functions": [{"start": 4096, "size": 16, "name": "a)"
+               "\\u0000"  // JSON's escape, not C++'s
+               R"(b",)"
+               R"( "rows": [{"pc": 0, "cfa": "sp+8"}]}]})",
+               R"(functions[0].name: contains a NUL character)");
+}
+
 TEST_CASE("inputs that never end are refused, and long names are dumped whole") {
   temp_dir dir;
   auto zero = run_tool({"sframe", "check", "/dev/zero"});

@@ -257,9 +257,25 @@ result<sframe_description> parse_sframe_json(const std::string& text) {
     return error(errc::invalid_argument, "invalid JSON: nested more than " +
                                              std::to_string(max_depth) + " levels deep at byte " +
                                              std::to_string(*at));
+  // nlohmann keeps the last of duplicate keys; a description with two "functions" is a mistake
+  // to report, not to resolve silently.
+  std::vector<std::set<std::string>> keys;  // per open object
+  std::string duplicate;
+  const json::parser_callback_t find_duplicates = [&](int, json::parse_event_t event,
+                                                      json& parsed) {
+    if (event == json::parse_event_t::object_start) {
+      keys.emplace_back();
+    } else if (event == json::parse_event_t::object_end) {
+      keys.pop_back();
+    } else if (event == json::parse_event_t::key && duplicate.empty() &&
+               !keys.back().insert(parsed.get<std::string>()).second) {
+      duplicate = parsed.get<std::string>();
+    }
+    return true;
+  };
   json doc;
   try {
-    doc = json::parse(text);
+    doc = json::parse(text, find_duplicates);
   } catch (const json::exception& e) {
     // nlohmann's message names line and column ("[json.exception.parse_error.101] parse error at
     // line 3, column 5: ..."); drop the exception id. Numbers too large for 64 bits are
@@ -268,6 +284,8 @@ result<sframe_description> parse_sframe_json(const std::string& text) {
     if (auto p = what.find("] "); p != std::string::npos) what = what.substr(p + 2);
     return error(errc::invalid_argument, "invalid JSON: " + what);
   }
+  if (!duplicate.empty())
+    return error(errc::invalid_argument, "invalid JSON: duplicate key \"" + duplicate + "\"");
   if (!doc.is_object()) return path_error("(top level)", "expected an object, got " + shown(doc));
   if (auto r = check_keys(doc, "(top level)", {"version", "abi", "flags", "functions"}); !r)
     return r.error();
@@ -314,6 +332,9 @@ result<sframe_description> parse_sframe_json(const std::string& text) {
       if (!fj["name"].is_string())
         return path_error(path + ".name", "expected a string, got " + shown(fj["name"]));
       name = fj["name"].get<std::string>();
+      // ELF symbol names end at the first NUL: one inside would silently cut the name.
+      if (name.find('\0') != std::string::npos)
+        return path_error(path + ".name", "contains a NUL character (\\u0000)");
       any_name = true;
     }
     for (const char* k : {"start", "size", "rows"})
