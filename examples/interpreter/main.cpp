@@ -107,7 +107,10 @@ int main(int argc, char** argv) {
   const options opt = parse_command_line(argc, argv);
   // --publish wins over $JITUNWIND_PUBLISH, even over a value the SDK would reject.
   if (opt.publishers) ::unsetenv("JITUNWIND_PUBLISH");
-  const toylang::cli::loaded_program loaded = toylang::cli::load(program_name, opt.file, opt.args);
+  toylang::cli::exit_on_out_of_memory(program_name);
+  // --dump-bytecode runs nothing, so main's arguments are not needed.
+  const toylang::cli::loaded_program loaded =
+      toylang::cli::load(program_name, opt.file, opt.args, /*with_args=*/!opt.dump);
 
   toyinterp::compile_options copts;
   copts.line_events = TOYINTERP_PROBES != 0 && opt.probes;

@@ -125,6 +125,10 @@ int main(int argc, char** argv) {
   options opt = parse_command_line(argc, argv);
   // --publish wins over $JITUNWIND_PUBLISH, even over a value the SDK would reject.
   if (opt.placement.publishers) ::unsetenv("JITUNWIND_PUBLISH");
+  // A bad JITUNWIND_* setting is a usage error (2), as in toy-interp, not a JIT failure (4).
+  if (auto env = jitunwind::session_options::from_env(); !env)
+    toylang::cli::usage_error(program_name, env.error().message());
+  toylang::cli::exit_on_out_of_memory(program_name);
   const toylang::cli::loaded_program loaded = toylang::cli::load(program_name, opt.file, opt.args);
 
   std::string error;

@@ -2,10 +2,12 @@
 
 #include "unwind_check.h"
 
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 
 namespace toylang::cli {
 
@@ -60,8 +62,10 @@ uint64_t option_scanner::parse_count(std::string_view value) const {
   char* end = nullptr;
   errno = 0;
   const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || errno != 0 || text[0] == '-') {
-    error(std::string(flag_) + " takes a non-negative integer, not '" + text + "'");
+  // Digits only: strtoull would also take blanks, '+' and '-'.
+  if (text.empty() || *end != '\0' || errno != 0 ||
+      !std::isdigit(static_cast<unsigned char>(text[0]))) {
+    error(std::string(flag_) + " takes a non-negative integer, not '" + std::string(value) + "'");
   }
   return v;
 }
@@ -88,7 +92,8 @@ size_t option_scanner::size() const {
     }
     if (scale != 1) text.pop_back();
   }
-  const uint64_t n = parse_count(text);
+  const bool digits = !text.empty() && std::isdigit(static_cast<unsigned char>(text[0]));
+  const uint64_t n = digits ? parse_count(text) : 0;
   if (n == 0 || n > (uint64_t{1} << 32) / scale) {
     error(std::string(flag_) + " takes a size from 1 byte to 4g, not '" + std::string(value_) +
           "'");
@@ -100,7 +105,8 @@ int option_scanner::seconds() const {
   const std::string text(value_);
   char* end = nullptr;
   const long v = std::strtol(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || v < 1 || v > 3600) {
+  if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0])) || *end != '\0' || v < 1 ||
+      v > 3600) {
     error(std::string(flag_) + " takes a number of seconds (1..3600), not '" + text + "'");
   }
   return static_cast<int>(v);
@@ -118,14 +124,27 @@ void option_scanner::operands(std::string& file, std::vector<std::string>& args)
   for (; next_ < argc_; ++next_) args.emplace_back(argv_[next_]);
 }
 
+namespace {
+const char* out_of_memory_program = "";
+}
+
+void exit_on_out_of_memory(const char* program) {
+  out_of_memory_program = program;
+  std::set_new_handler([] {
+    std::fprintf(stderr, "%s: out of memory\n", out_of_memory_program);
+    std::_Exit(3);
+  });
+}
+
 loaded_program load(const char* program, const std::string& file,
-                    const std::vector<std::string>& args) {
+                    const std::vector<std::string>& args, bool with_args) {
   std::vector<diagnostic> errors;
   auto source = compile_file(file, errors);
   if (!source) {
     std::fputs(format(file, errors).c_str(), stderr);
     std::exit(1);
   }
+  if (!with_args) return {std::move(*source), {}};
   std::string message;
   auto values = parse_arguments(*source, args, message);
   if (!values) usage_error(program, message);

@@ -79,10 +79,15 @@ struct loaded_program {
   std::vector<int64_t> args;
 };
 
-/// Compiles `file` and parses main's arguments. Compile errors go to stderr as
-/// "file:line:column: error: ..." and exit with status 1; bad arguments are a usage error.
+/// Compiles `file` and parses main's arguments (unless `with_args` is false: nothing will
+/// run). Compile errors go to stderr as "file:line:column: error: ..." and exit with status 1;
+/// bad arguments are a usage error.
 loaded_program load(const char* program, const std::string& file,
-                    const std::vector<std::string>& args);
+                    const std::vector<std::string>& args, bool with_args = true);
+
+/// Makes a failed allocation print "PROGRAM: out of memory" and exit with status 3 (a runtime
+/// error) instead of aborting on an uncaught std::bad_alloc. `program` must outlive the process.
+void exit_on_out_of_memory(const char* program);
 
 /// A log sink that prints "PROGRAM: jitunwind LEVEL: MESSAGE" lines to stderr, warnings and
 /// above. `program` must outlive every use of the sink.

@@ -1,6 +1,7 @@
 #include "internal.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -125,7 +126,9 @@ std::optional<std::vector<int64_t>> parse_arguments(const program& p,
     const bool hex =
         a.size() > digits + 1 && a[digits] == '0' && (a[digits + 1] == 'x' || a[digits + 1] == 'X');
     const long long v = std::strtoll(a.c_str(), &end, hex ? 16 : 10);
-    if (a.empty() || end == nullptr || *end != '\0' || errno == ERANGE) {
+    // strtoll skips leading blanks; an argument with them is a mistake.
+    if (a.empty() || std::isspace(static_cast<unsigned char>(a[0])) || end == nullptr ||
+        *end != '\0' || errno == ERANGE) {
       message = "argument '" + a + "' is not a 64-bit integer";
       return std::nullopt;
     }

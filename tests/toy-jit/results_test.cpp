@@ -107,6 +107,13 @@ TEST_CASE("runtime errors and usage errors have their own exit statuses") {
     r = run({binary, "--publish", div, "2"});
     CHECK(r.exit_code == 2);
     CHECK(r.err.find("option '--publish' needs a value (--publish=...)") != std::string::npos);
+    r = jitunwind::test::run_shell("JITUNWIND_PUBLISH=bogus " + std::string(binary) + " " + div +
+                                   " 2");
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("JITUNWIND_PUBLISH: unknown publisher 'bogus'") != std::string::npos);
+    r = run({binary, quiet, div, " 2"});
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("argument ' 2' is not a 64-bit integer") != std::string::npos);
     r = run({binary, quiet, dir.path()});
     CHECK(r.exit_code == 1);
     CHECK(r.err == dir.path() + ": error: cannot read '" + dir.path() + "': Is a directory\n");
@@ -114,6 +121,21 @@ TEST_CASE("runtime errors and usage errors have their own exit statuses") {
     CHECK(r.exit_code == 0);
     CHECK(r.out.find("usage: ") == 0);
   }
+}
+
+TEST_CASE("toy-interp: --dump-bytecode needs no arguments for main; out of memory is an error") {
+  if (examples_missing(TOY_JIT)) return;
+  jitunwind::test::temp_dir dir;
+  const std::string file = dir / "one.toy";
+  REQUIRE(jitunwind::test::write_file(file, "fn main(a) { return a; }\n"));
+  auto r = run({TOY_INTERP, "--dump-bytecode", file});
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("fn main (arity 1") == 0);
+  // Too little address space for the 32 MiB value stack: a message, not std::bad_alloc.
+  r = jitunwind::test::run_shell("ulimit -v 40000 && exec " + std::string(TOY_INTERP) +
+                                 " --publish=none " + file + " 5");
+  CHECK(r.exit_code == 3);
+  CHECK(r.err == "toy-interp: out of memory\n");
 }
 
 TEST_CASE("deep recursion ends in the result or a stack overflow error, never a crash or a hang") {
