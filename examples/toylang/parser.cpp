@@ -216,7 +216,8 @@ class lexer {
     if (!any) fail(t.loc, "hexadecimal literal without digits");
     // Hex literals may spell any 64-bit pattern; decimal ones must fit in int64.
     if (overflow || (base == 10 && v > static_cast<uint64_t>(INT64_MAX)))
-      fail(t.loc, "integer literal out of range (largest is 9223372036854775807)");
+      fail(t.loc, base == 16 ? "integer literal out of range (largest is 0xffffffffffffffff)"
+                             : "integer literal out of range (largest is 9223372036854775807)");
     t.kind = tok::integer;
     t.value = static_cast<int64_t>(v);
     return t;

@@ -125,7 +125,10 @@ std::optional<std::vector<int64_t>> parse_arguments(const program& p,
     const size_t digits = (a.size() > 0 && (a[0] == '-' || a[0] == '+')) ? 1 : 0;
     const bool hex =
         a.size() > digits + 1 && a[digits] == '0' && (a[digits + 1] == 'x' || a[digits + 1] == 'X');
-    const long long v = std::strtoll(a.c_str(), &end, hex ? 16 : 10);
+    // Unsigned hex spells any 64-bit pattern, as literals do (0xffffffffffffffff is -1).
+    const long long v = hex && digits == 0
+                            ? static_cast<long long>(std::strtoull(a.c_str(), &end, 16))
+                            : std::strtoll(a.c_str(), &end, hex ? 16 : 10);
     // strtoll skips leading blanks; an argument with them is a mistake.
     if (a.empty() || std::isspace(static_cast<unsigned char>(a[0])) || end == nullptr ||
         *end != '\0' || errno == ERANGE) {

@@ -45,6 +45,8 @@ TEST_CASE("compile errors name file:line:column and exit with status 1") {
        "1:20: error: integer literal out of range (largest is 9223372036854775807)"},
       {"fn f() { return 0; }\n", "1:1: error: no function 'main'"},
       {"fn main() { return 1 $ 2; }\n", "1:22: error: unexpected character '$'"},
+      {"fn main() { return 0x1ffffffffffffffff; }\n",
+       "1:20: error: integer literal out of range (largest is 0xffffffffffffffff)"},
       {"fn main() { y = 3; return 0; }\n",
        "1:13: error: assignment to undeclared variable 'y' (use 'let')"},
   };
@@ -111,6 +113,10 @@ TEST_CASE("runtime errors and usage errors have their own exit statuses") {
                                    " 2");
     CHECK(r.exit_code == 2);
     CHECK(r.err.find("JITUNWIND_PUBLISH: unknown publisher 'bogus'") != std::string::npos);
+    // Hex arguments spell any 64-bit pattern, as literals do.
+    r = run({binary, quiet, div, "0xfffffffffffffffe"});
+    CHECK(r.exit_code == 0);
+    CHECK(r.out == "1\n-5\n");
     r = run({binary, quiet, div, " 2"});
     CHECK(r.exit_code == 2);
     CHECK(r.err.find("argument ' 2' is not a 64-bit integer") != std::string::npos);
