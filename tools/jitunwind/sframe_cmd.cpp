@@ -159,15 +159,8 @@ int run_check(const std::string& program, const parsed_args& args) {
 }
 
 result<std::string> read_text_input(const std::string& path) {
-  if (path == "-") {
-    std::string text;
-    char buf[65536];
-    ssize_t n;
-    while ((n = ::read(0, buf, sizeof buf)) > 0) text.append(buf, static_cast<size_t>(n));
-    if (n < 0) return error(errc::io_error, "standard input: cannot read");
-    return text;
-  }
-  auto bytes = read_file(path);
+  // Standard input through /dev/stdin: the same limits as a file (1 GiB, no devices).
+  auto bytes = read_file(path == "-" ? "/dev/stdin" : path);
   if (!bytes) return bytes.error();
   return std::string(bytes->begin(), bytes->end());
 }
