@@ -34,7 +34,7 @@ bool option_scanner::next() {
   if (a == "--") return false;
   if (a == "--help") {
     std::fputs(usage_, stdout);
-    std::exit(0);
+    std::exit(finish_output(program_, 0));
   }
   const size_t eq = a.find('=');
   arg_ = a;
