@@ -8,7 +8,7 @@ BUILD_DIR=build-tsan
 cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DJITUNWIND_SANITIZE=thread \
   -DJITUNWIND_BUILD_BPF=OFF -DJITUNWIND_BUILD_EXAMPLES=OFF -DJITUNWIND_BUILD_TOOLS=OFF \
   -DJITUNWIND_BUILD_BENCH=OFF >/dev/null
-cmake --build "$BUILD_DIR" -j"$(nproc)" --target test_registry test_remote
+cmake --build "$BUILD_DIR" -j"$(nproc)" --target test_registry test_remote test_window
 # halt_on_error: the first race report fails the test (and so the stage).
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}" \
-  ctest --test-dir "$BUILD_DIR" -R '^(registry|remote):' --no-tests=error --output-on-failure --timeout 600
+  ctest --test-dir "$BUILD_DIR" -R '^(registry|remote):|^window:session: poll on other threads' --no-tests=error --output-on-failure --timeout 600

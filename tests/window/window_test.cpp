@@ -9,11 +9,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 using namespace jitunwind;
 
@@ -538,4 +541,45 @@ TEST_CASE("an owned window of the largest code capacity gets a default SFrame ca
   auto too_big = (*s)->create_owned_window({.code_capacity = (size_t{1} << 30) + 4096});
   REQUIRE_FALSE(too_big.ok());
   CHECK_THAT(too_big.error().message(), Catch::Contains("max 1 GiB of code"));
+}
+
+TEST_CASE(
+    "session: poll on other threads while windows are retired runs each grace callback once") {
+  // session::poll is thread-safe and meant for any safepoint; a retire() in progress on another
+  // thread must never let a poller see a half-set grace period (it once called an empty
+  // callback, freed windows early and freed one window twice).
+  auto s = session::create(quiet_options());
+  REQUIRE(s.ok());
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> pollers;
+  for (int i = 0; i < 2; ++i) {
+    pollers.emplace_back([&] {
+      while (!stop.load()) (void)(*s)->poll();
+    });
+  }
+  constexpr int windows = 1500;
+  std::atomic<int> callbacks{0};
+  for (int i = 0; i < windows; ++i) {
+    auto w = (*s)->create_owned_window({.code_capacity = 4096});
+    REQUIRE(w.ok());
+    auto space = (*w)->allocate(16);
+    REQUIRE(space.ok());
+    auto rows = recipes::leaf(abi::amd64, space->address, 16);
+    REQUIRE(rows.ok());
+    REQUIRE((*w)->append("f", *rows).ok());
+    REQUIRE((*w)->publish().ok());
+    REQUIRE((*w)->retire(std::chrono::milliseconds(0),
+                         [&](window&) {
+                           callbacks.fetch_add(1);
+                           return false;
+                         })
+                .ok());
+  }
+  // Whatever the pollers left, one more poll finishes (every deadline has passed).
+  while (callbacks.load() < windows && (*s)->poll() != 0) {
+  }
+  stop.store(true);
+  for (auto& t : pollers) t.join();
+  (void)(*s)->poll();
+  CHECK(callbacks.load() == windows);
 }

@@ -120,9 +120,14 @@ class window_impl final : public window {
   size_t previous_sframe_size_ = 0;
   uint64_t publication_generation_ = 0;  // of the last publish
 
+  // The grace period, which session::poll may handle on any thread while retire() runs on
+  // another: retire sets the deadline and callback first and publishes them by arming `grace_`
+  // (release); exactly one poller claims it (compare-exchange) and publishes the outcome
+  // (`kept_for_reuse_`) as done for reuse().
+  enum class grace_stage : uint8_t { idle, armed, running, done };
+  std::atomic<grace_stage> grace_{grace_stage::idle};
   std::chrono::steady_clock::time_point grace_deadline_{};
   std::function<bool(window&)> on_grace_over_;
-  bool grace_done_ = false;
   bool kept_for_reuse_ = false;
 };
 

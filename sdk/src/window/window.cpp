@@ -306,17 +306,22 @@ result<void> window_impl::retire(std::chrono::milliseconds grace,
   session_.for_each_backend("retire", id_, [&](publisher_backend& b) { return b.on_retire(v); });
   grace_deadline_ = std::chrono::steady_clock::now() + grace;
   on_grace_over_ = std::move(on_grace_over);
-  grace_done_ = false;
   kept_for_reuse_ = false;
+  grace_.store(grace_stage::armed, std::memory_order_release);
   return {};
 }
 
 bool window_impl::poll_grace(std::chrono::steady_clock::time_point now) {
-  if (state() != window_state::retired || grace_done_ || now < grace_deadline_) return false;
-  grace_done_ = true;
+  // The deadline and callback are read only after seeing them armed.
+  if (grace_.load(std::memory_order_acquire) != grace_stage::armed || now < grace_deadline_)
+    return false;
+  grace_stage expected = grace_stage::armed;
+  if (!grace_.compare_exchange_strong(expected, grace_stage::running, std::memory_order_acq_rel))
+    return false;  // another poller has it
   kept_for_reuse_ = on_grace_over_ ? on_grace_over_(*this) : false;
   on_grace_over_ = nullptr;
   if (!kept_for_reuse_) free_memory(/*recycle=*/true);
+  grace_.store(grace_stage::done, std::memory_order_release);
   return true;
 }
 
@@ -348,7 +353,8 @@ void window_impl::free_memory(bool recycle) {
 
 result<void> window_impl::reuse() {
   const auto id = static_cast<unsigned long long>(id_);
-  if (state() != window_state::retired || !grace_done_ || !kept_for_reuse_)
+  if (state() != window_state::retired ||
+      grace_.load(std::memory_order_acquire) != grace_stage::done || !kept_for_reuse_)
     return make_error(errc::bad_state,
                       "window %llu: reuse needs a retired window whose grace period is over and "
                       "whose callback kept it (state %s)",
@@ -370,7 +376,7 @@ result<void> window_impl::reuse() {
   previous_sframe_size_ = 0;
   ++generation_;
   kept_for_reuse_ = false;
-  grace_done_ = false;
+  grace_.store(grace_stage::idle, std::memory_order_relaxed);  // published by the store below
   state_.store(window_state::open, std::memory_order_release);
   return {};
 }
