@@ -1,5 +1,6 @@
 #include "jitwalk/aggregate.hpp"
 
+#include <cerrno>
 #include <set>
 
 namespace jitwalk {
@@ -144,7 +145,9 @@ void aggregator::drain() {
         }
         frames.push_back(kc->second);
       }
-    } else if (o_.kernel) {
+    } else if (o_.kernel && key.kstack != -EFAULT) {
+      // -EFAULT is an empty kernel stack: the sample hit user mode, nothing was lost. Other
+      // errors (a full or colliding stack map) lose the kernel part of the stack.
       summary_.kernel_stack_lost += count;
     }
     frames.insert(frames.end(), k->frames.begin(), k->frames.end());

@@ -5,11 +5,13 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <map>
 
 #include "jitwalk/aggregate.hpp"
 #include "jitwalk/cli.hpp"
+#include "jitwalk/native_tables.hpp"
 
 namespace jitwalk {
 
@@ -114,8 +116,9 @@ int cmd_verify(int argc, char** argv) {
     } else if (a.is({"--native-tables"})) {
       auto v = a.value();
       if (!v) return fail(v.error());
-      ro.tracker.native.use_sframe = v->find("sframe") != std::string::npos;
-      ro.tracker.native.use_eh_frame = v->find("eh_frame") != std::string::npos;
+      auto policy = parse_native_policy(*v);
+      if (!policy) return fail(policy.error());
+      ro.tracker.native = *policy;
     } else if (a.is({"--json"})) {
       auto v = a.value();
       if (!v) return fail(v.error());
@@ -406,10 +409,12 @@ int cmd_verify(int argc, char** argv) {
     j["command_status"] = child_status;
     j["pass"] = pass;
     std::ofstream f(json_path);
-    if (!f) {
-      report(error(errc::io_error, format("cannot write %s", json_path.c_str())));
-    } else {
-      f << j.dump(2) << "\n";
+    if (f) f << j.dump(2) << "\n";
+    if (!f || !f.flush()) {
+      // The verdict was printed, but a caller reading the JSON would find none: a failure.
+      report(error(errc::io_error,
+                   format("cannot write %s: %s", json_path.c_str(), std::strerror(errno))));
+      return 1;
     }
   }
   return pass ? 0 : 1;

@@ -96,4 +96,24 @@ result<native_table> build_native_table(const elf_file& obj, uint64_t bias, uint
   return t;
 }
 
+result<native_policy> parse_native_policy(const std::string& value) {
+  native_policy p{false, false};
+  if (value == "none") return p;
+  size_t start = 0;
+  for (;;) {
+    const size_t comma = value.find(',', start);
+    const std::string item =
+        value.substr(start, comma == std::string::npos ? comma : comma - start);
+    bool& flag = item == "sframe" ? p.use_sframe : p.use_eh_frame;
+    if ((item != "sframe" && item != "eh_frame") || flag)
+      return make_error(
+          errc::invalid_argument,
+          "--native-tables: '%s' (expected sframe,eh_frame, sframe, eh_frame or none)",
+          value.c_str());
+    flag = true;
+    if (comma == std::string::npos) return p;
+    start = comma + 1;
+  }
+}
+
 }  // namespace jitwalk

@@ -17,6 +17,10 @@ struct native_policy {
   bool use_eh_frame = true;
 };
 
+/// The --native-tables value: "sframe,eh_frame" (either order), "sframe", "eh_frame" or "none";
+/// `invalid_argument` naming the value for anything else.
+result<native_policy> parse_native_policy(const std::string& value);
+
 struct native_table {
   range_rows rows;
   size_t sframe_functions = 0;

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -110,6 +111,7 @@ result<child_process> child_process::spawn(const std::vector<std::string>& argv)
     ::close(gate[1]);
     return make_error(errc::io_error, "pipe: %s", std::strerror(errno));
   }
+  const pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) {
     int e = errno;
@@ -117,6 +119,11 @@ result<child_process> child_process::spawn(const std::vector<std::string>& argv)
     return make_error(errc::io_error, "fork: %s", std::strerror(e));
   }
   if (pid == 0) {
+    // The command lives no longer than jitwalk (killed with SIGKILL: nothing else stops it or
+    // would undo a --sync-tables stop). jitwalk forks from its main thread, which lives until
+    // the end.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) _exit(127);  // jitwalk already went away
     ::close(gate[1]);
     ::close(err[0]);
     char go = 0;

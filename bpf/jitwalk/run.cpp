@@ -40,6 +40,10 @@ void install_stop_signals() {
   sa.sa_flags = 0;  // no SA_RESTART: interrupt the ring buffer poll
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  // A closed terminal stops the run like Ctrl-C (the command is stopped, the files written);
+  // a closed pipe (`jitwalk ... | head`) must not kill jitwalk before it has done either.
+  sigaction(SIGHUP, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
 }
 
 bool stop_requested() {

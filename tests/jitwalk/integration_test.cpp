@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 
 #ifndef JITWALK_TESTS_DISABLED
+#include <unistd.h>
+
 #include <map>
 #include <set>
 
@@ -45,6 +47,42 @@ TEST_CASE("every subcommand has --help, bad arguments are named") {
   auto none = jt::run({jitwalk(), "verify"});
   CHECK(none.exit_code == 2);
   CHECK_THAT(none.err, Catch::Contains("no command"));
+}
+
+TEST_CASE("bad outputs and table lists are refused before the command starts") {
+  jt::temp_dir dir;
+  const std::string marker = dir / "ran";
+  // The command would leave `marker` behind if it ran.
+  const std::vector<std::string> command = {"--", "touch", marker};
+  auto tables = jt::run({jitwalk(), "verify", "--native-tables", "xsframey", "--", "true"});
+  CHECK(tables.exit_code == 2);
+  CHECK_THAT(tables.err, Catch::Contains("--native-tables: 'xsframey'"));
+  auto freq = jt::run({jitwalk(), "profile", "-F", "100000", "--", "true"});
+  CHECK(freq.exit_code == 2);
+  if (!jt::may_run_privileged("jitwalk profile")) return;
+  std::vector<std::string> args = {jitwalk(), "profile", "--folded", dir / "missing/x.folded"};
+  args.insert(args.end(), command.begin(), command.end());
+  auto out = jt::run(args);
+  CHECK(out.exit_code == 1);
+  CHECK_THAT(out.err, Catch::Contains("cannot write " + dir / "missing/x.folded" +
+                                      ": No such file or directory"));
+  CHECK(jt::read_file(marker).empty());
+  CHECK(::access(marker.c_str(), F_OK) != 0);
+}
+
+TEST_CASE(
+    "a closed output pipe or a hangup stops the run like Ctrl-C: files written, command "
+    "stopped") {
+  if (!jt::may_run_privileged("jitwalk profile")) return;
+  jt::temp_dir dir;
+  // `| head -1` closes the pipe after the first progress line (printed after 2 s); the command
+  // would spin until -d 4 ends it.
+  const std::string sh = "'" + jitwalk() + "' profile -d 4 --folded '" + dir / "p.folded" +
+                         "' -- '" + native_target() + "' 100 2>&1 | head -1";
+  auto r = jt::run_shell(sh, std::chrono::seconds(60));
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(jt::read_file(dir / "p.folded"), Catch::Contains("native_leaf"));
+  CHECK(jt::run({"pgrep", "-f", native_target() + " 100"}).exit_code != 0);  // none left
 }
 
 TEST_CASE("profile: a missing PID is named") {
