@@ -292,3 +292,15 @@ TEST_CASE("abi names round-trip") {
   }
   CHECK_FALSE(parse_abi("x86").ok());
 }
+
+TEST_CASE("a register that is not sp, fp or ra fails the builder, naming the directive") {
+  for (int bad : {3, 7, 255}) {
+    frame_builder b(abi::amd64);
+    b.push_frame_pointer(1, 4).offset(8, static_cast<reg>(bad), -24);
+    auto f = b.finish(0x1000, 16);
+    REQUIRE_FALSE(f.ok());
+    CHECK(f.error().code() == errc::invalid_argument);
+    CHECK_THAT(f.error().message(), Catch::Contains("offset") &&
+                                        Catch::Contains("unknown register " + std::to_string(bad)));
+  }
+}

@@ -115,6 +115,18 @@ int capi_c_encode_decode(char* why, size_t why_len) {
   EXPECT(jitunwind_frame_builder_finish(b, 0, 16, &f, &err) == JITUNWIND_E_INVALID_ARGUMENT);
   EXPECT(strstr(err.message, "offset 4") != NULL);
   jitunwind_frame_builder_destroy(b);
+
+  /* C lets any int into an enum: an unknown register fails the builder like any bad directive
+     (finish used to succeed with the directive silently dropped). */
+  EXPECT(jitunwind_frame_builder_create(JITUNWIND_ABI_AMD64, &b, &err) == JITUNWIND_OK);
+  EXPECT(jitunwind_frame_push_frame_pointer(b, 1, 4) == JITUNWIND_OK);
+  EXPECT(jitunwind_frame_def_cfa_register(b, 8, (jitunwind_reg)3) == JITUNWIND_E_INVALID_ARGUMENT);
+  EXPECT(jitunwind_frame_restore(b, 9, JITUNWIND_REG_FP) == JITUNWIND_E_INVALID_ARGUMENT);
+  EXPECT(jitunwind_frame_builder_finish(b, 0x1000, 16, &f, &err) == JITUNWIND_E_INVALID_ARGUMENT);
+  EXPECT(strstr(err.message, "unknown register 255") != NULL);
+  jitunwind_frame_builder_reset(b);
+  EXPECT(jitunwind_frame_offset(b, 2, (jitunwind_reg)-1, -16) == JITUNWIND_E_INVALID_ARGUMENT);
+  jitunwind_frame_builder_destroy(b);
   return 0;
 }
 

@@ -192,6 +192,12 @@ TEST_CASE("invalid options and names are refused") {
   CHECK(trampoline_pool::create(*s, o).error().code() == errc::invalid_argument);
   o.stubs_per_window = (size_t{1} << 20) + 1;
   CHECK(trampoline_pool::create(*s, o).error().code() == errc::invalid_argument);
+  // A prefix every name would inherit is checked once, up front.
+  trampoline_pool_options prefixed;
+  prefixed.name_prefix = "toy\n";
+  CHECK(trampoline_pool::create(*s, prefixed).error().code() == errc::invalid_argument);
+  prefixed.name_prefix = std::string(5000, 'p');
+  CHECK(trampoline_pool::create(*s, prefixed).error().code() == errc::invalid_argument);
   auto pool = trampoline_pool::create(*s, {});
   REQUIRE(pool.ok());
   CHECK((*pool)->acquire("").error().code() == errc::invalid_argument);

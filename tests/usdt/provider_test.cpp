@@ -376,6 +376,11 @@ TEST_CASE("the C API declares, loads, fires and unloads") {
   CHECK(std::string(err.message).find("f64") != std::string::npos);
   CHECK(jitunwind_usdt_provider_add_probe(p, "bad-name", types, 2, nullptr, &err) ==
         JITUNWIND_E_INVALID_ARGUMENT);
+  // A huge count is refused by its size, before anything is built for it.
+  CHECK(jitunwind_usdt_provider_add_probe(p, "many", types, SIZE_MAX, nullptr, &err) ==
+        JITUNWIND_E_LIMIT_EXCEEDED);
+  CHECK(std::string(err.message).find("arguments (tracers address at most 12") !=
+        std::string::npos);
   CHECK(std::string(jitunwind_usdt_provider_object_path(p)).empty());
   REQUIRE(jitunwind_usdt_provider_load(p, &err) == JITUNWIND_OK);
   CHECK(std::string(jitunwind_usdt_provider_object_path(p)).find("/proc/") == 0);

@@ -512,6 +512,12 @@ TEST_CASE("publisher lists and the environment") {
   }
   unsetenv("JITUNWIND_KERNEL_SFRAME");
 
+  session_options unknown_bits;
+  unknown_bits.publishers = 0xffffffff;
+  auto ub = session::create(unknown_bits);
+  REQUIRE_FALSE(ub.ok());
+  CHECK_THAT(ub.error().message(), Catch::Contains("unknown publisher bits 0xffffffc0"));
+
   // The kernel publisher without an interface fails on its own (never guessed); the session
   // and the other publishers go on.
   session_options k;

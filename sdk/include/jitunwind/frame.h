@@ -7,7 +7,8 @@
 /// Ownership: all types here are plain values. Thread-safety: a `frame_builder` is used by one
 /// thread at a time; the free functions are thread-safe. Errors: `validate` and
 /// `frame_builder::finish` return `errc::invalid_argument` with a message naming the row and
-/// the offending values.
+/// the offending values (`errc::out_of_range` for a function whose range wraps the address
+/// space).
 #pragma once
 
 #include <jitunwind/config.h>
@@ -155,6 +156,7 @@ class JITUNWIND_API frame_builder {
 
  private:
   bool begin(uint32_t at, const char* directive);
+  bool begin(uint32_t at, const char* directive, reg r);  // also: r is sp, fp or ra
   void commit(uint32_t at);
   void fail(const char* directive, uint32_t at, std::string message);
 

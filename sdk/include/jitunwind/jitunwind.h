@@ -347,8 +347,8 @@ typedef void (*jitunwind_log_fn)(void* user, int level, const char* message, siz
 typedef struct jitunwind_session_options {
   jitunwind_abi abi;           /* 0 = AMD64 */
   uint32_t publishers;         /* JITUNWIND_PUBLISH_* bits */
-  const char* perfmap_dir;     /* NULL = /tmp */
-  const char* jitdump_dir;     /* NULL = $JITDUMPDIR or /tmp */
+  const char* perfmap_dir;     /* NULL or "" = /tmp */
+  const char* jitdump_dir;     /* NULL or "" = $JITDUMPDIR or /tmp */
   const char* kernel_sframe;   /* e.g. "prctl:79,80"; NULL = off (never guessed) */
   jitunwind_log_fn log;        /* NULL = no logging */
   void* log_user;
@@ -490,7 +490,8 @@ typedef enum jitunwind_usdt_location {
 
 typedef struct jitunwind_usdt_provider_options {
   jitunwind_usdt_location location;
-  const char* directory; /* FILE only, NULL = $XDG_RUNTIME_DIR/jitunwind or /tmp/jitunwind-UID */
+  /* FILE only; NULL or "" = $XDG_RUNTIME_DIR/jitunwind or /tmp/jitunwind-UID */
+  const char* directory;
 } jitunwind_usdt_provider_options;
 
 /* Creates a provider (nothing is written before _load). options may be NULL (memfd). */

@@ -218,8 +218,9 @@ class JITUNWIND_API window {
 class JITUNWIND_API session {
  public:
   /// Validates the options and starts the requested publishers. A publisher that cannot start
-  /// is marked failed/unsupported and logged; the session is still created. `invalid_argument`
-  /// for contradictory options.
+  /// (an unwritable directory, a kernel publisher without or with an unparsable
+  /// `kernel_sframe`) is marked failed/unsupported and logged; the session is still created.
+  /// `invalid_argument` for an unknown ABI or publisher bits outside `publisher`.
   static result<std::unique_ptr<session>> create(const session_options& options);
   virtual ~session() = default;
 

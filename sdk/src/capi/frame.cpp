@@ -27,10 +27,6 @@ jitunwind_status state(const jitunwind_frame_builder* b) {
   return JITUNWIND_OK;
 }
 
-bool valid_reg(jitunwind_reg r) {
-  return r == JITUNWIND_REG_SP || r == JITUNWIND_REG_FP || r == JITUNWIND_REG_RA;
-}
-
 template <class F>
 jitunwind_status directive(jitunwind_frame_builder* b, F&& apply) {
   if (b == nullptr) return JITUNWIND_E_INVALID_ARGUMENT;
@@ -64,7 +60,8 @@ jitunwind_status jitunwind_frame_builder_create(jitunwind_abi abi, jitunwind_fra
     if (out == nullptr) return fail(error, errc::invalid_argument, "out is NULL");
     *out = nullptr;
     if (!capi::known_abi(abi)) return fail(error, errc::invalid_argument, "unknown ABI");
-    *out = new jitunwind_frame_builder{frame_builder(static_cast<jitunwind::abi>(abi)), {}};
+    *out = new jitunwind_frame_builder{
+        frame_builder(static_cast<jitunwind::abi>(capi::raw_value(abi))), {}};
     return succeed(error);
   });
 }
@@ -79,8 +76,7 @@ void jitunwind_frame_builder_reset(jitunwind_frame_builder* builder) {
 
 jitunwind_status jitunwind_frame_def_cfa(jitunwind_frame_builder* b, uint32_t at,
                                          jitunwind_reg base, int32_t offset) {
-  if (!valid_reg(base)) return JITUNWIND_E_INVALID_ARGUMENT;
-  return directive(b, [&](frame_builder& fb) { fb.def_cfa(at, static_cast<reg>(base), offset); });
+  return directive(b, [&](frame_builder& fb) { fb.def_cfa(at, capi::to_reg(base), offset); });
 }
 
 jitunwind_status jitunwind_frame_def_cfa_offset(jitunwind_frame_builder* b, uint32_t at,
@@ -95,25 +91,21 @@ jitunwind_status jitunwind_frame_adjust_cfa_offset(jitunwind_frame_builder* b, u
 
 jitunwind_status jitunwind_frame_def_cfa_register(jitunwind_frame_builder* b, uint32_t at,
                                                   jitunwind_reg base) {
-  if (!valid_reg(base)) return JITUNWIND_E_INVALID_ARGUMENT;
-  return directive(b, [&](frame_builder& fb) { fb.def_cfa_register(at, static_cast<reg>(base)); });
+  return directive(b, [&](frame_builder& fb) { fb.def_cfa_register(at, capi::to_reg(base)); });
 }
 
 jitunwind_status jitunwind_frame_offset(jitunwind_frame_builder* b, uint32_t at, jitunwind_reg r,
                                         int32_t cfa_relative) {
-  if (!valid_reg(r)) return JITUNWIND_E_INVALID_ARGUMENT;
-  return directive(b, [&](frame_builder& fb) { fb.offset(at, static_cast<reg>(r), cfa_relative); });
+  return directive(b, [&](frame_builder& fb) { fb.offset(at, capi::to_reg(r), cfa_relative); });
 }
 
 jitunwind_status jitunwind_frame_restore(jitunwind_frame_builder* b, uint32_t at, jitunwind_reg r) {
-  if (!valid_reg(r)) return JITUNWIND_E_INVALID_ARGUMENT;
-  return directive(b, [&](frame_builder& fb) { fb.restore(at, static_cast<reg>(r)); });
+  return directive(b, [&](frame_builder& fb) { fb.restore(at, capi::to_reg(r)); });
 }
 
 jitunwind_status jitunwind_frame_undefined(jitunwind_frame_builder* b, uint32_t at,
                                            jitunwind_reg r) {
-  if (!valid_reg(r)) return JITUNWIND_E_INVALID_ARGUMENT;
-  return directive(b, [&](frame_builder& fb) { fb.undefined(at, static_cast<reg>(r)); });
+  return directive(b, [&](frame_builder& fb) { fb.undefined(at, capi::to_reg(r)); });
 }
 
 jitunwind_status jitunwind_frame_negate_ra_state(jitunwind_frame_builder* b, uint32_t at) {

@@ -7,12 +7,32 @@
 
 #include "capi/common.hpp"
 
+#include <cstring>
 #include <optional>
 
 namespace jitunwind::capi {
 
-inline bool known_abi(jitunwind_abi a) {
-  return a == JITUNWIND_ABI_AMD64 || a == JITUNWIND_ABI_AARCH64_LE || a == JITUNWIND_ABI_AARCH64_BE;
+/// The number a C caller stored in an enum argument or field. C allows any int there; reading a
+/// value outside the enumerators through the C++ view of the enum is undefined behaviour (and
+/// UBSan says so), reading its bytes is not.
+template <class E>
+int raw_value(const E& e) {
+  static_assert(sizeof(E) == sizeof(int));
+  int v;
+  std::memcpy(&v, &e, sizeof v);
+  return v;
+}
+
+inline bool known_abi(const jitunwind_abi& a) {
+  const int v = raw_value(a);
+  return v == JITUNWIND_ABI_AMD64 || v == JITUNWIND_ABI_AARCH64_LE || v == JITUNWIND_ABI_AARCH64_BE;
+}
+
+/// A register argument: anything but sp, fp and ra becomes a value the frame builder refuses
+/// (it fails, naming the directive), never a wrapped-around valid one.
+inline reg to_reg(const jitunwind_reg& r) {
+  const int v = raw_value(r);
+  return static_cast<reg>(v >= JITUNWIND_REG_SP && v <= JITUNWIND_REG_RA ? v : 0xff);
 }
 
 inline jitunwind_frame_row to_c(const frame_row& r) {

@@ -98,7 +98,7 @@ jitunwind_status jitunwind_sframe_encoder_create(const jitunwind_sframe_encoder_
       return fail(error, errc::invalid_argument, "options or out is NULL");
     *out = nullptr;
     sframe::encoder_options o;
-    o.target = static_cast<abi>(options->abi);
+    o.target = static_cast<abi>(capi::raw_value(options->abi));
     o.section_address = options->section_address;
     o.pcrel = options->pcrel != 0;
     if (options->frame_pointer >= 0) o.frame_pointer = options->frame_pointer != 0;

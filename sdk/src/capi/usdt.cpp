@@ -3,6 +3,7 @@
 #include <jitunwind/usdt.h>
 
 #include "capi/common.hpp"
+#include "capi/frame_convert.hpp"
 
 #include <vector>
 
@@ -58,13 +59,18 @@ jitunwind_status jitunwind_usdt_provider_add_probe(jitunwind_usdt_provider* prov
     if (provider == nullptr || name == nullptr || (types == nullptr && count != 0))
       return fail(error, errc::invalid_argument,
                   "usdt: provider, name (and types when count > 0) must not be NULL");
+    // The same message as the C++ API, without building `count` entries to get it.
     if (count > usdt::max_args)
-      return fail(error, usdt::argument_string(std::vector<usdt::arg_type>(count)).error());
+      return fail(error, errc::limit_exceeded,
+                  ("usdt: " + std::to_string(count) + " arguments (tracers address at most " +
+                   std::to_string(usdt::max_args) + ": arg0..arg11)")
+                      .c_str());
     std::vector<usdt::arg_type> args;
     for (size_t i = 0; i < count; ++i) {
-      if (types[i] < JITUNWIND_USDT_I8 || types[i] > JITUNWIND_USDT_F64)
+      const int type = capi::raw_value(types[i]);  // any int a C caller stored
+      if (type < JITUNWIND_USDT_I8 || type > JITUNWIND_USDT_F64)
         return fail(error, errc::invalid_argument, "usdt: unknown argument type value");
-      args.push_back(static_cast<usdt::arg_type>(types[i]));
+      args.push_back(static_cast<usdt::arg_type>(type));
     }
     auto p = provider->impl.add_probe(name, args);
     if (!p) return fail(error, p.error());

@@ -59,9 +59,10 @@ jitunwind_status jitunwind_session_create(const jitunwind_session_options* optio
     *out = nullptr;
     session_options o;
     if (options != nullptr) {
-      if (options->abi != 0 && !capi::known_abi(options->abi))
+      const int target = capi::raw_value(options->abi);
+      if (target != 0 && !capi::known_abi(options->abi))
         return fail(error, errc::invalid_argument, "unknown ABI");
-      if (options->abi != 0) o.target = static_cast<abi>(options->abi);
+      if (target != 0) o.target = static_cast<abi>(target);
       o.publishers = options->publishers;
       if (options->perfmap_dir != nullptr) o.perfmap_dir = options->perfmap_dir;
       if (options->jitdump_dir != nullptr) o.jitdump_dir = options->jitdump_dir;

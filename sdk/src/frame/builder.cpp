@@ -81,8 +81,19 @@ void frame_builder::commit(uint32_t at) {
   }
 }
 
+bool frame_builder::begin(uint32_t at, const char* directive, reg r) {
+  if (!begin(at, directive)) return false;
+  // A C caller (or a cast) can pass any number: never let it reach the rules below.
+  if (static_cast<uint8_t>(r) > static_cast<uint8_t>(reg::ra)) {
+    fail(directive, at,
+         format("unknown register %u (expected sp, fp or ra)", static_cast<unsigned>(r)));
+    return false;
+  }
+  return true;
+}
+
 frame_builder& frame_builder::def_cfa(uint32_t at, reg base, int32_t offset) {
-  if (!begin(at, "def_cfa")) return *this;
+  if (!begin(at, "def_cfa", base)) return *this;
   if (base == reg::ra) {
     fail("def_cfa", at, format("the CFA cannot be based on %s", reg_name(abi_, base)));
     return *this;
@@ -113,7 +124,7 @@ frame_builder& frame_builder::adjust_cfa_offset(uint32_t at, int32_t delta) {
 }
 
 frame_builder& frame_builder::def_cfa_register(uint32_t at, reg base) {
-  if (!begin(at, "def_cfa_register")) return *this;
+  if (!begin(at, "def_cfa_register", base)) return *this;
   if (base == reg::ra) {
     fail("def_cfa_register", at, format("the CFA cannot be based on %s", reg_name(abi_, base)));
     return *this;
@@ -124,7 +135,7 @@ frame_builder& frame_builder::def_cfa_register(uint32_t at, reg base) {
 }
 
 frame_builder& frame_builder::offset(uint32_t at, reg r, int32_t cfa_relative) {
-  if (!begin(at, "offset")) return *this;
+  if (!begin(at, "offset", r)) return *this;
   if (r == reg::sp) {
     fail("offset", at, format("%s is not saved in memory; use def_cfa", reg_name(abi_, r)));
     return *this;
@@ -141,7 +152,7 @@ frame_builder& frame_builder::offset(uint32_t at, reg r, int32_t cfa_relative) {
 }
 
 frame_builder& frame_builder::restore(uint32_t at, reg r) {
-  if (!begin(at, "restore")) return *this;
+  if (!begin(at, "restore", r)) return *this;
   const frame_row entry = entry_row(abi_);
   if (r == reg::fp) {
     current_.fp = entry.fp;
@@ -158,7 +169,7 @@ frame_builder& frame_builder::restore(uint32_t at, reg r) {
 }
 
 frame_builder& frame_builder::undefined(uint32_t at, reg r) {
-  if (!begin(at, "undefined")) return *this;
+  if (!begin(at, "undefined", r)) return *this;
   if (r != reg::ra) {
     fail("undefined", at,
          format("only the return address can be undefined, not %s", reg_name(abi_, r)));

@@ -3,6 +3,7 @@
 #include <jitunwind/trampolines.h>
 
 #include "common/error.hpp"
+#include "common/names.hpp"
 #include "trampolines/stub.hpp"
 
 #include <sys/mman.h>
@@ -129,6 +130,13 @@ result<std::unique_ptr<trampoline_pool>> trampoline_pool::create(
   }
   if (options.array_name.empty()) {
     return make_error(errc::invalid_argument, "trampolines: array_name is empty");
+  }
+  // Every name is the prefix plus a function name: a prefix windows would refuse would make
+  // every acquire fail later, so it is refused here.
+  if (options.name_prefix.size() > 4096 || detail::has_control_bytes(options.name_prefix)) {
+    return make_error(errc::invalid_argument,
+                      "trampolines: name_prefix (%zu bytes) is too long or has control characters",
+                      options.name_prefix.size());
   }
   return std::unique_ptr<trampoline_pool>(new trampoline_pool(std::make_unique<impl>(s, options)));
 }

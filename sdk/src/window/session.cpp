@@ -13,6 +13,11 @@ result<std::unique_ptr<session>> session::create(const session_options& options)
       options.target != abi::aarch64_be)
     return detail::make_error(errc::invalid_argument, "session: unknown ABI id %d",
                               static_cast<int>(options.target));
+  // Every publisher's bit, up to the highest (kernel): anything above is a caller's mistake.
+  constexpr publisher_set known = (static_cast<uint32_t>(publisher::kernel) << 1) - 1;
+  if ((options.publishers & ~known) != 0)
+    return detail::make_error(errc::invalid_argument, "session: unknown publisher bits 0x%x",
+                              options.publishers & ~known);
   auto s = std::make_unique<detail::session_impl>(options);
   s->start_publishers();
   return std::unique_ptr<session>(std::move(s));
