@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # ThreadSanitizer build of the registry (writer, in-process seqlock reader) and the remote reader,
-# running their tests, including the 8-thread hammer with its out-of-process reader. Only these
+# running their tests, including the 8-thread hammer with its out-of-process reader, and the
+# window test that polls a session from two threads while windows are retired. Only these
 # targets are built, so the stage stays a few minutes on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
