@@ -87,6 +87,13 @@ TEST_CASE("usage errors exit 2 and point to --help") {
   CHECK(value.err.find("option --format needs a value (FMT)") != std::string::npos);
   auto section_raw = run_tool({"sframe", "check", "--raw", "--section", ".x", "f"});
   CHECK(section_raw.exit_code == 2);
+  // A blank before a number hid a sign from the unsigned check (u64: -1 fired 0xfff...f).
+  for (const char* bad : {"u64: -1", "ptr: -5", "i32: 5"}) {
+    auto arg = run_tool({"usdt", "fire", "--provider", "p", "--probe", "e", "--args", bad});
+    INFO(bad);
+    CHECK(arg.exit_code == 2);
+    CHECK(arg.err.find("not a number") != std::string::npos);
+  }
   // Times that would overflow the clock arithmetic are refused (they once returned at once).
   for (const char* option : {"--hold-ms", "--timeout-s", "--settle-ms", "--interval-ms"}) {
     auto time = run_tool(

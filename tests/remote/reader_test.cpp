@@ -14,6 +14,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fstream>
+
 using namespace jitunwind;
 
 namespace {
@@ -145,6 +147,25 @@ TEST_CASE("reader errors name the pid and what failed") {
     REQUIRE_FALSE(r.ok());
     CHECK(r.error().code() == errc::not_found);
     CHECK(r.error().message() == "pid " + std::to_string(pid) + ": no such process");
+  }
+  SECTION("a zombie: no file mappings, not a permission problem") {
+    const pid_t pid = fork();
+    if (pid == 0) _exit(0);
+    REQUIRE(pid > 0);
+    // Not reaped yet: a zombie, whose /proc/PID/maps is empty.
+    for (int i = 0; i < 500; ++i) {
+      std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+      std::string line;
+      std::getline(stat, line);
+      if (line.find(") Z ") != std::string::npos) break;
+      usleep(10 * 1000);
+    }
+    auto r = remote::read_registry(pid);
+    waitpid(pid, nullptr, 0);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code() == errc::not_found);
+    CHECK(r.error().message() ==
+          "pid " + std::to_string(pid) + " has no file mappings (a zombie or a kernel thread?)");
   }
   SECTION("process without the SDK") {
     test::child_process child({"/bin/cat"});

@@ -53,6 +53,9 @@ TEST_CASE("names, argument lists and states are validated with clear errors") {
   REQUIRE(!bad.ok());
   CHECK(bad.error().message().find("'-' at position 2") != std::string::npos);
   CHECK(!provider::create("9lives").ok());
+  auto reserved = provider::create("jitunwind");  // the SDK's own static events
+  REQUIRE_FALSE(reserved.ok());
+  CHECK_THAT(reserved.error().message(), Catch::Contains("reserved"));
   CHECK(!provider::create(std::string(max_provider_name + 1, 'a')).ok());
   CHECK(provider::create(std::string(max_provider_name, 'a')).ok());
   CHECK(provider::create("p", {object_location::memfd, "/tmp", {}}).error().code() ==

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -160,7 +161,8 @@ std::string hex_text(uint64_t v) {
 }
 
 std::optional<uint64_t> parse_u64(const std::string& text) {
-  if (text.empty() || text[0] == '-' || text[0] == '+') return std::nullopt;
+  // Digits only at the start: strtoull would skip blanks and then accept (and wrap) a sign.
+  if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0]))) return std::nullopt;
   const bool hex = text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X');
   const char* begin = text.c_str() + (hex ? 2 : 0);
   if (*begin == 0) return std::nullopt;

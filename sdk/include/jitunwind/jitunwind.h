@@ -439,8 +439,10 @@ typedef struct jitunwind_remote_window {
 /* Reads the live and retired windows of every jitunwind registry in process `pid` (consistent
    copies, read with process_vm_readv without stopping it). On success `*windows` is a malloc'd
    array of `*count` entries (NULL if none) that the caller frees with jitunwind_remote_free.
-   Thread-safe. Errors: NOT_FOUND (no such process, no registry in it), PERMISSION_DENIED,
-   UNSUPPORTED (other registry version), MALFORMED, BAD_STATE (entries kept changing). */
+   Thread-safe. Errors: NOT_FOUND (no such process, no file mappings, no registry in it),
+   PERMISSION_DENIED, UNSUPPORTED (other registry version), MALFORMED, BAD_STATE (entries kept
+   changing), OUT_OF_RANGE (unmapped address, short read), LIMIT_EXCEEDED, NO_MEMORY,
+   IO_ERROR. */
 JITUNWIND_API jitunwind_status jitunwind_remote_read_registry(int pid,
                                                              jitunwind_remote_window** windows,
                                                              size_t* count,

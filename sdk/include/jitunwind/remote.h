@@ -9,9 +9,12 @@
 /// Needs the right to read the target's memory (same user and ptrace_scope allowing it, or
 /// CAP_SYS_PTRACE). Thread-safety: free functions are thread-safe; a `registry_reader` is used by
 /// one thread at a time. Errors name the PID and what failed: `not_found` (no such process, no
-/// registry symbol in any mapped object), `permission_denied`, `unsupported` (registry version
-/// this reader does not know), `malformed` (impossible header values), `bad_state` (entries kept
-/// changing for every retry; the window changed while its SFrame was read), `io_error`.
+/// file mappings (a zombie or kernel thread), no registry symbol in any mapped object),
+/// `permission_denied`, `unsupported` (registry version this reader does not know), `malformed`
+/// (impossible header values), `bad_state` (entries kept changing for every retry; the window
+/// changed while its SFrame was read), `out_of_range` (an address the target does not map, or a
+/// short read), `limit_exceeded` (an entry array above the reader's limit), `no_memory`,
+/// `io_error`.
 #pragma once
 
 #include <jitunwind/config.h>

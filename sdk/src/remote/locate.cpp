@@ -144,6 +144,11 @@ result<std::vector<registry_location>> locate_registries(pid_t pid) {
         "-Wl,--export-dynamic-symbol=%s?)",
         pid, JITUNWIND_REGISTRY_SYMBOL, examined, JITUNWIND_REGISTRY_SYMBOL);
     if (!first_problem.empty()) msg += "; first problem: " + first_problem;
+    // No file mappings at all (a zombie, a kernel thread) is not a permission problem.
+    if (objects.empty()) {
+      return make_error(errc::not_found,
+                        "pid %d has no file mappings (a zombie or a kernel thread?)", pid);
+    }
     if (examined == 0) {
       return make_error(errc::permission_denied,
                         "pid %d: none of its mapped files could be opened (permissions?)", pid);

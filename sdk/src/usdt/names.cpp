@@ -109,6 +109,12 @@ std::optional<arg_type> parse_arg_type(std::string_view text) noexcept {
 }
 
 result<void> validate_provider_name(std::string_view name) {
+  // The SDK's own static events use this provider: a dynamic one of the same name makes
+  // tracers that resolve probes by provider and name (bpftrace -p) fail for both.
+  if (name == "jitunwind")
+    return jitunwind::detail::make_error(
+        errc::invalid_argument,
+        "usdt: provider name 'jitunwind' is reserved for the SDK's own events");
   return validate_name("provider", name, max_provider_name);
 }
 
