@@ -129,7 +129,7 @@ TEST_CASE("runtime errors and usage errors have their own exit statuses") {
   }
 }
 
-TEST_CASE("toy-interp: --dump-bytecode needs no arguments for main; out of memory is an error") {
+TEST_CASE("toy-interp: --dump-bytecode needs no arguments for main, and out of memory is an error") {
   if (examples_missing(TOY_JIT)) return;
   jitunwind::test::temp_dir dir;
   const std::string file = dir / "one.toy";
