@@ -103,3 +103,18 @@ TEST_CASE("usage errors exit 2 and point to --help") {
     CHECK(time.err.find("is more than") != std::string::npos);
   }
 }
+
+TEST_CASE("help: unwind check documents every option") {
+  auto g = run_tool({"unwind", "--help"});
+  CHECK(g.exit_code == 0);
+  CHECK(g.out.find("  check ") != std::string::npos);
+  auto r = run_tool({"unwind", "check", "--help"});
+  INFO(r.out);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("Usage: jitunwind unwind check") == 0);
+  for (const char* o : {"-p, --pid PID", "-n, --steps N", "--seconds S", "--wait S", "--frames N",
+                        "--max-reports N", "Examples:"})
+    CHECK(r.out.find(o) != std::string::npos);
+  auto top = run_tool({"--help"});
+  CHECK(top.out.find("unwind") != std::string::npos);
+}

@@ -191,12 +191,15 @@ result<registry_publication> registry_writer::add(const registry_window& window,
   const uint64_t locked = lock_slot(e);
   if (generation == 0) generation = next_publication_generation();
   store_window(e, window, generation, registry_state::live);
-  unlock_slot(e, locked, true);
   if (index == high_water_) {
-    // The entry is complete before readers are told to look at it.
+    // Readers are told to look at the slot while it is still locked (odd: they retry), so that
+    // the change count moves only once the new window is both complete and in range. Raised
+    // after the unlock, a reader woken by the count (a watchpoint, a poll) could read the old
+    // range, and a later poll would see an unchanged count and never look again.
     ++high_water_;
     at(header_.slot_count).store(high_water_, std::memory_order_release);
   }
+  unlock_slot(e, locked, true);
   return registry_publication{registry_slot{index}, generation};
 }
 

@@ -20,6 +20,7 @@
 // options: --depth N (100) --iterations N (200) --spin N (20000) --recycle-every N (10)
 //          --fp (keep frame pointers) --no-checkpoint --seconds S (run for S seconds instead)
 //          --lie (every 10th checkpoint claims one JIT frame too many: verify must fail)
+//          --forget-epilogue (without --fp: rows miss the epilogues' `add rsp, 16`)
 //          --new-ids (recycle: the reused memory gets a new window id each time)
 #include <jitunwind/frame.h>
 #include <jitunwind/registry_abi.h>
@@ -201,6 +202,11 @@ void prologue(code_buf& c) {
   }
 }
 
+// --forget-epilogue: the rows miss the epilogue's `add rsp` (a classic description bug: for the
+// one instruction before `pop rbp` the CFA is 16 bytes off). Call-site checks cannot see it;
+// `jitunwind unwind check` must.
+bool g_forget_epilogue = false;
+
 function_desc fn_rows(uint64_t start, uint32_t size, uint32_t after_alloc, int32_t extra,
                       const std::vector<std::pair<uint32_t, uint32_t>>& epilogues) {
   // push rbp (1) [+ mov rbp (4)] + sub rsp, extra (after_alloc); epilogues: {after add, after pop}
@@ -211,7 +217,7 @@ function_desc fn_rows(uint64_t start, uint32_t size, uint32_t after_alloc, int32
   for (size_t i = 0; i < epilogues.size(); ++i) {
     const bool last = i + 1 == epilogues.size();
     if (!last) b.remember_state();
-    if (!g_fp && extra) b.stack_free(epilogues[i].first, extra);
+    if (!g_fp && extra && !g_forget_epilogue) b.stack_free(epilogues[i].first, extra);
     b.restore(epilogues[i].second, reg::fp);  // after pop rbp
     if (g_fp) {
       b.def_cfa(epilogues[i].second, reg::sp, 8);
@@ -389,6 +395,8 @@ int main(int argc, char** argv) {
       g_checkpoint = false;
     else if (a == "--new-ids")
       g_new_ids = true;
+    else if (a == "--forget-epilogue")
+      g_forget_epilogue = true;
     else if (a == "--lie")
       g_lie = true;
     else {

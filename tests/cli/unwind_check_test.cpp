@@ -1,0 +1,136 @@
+// `jitunwind unwind check` against real runtimes: toy-jit (asmjit code with and without frame
+// pointers, recompilation into new windows), toy-interp's trampolines, and jitwalk's test JIT,
+// whose rows can be made wrong on purpose (--forget-epilogue) so that the check must fail.
+// ptrace of one's own child needs no privilege.
+#include "cli/cli_support.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <regex>
+#include <thread>
+
+using namespace jitunwind::test;
+using namespace jitunwind::test::cli;
+
+namespace {
+
+const std::string programs = std::string(JITUNWIND_SOURCE_DIR) + "/examples/toy-jit/programs/";
+
+// The number after `label` in the summary ("  mismatches:        3 at 2 distinct ...").
+long summary_number(const std::string& out, const std::string& label) {
+  std::smatch m;
+  if (!std::regex_search(out, m, std::regex(label + ":\\s+(\\d+)"))) return -1;
+  return std::stol(m[1]);
+}
+
+long distinct_bad(const std::string& out) {
+  std::smatch m;
+  if (!std::regex_search(out, m, std::regex("mismatches:\\s+\\d+ at (\\d+) distinct"))) return -1;
+  return std::stol(m[1]);
+}
+
+void require_clean(const run_result& r, long min_jit_steps) {
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(summary_number(r.out, "mismatches") == 0);
+  CHECK(summary_number(r.out, "in JIT code") >= min_jit_steps);
+  CHECK(summary_number(r.out, "frames compared") > 0);
+}
+
+}  // namespace
+
+#ifdef TOY_JIT
+TEST_CASE("unwind check: toy-jit's rows hold at every instruction, with and without rbp") {
+  for (const char* fp : {"--frame-pointers=off", "--frame-pointers=on"}) {
+    INFO(fp);
+    auto r = run_tool({"unwind", "check", "--", TOY_JIT, fp, programs + "fib.toy", "12"});
+    require_clean(r, 5000);
+    CHECK(r.out.find("the command exited with status 0") != std::string::npos);
+    // fib(12) recurses 12 deep below main: every level's frame was compared.
+    std::smatch m;
+    REQUIRE(std::regex_search(r.out, m, std::regex("deepest JIT stack seen: (\\d+)")));
+    CHECK(std::stol(m[1]) >= 12);
+  }
+}
+
+TEST_CASE("unwind check: toy-jit recompiling into new windows (retire, grace, reuse)") {
+  auto r = run_tool({"unwind", "check", "--steps", "150000", "--", TOY_JIT, "--frame-pointers=off",
+                     programs + "recompile.toy", "2000"});
+  require_clean(r, 10000);
+  CHECK(r.out.find("(step limit)") != std::string::npos);
+}
+
+TEST_CASE("unwind check: toy-interp's trampolines") {
+  auto r = run_tool({"unwind", "check", "--", TOY_INTERP, programs + "fib.toy", "8"});
+  require_clean(r, 100);
+}
+#endif
+
+#ifdef JIT_TARGET
+TEST_CASE("unwind check: rows missing an epilogue's stack adjustment are found") {
+  const std::vector<std::string> target = {
+      JIT_TARGET, "deep", "--depth", "6", "--iterations", "4", "--spin", "1", "--no-checkpoint"};
+  std::vector<std::string> good = {"unwind", "check", "--"};
+  good.insert(good.end(), target.begin(), target.end());
+  require_clean(run_tool(good), 100);
+
+  std::vector<std::string> bad = {"unwind", "check", "--max-reports", "2", "--"};
+  bad.insert(bad.end(), target.begin(), target.end());
+  bad.push_back("--forget-epilogue");
+  auto r = run_tool(bad);
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 1);
+  // Two epilogues, each wrong at its `pop rbp` and its `ret`: four addresses, nothing else.
+  CHECK(distinct_bad(r.out) == 4);
+  CHECK(summary_number(r.out, "mismatches") > 4);
+  CHECK(r.out.find("('jit:rec'+0x") != std::string::npos);  // named from the perf map
+  CHECK(r.out.find("caller's stack pointer (CFA): expected") != std::string::npos);
+  CHECK(std::count(r.out.begin(), r.out.end(), '\n') < 40);  // --max-reports 2
+}
+
+TEST_CASE("unwind check: attaching to a running process, which goes on after the check") {
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    execl(JIT_TARGET, JIT_TARGET, "deep", "--depth", "8", "--spin", "1", "--no-checkpoint",
+          "--seconds", "6", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // let it publish and run
+  auto r = run_tool({"unwind", "check", "--pid", std::to_string(child), "--seconds", "1"});
+  require_clean(r, 100);
+  CHECK(r.out.find("(time limit)") != std::string::npos);
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+}
+#endif
+
+TEST_CASE("unwind check: usage errors and targets that publish nothing") {
+  CHECK(run_tool({"unwind", "check"}).exit_code == 2);
+  CHECK(run_tool({"unwind", "check", "--pid", "1", "--", "true"}).exit_code == 2);
+  CHECK(run_tool({"unwind", "check", "--steps", "0", "--", "true"}).exit_code == 2);
+  CHECK(run_tool({"unwind", "check", "--pid", "x"}).exit_code == 2);
+
+  auto missing = run_tool({"unwind", "check", "--", "/nonexistent/runtime"});
+  CHECK(missing.exit_code == 1);
+  CHECK(missing.err.find("cannot run '/nonexistent/runtime'") != std::string::npos);
+  CHECK(missing.err.find("could not be started") != std::string::npos);
+
+  auto nothing = run_tool({"unwind", "check", "--", "true"});
+  CHECK(nothing.exit_code == 1);
+  CHECK(nothing.err.find("before it published any JIT code") != std::string::npos);
+
+  const auto start = std::chrono::steady_clock::now();
+  auto slow = run_tool({"unwind", "check", "--wait", "1", "--", "sleep", "30"});
+  CHECK(slow.exit_code == 1);
+  CHECK(slow.err.find("no published JIT code within 1 s") != std::string::npos);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));  // killed
+}

@@ -1,0 +1,141 @@
+#include "step_check.hpp"
+
+#include "cli.hpp"
+
+#include <sys/uio.h>
+
+#include <cstring>
+
+namespace jitunwind::cli::stepcheck {
+
+void frame_oracle::observe(uint64_t pc, uint64_t sp, uint64_t fp, bool entry, uint64_t ra_at_sp) {
+  // A frame is gone once the stack pointer is at or above its CFA. At an entry the word at sp
+  // is the new return address: a frame whose CFA is sp + 8 was left by a tail jump.
+  const uint64_t gone_at = entry ? sp + 8 : sp;
+  while (!frames_.empty() && frames_.back().cfa <= gone_at) frames_.pop_back();
+  if (!entry) return;
+  frames_.push_back({pc, sp + 8, ra_at_sp, fp});
+  if (frames_.size() > deepest_) deepest_ = frames_.size();
+}
+
+const page_cache::page* page_cache::get(uint64_t base) {
+  for (size_t i = 0; i < used_; ++i)
+    if (pages_[i]->base == base) return pages_[i].get();
+  if (used_ == pages_.size()) pages_.push_back(std::make_unique<page>());
+  page& p = *pages_[used_++];
+  p.base = base;
+  iovec local{p.bytes, sizeof p.bytes};
+  iovec remote{reinterpret_cast<void*>(base), sizeof p.bytes};
+  p.ok = process_vm_readv(pid_, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(sizeof p.bytes);
+  return &p;
+}
+
+bool page_cache::read(uint64_t address, void* out, size_t len) {
+  auto* dst = static_cast<uint8_t*>(out);
+  while (len > 0) {
+    const uint64_t base = address & ~uint64_t{4095};
+    const page* p = get(base);
+    if (!p->ok) return false;
+    const size_t off = address - base;
+    const size_t n = std::min(len, sizeof p->bytes - off);
+    std::memcpy(dst, p->bytes + off, n);
+    dst += n;
+    address += n;
+    len -= n;
+  }
+  return true;
+}
+
+sframe::memory_reader page_cache::reader() noexcept {
+  return {[](void* self, uint64_t a, void* out, size_t n) {
+            return static_cast<page_cache*>(self)->read(a, out, n);
+          },
+          this};
+}
+
+result<void> published_code::refresh() {
+  auto changes = reader_.change_count();
+  if (!changes) return std::move(changes).error();
+  if (seen_ == *changes) return {};
+  auto snapshot = reader_.read();
+  if (!snapshot) return std::move(snapshot).error();
+  std::vector<remote::window_record> windows;
+  std::vector<std::vector<uint8_t>> bytes;
+  for (const remote::window_record& w : snapshot->windows) {
+    if (w.sframe_size == 0) continue;
+    auto b = reader_.read_sframe(w);
+    // Changed while being copied: the next refresh reads it again.
+    if (!b) return {};
+    windows.push_back(w);
+    bytes.push_back(std::move(b).value());
+  }
+  std::vector<sframe::table> tables;
+  tables.reserve(bytes.size());
+  size_t functions = 0;
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    auto t = sframe::table::create(bytes[i], windows[i].sframe_address);
+    if (!t)
+      return error(t.error().code(),
+                   "window " + std::to_string(windows[i].window_id) +
+                       ": its published SFrame is invalid: " + t.error().message());
+    functions += t->info().num_fdes;
+    tables.push_back(std::move(t).value());
+  }
+  // The tables refer to `bytes`' heap buffers, which moving the vectors keeps.
+  windows_ = std::move(windows);
+  bytes_ = std::move(bytes);
+  tables_ = std::move(tables);
+  unwinder_.clear();
+  for (const sframe::table& t : tables_)
+    if (auto ok = unwinder_.add(&t); !ok) return ok;
+  functions_ = std::max(functions_, functions);
+  seen_ = *changes;
+  return {};
+}
+
+const remote::window_record* published_code::window_at(uint64_t pc) const noexcept {
+  for (const remote::window_record& w : windows_)
+    if (pc >= w.text_start && pc - w.text_start < w.text_size) return &w;
+  return nullptr;
+}
+
+std::optional<mismatch> compare(const published_code& code, const frame_oracle& oracle,
+                                const sframe::regs& at, const sframe::memory_reader& memory,
+                                size_t max_frames, size_t& compared) {
+  compared = 0;
+  const auto& frames = oracle.frames();
+  sframe::regs cur = at;
+  for (size_t depth = 0; depth < frames.size() && depth < max_frames; ++depth) {
+    const expected_frame& want = frames[frames.size() - 1 - depth];
+    sframe::lookup_result row;
+    // A caller's pc is a return address: the call is the instruction before it.
+    if (!code.unwinder().find(depth == 0 ? cur.pc : cur.pc - 1, row)) break;
+    auto bad = [&](std::string what) {
+      return mismatch{at.pc, depth, cur.pc, want.function_start, std::move(what)};
+    };
+    if (row.function_start != want.function_start)
+      return bad("the rows found for this pc are those of the function at " +
+                 hex_text(row.function_start) +
+                 ", but the last function entered and not left "
+                 "starts at " +
+                 hex_text(want.function_start));
+    const sframe::step_result s = sframe::step(abi::amd64, row.row, cur, depth == 0, memory);
+    if (!s.ok)
+      return bad(std::string("the unwind stopped (") + sframe::to_string(s.reason) +
+                 ") where the caller at " + hex_text(want.ra) + " was expected");
+    if (s.caller.sp != want.cfa)
+      return bad("caller's stack pointer (CFA): expected " + hex_text(want.cfa) + ", unwound " +
+                 hex_text(s.caller.sp));
+    if (s.caller.pc != want.ra)
+      return bad("return address: expected " + hex_text(want.ra) + ", unwound " +
+                 hex_text(s.caller.pc));
+    if (s.caller.fp != want.caller_fp)
+      return bad("caller's frame pointer (rbp): expected " + hex_text(want.caller_fp) +
+                 ", unwound " + hex_text(s.caller.fp));
+    ++compared;
+    cur = s.caller;
+  }
+  return std::nullopt;
+}
+
+}  // namespace jitunwind::cli::stepcheck

@@ -1,0 +1,550 @@
+// `jitunwind unwind check`: single-steps a thread of a runtime that publishes its JIT code
+// through the SDK and checks, at every instruction it executes in that code, that the
+// published SFrame rows unwind to the frames the thread really entered (step_check.hpp says
+// how that is known). For runtime authors writing frame descriptions: a sampling profiler hits
+// prologues and epilogues too, which call-site checks (`jitwalk verify`) never do.
+#include "cli.hpp"
+#include "step_check.hpp"
+
+#include <jitunwind/registry_abi.h>
+
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/ptrace.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <cstddef>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+#include <unordered_set>
+
+namespace jitunwind::cli {
+
+namespace {
+
+using namespace std::chrono;
+using stepcheck::mismatch;
+
+const command_spec check_spec{
+    "check",
+    "[-- COMMAND [ARG...]]",
+    "Single-step a JIT runtime and check its published unwind rows at every instruction.",
+    "Runs COMMAND (or attaches to thread --pid) under ptrace. Once the target's jitunwind "
+    "registry lists published code, the thread is single-stepped; at every instruction inside "
+    "a published function, the function's SFrame rows (read from the target, as a profiler "
+    "would) unwind the thread's registers, and each JIT frame's caller — stack pointer, return "
+    "address and rbp — must be the one the thread really had when it entered that function "
+    "(seen at the function's first instruction). Executing code in a window that no published "
+    "function covers is reported too.\n"
+    "Only frames entered while the thread is watched are compared; so is only the watched "
+    "thread (other threads run freely). A function must be entered at its start for its frame "
+    "to be known. The native code the JIT calls is stepped through (it counts against --steps) "
+    "but not checked.\n"
+    "Output: a summary (instructions checked, distinct addresses, functions, frames compared) "
+    "and the first mismatches, each with the pc, the frame, and the expected and unwound "
+    "values; function names come from /tmp/perf-PID.map when it exists. With COMMAND, the "
+    "command runs to its end after checking stops. Exit status: 0 if every check passed and "
+    "at least one instruction of JIT code was checked, 1 otherwise or if the target cannot be "
+    "traced, 2 for a bad command line.",
+    {{"pid", 'p', "PID",
+      "Attach to this thread (a process id is its main thread) instead of running COMMAND."},
+     {"steps", 'n', "N", "Stop checking after N single steps (default 1000000)."},
+     {"seconds", 0, "S", "Stop checking after S seconds (default 60)."},
+     {"wait", 0, "S", "Wait up to S seconds for the first published code (default 30)."},
+     {"frames", 0, "N", "Compare at most N JIT frames per instruction (default 512)."},
+     {"max-reports", 0, "N",
+      "Print the first mismatch of at most N addresses in full (default 10)."}},
+    0,
+    SIZE_MAX,
+    "jitunwind unwind check -- build/examples/toy-jit/toy-jit --frame-pointers=off \\\n"
+    "    examples/toy-jit/programs/fib.toy 12\n"
+    "jitunwind unwind check --pid 4242 --seconds 5"};
+
+std::atomic<bool> interrupted{false};
+
+struct limits {
+  uint64_t steps = 1000000, seconds = 60, wait = 30, frames = 512, reports = 10;
+};
+
+bool parse_limit(const parsed_args& a, const char* name, uint64_t max, uint64_t& out,
+                 std::string& bad) {
+  auto v = a.value(name);
+  if (!v) return true;
+  auto n = parse_u64(*v);
+  if (!n || *n == 0 || *n > max) {
+    bad = std::string("--") + name + ": '" + *v + "' is not a number from 1 to " +
+          std::to_string(max);
+    return false;
+  }
+  out = *n;
+  return true;
+}
+
+// ---- the traced thread ----
+
+std::string wait_text(int status) {
+  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return std::string("was killed by ") + strsignal(WTERMSIG(status));
+  return "stopped";
+}
+
+// Forks COMMAND and seizes it before it runs exec: nothing of it runs untraced.
+result<pid_t> spawn(const std::vector<std::string>& argv) {
+  int gate[2];
+  if (pipe2(gate, O_CLOEXEC) != 0)
+    return error(errc::io_error, std::string("pipe: ") + std::strerror(errno));
+  const pid_t pid = fork();
+  if (pid < 0) return error(errc::io_error, std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    close(gate[1]);
+    char go;
+    if (read(gate[0], &go, 1) != 1) _exit(127);
+    std::vector<char*> args;
+    for (const std::string& s : argv) args.push_back(const_cast<char*>(s.c_str()));
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    std::fprintf(stderr, "jitunwind unwind check: cannot run '%s': %s\n", args[0],
+                 std::strerror(errno));
+    _exit(127);
+  }
+  close(gate[0]);
+  const bool seized = ptrace(PTRACE_SEIZE, pid, nullptr,
+                             PTRACE_O_EXITKILL | PTRACE_O_TRACEEXEC | PTRACE_O_TRACESYSGOOD) == 0;
+  const int seize_errno = errno;
+  if (write(gate[1], "g", 1) != 1 || !seized) {
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    close(gate[1]);
+    return error(errc::permission_denied,
+                 std::string("cannot trace the command: ") + std::strerror(seize_errno));
+  }
+  close(gate[1]);
+  return pid;
+}
+
+// The signal a stop should pass on when the thread resumes: 0 for ptrace's own stops.
+int signal_to_deliver(int status) {
+  if (!WIFSTOPPED(status) || (status >> 16) != 0) return 0;
+  return WSTOPSIG(status) == SIGTRAP ? 0 : WSTOPSIG(status);
+}
+
+bool is_syscall_stop(int status) {
+  return WIFSTOPPED(status) && WSTOPSIG(status) == (SIGTRAP | 0x80);
+}
+
+// Hardware watchpoints (x86 debug registers 0-3) on the registries' change counters: the
+// thread traps right after its first publish, before it can run the code it published.
+// Polling the registry from outside would miss a short program entirely.
+size_t debug_register(int n) {
+  return offsetof(struct user, u_debugreg) + n * sizeof(long);
+}
+
+void watch_registries(pid_t pid, const remote::registry_reader& reader) {
+  uint64_t dr7 = 0;
+  int slot = 0;
+  for (const remote::registry_location& r : reader.registries()) {
+    if (slot == 4) break;
+    const uint64_t counter = r.address + offsetof(jitunwind_registry_header, change_count);
+    if (ptrace(PTRACE_POKEUSER, pid, debug_register(slot), counter) != 0) continue;
+    // Enable (local), break on writes (RW = 01), 8 bytes (LEN = 10).
+    dr7 |= (uint64_t{1} << (slot * 2)) | (uint64_t{0b1001} << (16 + slot * 4));
+    ++slot;
+  }
+  ptrace(PTRACE_POKEUSER, pid, debug_register(7), dr7);
+}
+
+void unwatch(pid_t pid) {
+  ptrace(PTRACE_POKEUSER, pid, debug_register(7), 0);
+}
+
+// Lets the target run until its registry lists published code, and stops its thread there.
+// A started COMMAND runs from syscall to syscall until the SDK is loaded (it may be a shared
+// library that ld.so maps), then freely with watchpoints on the registries. `stop` receives the
+// status of the stop the thread is left in; `ended` the exit status if it ended.
+result<stepcheck::published_code> wait_for_code(pid_t pid, bool spawned, seconds patience,
+                                                std::optional<int>& ended, int& stop) {
+  bool execed = false;
+  const auto deadline = steady_clock::now() + patience;
+  std::optional<stepcheck::published_code> code;
+  auto next_open = steady_clock::now();
+  std::string last_error = "no jitunwind registry found in the target";
+  bool stopped = false;  // the thread is in a ptrace stop we have not resumed yet
+  auto try_open = [&]() {
+    if (code || steady_clock::now() < next_open) return;
+    next_open = steady_clock::now() + milliseconds(5);
+    auto reader = remote::registry_reader::open(pid);
+    if (!reader) {
+      last_error = reader.error().message();
+      return;
+    }
+    if (stopped) watch_registries(pid, *reader);
+    code.emplace(std::move(reader).value());
+  };
+  auto has_code = [&]() {
+    if (!code) return false;
+    if (auto ok = code->refresh(); !ok) {
+      last_error = ok.error().message();
+      return false;
+    }
+    if (!code->empty()) return true;
+    last_error = "the registry lists no window with published code";
+    return false;
+  };
+  for (;;) {
+    int status = 0;
+    const pid_t r = waitpid(pid, &status, (stopped ? 0 : WNOHANG) | __WALL);
+    if (r == pid && !WIFSTOPPED(status)) {
+      ended = status;
+      if (spawned && !execed)  // the child said why on stderr
+        return error(errc::not_found, "the command could not be started");
+      return error(errc::not_found, "the target " + wait_text(status) +
+                                        " before it published any JIT code (" + last_error + ")");
+    }
+    if (r == pid && (status >> 16) == PTRACE_EVENT_EXEC) execed = true;
+    if (r == pid) {
+      stopped = true;
+      try_open();
+      if (has_code()) {
+        unwatch(pid);
+        stop = status;
+        return std::move(*code);
+      }
+      const int deliver = is_syscall_stop(status) ? 0 : signal_to_deliver(status);
+      ptrace(code ? PTRACE_CONT : PTRACE_SYSCALL, pid, nullptr, deliver);
+      stopped = false;
+    } else if (has_code()) {  // published by another thread, or found by polling (--pid)
+      ptrace(PTRACE_INTERRUPT, pid, nullptr, nullptr);
+      stopped = true;
+      continue;
+    } else {
+      try_open();
+    }
+    if (interrupted) return error(errc::bad_state, "interrupted while waiting for JIT code");
+    if (steady_clock::now() >= deadline)
+      return error(errc::not_found, "no published JIT code within " +
+                                        std::to_string(patience.count()) + " s (" + last_error +
+                                        ")");
+    if (!stopped) std::this_thread::sleep_for(milliseconds(1));
+  }
+}
+
+// Tracer and thread on one CPU while stepping: every step wakes the other side twice, and a
+// wake-up across CPUs costs several times more (a bare step-and-wait loop on this project's
+// 2-vCPU VM: 119 us per step across CPUs, 28 us on one). The thread's own mask comes back at
+// the end.
+class cpu_pin {
+ public:
+  void pin(pid_t tid) {
+    const int cpu = sched_getcpu();
+    if (cpu < 0 || sched_getaffinity(0, sizeof self_, &self_) != 0 ||
+        sched_getaffinity(tid, sizeof thread_, &thread_) != 0)
+      return;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    if (sched_setaffinity(0, sizeof one, &one) != 0) return;
+    if (sched_setaffinity(tid, sizeof one, &one) != 0) {
+      sched_setaffinity(0, sizeof self_, &self_);
+      return;
+    }
+    tid_ = tid;
+  }
+  void restore() {
+    if (tid_ == 0) return;
+    sched_setaffinity(tid_, sizeof thread_, &thread_);
+    sched_setaffinity(0, sizeof self_, &self_);
+    tid_ = 0;
+  }
+
+ private:
+  pid_t tid_ = 0;
+  cpu_set_t self_{}, thread_{};
+};
+
+// ---- names for the report ----
+
+std::map<uint64_t, std::string> perf_map_names(pid_t pid) {
+  std::map<uint64_t, std::string> names;
+  std::ifstream in("/tmp/perf-" + std::to_string(pid) + ".map");
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string start, size;
+    if (!(fields >> start >> size)) continue;
+    std::string name;
+    std::getline(fields >> std::ws, name);
+    if (auto a = parse_u64("0x" + start)) names[*a] = name;
+  }
+  return names;
+}
+
+// "'jit:rec'+0x34" (or "0x7f..000+0x34" without a name): what a runtime author looks up.
+std::string location_text(const std::map<uint64_t, std::string>& names, uint64_t start,
+                          uint64_t pc) {
+  auto it = names.find(start);
+  return (it == names.end() ? hex_text(start) : "'" + it->second + "'") + "+" +
+         hex_text(pc - start);
+}
+
+// ---- the check ----
+
+struct tally {
+  uint64_t steps = 0, jit_steps = 0, unwatched = 0, frames = 0, mismatches = 0;
+  uint64_t registry_errors = 0;
+  std::unordered_set<uint64_t> pcs, bad_pcs;
+  std::set<uint64_t> functions;
+  std::vector<mismatch> shown;
+  std::string stopped_because;
+};
+
+void check_stop(stepcheck::published_code& code, stepcheck::frame_oracle& oracle,
+                stepcheck::page_cache& memory, const user_regs_struct& r, const limits& lim,
+                tally& t) {
+  memory.clear();
+  if (!code.refresh()) ++t.registry_errors;  // retried at the next stop
+  const sframe::regs at{r.rip, r.rsp, r.rbp, 0};
+  sframe::lookup_result row;
+  const bool in_code = code.unwinder().find(at.pc, row);
+  const bool entry = in_code && row.function_start == at.pc;
+  uint64_t ra = 0;
+  if (entry && !memory.read(at.sp, &ra, sizeof ra)) ra = 0;
+  oracle.observe(at.pc, at.sp, at.fp, entry, ra);
+  auto record = [&](mismatch m) {
+    ++t.mismatches;
+    // The first mismatch at each address: the same instruction runs wrong many times.
+    if (t.bad_pcs.insert(m.pc).second && t.shown.size() < lim.reports)
+      t.shown.push_back(std::move(m));
+  };
+  if (!in_code) {
+    if (const remote::window_record* w = code.window_at(at.pc))
+      record({at.pc, 0, at.pc, 0,
+              "executing in window " + std::to_string(w->window_id) +
+                  ", where no published function covers this address"});
+    return;
+  }
+  ++t.jit_steps;
+  t.pcs.insert(at.pc);
+  t.functions.insert(row.function_start);
+  if (oracle.frames().empty()) ++t.unwatched;
+  size_t compared = 0;
+  auto bad = stepcheck::compare(code, oracle, at, memory.reader(), lim.frames, compared);
+  t.frames += compared;
+  if (bad) record(std::move(*bad));
+}
+
+void print_report(const std::string& program, pid_t pid, const tally& t,
+                  const stepcheck::frame_oracle& oracle, const stepcheck::published_code& code) {
+  const auto names = perf_map_names(pid);
+  std::printf("%s: thread %d\n", program.c_str(), pid);
+  std::printf("  single steps:      %llu (%s)\n", static_cast<unsigned long long>(t.steps),
+              t.stopped_because.c_str());
+  std::printf(
+      "  in JIT code:       %llu instructions at %zu distinct addresses in %s "
+      "(%zu published at most at once)\n",
+      static_cast<unsigned long long>(t.jit_steps), t.pcs.size(),
+      count_text(t.functions.size(), "function").c_str(), code.function_count());
+  std::printf("  frames compared:   %llu (deepest JIT stack seen: %zu frames)\n",
+              static_cast<unsigned long long>(t.frames), oracle.deepest());
+  if (t.unwatched > 0)
+    std::printf(
+        "  not comparable:    %llu instructions in functions entered before the thread "
+        "was watched\n",
+        static_cast<unsigned long long>(t.unwatched));
+  if (t.registry_errors > 0)
+    std::printf("  registry re-reads: %llu failed (retried)\n",
+                static_cast<unsigned long long>(t.registry_errors));
+  std::printf("  mismatches:        %llu at %zu distinct addresses\n",
+              static_cast<unsigned long long>(t.mismatches), t.bad_pcs.size());
+  for (const mismatch& m : t.shown) {
+    std::printf("\nmismatch at pc %s", hex_text(m.pc).c_str());
+    if (m.function_start != 0 && m.frame == 0)
+      std::printf(" (%s), innermost frame", location_text(names, m.function_start, m.pc).c_str());
+    else if (m.function_start != 0)
+      std::printf(", frame %zu (its pc at %s)", m.frame,
+                  location_text(names, m.function_start, m.frame_pc).c_str());
+    std::printf(":\n  %s\n", m.what.c_str());
+  }
+}
+
+int run_check(const std::string& program, const parsed_args& a) {
+  limits lim;
+  std::string bad;
+  if (!parse_limit(a, "steps", uint64_t{1} << 40, lim.steps, bad) ||
+      !parse_limit(a, "seconds", 86400, lim.seconds, bad) ||
+      !parse_limit(a, "wait", 86400, lim.wait, bad) ||
+      !parse_limit(a, "frames", 1u << 20, lim.frames, bad) ||
+      !parse_limit(a, "max-reports", 1u << 20, lim.reports, bad))
+    return report(program, bad, exit_usage);
+  const auto pid_text = a.value("pid");
+  if (pid_text.has_value() == !a.operands.empty())
+    return report(program, "give either --pid PID or -- COMMAND, not both and not neither",
+                  exit_usage);
+
+  // Ctrl-C ends the checking, not the report (the command gets its own SIGINT).
+  struct sigaction sa {};
+  sa.sa_handler = [](int) { interrupted = true; };
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+
+  pid_t pid = 0;
+  const bool spawned = !pid_text;
+  if (pid_text) {
+    auto n = parse_u64(*pid_text);
+    if (!n || *n == 0 || *n > INT_MAX)
+      return report(program, "--pid: '" + *pid_text + "' is not a thread id", exit_usage);
+    pid = static_cast<pid_t>(*n);
+    if (ptrace(PTRACE_SEIZE, pid, nullptr, PTRACE_O_TRACESYSGOOD) != 0)
+      return report(program,
+                    "cannot trace thread " + std::to_string(pid) + ": " + std::strerror(errno) +
+                        (errno == EPERM ? " (needs CAP_SYS_PTRACE or a ptrace_scope that "
+                                          "allows it)"
+                                        : ""),
+                    exit_failure);
+  } else {
+    auto p = spawn(a.operands);
+    if (!p) return report(program, p.error().message(), exit_failure);
+    pid = *p;
+  }
+  // With COMMAND: waits for its end (unless `ended` already has it) and says how it ended.
+  auto finish_command = [&](std::optional<int> ended) {
+    if (!spawned) return;
+    int st = 0;
+    while (!ended) {
+      if (waitpid(pid, &st, __WALL) != pid) return;
+      if (!WIFSTOPPED(st)) ended = st;
+    }
+    std::printf("%s: the command %s\n", program.c_str(), wait_text(*ended).c_str());
+  };
+
+  std::optional<int> ended;
+  int status = 0;
+  auto code = wait_for_code(pid, spawned, seconds(lim.wait), ended, status);
+  if (!code) {
+    if (!ended) {
+      ptrace(PTRACE_INTERRUPT, pid, nullptr, nullptr);
+      int st = 0;
+      waitpid(pid, &st, __WALL);
+      unwatch(pid);
+      ptrace(PTRACE_DETACH, pid, nullptr, is_syscall_stop(st) ? 0 : signal_to_deliver(st));
+      if (spawned) kill(pid, SIGKILL);
+    }
+    finish_command(ended);
+    return report(program, code.error().message(), exit_failure);
+  }
+
+  // The thread is stopped: step it from here.
+  int pending = is_syscall_stop(status) ? 0 : signal_to_deliver(status);
+  stepcheck::frame_oracle oracle;
+  stepcheck::page_cache memory(pid);
+  tally t;
+  const auto start = steady_clock::now();
+  const auto deadline = start + seconds(lim.seconds);
+  auto next_progress = start + seconds(1);
+  const bool progress = isatty(STDERR_FILENO);
+  cpu_pin pinned;
+  pinned.pin(pid);
+  bool alive = WIFSTOPPED(status);
+  if (!alive) t.stopped_because = "the target " + wait_text(status);
+  while (alive) {
+    if (t.steps >= lim.steps) {
+      t.stopped_because = "step limit";
+      break;
+    }
+    if (interrupted) {
+      t.stopped_because = "interrupted";
+      break;
+    }
+    if ((t.steps & 1023) == 0) {
+      const auto now = steady_clock::now();
+      if (now >= deadline) {
+        t.stopped_because = "time limit";
+        break;
+      }
+      if (progress && now >= next_progress) {
+        std::fprintf(stderr, "\r%s: %llu steps, %llu in JIT code, %llu mismatches", program.c_str(),
+                     static_cast<unsigned long long>(t.steps),
+                     static_cast<unsigned long long>(t.jit_steps),
+                     static_cast<unsigned long long>(t.mismatches));
+        next_progress = now + seconds(1);
+      }
+    }
+    if (ptrace(PTRACE_SINGLESTEP, pid, nullptr, pending) != 0 ||
+        waitpid(pid, &status, __WALL) != pid) {
+      t.stopped_because = std::string("lost the thread: ") + std::strerror(errno);
+      alive = false;
+      break;
+    }
+    pending = 0;
+    if (!WIFSTOPPED(status)) {
+      t.stopped_because = "the target " + wait_text(status);
+      alive = false;
+      break;
+    }
+    if ((status >> 16) == PTRACE_EVENT_EXEC) {
+      t.stopped_because = "the target ran exec";
+      break;
+    }
+    if ((status >> 16) != 0) continue;  // ptrace's own stop: the thread did not move
+    if (WSTOPSIG(status) != SIGTRAP) {
+      pending = WSTOPSIG(status);  // delivered by the next step
+      continue;
+    }
+    siginfo_t info{};
+    // A step reports TRAP_TRACE, or TRAP_BRKPT after a system call; int3 reports SI_KERNEL and
+    // kill() a code <= 0: those are the program's own, not ours to swallow.
+    if (ptrace(PTRACE_GETSIGINFO, pid, nullptr, &info) == 0 &&
+        (info.si_code == SI_KERNEL || info.si_code <= 0)) {
+      pending = SIGTRAP;
+      continue;
+    }
+    ++t.steps;
+    user_regs_struct regs{};
+    if (ptrace(PTRACE_GETREGS, pid, nullptr, &regs) != 0) continue;
+    check_stop(*code, oracle, memory, regs, lim, t);
+  }
+  if (progress && t.steps >= 1024) std::fputc('\n', stderr);
+  if (alive) ptrace(PTRACE_DETACH, pid, nullptr, pending);
+  pinned.restore();
+  print_report(program, pid, t, oracle, *code);
+  std::fflush(stdout);
+  finish_command(alive ? std::nullopt : std::optional<int>(status));
+  if (t.jit_steps == 0) {
+    std::fprintf(stderr, "%s: error: no instruction of JIT code was executed while checking\n",
+                 program.c_str());
+    return exit_failure;
+  }
+  return t.mismatches == 0 ? exit_ok : exit_failure;
+}
+
+const command commands[] = {{&check_spec, run_check}};
+
+void print_group_help(const std::string& program) {
+  std::printf(
+      "Usage: %s COMMAND [OPTIONS]\n\n"
+      "Check the unwind information a runtime publishes against what its threads really do.\n\n"
+      "Commands:\n",
+      program.c_str());
+  for (const auto& c : commands)
+    std::printf("  %-6s %s\n", c.spec->name.c_str(), c.spec->summary.c_str());
+  std::printf("\n`%s COMMAND --help` documents a command.\n", program.c_str());
+}
+
+}  // namespace
+
+int unwind_main(const invocation& inv) {
+  return run_group(inv, commands, print_group_help);
+}
+
+}  // namespace jitunwind::cli
