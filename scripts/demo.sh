@@ -5,7 +5,8 @@
 #     published, and writes folded stacks and an SVG flame graph;
 #  2. verifies every walked stack against the JIT's ground truth, next to the kernel's
 #     frame-pointer walk of the same events;
-#  3. shows the SFrame format itself: a JIT-style description encoded into an ELF image and read
+#  3. single-steps the JIT and checks its published rows at every instruction it executes;
+#  4. shows the SFrame format itself: a JIT-style description encoded into an ELF image and read
 #     back by `jitunwind sframe dump` and by LLVM's independent reader.
 # Exits non-zero as soon as a step fails. Outputs stay in $DEMO_OUT (default /tmp/jitunwind-demo).
 set -euo pipefail
@@ -75,6 +76,15 @@ echo "kernel's frame-pointer walk of the same events is shown next to it."
 echo
 show "$JITWALK" verify -- "$TOYJIT" --frame-pointers=off --shadow-stack \
   examples/toy-jit/programs/verify.toy 5
+
+heading "Check the rows at every instruction: jitunwind unwind check -- toy-jit"
+echo "Checkpoints are call sites; a profiler also lands in prologues and epilogues. This single-"
+echo "steps the JIT and, at every instruction it executes in published code, unwinds with the"
+echo "published rows and compares each JIT frame with what the thread had when it entered it."
+echo
+show "$JITUNWIND" unwind check -- "$TOYJIT" --frame-pointers=off examples/toy-jit/programs/fib.toy 12 \
+  | tee "$WORK/unwind-check.txt"
+grep -q 'mismatches: *0 at' "$WORK/unwind-check.txt" || fail "unwind check found mismatches"
 
 heading "The format underneath: a JIT describes the functions it emitted ($INPUT)"
 echo "Six functions in one code window at 0x7f3a5c000000: a frame-pointer function, an SP-only"
