@@ -273,6 +273,20 @@ class cpu_pin {
   cpu_set_t self_{}, thread_{};
 };
 
+// waitpid for the thread; Ctrl-C while it sits in a long system call stops it with
+// PTRACE_INTERRUPT, so that the check can still detach cleanly and report.
+bool wait_stop(pid_t pid, int& status) {
+  bool asked = false;
+  for (;;) {
+    if (waitpid(pid, &status, __WALL) == pid) return true;
+    if (errno != EINTR) return false;
+    if (interrupted && !asked) {
+      ptrace(PTRACE_INTERRUPT, pid, nullptr, nullptr);
+      asked = true;
+    }
+  }
+}
+
 // ---- names for the report ----
 
 std::map<uint64_t, std::string> perf_map_names(pid_t pid) {
@@ -405,7 +419,7 @@ int run_check(const std::string& program, const parsed_args& a) {
     if (!n || *n == 0 || *n > INT_MAX)
       return report(program, "--pid: '" + *pid_text + "' is not a thread id", exit_usage);
     pid = static_cast<pid_t>(*n);
-    if (ptrace(PTRACE_SEIZE, pid, nullptr, PTRACE_O_TRACESYSGOOD) != 0)
+    if (ptrace(PTRACE_SEIZE, pid, nullptr, PTRACE_O_TRACESYSGOOD | PTRACE_O_TRACEEXEC) != 0)
       return report(program,
                     "cannot trace thread " + std::to_string(pid) + ": " + std::strerror(errno) +
                         (errno == EPERM ? " (needs CAP_SYS_PTRACE or a ptrace_scope that "
@@ -480,8 +494,7 @@ int run_check(const std::string& program, const parsed_args& a) {
         next_progress = now + seconds(1);
       }
     }
-    if (ptrace(PTRACE_SINGLESTEP, pid, nullptr, pending) != 0 ||
-        waitpid(pid, &status, __WALL) != pid) {
+    if (ptrace(PTRACE_SINGLESTEP, pid, nullptr, pending) != 0 || !wait_stop(pid, status)) {
       t.stopped_because = std::string("lost the thread: ") + std::strerror(errno);
       alive = false;
       break;
