@@ -91,6 +91,9 @@ TEST_CASE("unwind check: rows missing an epilogue's stack adjustment are found")
   CHECK(summary_number(r.out, "mismatches") > 4);
   CHECK(r.out.find("('jit:rec'+0x") != std::string::npos);  // named from the perf map
   CHECK(r.out.find("caller's stack pointer (CFA): expected") != std::string::npos);
+  // In the row's own terms: at `pop rbp` the row still counts the 16 bytes `add rsp` freed.
+  CHECK(r.out.find("published row: CFA = rsp + 32, RA at CFA - 8, rbp at CFA - 16; the true CFA "
+                   "is rsp + 16") != std::string::npos);
   CHECK(std::count(r.out.begin(), r.out.end(), '\n') < 40);  // --max-reports 2
 }
 

@@ -99,6 +99,24 @@ const remote::window_record* published_code::window_at(uint64_t pc) const noexce
   return nullptr;
 }
 
+namespace {
+
+std::string signed_text(int64_t v) {
+  return (v < 0 ? " - " : " + ") + std::to_string(v < 0 ? -v : v);
+}
+
+// "CFA = rsp + 24, RA at CFA - 8, rbp at CFA - 16": the published row, as the runtime wrote it.
+std::string row_text(const frame_row& r) {
+  if (r.ra == ra_rule::undefined) return "outermost (RA undefined)";
+  std::string t =
+      std::string("CFA = ") + (r.cfa == cfa_base::sp ? "rsp" : "rbp") + signed_text(r.cfa_offset);
+  t += r.ra == ra_rule::saved ? ", RA at CFA" + signed_text(r.ra_offset) : ", RA in a register";
+  if (r.fp == fp_rule::saved) t += ", rbp at CFA" + signed_text(r.fp_offset);
+  return t;
+}
+
+}  // namespace
+
 std::optional<mismatch> compare(const published_code& code, const frame_oracle& oracle,
                                 const sframe::regs& at, const sframe::memory_reader& memory,
                                 size_t max_frames, size_t& compared) {
@@ -123,15 +141,20 @@ std::optional<mismatch> compare(const published_code& code, const frame_oracle& 
     if (!s.ok)
       return bad(std::string("the unwind stopped (") + sframe::to_string(s.reason) +
                  ") where the caller at " + hex_text(want.ra) + " was expected");
-    if (s.caller.sp != want.cfa)
+    if (s.caller.sp != want.cfa) {
+      // In the row's own terms: what offset from its base register would have been right.
+      const bool from_sp = row.row.cfa == cfa_base::sp;
+      const int64_t right = static_cast<int64_t>(want.cfa - (from_sp ? cur.sp : cur.fp));
       return bad("caller's stack pointer (CFA): expected " + hex_text(want.cfa) + ", unwound " +
-                 hex_text(s.caller.sp));
+                 hex_text(s.caller.sp) + "\n  published row: " + row_text(row.row) +
+                 "; the true CFA is " + (from_sp ? "rsp" : "rbp") + signed_text(right));
+    }
     if (s.caller.pc != want.ra)
       return bad("return address: expected " + hex_text(want.ra) + ", unwound " +
-                 hex_text(s.caller.pc));
+                 hex_text(s.caller.pc) + "\n  published row: " + row_text(row.row));
     if (s.caller.fp != want.caller_fp)
       return bad("caller's frame pointer (rbp): expected " + hex_text(want.caller_fp) +
-                 ", unwound " + hex_text(s.caller.fp));
+                 ", unwound " + hex_text(s.caller.fp) + "\n  published row: " + row_text(row.row));
     ++compared;
     cur = s.caller;
   }
