@@ -113,7 +113,7 @@ TEST_CASE("help: unwind check documents every option") {
   CHECK(r.exit_code == 0);
   CHECK(r.out.find("Usage: jitunwind unwind check") == 0);
   for (const char* o : {"-p, --pid PID", "-n, --steps N", "--seconds S", "--wait S", "--frames N",
-                        "--max-reports N", "Examples:"})
+                        "--max-reports N", "--skip-native", "Examples:"})
     CHECK(r.out.find(o) != std::string::npos);
   auto top = run_tool({"--help"});
   CHECK(top.out.find("unwind") != std::string::npos);

@@ -66,6 +66,16 @@ TEST_CASE("unwind check: toy-jit recompiling into new windows (retire, grace, re
   CHECK(r.out.find("(step limit)") != std::string::npos);
 }
 
+TEST_CASE("unwind check: --skip-native runs toy-jit's native helpers at full speed") {
+  // features.toy prints through native helpers: ~600 000 steps stepped through, ~100 000 with
+  // the helpers run free; the JIT code is checked all the same.
+  auto r = run_tool({"unwind", "check", "--skip-native", "--", TOY_JIT, "--frame-pointers=off",
+                     programs + "features.toy"});
+  require_clean(r, 1000);
+  CHECK(summary_number(r.out, "native calls run") > 10);
+  CHECK(summary_number(r.out, "single steps") < 300000);
+}
+
 TEST_CASE("unwind check: toy-interp's trampolines") {
   auto r = run_tool({"unwind", "check", "--", TOY_INTERP, programs + "fib.toy", "8"});
   require_clean(r, 100);
@@ -95,6 +105,26 @@ TEST_CASE("unwind check: rows missing an epilogue's stack adjustment are found")
   CHECK(r.out.find("published row: CFA = rsp + 32, RA at CFA - 8, rbp at CFA - 16; the true CFA "
                    "is rsp + 16") != std::string::npos);
   CHECK(std::count(r.out.begin(), r.out.end(), '\n') < 40);  // --max-reports 2
+}
+
+TEST_CASE("unwind check: --skip-native checks the same JIT instructions") {
+  // jit_target's JIT code calls one native leaf per iteration: skipping it must not skip JIT
+  // code, nor change any comparison.
+  const std::vector<std::string> target = {"--", JIT_TARGET,       "deep", "--depth",
+                                           "6",  "--iterations",   "4",    "--spin",
+                                           "1",  "--no-checkpoint"};
+  std::vector<std::string> stepped = {"unwind", "check"},
+                           skipped = {"unwind", "check", "--skip-native"};
+  stepped.insert(stepped.end(), target.begin(), target.end());
+  skipped.insert(skipped.end(), target.begin(), target.end());
+  auto a = run_tool(stepped);
+  auto b = run_tool(skipped);
+  require_clean(a, 100);
+  require_clean(b, 100);
+  CHECK(summary_number(b.out, "in JIT code") == summary_number(a.out, "in JIT code"));
+  CHECK(summary_number(b.out, "frames compared") == summary_number(a.out, "frames compared"));
+  CHECK(summary_number(b.out, "native calls run") == 4);
+  CHECK(summary_number(a.out, "native calls run") == -1);  // not printed without the option
 }
 
 TEST_CASE("unwind check: attaching to a running process, which goes on after the check") {

@@ -13,7 +13,7 @@
 // One line per command group: GROUP(name, one-line summary).
 #define JITUNWIND_CLI_GROUPS(GROUP)                                            \
   GROUP(sframe, "decode, validate and build SFrame unwind sections (.sframe)") \
-  GROUP(usdt, "fire dynamic USDT probes, list a process's dynamic providers") \
+  GROUP(usdt, "fire dynamic USDT probes, list a process's dynamic providers")  \
   GROUP(unwind, "check a runtime's published unwind rows at every instruction it runs")
 
 namespace jitunwind::cli {

@@ -5,6 +5,7 @@
 // prologues and epilogues too, which call-site checks (`jitwalk verify`) never do.
 #include "cli.hpp"
 #include "step_check.hpp"
+#include "tracee.hpp"
 
 #include <jitunwind/registry_abi.h>
 
@@ -64,18 +65,26 @@ const command_spec check_spec{
      {"seconds", 0, "S", "Stop checking after S seconds (default 60)."},
      {"wait", 0, "S", "Wait up to S seconds for the first published code (default 30)."},
      {"frames", 0, "N", "Compare at most N JIT frames per instruction (default 512)."},
+     {"skip-native", 0, "",
+      "Run each native function the JIT code calls at full speed (an execute breakpoint on "
+      "its return address) instead of stepping through it. Much faster for runtimes whose JIT "
+      "code calls into large native helpers; JIT code that such a call re-enters (callbacks, "
+      "an interpreter's trampolines) is then not checked, nor frames it leaves by longjmp."},
      {"max-reports", 0, "N",
       "Print the first mismatch of at most N addresses in full (default 10)."}},
     0,
     SIZE_MAX,
     "jitunwind unwind check -- build/examples/toy-jit/toy-jit --frame-pointers=off \\\n"
     "    examples/toy-jit/programs/fib.toy 12\n"
+    "jitunwind unwind check --skip-native -- build/examples/toy-jit/toy-jit \\\n"
+    "    examples/toy-jit/programs/features.toy\n"
     "jitunwind unwind check --pid 4242 --seconds 5"};
 
-std::atomic<bool> interrupted{false};
+using namespace tracee;
 
 struct limits {
   uint64_t steps = 1000000, seconds = 60, wait = 30, frames = 512, reports = 10;
+  bool skip_native = false;
 };
 
 bool parse_limit(const parsed_args& a, const char* name, uint64_t max, uint64_t& out,
@@ -92,82 +101,7 @@ bool parse_limit(const parsed_args& a, const char* name, uint64_t max, uint64_t&
   return true;
 }
 
-// ---- the traced thread ----
-
-std::string wait_text(int status) {
-  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) return std::string("was killed by ") + strsignal(WTERMSIG(status));
-  return "stopped";
-}
-
-// Forks COMMAND and seizes it before it runs exec: nothing of it runs untraced.
-result<pid_t> spawn(const std::vector<std::string>& argv) {
-  int gate[2];
-  if (pipe2(gate, O_CLOEXEC) != 0)
-    return error(errc::io_error, std::string("pipe: ") + std::strerror(errno));
-  const pid_t pid = fork();
-  if (pid < 0) return error(errc::io_error, std::string("fork: ") + std::strerror(errno));
-  if (pid == 0) {
-    close(gate[1]);
-    char go;
-    if (read(gate[0], &go, 1) != 1) _exit(127);
-    std::vector<char*> args;
-    for (const std::string& s : argv) args.push_back(const_cast<char*>(s.c_str()));
-    args.push_back(nullptr);
-    execvp(args[0], args.data());
-    std::fprintf(stderr, "jitunwind unwind check: cannot run '%s': %s\n", args[0],
-                 std::strerror(errno));
-    _exit(127);
-  }
-  close(gate[0]);
-  const bool seized = ptrace(PTRACE_SEIZE, pid, nullptr,
-                             PTRACE_O_EXITKILL | PTRACE_O_TRACEEXEC | PTRACE_O_TRACESYSGOOD) == 0;
-  const int seize_errno = errno;
-  if (write(gate[1], "g", 1) != 1 || !seized) {
-    kill(pid, SIGKILL);
-    waitpid(pid, nullptr, 0);
-    close(gate[1]);
-    return error(errc::permission_denied,
-                 std::string("cannot trace the command: ") + std::strerror(seize_errno));
-  }
-  close(gate[1]);
-  return pid;
-}
-
-// The signal a stop should pass on when the thread resumes: 0 for ptrace's own stops.
-int signal_to_deliver(int status) {
-  if (!WIFSTOPPED(status) || (status >> 16) != 0) return 0;
-  return WSTOPSIG(status) == SIGTRAP ? 0 : WSTOPSIG(status);
-}
-
-bool is_syscall_stop(int status) {
-  return WIFSTOPPED(status) && WSTOPSIG(status) == (SIGTRAP | 0x80);
-}
-
-// Hardware watchpoints (x86 debug registers 0-3) on the registries' change counters: the
-// thread traps right after its first publish, before it can run the code it published.
-// Polling the registry from outside would miss a short program entirely.
-size_t debug_register(int n) {
-  return offsetof(struct user, u_debugreg) + n * sizeof(long);
-}
-
-void watch_registries(pid_t pid, const remote::registry_reader& reader) {
-  uint64_t dr7 = 0;
-  int slot = 0;
-  for (const remote::registry_location& r : reader.registries()) {
-    if (slot == 4) break;
-    const uint64_t counter = r.address + offsetof(jitunwind_registry_header, change_count);
-    if (ptrace(PTRACE_POKEUSER, pid, debug_register(slot), counter) != 0) continue;
-    // Enable (local), break on writes (RW = 01), 8 bytes (LEN = 10).
-    dr7 |= (uint64_t{1} << (slot * 2)) | (uint64_t{0b1001} << (16 + slot * 4));
-    ++slot;
-  }
-  ptrace(PTRACE_POKEUSER, pid, debug_register(7), dr7);
-}
-
-void unwatch(pid_t pid) {
-  ptrace(PTRACE_POKEUSER, pid, debug_register(7), 0);
-}
+// ---- waiting for the first publication ----
 
 // Lets the target run until its registry lists published code, and stops its thread there.
 // A started COMMAND runs from syscall to syscall until the SDK is loaded (it may be a shared
@@ -231,59 +165,12 @@ result<stepcheck::published_code> wait_for_code(pid_t pid, bool spawned, seconds
     } else {
       try_open();
     }
-    if (interrupted) return error(errc::bad_state, "interrupted while waiting for JIT code");
+    if (stop_requested) return error(errc::bad_state, "interrupted while waiting for JIT code");
     if (steady_clock::now() >= deadline)
       return error(errc::not_found, "no published JIT code within " +
                                         std::to_string(patience.count()) + " s (" + last_error +
                                         ")");
     if (!stopped) std::this_thread::sleep_for(milliseconds(1));
-  }
-}
-
-// Tracer and thread on one CPU while stepping: every step wakes the other side twice, and a
-// wake-up across CPUs costs several times more (a bare step-and-wait loop on this project's
-// 2-vCPU VM: 119 us per step across CPUs, 28 us on one). The thread's own mask comes back at
-// the end.
-class cpu_pin {
- public:
-  void pin(pid_t tid) {
-    const int cpu = sched_getcpu();
-    if (cpu < 0 || sched_getaffinity(0, sizeof self_, &self_) != 0 ||
-        sched_getaffinity(tid, sizeof thread_, &thread_) != 0)
-      return;
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(cpu, &one);
-    if (sched_setaffinity(0, sizeof one, &one) != 0) return;
-    if (sched_setaffinity(tid, sizeof one, &one) != 0) {
-      sched_setaffinity(0, sizeof self_, &self_);
-      return;
-    }
-    tid_ = tid;
-  }
-  void restore() {
-    if (tid_ == 0) return;
-    sched_setaffinity(tid_, sizeof thread_, &thread_);
-    sched_setaffinity(0, sizeof self_, &self_);
-    tid_ = 0;
-  }
-
- private:
-  pid_t tid_ = 0;
-  cpu_set_t self_{}, thread_{};
-};
-
-// waitpid for the thread; Ctrl-C while it sits in a long system call stops it with
-// PTRACE_INTERRUPT, so that the check can still detach cleanly and report.
-bool wait_stop(pid_t pid, int& status) {
-  bool asked = false;
-  for (;;) {
-    if (waitpid(pid, &status, __WALL) == pid) return true;
-    if (errno != EINTR) return false;
-    if (interrupted && !asked) {
-      ptrace(PTRACE_INTERRUPT, pid, nullptr, nullptr);
-      asked = true;
-    }
   }
 }
 
@@ -315,7 +202,7 @@ std::string location_text(const std::map<uint64_t, std::string>& names, uint64_t
 // ---- the check ----
 
 struct tally {
-  uint64_t steps = 0, jit_steps = 0, unwatched = 0, frames = 0, mismatches = 0;
+  uint64_t steps = 0, jit_steps = 0, unwatched = 0, frames = 0, mismatches = 0, native_runs = 0;
   uint64_t registry_errors = 0;
   std::unordered_set<uint64_t> pcs, bad_pcs;
   std::set<uint64_t> functions;
@@ -323,7 +210,8 @@ struct tally {
   std::string stopped_because;
 };
 
-void check_stop(stepcheck::published_code& code, stepcheck::frame_oracle& oracle,
+// Checks one stop; true if the thread is in published JIT code.
+bool check_stop(stepcheck::published_code& code, stepcheck::frame_oracle& oracle,
                 stepcheck::page_cache& memory, const user_regs_struct& r, const limits& lim,
                 tally& t) {
   memory.clear();
@@ -346,7 +234,7 @@ void check_stop(stepcheck::published_code& code, stepcheck::frame_oracle& oracle
       record({at.pc, 0, at.pc, 0,
               "executing in window " + std::to_string(w->window_id) +
                   ", where no published function covers this address"});
-    return;
+    return false;
   }
   ++t.jit_steps;
   t.pcs.insert(at.pc);
@@ -356,6 +244,7 @@ void check_stop(stepcheck::published_code& code, stepcheck::frame_oracle& oracle
   auto bad = stepcheck::compare(code, oracle, at, memory.reader(), lim.frames, compared);
   t.frames += compared;
   if (bad) record(std::move(*bad));
+  return true;
 }
 
 void print_report(const std::string& program, pid_t pid, const tally& t,
@@ -371,6 +260,9 @@ void print_report(const std::string& program, pid_t pid, const tally& t,
       count_text(t.functions.size(), "function").c_str(), code.function_count());
   std::printf("  frames compared:   %llu (deepest JIT stack seen: %zu frames)\n",
               static_cast<unsigned long long>(t.frames), oracle.deepest());
+  if (t.native_runs > 0)
+    std::printf("  native calls run:  %llu at full speed (--skip-native)\n",
+                static_cast<unsigned long long>(t.native_runs));
   if (t.unwatched > 0)
     std::printf(
         "  not comparable:    %llu instructions in functions entered before the thread "
@@ -392,6 +284,119 @@ void print_report(const std::string& program, pid_t pid, const tally& t,
   }
 }
 
+// Single-steps the stopped thread until a limit, its end, or Ctrl-C, checking every stop.
+// Returns whether it is still alive (then it is stopped, and detached here); `status` is the
+// last wait status.
+bool step_thread(const std::string& program, pid_t pid, stepcheck::published_code& code,
+                 stepcheck::frame_oracle& oracle, const limits& lim, int& status, tally& t) {
+  int pending = is_syscall_stop(status) ? 0 : signal_to_deliver(status);
+  stepcheck::page_cache memory(pid);
+  // --seconds also ends a native call run at full speed (--skip-native) or a long system call.
+  struct sigaction alarm_action {};
+  alarm_action.sa_handler = [](int) { stop_requested = true; };
+  sigaction(SIGALRM, &alarm_action, nullptr);
+  alarm(static_cast<unsigned>(lim.seconds));
+  const auto start = steady_clock::now();
+  const auto deadline = start + seconds(lim.seconds);
+  auto next_progress = start + seconds(1);
+  const bool progress = isatty(STDERR_FILENO);
+  cpu_pin pinned;
+  pinned.pin(pid);
+  bool alive = WIFSTOPPED(status);
+  if (!alive) t.stopped_because = "the target " + wait_text(status);
+  // This stop and the previous one, to recognize a call out of JIT code (--skip-native).
+  bool in_jit = false, was_in_jit = false;
+  uint64_t prev_pc = 0, prev_sp = 0;
+  user_regs_struct regs{};
+  auto stop_reason = [&]() {
+    return steady_clock::now() >= deadline ? "time limit" : "interrupted";
+  };
+  while (alive) {
+    if (t.steps >= lim.steps) {
+      t.stopped_because = "step limit";
+      break;
+    }
+    if (stop_requested) {
+      t.stopped_because = stop_reason();
+      break;
+    }
+    if ((t.steps & 1023) == 0) {
+      const auto now = steady_clock::now();
+      if (now >= deadline) {
+        t.stopped_because = "time limit";
+        break;
+      }
+      if (progress && now >= next_progress) {
+        std::fprintf(stderr, "\r%s: %llu steps, %llu in JIT code, %llu mismatches", program.c_str(),
+                     static_cast<unsigned long long>(t.steps),
+                     static_cast<unsigned long long>(t.jit_steps),
+                     static_cast<unsigned long long>(t.mismatches));
+        next_progress = now + seconds(1);
+      }
+    }
+    // A call out of JIT code: the word at rsp is the return address, just after the call.
+    const bool called_out = lim.skip_native && was_in_jit && !in_jit && regs.rsp == prev_sp - 8;
+    uint64_t ra = 0;
+    if (called_out && memory.read(regs.rsp, &ra, sizeof ra) && ra > prev_pc && ra <= prev_pc + 15) {
+      const run_end r = run_to_return(pid, ra, regs.rsp + 8, pending, status);
+      if (r == run_end::ended) {
+        t.stopped_because = "the target " + wait_text(status);
+        alive = false;
+        break;
+      }
+      if (r == run_end::exec) {
+        t.stopped_because = "the target ran exec";
+        break;
+      }
+      if (r == run_end::stopped) {
+        t.stopped_because = stop_reason();
+        break;
+      }
+      ++t.native_runs;
+    } else {
+      if (ptrace(PTRACE_SINGLESTEP, pid, nullptr, pending) != 0 || !wait_stop(pid, status)) {
+        t.stopped_because = std::string("lost the thread: ") + std::strerror(errno);
+        alive = false;
+        break;
+      }
+      pending = 0;
+      if (!WIFSTOPPED(status)) {
+        t.stopped_because = "the target " + wait_text(status);
+        alive = false;
+        break;
+      }
+      if ((status >> 16) == PTRACE_EVENT_EXEC) {
+        t.stopped_because = "the target ran exec";
+        break;
+      }
+      if ((status >> 16) != 0) continue;  // ptrace's own stop: the thread did not move
+      if (WSTOPSIG(status) != SIGTRAP) {
+        pending = WSTOPSIG(status);  // delivered by the next step
+        continue;
+      }
+      siginfo_t info{};
+      // A step reports TRAP_TRACE, or TRAP_BRKPT after a system call; int3 reports SI_KERNEL
+      // and kill() a code <= 0: those are the program's own, not ours to swallow.
+      if (ptrace(PTRACE_GETSIGINFO, pid, nullptr, &info) == 0 &&
+          (info.si_code == SI_KERNEL || info.si_code <= 0)) {
+        pending = SIGTRAP;
+        continue;
+      }
+      ++t.steps;
+    }
+    prev_pc = regs.rip;
+    prev_sp = regs.rsp;
+    if (ptrace(PTRACE_GETREGS, pid, nullptr, &regs) != 0) continue;
+    was_in_jit = in_jit;
+    in_jit = check_stop(code, oracle, memory, regs, lim, t);
+  }
+  alarm(0);
+  if (progress && t.steps >= 1024) std::fputc('\n', stderr);
+  if (alive) ptrace(PTRACE_DETACH, pid, nullptr, pending);
+  pinned.restore();
+  return alive;
+}
+
 int run_check(const std::string& program, const parsed_args& a) {
   limits lim;
   std::string bad;
@@ -401,6 +406,7 @@ int run_check(const std::string& program, const parsed_args& a) {
       !parse_limit(a, "frames", 1u << 20, lim.frames, bad) ||
       !parse_limit(a, "max-reports", 1u << 20, lim.reports, bad))
     return report(program, bad, exit_usage);
+  lim.skip_native = a.flag("skip-native");
   const auto pid_text = a.value("pid");
   if (pid_text.has_value() == !a.operands.empty())
     return report(program, "give either --pid PID or -- COMMAND, not both and not neither",
@@ -408,7 +414,7 @@ int run_check(const std::string& program, const parsed_args& a) {
 
   // Ctrl-C ends the checking, not the report (the command gets its own SIGINT).
   struct sigaction sa {};
-  sa.sa_handler = [](int) { interrupted = true; };
+  sa.sa_handler = [](int) { stop_requested = true; };
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
 
@@ -459,77 +465,9 @@ int run_check(const std::string& program, const parsed_args& a) {
   }
 
   // The thread is stopped: step it from here.
-  int pending = is_syscall_stop(status) ? 0 : signal_to_deliver(status);
-  stepcheck::frame_oracle oracle;
-  stepcheck::page_cache memory(pid);
   tally t;
-  const auto start = steady_clock::now();
-  const auto deadline = start + seconds(lim.seconds);
-  auto next_progress = start + seconds(1);
-  const bool progress = isatty(STDERR_FILENO);
-  cpu_pin pinned;
-  pinned.pin(pid);
-  bool alive = WIFSTOPPED(status);
-  if (!alive) t.stopped_because = "the target " + wait_text(status);
-  while (alive) {
-    if (t.steps >= lim.steps) {
-      t.stopped_because = "step limit";
-      break;
-    }
-    if (interrupted) {
-      t.stopped_because = "interrupted";
-      break;
-    }
-    if ((t.steps & 1023) == 0) {
-      const auto now = steady_clock::now();
-      if (now >= deadline) {
-        t.stopped_because = "time limit";
-        break;
-      }
-      if (progress && now >= next_progress) {
-        std::fprintf(stderr, "\r%s: %llu steps, %llu in JIT code, %llu mismatches", program.c_str(),
-                     static_cast<unsigned long long>(t.steps),
-                     static_cast<unsigned long long>(t.jit_steps),
-                     static_cast<unsigned long long>(t.mismatches));
-        next_progress = now + seconds(1);
-      }
-    }
-    if (ptrace(PTRACE_SINGLESTEP, pid, nullptr, pending) != 0 || !wait_stop(pid, status)) {
-      t.stopped_because = std::string("lost the thread: ") + std::strerror(errno);
-      alive = false;
-      break;
-    }
-    pending = 0;
-    if (!WIFSTOPPED(status)) {
-      t.stopped_because = "the target " + wait_text(status);
-      alive = false;
-      break;
-    }
-    if ((status >> 16) == PTRACE_EVENT_EXEC) {
-      t.stopped_because = "the target ran exec";
-      break;
-    }
-    if ((status >> 16) != 0) continue;  // ptrace's own stop: the thread did not move
-    if (WSTOPSIG(status) != SIGTRAP) {
-      pending = WSTOPSIG(status);  // delivered by the next step
-      continue;
-    }
-    siginfo_t info{};
-    // A step reports TRAP_TRACE, or TRAP_BRKPT after a system call; int3 reports SI_KERNEL and
-    // kill() a code <= 0: those are the program's own, not ours to swallow.
-    if (ptrace(PTRACE_GETSIGINFO, pid, nullptr, &info) == 0 &&
-        (info.si_code == SI_KERNEL || info.si_code <= 0)) {
-      pending = SIGTRAP;
-      continue;
-    }
-    ++t.steps;
-    user_regs_struct regs{};
-    if (ptrace(PTRACE_GETREGS, pid, nullptr, &regs) != 0) continue;
-    check_stop(*code, oracle, memory, regs, lim, t);
-  }
-  if (progress && t.steps >= 1024) std::fputc('\n', stderr);
-  if (alive) ptrace(PTRACE_DETACH, pid, nullptr, pending);
-  pinned.restore();
+  stepcheck::frame_oracle oracle;
+  const bool alive = step_thread(program, pid, *code, oracle, lim, status, t);
   print_report(program, pid, t, oracle, *code);
   std::fflush(stdout);
   finish_command(alive ? std::nullopt : std::optional<int>(status));

@@ -1,0 +1,85 @@
+// Controlling the thread `jitunwind unwind check` watches: starting or seizing it, waiting for
+// its stops, x86 debug registers (data watchpoints on the registry, an execute breakpoint to run
+// native callees at full speed), and CPU pinning while it is single-stepped.
+#pragma once
+
+#include <jitunwind/remote.h>
+#include <jitunwind/result.h>
+
+#include <sched.h>
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace jitunwind::cli::tracee {
+
+/// Set from signal handlers (Ctrl-C, SIGTERM, the --seconds timer): a blocking wait for the
+/// thread then stops it with PTRACE_INTERRUPT, so that the caller can detach and report.
+extern std::atomic<bool> stop_requested;
+
+/// "exited with status 3", "was killed by Segmentation fault".
+std::string wait_text(int status);
+
+/// Forks argv and seizes the child (PTRACE_O_EXITKILL, TRACEEXEC, TRACESYSGOOD) before it runs
+/// exec: nothing of it runs untraced. If exec fails the child says why on stderr and exits 127.
+result<pid_t> spawn(const std::vector<std::string>& argv);
+
+/// The signal a stop should pass on when the thread resumes: 0 for ptrace's own stops.
+int signal_to_deliver(int status);
+bool is_syscall_stop(int status);
+
+/// waitpid for the thread (see stop_requested). False if it cannot be waited for.
+bool wait_stop(pid_t pid, int& status);
+
+/// Data watchpoints on the change counters of up to four registries (debug registers 0-3);
+/// the thread must be stopped. `unwatch` clears debug register 7.
+void watch_registries(pid_t pid, const remote::registry_reader& reader);
+void unwatch(pid_t pid);
+
+/// How run_to_return ended.
+enum class run_end { returned, ended, exec, stopped };
+
+/// Lets the stopped thread run at full speed until it executes `ra` with stack pointer
+/// `sp_after` (the return of the call it just made), with an execute breakpoint in debug
+/// register 0 (no code is modified: other threads are unaffected). A hit at another stack
+/// depth (the same return address reached by a nested call) runs on. Signals for the thread
+/// are passed on. `ended`: `status` says how; `stopped`: stop_requested.
+run_end run_to_return(pid_t pid, uint64_t ra, uint64_t sp_after, int& pending, int& status);
+
+// Tracer and thread on one CPU while stepping: every step wakes the other side twice, and a
+// wake-up across CPUs costs several times more (a bare step-and-wait loop on this project's
+// 2-vCPU VM: 119 us per step across CPUs, 28 us on one). The thread's own mask comes back at
+// the end.
+class cpu_pin {
+ public:
+  void pin(pid_t tid) {
+    const int cpu = sched_getcpu();
+    if (cpu < 0 || sched_getaffinity(0, sizeof self_, &self_) != 0 ||
+        sched_getaffinity(tid, sizeof thread_, &thread_) != 0)
+      return;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    if (sched_setaffinity(0, sizeof one, &one) != 0) return;
+    if (sched_setaffinity(tid, sizeof one, &one) != 0) {
+      sched_setaffinity(0, sizeof self_, &self_);
+      return;
+    }
+    tid_ = tid;
+  }
+  void restore() {
+    if (tid_ == 0) return;
+    sched_setaffinity(tid_, sizeof thread_, &thread_);
+    sched_setaffinity(0, sizeof self_, &self_);
+    tid_ = 0;
+  }
+
+ private:
+  pid_t tid_ = 0;
+  cpu_set_t self_{}, thread_{};
+};
+
+}  // namespace jitunwind::cli::tracee
