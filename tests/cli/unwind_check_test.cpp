@@ -79,6 +79,13 @@ TEST_CASE("unwind check: --skip-native runs toy-jit's native helpers at full spe
 TEST_CASE("unwind check: toy-interp's trampolines") {
   auto r = run_tool({"unwind", "check", "--", TOY_INTERP, programs + "fib.toy", "8"});
   require_clean(r, 100);
+  // mutual.toy calls through many trampolines of one PCMASK FDE: each stub entered is a frame
+  // (an entry is a call landing on a block's first instruction, not only the FDE's start).
+  auto m = run_tool({"unwind", "check", "--", TOY_INTERP, programs + "mutual.toy", "30"});
+  require_clean(m, 300);
+  std::smatch deepest;
+  REQUIRE(std::regex_search(m.out, deepest, std::regex("deepest JIT stack seen: (\\d+)")));
+  CHECK(std::stol(deepest[1]) >= 30);
 }
 #endif
 
@@ -141,6 +148,7 @@ TEST_CASE("unwind check: attaching to a running process, which goes on after the
   CHECK(r.out.find("(time limit)") != std::string::npos);
   int status = 0;
   REQUIRE(waitpid(child, &status, 0) == child);
+  INFO("wait status 0x" << std::hex << status);
   CHECK(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
 }

@@ -8,13 +8,14 @@
 
 namespace jitunwind::cli::stepcheck {
 
-void frame_oracle::observe(uint64_t pc, uint64_t sp, uint64_t fp, bool entry, uint64_t ra_at_sp) {
+void frame_oracle::observe(uint64_t function_start, uint64_t sp, uint64_t fp, bool entry,
+                           uint64_t ra_at_sp) {
   // A frame is gone once the stack pointer is at or above its CFA. At an entry the word at sp
   // is the new return address: a frame whose CFA is sp + 8 was left by a tail jump.
   const uint64_t gone_at = entry ? sp + 8 : sp;
   while (!frames_.empty() && frames_.back().cfa <= gone_at) frames_.pop_back();
   if (!entry) return;
-  frames_.push_back({pc, sp + 8, ra_at_sp, fp});
+  frames_.push_back({function_start, sp + 8, ra_at_sp, fp});
   if (frames_.size() > deepest_) deepest_ = frames_.size();
 }
 

@@ -36,9 +36,10 @@ struct expected_frame {
 /// The frames of one thread that were entered while it was watched, outermost first.
 class frame_oracle {
  public:
-  /// Called at every stop, in execution order. `entry` is true when pc is the first
-  /// instruction of a published function; `ra_at_sp` is then the word at sp.
-  void observe(uint64_t pc, uint64_t sp, uint64_t fp, bool entry, uint64_t ra_at_sp);
+  /// Called at every stop, in execution order. `entry` is true when the thread is at the first
+  /// instruction of a published function (or of a repeated block of one), `function_start`
+  /// being that function's start and `ra_at_sp` the word at sp.
+  void observe(uint64_t function_start, uint64_t sp, uint64_t fp, bool entry, uint64_t ra_at_sp);
   const std::vector<expected_frame>& frames() const noexcept { return frames_; }
   size_t deepest() const noexcept { return deepest_; }
 

@@ -105,12 +105,12 @@ void unwatch(pid_t pid) {
 
 // waitpid for the thread; Ctrl-C while it sits in a long system call stops it with
 // PTRACE_INTERRUPT, so that the check can still detach cleanly and report.
-bool wait_stop(pid_t pid, int& status) {
+bool wait_stop(pid_t pid, int& status, bool may_interrupt) {
   bool asked = false;
   for (;;) {
     if (waitpid(pid, &status, __WALL) == pid) return true;
     if (errno != EINTR) return false;
-    if (stop_requested && !asked) {
+    if (may_interrupt && stop_requested && !asked) {
       ptrace(PTRACE_INTERRUPT, pid, nullptr, nullptr);
       asked = true;
     }
@@ -122,7 +122,7 @@ run_end run_to_return(pid_t pid, uint64_t ra, uint64_t sp_after, int& pending, i
       ptrace(PTRACE_POKEUSER, pid, debug_register(7), dr7_enable(0, 0b0000)) != 0)
     return run_end::stopped;
   for (;;) {
-    if (ptrace(PTRACE_CONT, pid, nullptr, pending) != 0 || !wait_stop(pid, status))
+    if (ptrace(PTRACE_CONT, pid, nullptr, pending) != 0 || !wait_stop(pid, status, true))
       return run_end::ended;
     pending = 0;
     if (!WIFSTOPPED(status)) return run_end::ended;

@@ -31,8 +31,11 @@ result<pid_t> spawn(const std::vector<std::string>& argv);
 int signal_to_deliver(int status);
 bool is_syscall_stop(int status);
 
-/// waitpid for the thread (see stop_requested). False if it cannot be waited for.
-bool wait_stop(pid_t pid, int& status);
+/// waitpid for the thread. With `may_interrupt`, stop_requested stops a running thread with
+/// PTRACE_INTERRUPT; never while a single step is in flight: its SIGTRAP, queued until a blocking
+/// system call returns, would then be delivered after the detach and kill the thread.
+/// False if it cannot be waited for.
+bool wait_stop(pid_t pid, int& status, bool may_interrupt);
 
 /// Data watchpoints on the change counters of up to four registries (debug registers 0-3);
 /// the thread must be stopped. `unwatch` clears debug register 7.

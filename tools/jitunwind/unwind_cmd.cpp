@@ -212,17 +212,19 @@ struct tally {
 
 // Checks one stop; true if the thread is in published JIT code.
 bool check_stop(stepcheck::published_code& code, stepcheck::frame_oracle& oracle,
-                stepcheck::page_cache& memory, const user_regs_struct& r, const limits& lim,
-                tally& t) {
-  memory.clear();
+                stepcheck::page_cache& memory, const user_regs_struct& r, bool just_called,
+                const limits& lim, tally& t) {
   if (!code.refresh()) ++t.registry_errors;  // retried at the next stop
   const sframe::regs at{r.rip, r.rsp, r.rbp, 0};
   sframe::lookup_result row;
   const bool in_code = code.unwinder().find(at.pc, row);
-  const bool entry = in_code && row.function_start == at.pc;
+  // An entry: a function's start, or the start of a repeated block (a PCMASK FDE: one FDE for
+  // many trampolines) that a call just reached.
+  const bool entry =
+      in_code && (row.function_start == at.pc || (just_called && row.row.pc_offset == 0));
   uint64_t ra = 0;
   if (entry && !memory.read(at.sp, &ra, sizeof ra)) ra = 0;
-  oracle.observe(at.pc, at.sp, at.fp, entry, ra);
+  oracle.observe(row.function_start, at.sp, at.fp, entry, ra);
   auto record = [&](mismatch m) {
     ++t.mismatches;
     // The first mismatch at each address: the same instruction runs wrong many times.
@@ -354,7 +356,7 @@ bool step_thread(const std::string& program, pid_t pid, stepcheck::published_cod
       }
       ++t.native_runs;
     } else {
-      if (ptrace(PTRACE_SINGLESTEP, pid, nullptr, pending) != 0 || !wait_stop(pid, status)) {
+      if (ptrace(PTRACE_SINGLESTEP, pid, nullptr, pending) != 0 || !wait_stop(pid, status, false)) {
         t.stopped_because = std::string("lost the thread: ") + std::strerror(errno);
         alive = false;
         break;
@@ -388,7 +390,11 @@ bool step_thread(const std::string& program, pid_t pid, stepcheck::published_cod
     prev_sp = regs.rsp;
     if (ptrace(PTRACE_GETREGS, pid, nullptr, &regs) != 0) continue;
     was_in_jit = in_jit;
-    in_jit = check_stop(code, oracle, memory, regs, lim, t);
+    memory.clear();  // a new stop: memory may have changed
+    uint64_t pushed = 0;
+    const bool just_called = regs.rsp == prev_sp - 8 && memory.read(regs.rsp, &pushed, 8) &&
+                             pushed > prev_pc && pushed <= prev_pc + 15;
+    in_jit = check_stop(code, oracle, memory, regs, just_called, lim, t);
   }
   alarm(0);
   if (progress && t.steps >= 1024) std::fputc('\n', stderr);
@@ -471,9 +477,13 @@ int run_check(const std::string& program, const parsed_args& a) {
   print_report(program, pid, t, oracle, *code);
   std::fflush(stdout);
   finish_command(alive ? std::nullopt : std::optional<int>(status));
-  if (t.jit_steps == 0) {
-    std::fprintf(stderr, "%s: error: no instruction of JIT code was executed while checking\n",
-                 program.c_str());
+  if (t.frames == 0) {
+    std::fprintf(stderr,
+                 "%s: error: no JIT frame was compared (%s; is the JIT code on another thread? "
+                 "use --pid TID)\n",
+                 program.c_str(),
+                 t.jit_steps == 0 ? "no JIT code ran on this thread"
+                                  : "its functions were entered before the check began");
     return exit_failure;
   }
   return t.mismatches == 0 ? exit_ok : exit_failure;
