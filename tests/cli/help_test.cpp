@@ -88,7 +88,8 @@ TEST_CASE("usage errors exit 2 and point to --help") {
   auto section_raw = run_tool({"sframe", "check", "--raw", "--section", ".x", "f"});
   CHECK(section_raw.exit_code == 2);
   // A blank before a number hid a sign from the unsigned check (u64: -1 fired 0xfff...f).
-  for (const char* bad : {"u64: -1", "ptr: -5", "i32: 5"}) {
+  // So did a blank or a sign after "0x" (u64:0x-1 fired 0xfff...f).
+  for (const char* bad : {"u64: -1", "ptr: -5", "i32: 5", "u64:0x-1", "u8:0x 5", "u64:0x+1"}) {
     auto arg = run_tool({"usdt", "fire", "--provider", "p", "--probe", "e", "--args", bad});
     INFO(bad);
     CHECK(arg.exit_code == 2);

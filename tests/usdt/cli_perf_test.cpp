@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <sstream>
+#include <utility>
 
 using namespace jitunwind;
 using namespace jitunwind::usdt;
@@ -116,6 +117,38 @@ TEST_CASE("jitunwind usdt fire: bad values and names are refused with clear mess
   r = run({cli(), "usdt", "fire", "--help"});
   CHECK(r.exit_code == 0);
   CHECK(r.out.find("--wait-attach") != std::string::npos);
+}
+
+TEST_CASE("jitunwind usdt fire: a value past 64 bits is out of range, naming the range") {
+  // strtoull's overflow was reported like text that is no number at all ("not a number").
+  const std::string u64_range = "out of range (0 to 18446744073709551615)";
+  const std::string i64_range = "out of range (-9223372036854775808 to 9223372036854775807)";
+  const std::pair<std::string, std::string> cases[] = {
+      {"u64:18446744073709551616",
+       "argument 0: value '18446744073709551616' for u64: " + u64_range},
+      {"i32:1,u64:0x10000000000000000",
+       "argument 1: value '0x10000000000000000' for u64: " + u64_range},
+      {"ptr:99999999999999999999",
+       "argument 0: value '99999999999999999999' for u64: " + u64_range},
+      {"i64:9223372036854775808", "argument 0: value '9223372036854775808' for i64: " + i64_range},
+      {"i64:-99999999999999999999", "value '-99999999999999999999' for i64: " + i64_range},
+      {"u8:99999999999999999999", "value '99999999999999999999' for u8: out of range (0 to 255)"},
+      {"i8:-129", "value '-129' for i8: out of range (-128 to 127)"},
+      {"u64:-99999999999999999999", "for u64: negative value for an unsigned type"},
+  };
+  for (const auto& [args, message] : cases) {
+    auto r = run({cli(), "usdt", "fire", "--provider", "p", "--probe", "x", "--args", args});
+    INFO(args << ": " << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find(message) != std::string::npos);
+  }
+  // Options too: past 64 bits is more than the limit, as any other value above it.
+  auto r = run({cli(), "usdt", "fire", "--provider", "p", "--probe", "x", "--count",
+                "18446744073709551616"});
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("--count: 18446744073709551616 is more than 18446744073709551615") !=
+        std::string::npos);
 }
 
 TEST_CASE("jitunwind usdt list shows providers, probes and whether each is enabled") {

@@ -160,16 +160,22 @@ std::string hex_text(uint64_t v) {
   return buf;
 }
 
-std::optional<uint64_t> parse_u64(const std::string& text) {
+std::optional<uint64_t> parse_u64(const std::string& text, bool* too_large) {
+  if (too_large != nullptr) *too_large = false;
   // Digits only at the start: strtoull would skip blanks and then accept (and wrap) a sign.
   if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0]))) return std::nullopt;
   const bool hex = text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X');
   const char* begin = text.c_str() + (hex ? 2 : 0);
   if (*begin == 0) return std::nullopt;
+  // The first digit after "0x" is checked here: strtoull would skip blanks there too.
+  if (!std::isxdigit(static_cast<unsigned char>(*begin))) return std::nullopt;
   errno = 0;
   char* end = nullptr;
   const unsigned long long v = std::strtoull(begin, &end, hex ? 16 : 10);
-  if (errno != 0 || *end != 0 || end == begin) return std::nullopt;
+  if (*end != 0 || end == begin) return std::nullopt;
+  // ERANGE after consuming every digit: a number, just more than 64 bits hold.
+  if (errno == ERANGE && too_large != nullptr) *too_large = true;
+  if (errno != 0) return std::nullopt;
   return static_cast<uint64_t>(v);
 }
 

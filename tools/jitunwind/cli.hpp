@@ -70,8 +70,10 @@ std::string count_text(size_t n, const std::string& noun);
 /// "0x1f".
 std::string hex_text(uint64_t v);
 
-/// Parses an unsigned integer in decimal or 0x-hexadecimal.
-std::optional<uint64_t> parse_u64(const std::string& text);
+/// Parses an unsigned integer in decimal or 0x-hexadecimal. On failure `*too_large` (if given)
+/// tells a well-formed number above 2^64-1 (report it as out of range) from text that is not a
+/// number at all.
+std::optional<uint64_t> parse_u64(const std::string& text, bool* too_large = nullptr);
 
 /// Reads a whole file; `io_error` naming the path and the reason.
 result<std::vector<uint8_t>> read_file(const std::string& path);

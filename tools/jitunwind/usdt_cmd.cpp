@@ -91,20 +91,27 @@ result<uint64_t> parse_integer(const std::string& text, arg_type t) {
                    : t == arg_type::i32 || t == arg_type::u32 ? 32
                                                               : 64;
   const bool negative = !text.empty() && text[0] == '-';
-  auto magnitude = parse_u64(negative ? text.substr(1) : text);
-  const auto bad = [&](const char* why) {
-    return error(errc::invalid_argument, "value '" + text + "' for " + to_string(t) + ": " + why);
+  bool too_large = false;
+  auto magnitude = parse_u64(negative ? text.substr(1) : text, &too_large);
+  const auto bad = [&](errc code, const std::string& why) {
+    return error(code, "value '" + text + "' for " + to_string(t) + ": " + why);
   };
-  if (!magnitude) return bad("not a number");
-  if (negative) {
-    if (!is_signed) return bad("negative value for an unsigned type");
-    const uint64_t limit = uint64_t{1} << (bits - 1);
-    if (*magnitude > limit) return bad("out of range");
-    return static_cast<uint64_t>(-static_cast<int64_t>(*magnitude - 1) - 1);
-  }
   const uint64_t max = bits == 64 ? (is_signed ? uint64_t{INT64_MAX} : UINT64_MAX)
                                   : (uint64_t{1} << (is_signed ? bits - 1 : bits)) - 1;
-  if (*magnitude > max) return bad("out of range");
+  // The limit of negative values, as a magnitude: 2^(bits-1).
+  const uint64_t min_magnitude = is_signed ? max + 1 : 0;
+  // The accepted range, so that the user need not look up the type's limits.
+  const auto out_of_range = [&] {
+    return bad(errc::out_of_range, "out of range (" +
+                                       (is_signed ? "-" + std::to_string(min_magnitude) : "0") +
+                                       " to " + std::to_string(max) + ")");
+  };
+  // Too large for 64 bits is still a number: out of range, like any other value past the limit.
+  if (!magnitude && !too_large) return bad(errc::invalid_argument, "not a number");
+  if (negative && !is_signed)
+    return bad(errc::invalid_argument, "negative value for an unsigned type");
+  if (!magnitude || *magnitude > (negative ? min_magnitude : max)) return out_of_range();
+  if (negative) return static_cast<uint64_t>(-static_cast<int64_t>(*magnitude - 1) - 1);
   return *magnitude;
 }
 
@@ -154,8 +161,12 @@ std::optional<uint64_t> number_option(const parsed_args& a, const std::string& n
                                       uint64_t max = UINT64_MAX) {
   auto v = a.value(name);
   if (!v) return fallback;
-  auto n = parse_u64(*v);
-  if (!n) {
+  bool too_large = false;
+  auto n = parse_u64(*v, &too_large);
+  if (!n && too_large) {
+    // Digits after all: say what the limit is, as for any other value above it.
+    *bad = "--" + name + ": " + *v + " is more than " + std::to_string(max);
+  } else if (!n) {
     *bad = "--" + name + ": '" + *v + "' is not a number";
   } else if (*n > max) {
     *bad = "--" + name + ": " + *v + " is more than " + std::to_string(max);

@@ -9,10 +9,12 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -73,8 +75,14 @@ result<std::vector<uint8_t>> read_whole(const std::string& path) {
   return data;
 }
 
-// The fd of `pid` that refers to `inode` (bcc's way back from a /memfd: mapping), or "".
-std::string fd_for_inode(int pid, uint64_t inode) {
+// The fd of `pid` that refers to the file of a /memfd: mapping (bcc's way back from one), or
+// "". Inode numbers are only unique per device: any other file of the process (a tmpfs file, a
+// pipe) may carry the memfd's number, so the device named in /proc/PID/maps ("MAJ:MIN", hex)
+// must match too.
+std::string fd_for_file(int pid, const std::string& maps_dev, uint64_t inode) {
+  unsigned dev_major = 0, dev_minor = 0;
+  char rest = 0;
+  if (std::sscanf(maps_dev.c_str(), "%x:%x%c", &dev_major, &dev_minor, &rest) != 2) return {};
   const std::string dir = "/proc/" + std::to_string(pid) + "/fd";
   DIR* d = opendir(dir.c_str());
   if (d == nullptr) return {};
@@ -83,7 +91,8 @@ std::string fd_for_inode(int pid, uint64_t inode) {
     if (e->d_name[0] == '.') continue;
     const std::string p = dir + "/" + e->d_name;
     struct stat st {};
-    if (stat(p.c_str(), &st) == 0 && st.st_ino == inode) {
+    if (stat(p.c_str(), &st) == 0 && st.st_ino == inode && major(st.st_dev) == dev_major &&
+        minor(st.st_dev) == dev_minor) {
       found = p;
       break;
     }
@@ -141,7 +150,7 @@ result<std::vector<remote_object>> find_providers(int pid, std::vector<std::stri
       return std::string(buf);
     }()};
     if (first.path.rfind("/memfd:", 0) == 0) {
-      if (auto fd = fd_for_inode(pid, key.second); !fd.empty())
+      if (auto fd = fd_for_file(pid, first.dev, first.inode); !fd.empty())
         candidates.insert(candidates.begin(), fd);
     } else {
       candidates.push_back("/proc/" + std::to_string(pid) + "/root" + first.path);
