@@ -243,6 +243,14 @@ int report(const std::string& program, const std::string& message, int status) {
   return status;
 }
 
+void print_standard_group_help(const std::string& program, const char* about,
+                               std::span<const command> commands) {
+  std::printf("Usage: %s COMMAND [OPTIONS]\n\n%s\nCommands:\n", program.c_str(), about);
+  for (const auto& c : commands)
+    std::printf("  %-6s %s\n", c.spec->name.c_str(), c.spec->summary.c_str());
+  std::printf("\n`%s COMMAND --help` documents a command.\n", program.c_str());
+}
+
 int run_group(const invocation& inv, std::span<const command> commands,
               void (*print_group_help)(const std::string& program)) {
   if (inv.args.empty()) {

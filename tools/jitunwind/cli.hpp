@@ -90,6 +90,11 @@ struct command {
   int (*run)(const std::string& program, const parsed_args& args);
 };
 
+/// The usual group help: "Usage: PROGRAM COMMAND [OPTIONS]", `about` (one or more lines, each
+/// ending in a newline), the commands with their summaries, and where command help is.
+void print_standard_group_help(const std::string& program, const char* about,
+                               std::span<const command> commands);
+
 /// Runs `jitunwind <group> COMMAND ...`: no command prints the group help (exit_usage), -h/--help
 /// prints it (exit_ok), otherwise parses the command's options and runs it (or prints its help).
 int run_group(const invocation& inv, std::span<const command> commands,

@@ -492,14 +492,10 @@ int run_check(const std::string& program, const parsed_args& a) {
 const command commands[] = {{&check_spec, run_check}};
 
 void print_group_help(const std::string& program) {
-  std::printf(
-      "Usage: %s COMMAND [OPTIONS]\n\n"
-      "Check the unwind information a runtime publishes against what its threads really do.\n\n"
-      "Commands:\n",
-      program.c_str());
-  for (const auto& c : commands)
-    std::printf("  %-6s %s\n", c.spec->name.c_str(), c.spec->summary.c_str());
-  std::printf("\n`%s COMMAND --help` documents a command.\n", program.c_str());
+  print_standard_group_help(
+      program,
+      "Check the unwind information a runtime publishes against what its threads really do.\n",
+      commands);
 }
 
 }  // namespace

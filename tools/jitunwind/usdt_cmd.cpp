@@ -352,15 +352,11 @@ int run_list(const std::string& program, const parsed_args& a) {
 const command commands[] = {{&fire_spec, run_fire}, {&list_spec, run_list}};
 
 void print_group_help(const std::string& program) {
-  std::printf(
-      "Usage: %s COMMAND [OPTIONS]\n\n"
+  print_standard_group_help(
+      program,
       "Dynamic USDT probes: declared at run time in a generated shared object that bpftrace,\n"
-      "perf and libbpf attach to like to compiled-in SDT probes (docs/usdt.md).\n\n"
-      "Commands:\n",
-      program.c_str());
-  for (const auto& c : commands)
-    std::printf("  %-6s %s\n", c.spec->name.c_str(), c.spec->summary.c_str());
-  std::printf("\n`%s COMMAND --help` documents a command.\n", program.c_str());
+      "perf and libbpf attach to like to compiled-in SDT probes (docs/usdt.md).\n",
+      commands);
 }
 
 }  // namespace
