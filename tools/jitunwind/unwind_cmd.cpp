@@ -306,9 +306,10 @@ bool step_thread(const std::string& program, pid_t pid, stepcheck::published_cod
   pinned.pin(pid);
   bool alive = WIFSTOPPED(status);
   if (!alive) t.stopped_because = "the target " + wait_text(status);
-  // This stop and the previous one, to recognize a call out of JIT code (--skip-native).
-  bool in_jit = false, was_in_jit = false;
-  uint64_t prev_pc = 0, prev_sp = 0;
+  // This stop and the previous one: whether a call just happened (the word it pushed, the
+  // return address, is at rsp), and whether it left JIT code (--skip-native).
+  bool in_jit = false, was_in_jit = false, just_called = false;
+  uint64_t prev_pc = 0, prev_sp = 0, pushed = 0;
   user_regs_struct regs{};
   auto stop_reason = [&]() {
     return steady_clock::now() >= deadline ? "time limit" : "interrupted";
@@ -336,11 +337,8 @@ bool step_thread(const std::string& program, pid_t pid, stepcheck::published_cod
         next_progress = now + seconds(1);
       }
     }
-    // A call out of JIT code: the word at rsp is the return address, just after the call.
-    const bool called_out = lim.skip_native && was_in_jit && !in_jit && regs.rsp == prev_sp - 8;
-    uint64_t ra = 0;
-    if (called_out && memory.read(regs.rsp, &ra, sizeof ra) && ra > prev_pc && ra <= prev_pc + 15) {
-      const run_end r = run_to_return(pid, ra, regs.rsp + 8, pending, status);
+    if (lim.skip_native && was_in_jit && !in_jit && just_called) {  // a call out of JIT code
+      const run_end r = run_to_return(pid, pushed, regs.rsp + 8, pending, status);
       if (r == run_end::ended) {
         t.stopped_because = "the target " + wait_text(status);
         alive = false;
@@ -391,9 +389,8 @@ bool step_thread(const std::string& program, pid_t pid, stepcheck::published_cod
     if (ptrace(PTRACE_GETREGS, pid, nullptr, &regs) != 0) continue;
     was_in_jit = in_jit;
     memory.clear();  // a new stop: memory may have changed
-    uint64_t pushed = 0;
-    const bool just_called = regs.rsp == prev_sp - 8 && memory.read(regs.rsp, &pushed, 8) &&
-                             pushed > prev_pc && pushed <= prev_pc + 15;
+    just_called = regs.rsp == prev_sp - 8 && memory.read(regs.rsp, &pushed, 8) &&
+                  pushed > prev_pc && pushed <= prev_pc + 15;
     in_jit = check_stop(code, oracle, memory, regs, just_called, lim, t);
   }
   alarm(0);
