@@ -181,6 +181,7 @@ std::map<uint64_t, std::string> perf_map_names(pid_t pid) {
   std::ifstream in("/tmp/perf-" + std::to_string(pid) + ".map");
   std::string line;
   while (std::getline(in, line)) {
+    if (in.eof()) break;  // no newline: a line still being written, or cut by kill -9
     std::istringstream fields(line);
     std::string start, size;
     if (!(fields >> start >> size)) continue;
