@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -132,6 +133,62 @@ TEST_CASE("unwind check: --skip-native checks the same JIT instructions") {
   CHECK(summary_number(b.out, "frames compared") == summary_number(a.out, "frames compared"));
   CHECK(summary_number(b.out, "native calls run") == 4);
   CHECK(summary_number(a.out, "native calls run") == -1);  // not printed without the option
+}
+
+TEST_CASE("unwind check: windows whose SFrame cannot be used are named, the others checked") {
+  // hostile: besides good windows, one with impossible counts, one with a row past its
+  // function, one whose FDE lies outside its text, one whose SFrame size is absurd.
+  auto r = run_tool({"unwind", "check", "--steps", "150000", "--max-reports", "0", "--", JIT_TARGET,
+                     "hostile", "--iterations", "3", "--depth", "4", "--spin", "1",
+                     "--no-checkpoint"});
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 1);
+  CHECK(summary_number(r.out, "unusable windows") == 4);
+  for (const char* w : {"window 10 ", "window 11 ", "window 12 ", "window 13 "})
+    CHECK(r.out.find(w) != std::string::npos);
+  CHECK(r.out.find("past the end of the function") != std::string::npos);
+  CHECK(r.out.find("outside its text") != std::string::npos);
+  CHECK(r.err.find("4 windows published SFrame data that cannot be used") != std::string::npos);
+  // The good windows published after the bad ones are still checked.
+  CHECK(summary_number(r.out, "frames compared") > 0);
+  CHECK(r.out.find("\nmismatch at") == std::string::npos);  // --max-reports 0
+}
+
+TEST_CASE("unwind check: the program's own SIGTRAPs are delivered, not taken") {
+  auto r = run_tool({"unwind", "check", "--", JIT_TARGET, "deep", "--depth", "4", "--iterations",
+                     "3", "--spin", "1", "--no-checkpoint", "--raise-sigtrap"});
+  require_clean(r, 100);
+  CHECK(r.out.find("jit_target: 2 SIGTRAPs handled") != std::string::npos);
+  CHECK(r.out.find("the command exited with status 0") != std::string::npos);
+}
+
+TEST_CASE("unwind check: a main thread that leaves by pthread_exit") {
+  cpu_set_t mine;
+  REQUIRE(sched_getaffinity(0, sizeof mine, &mine) == 0);
+  // While stepping: the check ends at its exit (a zombie main thread is not reported to a
+  // tracer until the last thread ends), and the thread it created meanwhile does not keep
+  // the one CPU that tracer and thread share while stepping.
+  auto r = run_tool({"unwind", "check", "--", JIT_TARGET, "deep", "--depth", "4", "--iterations",
+                     "3", "--spin", "1", "--no-checkpoint", "--pthread-exit"});
+  require_clean(r, 100);
+  CHECK(r.out.find("(the thread exited with status 0)") != std::string::npos);
+  CHECK(r.out.find("jit_target: the last thread (on " + std::to_string(CPU_COUNT(&mine)) +
+                   " CPUs) ends the process") != std::string::npos);
+  CHECK(r.out.find("the command exited with status 0") != std::string::npos);
+
+  // Before anything is published: the JIT code runs on the other thread, for 3 s, so that
+  // the main thread's exit comes first. The check fails at once and ends the command.
+  const auto start = std::chrono::steady_clock::now();
+  auto early = run_tool({"unwind", "check", "--", JIT_TARGET, "deep", "--depth", "4", "--seconds",
+                         "3", "--spin", "1", "--no-checkpoint", "--jit-thread"});
+  INFO(early.out << early.err);
+  CHECK(early.exit_code == 1);
+  CHECK(early.err.find("the thread exited with status 0 before it published any JIT code") !=
+        std::string::npos);
+  CHECK(early.err.find("the process goes on with 1 other thread: if one runs the JIT code, use "
+                       "--pid TID") != std::string::npos);
+  CHECK(early.out.find("the command was killed") != std::string::npos);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::milliseconds(2500));
 }
 
 TEST_CASE("unwind check: attaching to a running process, which goes on after the check") {

@@ -4,6 +4,7 @@
 
 #include <sys/uio.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace jitunwind::cli::stepcheck {
@@ -61,29 +62,51 @@ result<void> published_code::refresh() {
   auto snapshot = reader_.read();
   if (!snapshot) return std::move(snapshot).error();
   std::vector<remote::window_record> windows;
+  std::vector<std::string> why;
   std::vector<std::vector<uint8_t>> bytes;
   for (const remote::window_record& w : snapshot->windows) {
-    if (w.sframe_size == 0) continue;
-    auto b = reader_.read_sframe(w);
-    // Changed while being copied: the next refresh reads it again.
-    if (!b) return {};
     windows.push_back(w);
-    bytes.push_back(std::move(b).value());
+    why.emplace_back();
+    bytes.emplace_back();
+    if (w.sframe_size == 0) {
+      why.back() = "it publishes no SFrame data";
+      continue;
+    }
+    auto b = reader_.read_sframe(w);
+    if (b) {
+      bytes.back() = std::move(b).value();
+      continue;
+    }
+    // Most often the window changed while being copied: the next refresh reads it again.
+    if (++failed_copies_ < 3) return {};
+    why.back() = b.error().message();
   }
+  failed_copies_ = 0;
   std::vector<sframe::table> tables;
   tables.reserve(bytes.size());
   size_t functions = 0;
-  for (size_t i = 0; i < bytes.size(); ++i) {
+  for (size_t i = 0; i < windows.size(); ++i) {
+    if (!why[i].empty()) continue;
     auto t = sframe::table::create(bytes[i], windows[i].sframe_address);
-    if (!t)
-      return error(t.error().code(),
-                   "window " + std::to_string(windows[i].window_id) +
-                       ": its published SFrame is invalid: " + t.error().message());
+    if (!t) {
+      why[i] = t.error().message();
+      continue;
+    }
+    // Rows for code elsewhere would describe whatever runs there with this window's rows.
+    const auto [lo, hi] = t->pc_range();
+    const remote::window_record& w = windows[i];
+    if (lo != hi && (lo < w.text_start || hi - w.text_start > w.text_size)) {
+      why[i] = "its functions span " + hex_text(lo) + "-" + hex_text(hi) +
+               ", outside its text " + hex_text(w.text_start) + "-" +
+               hex_text(w.text_start + w.text_size);
+      continue;
+    }
     functions += t->info().num_fdes;
     tables.push_back(std::move(t).value());
   }
   // The tables refer to `bytes`' heap buffers, which moving the vectors keeps.
   windows_ = std::move(windows);
+  why_unusable_ = std::move(why);
   bytes_ = std::move(bytes);
   tables_ = std::move(tables);
   unwinder_.clear();
@@ -91,12 +114,26 @@ result<void> published_code::refresh() {
     if (auto ok = unwinder_.add(&t); !ok) return ok;
   functions_ = std::max(functions_, functions);
   seen_ = *changes;
+  for (size_t i = 0; i < windows_.size(); ++i) {
+    if (why_unusable_[i].empty()) continue;
+    const bool known = std::any_of(
+        unusable_seen_.begin(), unusable_seen_.end(), [&](const unusable_window& u) {
+          return u.record.window_id == windows_[i].window_id &&
+                 u.record.generation == windows_[i].generation;
+        });
+    if (!known) unusable_seen_.push_back({windows_[i], why_unusable_[i]});
+  }
   return {};
 }
 
-const remote::window_record* published_code::window_at(uint64_t pc) const noexcept {
-  for (const remote::window_record& w : windows_)
-    if (pc >= w.text_start && pc - w.text_start < w.text_size) return &w;
+const remote::window_record* published_code::window_at(uint64_t pc,
+                                                       const std::string** why) const noexcept {
+  for (size_t i = 0; i < windows_.size(); ++i) {
+    const remote::window_record& w = windows_[i];
+    if (pc < w.text_start || pc - w.text_start >= w.text_size) continue;
+    if (why != nullptr) *why = why_unusable_[i].empty() ? nullptr : &why_unusable_[i];
+    return &w;
+  }
   return nullptr;
 }
 

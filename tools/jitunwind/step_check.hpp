@@ -69,28 +69,44 @@ class page_cache {
   size_t used_ = 0;
 };
 
+/// A published window whose SFrame data a profiler could not use: none, unreadable, invalid.
+struct unusable_window {
+  remote::window_record record;
+  std::string why;
+};
+
 /// The published windows of the target (from its registry) as SFrame tables.
 class published_code {
  public:
   explicit published_code(remote::registry_reader reader) : reader_(std::move(reader)) {}
-  /// Re-reads the registry if anything was published or retired since the last call. Windows
-  /// that change while being read are picked up by the next call. Errors: the registry reads'.
+  /// Re-reads the registry if anything was published or retired since the last call. A window
+  /// whose SFrame cannot be copied consistently is tried again at the next calls; after three
+  /// failures in a row, or at once if its SFrame is invalid, it becomes unusable (listed by
+  /// unusable(), still found by window_at) and the other windows are used. Errors: the
+  /// registry reads' (then the previous tables stay).
   result<void> refresh();
   const sframe::unwinder& unwinder() const noexcept { return unwinder_; }
-  /// The window whose text contains pc, or null.
-  const remote::window_record* window_at(uint64_t pc) const noexcept;
+  /// The window whose text contains pc, or null; `why` is set if it is unusable.
+  const remote::window_record* window_at(uint64_t pc, const std::string** why = nullptr) const
+      noexcept;
+  /// Every unusable window seen so far (also those since republished or retired), in order.
+  const std::vector<unusable_window>& unusable() const noexcept { return unusable_seen_; }
   /// The most functions the target had published at once, as far as refresh() saw.
   size_t function_count() const noexcept { return functions_; }
-  bool empty() const noexcept { return tables_.empty(); }
+  /// Whether a window is published (usable or not).
+  bool empty() const noexcept { return windows_.empty(); }
 
  private:
   remote::registry_reader reader_;
   std::optional<uint64_t> seen_;
+  unsigned failed_copies_ = 0;
   std::vector<remote::window_record> windows_;
+  std::vector<std::string> why_unusable_;  // per window: empty if usable
   std::vector<std::vector<uint8_t>> bytes_;
   std::vector<sframe::table> tables_;
   sframe::unwinder unwinder_;
   size_t functions_ = 0;
+  std::vector<unusable_window> unusable_seen_;
 };
 
 /// What went wrong at one stop.

@@ -58,8 +58,7 @@ result<pid_t> spawn(const std::vector<std::string>& argv) {
     _exit(127);
   }
   close(gate[0]);
-  const bool seized = ptrace(PTRACE_SEIZE, pid, nullptr,
-                             PTRACE_O_EXITKILL | PTRACE_O_TRACEEXEC | PTRACE_O_TRACESYSGOOD) == 0;
+  const bool seized = ptrace(PTRACE_SEIZE, pid, nullptr, PTRACE_O_EXITKILL | trace_options) == 0;
   const int seize_errno = errno;
   if (write(gate[1], "g", 1) != 1 || !seized) {
     kill(pid, SIGKILL);
@@ -72,14 +71,59 @@ result<pid_t> spawn(const std::vector<std::string>& argv) {
   return pid;
 }
 
-// The signal a stop should pass on when the thread resumes: 0 for ptrace's own stops.
-int signal_to_deliver(int status) {
-  if (!WIFSTOPPED(status) || (status >> 16) != 0) return 0;
-  return WSTOPSIG(status) == SIGTRAP ? 0 : WSTOPSIG(status);
-}
-
 bool is_syscall_stop(int status) {
   return WIFSTOPPED(status) && WSTOPSIG(status) == (SIGTRAP | 0x80);
+}
+
+int signal_to_deliver(pid_t pid, int status) {
+  if (!WIFSTOPPED(status) || (status >> 16) != 0 || is_syscall_stop(status)) return 0;
+  if (WSTOPSIG(status) != SIGTRAP) return WSTOPSIG(status);
+  // Ours: a step (TRAP_TRACE, or TRAP_BRKPT after a system call), a watchpoint or execute
+  // breakpoint (TRAP_HWBKPT). The program's own: int3 (SI_KERNEL), kill/raise (code <= 0).
+  siginfo_t info{};
+  if (ptrace(PTRACE_GETSIGINFO, pid, nullptr, &info) != 0) return 0;
+  return info.si_code == SI_KERNEL || info.si_code <= 0 ? SIGTRAP : 0;
+}
+
+std::optional<int> exit_stop(pid_t pid, int status) {
+  if (!WIFSTOPPED(status) || (status >> 16) != PTRACE_EVENT_EXIT) return std::nullopt;
+  unsigned long message = 0;
+  ptrace(PTRACE_GETEVENTMSG, pid, nullptr, &message);
+  return static_cast<int>(message);
+}
+
+void cpu_pin::pin(pid_t tid) {
+  const int cpu = sched_getcpu();
+  if (cpu < 0 || sched_getaffinity(0, sizeof self_, &self_) != 0 ||
+      sched_getaffinity(tid, sizeof thread_, &thread_) != 0)
+    return;
+  CPU_ZERO(&one_);
+  CPU_SET(cpu, &one_);
+  if (sched_setaffinity(0, sizeof one_, &one_) != 0) return;
+  if (sched_setaffinity(tid, sizeof one_, &one_) != 0) {
+    sched_setaffinity(0, sizeof self_, &self_);
+    return;
+  }
+  tid_ = tid;
+}
+
+void cpu_pin::unpin_thread() {
+  if (tid_ != 0) sched_setaffinity(tid_, sizeof thread_, &thread_);
+}
+
+void cpu_pin::repin_thread() {
+  if (tid_ != 0) sched_setaffinity(tid_, sizeof one_, &one_);
+}
+
+void cpu_pin::release(pid_t task) {
+  if (tid_ != 0) sched_setaffinity(task, sizeof thread_, &thread_);
+}
+
+void cpu_pin::restore() {
+  if (tid_ == 0) return;
+  sched_setaffinity(tid_, sizeof thread_, &thread_);
+  sched_setaffinity(0, sizeof self_, &self_);
+  tid_ = 0;
 }
 
 // Hardware watchpoints (x86 debug registers 0-3) on the registries' change counters: the
@@ -128,6 +172,7 @@ run_end run_to_return(pid_t pid, uint64_t ra, uint64_t sp_after, int& pending, i
     if (!WIFSTOPPED(status)) return run_end::ended;
     const int event = status >> 16;
     if (event == PTRACE_EVENT_EXEC) return run_end::exec;
+    if (event == PTRACE_EVENT_EXIT) return run_end::exiting;
     if (event != 0) {  // PTRACE_INTERRUPT, or a group stop
       if (!stop_requested) continue;
       unwatch(pid);
@@ -140,7 +185,7 @@ run_end run_to_return(pid_t pid, uint64_t ra, uint64_t sp_after, int& pending, i
     siginfo_t info{};
     ptrace(PTRACE_GETSIGINFO, pid, nullptr, &info);
     if (info.si_code != TRAP_HWBKPT) {
-      pending = SIGTRAP;  // the program's own trap
+      pending = signal_to_deliver(pid, status);  // the program's own trap
       continue;
     }
     user_regs_struct regs{};

@@ -7,10 +7,12 @@
 #include <jitunwind/result.h>
 
 #include <sched.h>
+#include <sys/ptrace.h>
 #include <sys/types.h>
 
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,13 +25,23 @@ extern std::atomic<bool> stop_requested;
 /// "exited with status 3", "was killed by Segmentation fault".
 std::string wait_text(int status);
 
-/// Forks argv and seizes the child (PTRACE_O_EXITKILL, TRACEEXEC, TRACESYSGOOD) before it runs
-/// exec: nothing of it runs untraced. If exec fails the child says why on stderr and exits 127.
+/// The ptrace options of every traced thread: exec and exit are reported as stops (an exit
+/// stop comes before the thread is gone; a main thread that leaves by pthread_exit is never
+/// reaped while other threads run, so waiting for its end would hang), system call stops are
+/// marked.
+constexpr int trace_options = PTRACE_O_TRACEEXEC | PTRACE_O_TRACEEXIT | PTRACE_O_TRACESYSGOOD;
+
+/// Forks argv and seizes the child (trace_options and PTRACE_O_EXITKILL) before it runs exec:
+/// nothing of it runs untraced. If exec fails the child says why on stderr and exits 127.
 result<pid_t> spawn(const std::vector<std::string>& argv);
 
-/// The signal a stop should pass on when the thread resumes: 0 for ptrace's own stops.
-int signal_to_deliver(int status);
+/// The signal a stop should pass on when the thread resumes: 0 for ptrace's own stops
+/// (system call, event and group stops, single steps, our debug register traps); a SIGTRAP
+/// the program raised itself (int3, kill, raise) is passed on.
+int signal_to_deliver(pid_t pid, int status);
 bool is_syscall_stop(int status);
+/// For an exit stop (PTRACE_EVENT_EXIT): the thread's wait status as waitpid will report it.
+std::optional<int> exit_stop(pid_t pid, int status);
 
 /// waitpid for the thread. With `may_interrupt`, stop_requested stops a running thread with
 /// PTRACE_INTERRUPT; never while a single step is in flight: its SIGTRAP, queued until a blocking
@@ -43,46 +55,34 @@ void watch_registries(pid_t pid, const remote::registry_reader& reader);
 void unwatch(pid_t pid);
 
 /// How run_to_return ended.
-enum class run_end { returned, ended, exec, stopped };
+enum class run_end { returned, ended, exec, exiting, stopped };
 
 /// Lets the stopped thread run at full speed until it executes `ra` with stack pointer
 /// `sp_after` (the return of the call it just made), with an execute breakpoint in debug
 /// register 0 (no code is modified: other threads are unaffected). A hit at another stack
 /// depth (the same return address reached by a nested call) runs on. Signals for the thread
-/// are passed on. `ended`: `status` says how; `stopped`: stop_requested.
+/// are passed on. `ended`: `status` says how; `exiting`: `status` is an exit stop;
+/// `stopped`: stop_requested.
 run_end run_to_return(pid_t pid, uint64_t ra, uint64_t sp_after, int& pending, int& status);
 
 // Tracer and thread on one CPU while stepping: every step wakes the other side twice, and a
 // wake-up across CPUs costs several times more (a bare step-and-wait loop on this project's
-// 2-vCPU VM: 119 us per step across CPUs, 28 us on one). The thread's own mask comes back at
-// the end.
+// 2-vCPU VM: 119 us per step across CPUs, 28 us on one). Threads and processes the thread
+// creates would inherit the one CPU: the stepping loop hands each one it sees created back
+// its mask (release), and the thread gets its own mask while it runs at full speed.
 class cpu_pin {
  public:
-  void pin(pid_t tid) {
-    const int cpu = sched_getcpu();
-    if (cpu < 0 || sched_getaffinity(0, sizeof self_, &self_) != 0 ||
-        sched_getaffinity(tid, sizeof thread_, &thread_) != 0)
-      return;
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(cpu, &one);
-    if (sched_setaffinity(0, sizeof one, &one) != 0) return;
-    if (sched_setaffinity(tid, sizeof one, &one) != 0) {
-      sched_setaffinity(0, sizeof self_, &self_);
-      return;
-    }
-    tid_ = tid;
-  }
-  void restore() {
-    if (tid_ == 0) return;
-    sched_setaffinity(tid_, sizeof thread_, &thread_);
-    sched_setaffinity(0, sizeof self_, &self_);
-    tid_ = 0;
-  }
+  void pin(pid_t tid);
+  /// The thread's own mask while it runs freely (--skip-native), and the one CPU again.
+  void unpin_thread();
+  void repin_thread();
+  /// A task the pinned thread created (clone, fork) gets the thread's own mask.
+  void release(pid_t task);
+  void restore();
 
  private:
   pid_t tid_ = 0;
-  cpu_set_t self_{}, thread_{};
+  cpu_set_t self_{}, thread_{}, one_{};
 };
 
 }  // namespace jitunwind::cli::tracee

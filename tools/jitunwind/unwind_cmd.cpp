@@ -13,6 +13,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/ptrace.h>
+#include <sys/syscall.h>
 #include <sys/user.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -48,7 +49,8 @@ const command_spec check_spec{
     "would) unwind the thread's registers, and each JIT frame's caller — stack pointer, return "
     "address and rbp — must be the one the thread really had when it entered that function "
     "(seen at the function's first instruction). Executing code in a window that no published "
-    "function covers is reported too.\n"
+    "function covers is reported too, and so is every window whose SFrame data cannot be used "
+    "(none, unreadable, invalid, or for code outside the window).\n"
     "Only frames entered while the thread is watched are compared; so is only the watched "
     "thread (other threads run freely). A function must be entered at its start for its frame "
     "to be known. The native code the JIT calls is stepped through (it counts against --steps) "
@@ -71,7 +73,8 @@ const command_spec check_spec{
       "code calls into large native helpers; JIT code that such a call re-enters (callbacks, "
       "an interpreter's trampolines) is then not checked, nor frames it leaves by longjmp."},
      {"max-reports", 0, "N",
-      "Print the first mismatch of at most N addresses in full (default 10)."}},
+      "Print the first mismatch of at most N addresses in full (default 10; 0: the summary "
+      "only)."}},
     0,
     SIZE_MAX,
     "jitunwind unwind check -- build/examples/toy-jit/toy-jit --frame-pointers=off \\\n"
@@ -87,14 +90,14 @@ struct limits {
   bool skip_native = false;
 };
 
-bool parse_limit(const parsed_args& a, const char* name, uint64_t max, uint64_t& out,
-                 std::string& bad) {
+bool parse_limit(const parsed_args& a, const char* name, uint64_t min, uint64_t max,
+                 uint64_t& out, std::string& bad) {
   auto v = a.value(name);
   if (!v) return true;
   auto n = parse_u64(*v);
-  if (!n || *n == 0 || *n > max) {
-    bad = std::string("--") + name + ": '" + *v + "' is not a number from 1 to " +
-          std::to_string(max);
+  if (!n || *n < min || *n > max) {
+    bad = std::string("--") + name + ": '" + *v + "' is not a number from " +
+          std::to_string(min) + " to " + std::to_string(max);
     return false;
   }
   out = *n;
@@ -103,27 +106,45 @@ bool parse_limit(const parsed_args& a, const char* name, uint64_t max, uint64_t&
 
 // ---- waiting for the first publication ----
 
+// The "Threads:" line of /proc/PID/status (at an exit stop, /proc/PID/task may list fewer).
+int thread_count(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("Threads:", 0) == 0) return std::atoi(line.c_str() + 8);
+  return 1;
+}
+
+// How waiting for the first publication left the thread, when it found none.
+struct wait_failure {
+  std::optional<int> ended;  // the thread was reaped: its wait status
+  bool detached = false;     // it was at its exit stop and is detached (it goes on exiting)
+};
+
 // Lets the target run until its registry lists published code, and stops its thread there.
-// A started COMMAND runs from syscall to syscall until the SDK is loaded (it may be a shared
-// library that ld.so maps), then freely with watchpoints on the registries. `stop` receives the
-// status of the stop the thread is left in; `ended` the exit status if it ended.
+// The registry is looked for only while the thread is stopped, so that watchpoints on its
+// change counters are set before the thread runs on: they stop it right after its first
+// publication, before it runs any of that code (a short program is over before a poll from
+// outside would see it). The thread runs from system call to system call until a registry is
+// found: at the first stop, after exec (a new image, new registries), and after each mmap
+// (how the SDK, if a shared library, arrives); then freely, with the watchpoints. A publication
+// by another thread (debug registers are per thread) is found by polling. `stop` receives the
+// status of the stop the thread is left in.
 result<stepcheck::published_code> wait_for_code(pid_t pid, bool spawned, seconds patience,
-                                                std::optional<int>& ended, int& stop) {
+                                                wait_failure& failure, int& stop) {
   bool execed = false;
   const auto deadline = steady_clock::now() + patience;
   std::optional<stepcheck::published_code> code;
-  auto next_open = steady_clock::now();
   std::string last_error = "no jitunwind registry found in the target";
-  bool stopped = false;  // the thread is in a ptrace stop we have not resumed yet
-  auto try_open = [&]() {
-    if (code || steady_clock::now() < next_open) return;
-    next_open = steady_clock::now() + milliseconds(5);
+  bool look = true;           // look for registries at the next stop
+  bool interrupting = false;  // PTRACE_INTERRUPT sent: the next wait blocks for its stop
+  uint64_t entered_syscall = ~uint64_t{0};
+  auto open_at_stop = [&]() {
     auto reader = remote::registry_reader::open(pid);
     if (!reader) {
       last_error = reader.error().message();
       return;
     }
-    if (stopped) watch_registries(pid, *reader);
+    watch_registries(pid, *reader);
     code.emplace(std::move(reader).value());
   };
   auto has_code = [&]() {
@@ -138,47 +159,79 @@ result<stepcheck::published_code> wait_for_code(pid_t pid, bool spawned, seconds
   };
   for (;;) {
     int status = 0;
-    const pid_t r = waitpid(pid, &status, (stopped ? 0 : WNOHANG) | __WALL);
+    const pid_t r = waitpid(pid, &status, (interrupting ? 0 : WNOHANG) | __WALL);
     if (r == pid && !WIFSTOPPED(status)) {
-      ended = status;
+      failure.ended = status;
       if (spawned && !execed)  // the child said why on stderr
         return error(errc::not_found, "the command could not be started");
       return error(errc::not_found, "the target " + wait_text(status) +
                                         " before it published any JIT code (" + last_error + ")");
     }
-    if (r == pid && (status >> 16) == PTRACE_EVENT_EXEC) execed = true;
     if (r == pid) {
-      stopped = true;
-      try_open();
+      interrupting = false;
+      if (auto exiting = exit_stop(pid, status)) {
+        ptrace(PTRACE_DETACH, pid, nullptr, 0);
+        failure.detached = true;
+        if (spawned && !execed) return error(errc::not_found, "the command could not be started");
+        const int others = thread_count(pid) - 1;
+        return error(errc::not_found,
+                     "the thread " + wait_text(*exiting) + " before it published any JIT code (" +
+                         last_error + ")" +
+                         (others > 0 ? "; the process goes on with " +
+                                           count_text(others, "other thread") +
+                                           ": if one runs the JIT code, use --pid TID"
+                                     : ""));
+      }
+      if ((status >> 16) == PTRACE_EVENT_EXEC) {
+        execed = true;
+        code.reset();
+        look = true;
+      }
+      if (is_syscall_stop(status)) {
+        __ptrace_syscall_info info{};
+        if (ptrace(PTRACE_GET_SYSCALL_INFO, pid, sizeof info, &info) > 0) {
+          if (info.op == PTRACE_SYSCALL_INFO_ENTRY) entered_syscall = info.entry.nr;
+          if (info.op == PTRACE_SYSCALL_INFO_EXIT && entered_syscall == SYS_mmap) look = true;
+        }
+      }
+      if (!code && look) {
+        look = false;
+        open_at_stop();
+      }
       if (has_code()) {
         unwatch(pid);
         stop = status;
         return std::move(*code);
       }
-      const int deliver = is_syscall_stop(status) ? 0 : signal_to_deliver(status);
-      ptrace(code ? PTRACE_CONT : PTRACE_SYSCALL, pid, nullptr, deliver);
-      stopped = false;
-    } else if (has_code()) {  // published by another thread, or found by polling (--pid)
+      ptrace(code ? PTRACE_CONT : PTRACE_SYSCALL, pid, nullptr, signal_to_deliver(pid, status));
+    } else if (code ? has_code() : (look && !spawned)) {
+      // Published by another thread; or --pid, not looked at yet: stop it to look.
       ptrace(PTRACE_INTERRUPT, pid, nullptr, nullptr);
-      stopped = true;
+      interrupting = true;
       continue;
-    } else {
-      try_open();
     }
     if (stop_requested) return error(errc::bad_state, "interrupted while waiting for JIT code");
     if (steady_clock::now() >= deadline)
       return error(errc::not_found, "no published JIT code within " +
                                         std::to_string(patience.count()) + " s (" + last_error +
                                         ")");
-    if (!stopped) std::this_thread::sleep_for(milliseconds(1));
+    if (r != pid) std::this_thread::sleep_for(milliseconds(1));
   }
 }
 
 // ---- names for the report ----
 
-std::map<uint64_t, std::string> perf_map_names(pid_t pid) {
+// The process a thread belongs to (perf maps are per process); the thread itself if unknown.
+pid_t process_of(pid_t tid) {
+  std::ifstream status("/proc/" + std::to_string(tid) + "/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("Tgid:", 0) == 0) return static_cast<pid_t>(std::atol(line.c_str() + 5));
+  return tid;
+}
+
+std::map<uint64_t, std::string> perf_map_names(pid_t process) {
   std::map<uint64_t, std::string> names;
-  std::ifstream in("/tmp/perf-" + std::to_string(pid) + ".map");
+  std::ifstream in("/tmp/perf-" + std::to_string(process) + ".map");
   std::string line;
   while (std::getline(in, line)) {
     if (in.eof()) break;  // no newline: a line still being written, or cut by kill -9
@@ -233,10 +286,12 @@ bool check_stop(stepcheck::published_code& code, stepcheck::frame_oracle& oracle
       t.shown.push_back(std::move(m));
   };
   if (!in_code) {
-    if (const remote::window_record* w = code.window_at(at.pc))
+    const std::string* unusable = nullptr;
+    if (const remote::window_record* w = code.window_at(at.pc, &unusable))
       record({at.pc, 0, at.pc, 0,
               "executing in window " + std::to_string(w->window_id) +
-                  ", where no published function covers this address"});
+                  (unusable ? ", whose published SFrame cannot be used: " + *unusable
+                            : ", where no published function covers this address")});
     return false;
   }
   ++t.jit_steps;
@@ -252,7 +307,7 @@ bool check_stop(stepcheck::published_code& code, stepcheck::frame_oracle& oracle
 
 void print_report(const std::string& program, pid_t pid, const tally& t,
                   const stepcheck::frame_oracle& oracle, const stepcheck::published_code& code) {
-  const auto names = perf_map_names(pid);
+  const auto names = perf_map_names(process_of(pid));
   std::printf("%s: thread %d\n", program.c_str(), pid);
   std::printf("  single steps:      %llu (%s)\n", static_cast<unsigned long long>(t.steps),
               t.stopped_because.c_str());
@@ -274,6 +329,15 @@ void print_report(const std::string& program, pid_t pid, const tally& t,
   if (t.registry_errors > 0)
     std::printf("  registry re-reads: %llu failed (retried)\n",
                 static_cast<unsigned long long>(t.registry_errors));
+  if (!code.unusable().empty()) {
+    std::printf("  unusable windows:  %zu (a profiler cannot unwind their code)\n",
+                code.unusable().size());
+    for (const stepcheck::unusable_window& u : code.unusable())
+      std::printf("    window %llu at %s (generation %llu): %s\n",
+                  static_cast<unsigned long long>(u.record.window_id),
+                  hex_text(u.record.text_start).c_str(),
+                  static_cast<unsigned long long>(u.record.generation), u.why.c_str());
+  }
   std::printf("  mismatches:        %llu at %zu distinct addresses\n",
               static_cast<unsigned long long>(t.mismatches), t.bad_pcs.size());
   for (const mismatch& m : t.shown) {
@@ -287,12 +351,20 @@ void print_report(const std::string& program, pid_t pid, const tally& t,
   }
 }
 
+// Whether the instruction just stepped was a system call that created a thread or process
+// (its id in rax).
+bool created_task(const user_regs_struct& r) {
+  const auto nr = static_cast<long>(r.orig_rax);
+  return (nr == SYS_clone || nr == SYS_clone3 || nr == SYS_fork || nr == SYS_vfork) &&
+         static_cast<long>(r.rax) > 0;
+}
+
 // Single-steps the stopped thread until a limit, its end, or Ctrl-C, checking every stop.
 // Returns whether it is still alive (then it is stopped, and detached here); `status` is the
 // last wait status.
 bool step_thread(const std::string& program, pid_t pid, stepcheck::published_code& code,
                  stepcheck::frame_oracle& oracle, const limits& lim, int& status, tally& t) {
-  int pending = is_syscall_stop(status) ? 0 : signal_to_deliver(status);
+  int pending = signal_to_deliver(pid, status);
   stepcheck::page_cache memory(pid);
   // --seconds also ends a native call run at full speed (--skip-native) or a long system call.
   struct sigaction alarm_action {};
@@ -339,7 +411,9 @@ bool step_thread(const std::string& program, pid_t pid, stepcheck::published_cod
       }
     }
     if (lim.skip_native && was_in_jit && !in_jit && just_called) {  // a call out of JIT code
+      pinned.unpin_thread();  // threads it creates meanwhile inherit its own mask
       const run_end r = run_to_return(pid, pushed, regs.rsp + 8, pending, status);
+      pinned.repin_thread();
       if (r == run_end::ended) {
         t.stopped_because = "the target " + wait_text(status);
         alive = false;
@@ -347,6 +421,10 @@ bool step_thread(const std::string& program, pid_t pid, stepcheck::published_cod
       }
       if (r == run_end::exec) {
         t.stopped_because = "the target ran exec";
+        break;
+      }
+      if (r == run_end::exiting) {
+        t.stopped_because = "the thread " + wait_text(exit_stop(pid, status).value_or(0));
         break;
       }
       if (r == run_end::stopped) {
@@ -370,24 +448,22 @@ bool step_thread(const std::string& program, pid_t pid, stepcheck::published_cod
         t.stopped_because = "the target ran exec";
         break;
       }
+      // Exiting (exit, exit_group, a fatal signal, or pthread_exit of a main thread whose
+      // end would not be reported while other threads run): detached below.
+      if (auto exiting = exit_stop(pid, status)) {
+        t.stopped_because = "the thread " + wait_text(*exiting);
+        break;
+      }
       if ((status >> 16) != 0) continue;  // ptrace's own stop: the thread did not move
-      if (WSTOPSIG(status) != SIGTRAP) {
-        pending = WSTOPSIG(status);  // delivered by the next step
-        continue;
-      }
-      siginfo_t info{};
-      // A step reports TRAP_TRACE, or TRAP_BRKPT after a system call; int3 reports SI_KERNEL
-      // and kill() a code <= 0: those are the program's own, not ours to swallow.
-      if (ptrace(PTRACE_GETSIGINFO, pid, nullptr, &info) == 0 &&
-          (info.si_code == SI_KERNEL || info.si_code <= 0)) {
-        pending = SIGTRAP;
-        continue;
-      }
+      // A signal, or the program's own SIGTRAP: delivered by the next step.
+      if ((pending = signal_to_deliver(pid, status)) != 0) continue;
       ++t.steps;
     }
     prev_pc = regs.rip;
     prev_sp = regs.rsp;
     if (ptrace(PTRACE_GETREGS, pid, nullptr, &regs) != 0) continue;
+    // A step over a system call stops after it; orig_rax is -1 after any other instruction.
+    if (created_task(regs)) pinned.release(static_cast<pid_t>(regs.rax));
     was_in_jit = in_jit;
     memory.clear();  // a new stop: memory may have changed
     just_called = regs.rsp == prev_sp - 8 && memory.read(regs.rsp, &pushed, 8) &&
@@ -404,11 +480,11 @@ bool step_thread(const std::string& program, pid_t pid, stepcheck::published_cod
 int run_check(const std::string& program, const parsed_args& a) {
   limits lim;
   std::string bad;
-  if (!parse_limit(a, "steps", uint64_t{1} << 40, lim.steps, bad) ||
-      !parse_limit(a, "seconds", 86400, lim.seconds, bad) ||
-      !parse_limit(a, "wait", 86400, lim.wait, bad) ||
-      !parse_limit(a, "frames", 1u << 20, lim.frames, bad) ||
-      !parse_limit(a, "max-reports", 1u << 20, lim.reports, bad))
+  if (!parse_limit(a, "steps", 1, uint64_t{1} << 40, lim.steps, bad) ||
+      !parse_limit(a, "seconds", 1, 86400, lim.seconds, bad) ||
+      !parse_limit(a, "wait", 1, 86400, lim.wait, bad) ||
+      !parse_limit(a, "frames", 1, 1u << 20, lim.frames, bad) ||
+      !parse_limit(a, "max-reports", 0, 1u << 20, lim.reports, bad))
     return report(program, bad, exit_usage);
   lim.skip_native = a.flag("skip-native");
   const auto pid_text = a.value("pid");
@@ -429,7 +505,7 @@ int run_check(const std::string& program, const parsed_args& a) {
     if (!n || *n == 0 || *n > INT_MAX)
       return report(program, "--pid: '" + *pid_text + "' is not a thread id", exit_usage);
     pid = static_cast<pid_t>(*n);
-    if (ptrace(PTRACE_SEIZE, pid, nullptr, PTRACE_O_TRACESYSGOOD | PTRACE_O_TRACEEXEC) != 0)
+    if (ptrace(PTRACE_SEIZE, pid, nullptr, trace_options) != 0)
       return report(program,
                     "cannot trace thread " + std::to_string(pid) + ": " + std::strerror(errno) +
                         (errno == EPERM ? " (needs CAP_SYS_PTRACE or a ptrace_scope that "
@@ -452,19 +528,24 @@ int run_check(const std::string& program, const parsed_args& a) {
     std::printf("%s: the command %s\n", program.c_str(), wait_text(*ended).c_str());
   };
 
-  std::optional<int> ended;
+  // Output to a closed pipe (`| head`) must not kill the tool before it detaches; the command
+  // was forked before this and keeps its own SIGPIPE.
+  signal(SIGPIPE, SIG_IGN);
+
+  wait_failure failed;
   int status = 0;
-  auto code = wait_for_code(pid, spawned, seconds(lim.wait), ended, status);
+  auto code = wait_for_code(pid, spawned, seconds(lim.wait), failed, status);
   if (!code) {
-    if (!ended) {
+    if (!failed.ended && !failed.detached) {
       ptrace(PTRACE_INTERRUPT, pid, nullptr, nullptr);
       int st = 0;
       waitpid(pid, &st, __WALL);
       unwatch(pid);
-      ptrace(PTRACE_DETACH, pid, nullptr, is_syscall_stop(st) ? 0 : signal_to_deliver(st));
-      if (spawned) kill(pid, SIGKILL);
+      ptrace(PTRACE_DETACH, pid, nullptr, signal_to_deliver(pid, st));
     }
-    finish_command(ended);
+    // A command that published nothing in time is not left running on its own.
+    if (spawned && !failed.ended) kill(pid, SIGKILL);
+    finish_command(failed.ended);
     return report(program, code.error().message(), exit_failure);
   }
 
@@ -475,6 +556,11 @@ int run_check(const std::string& program, const parsed_args& a) {
   print_report(program, pid, t, oracle, *code);
   std::fflush(stdout);
   finish_command(alive ? std::nullopt : std::optional<int>(status));
+  if (!code->unusable().empty()) {
+    std::fprintf(stderr, "%s: error: %s published SFrame data that cannot be used\n",
+                 program.c_str(), count_text(code->unusable().size(), "window").c_str());
+    return exit_failure;
+  }
   if (t.frames == 0) {
     std::fprintf(stderr,
                  "%s: error: no JIT frame was compared (%s; is the JIT code on another thread? "

@@ -22,9 +22,17 @@
 //          --lie (every 10th checkpoint claims one JIT frame too many: verify must fail)
 //          --forget-epilogue (without --fp: rows miss the epilogues' `add rsp, 16`)
 //          --new-ids (recycle: the reused memory gets a new window id each time)
+//          --jit-thread (all of it on a second thread; the main thread leaves by pthread_exit)
+//          --raise-sigtrap (raises and handles SIGTRAP before publishing and after the first
+//          call; exit status 4 unless both arrived)
+//          --pthread-exit (after all of it, the main thread leaves by pthread_exit and a second
+//          thread ends the process 2 s later)
 #include <jitunwind/frame.h>
 #include <jitunwind/registry_abi.h>
 #include <jitunwind/sframe.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/sdt.h>
 #include <unistd.h>
@@ -36,6 +44,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "usdt_events/events.hpp"
@@ -206,6 +215,9 @@ void prologue(code_buf& c) {
 // one instruction before `pop rbp` the CFA is 16 bytes off). Call-site checks cannot see it;
 // `jitunwind unwind check` must.
 bool g_forget_epilogue = false;
+// --raise-sigtrap: the program's own SIGTRAPs (a tracer must pass them on, not take them).
+bool g_raise_sigtrap = false;
+std::atomic<int> g_sigtraps{0};
 
 function_desc fn_rows(uint64_t start, uint32_t size, uint32_t after_alloc, int32_t extra,
                       const std::vector<std::pair<uint32_t, uint32_t>>& epilogues) {
@@ -372,10 +384,16 @@ void hostile_loop_fn(window& w) {
 
 }  // namespace
 
+// Inlined: profiles of the test JIT show its code called from main (the tests look for
+// ";main;jit:entry").
+[[gnu::always_inline]] inline int run(const std::string& mode, unsigned iterations,
+                                      unsigned recycle_every, double seconds);
+
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "deep";
   unsigned iterations = 200, recycle_every = 10;
   double seconds = 0;
+  bool jit_thread = false, pthread_exit_after = false;
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> const char* { return i + 1 < argc ? argv[++i] : "0"; };
@@ -399,12 +417,44 @@ int main(int argc, char** argv) {
       g_forget_epilogue = true;
     else if (a == "--lie")
       g_lie = true;
+    else if (a == "--jit-thread")
+      jit_thread = true;
+    else if (a == "--pthread-exit")
+      pthread_exit_after = true;
+    else if (a == "--raise-sigtrap")
+      g_raise_sigtrap = true;
     else {
       std::fprintf(stderr, "jit_target: unknown option %s\n", a.c_str());
       return 2;
     }
   }
   if (g_depth > 500) g_depth = 500;
+  // A main thread that leaves by pthread_exit stays a zombie, not reported to a tracer, until
+  // the last thread ends: the process goes on (and ends) on another thread.
+  if (jit_thread) {
+    std::thread([=] { std::exit(run(mode, iterations, recycle_every, seconds)); }).detach();
+    pthread_exit(nullptr);
+  }
+  const int rc = run(mode, iterations, recycle_every, seconds);
+  if (pthread_exit_after) {
+    std::thread([rc] {
+      std::this_thread::sleep_for(std::chrono::seconds(2));  // longer than stepping pthread_exit
+      cpu_set_t cpus;
+      const int n = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : -1;
+      std::printf("jit_target: the last thread (on %d CPUs) ends the process\n", n);
+      std::exit(rc);
+    }).detach();
+    pthread_exit(nullptr);
+  }
+  return rc;
+}
+
+[[gnu::always_inline]] inline int run(const std::string& mode, unsigned iterations,
+                                      unsigned recycle_every, double seconds) {
+  if (g_raise_sigtrap) {
+    signal(SIGTRAP, [](int) { ++g_sigtraps; });
+    raise(SIGTRAP);  // before anything is published
+  }
   registry_init();
   g_perfmap = std::fopen(("/tmp/perf-" + std::to_string(getpid()) + ".map").c_str(), "w");
 
@@ -489,8 +539,13 @@ int main(int argc, char** argv) {
     }
     reinterpret_cast<entry_fn>(entry.base)(g_depth);
     ++calls;
+    if (g_raise_sigtrap && calls == 1) raise(SIGTRAP);  // between calls of JIT code
   }
   std::printf("jit_target: %lu calls of depth %u\n", calls, g_depth);
+  if (g_raise_sigtrap) {
+    std::printf("jit_target: %d SIGTRAPs handled\n", g_sigtraps.load());
+    if (g_sigtraps != 2) return 4;
+  }
   if (g_perfmap) std::fclose(g_perfmap);
   return 0;
 }
