@@ -138,9 +138,9 @@ TEST_CASE("unwind check: --skip-native checks the same JIT instructions") {
 TEST_CASE("unwind check: windows whose SFrame cannot be used are named, the others checked") {
   // hostile: besides good windows, one with impossible counts, one with a row past its
   // function, one whose FDE lies outside its text, one whose SFrame size is absurd.
-  auto r = run_tool({"unwind", "check", "--steps", "150000", "--max-reports", "0", "--", JIT_TARGET,
-                     "hostile", "--iterations", "3", "--depth", "4", "--spin", "1",
-                     "--no-checkpoint"});
+  auto r =
+      run_tool({"unwind", "check", "--steps", "150000", "--max-reports", "0", "--", JIT_TARGET,
+                "hostile", "--iterations", "3", "--depth", "4", "--spin", "1", "--no-checkpoint"});
   INFO(r.out << r.err);
   CHECK(r.exit_code == 1);
   CHECK(summary_number(r.out, "unusable windows") == 4);

@@ -96,9 +96,8 @@ result<void> published_code::refresh() {
     const auto [lo, hi] = t->pc_range();
     const remote::window_record& w = windows[i];
     if (lo != hi && (lo < w.text_start || hi - w.text_start > w.text_size)) {
-      why[i] = "its functions span " + hex_text(lo) + "-" + hex_text(hi) +
-               ", outside its text " + hex_text(w.text_start) + "-" +
-               hex_text(w.text_start + w.text_size);
+      why[i] = "its functions span " + hex_text(lo) + "-" + hex_text(hi) + ", outside its text " +
+               hex_text(w.text_start) + "-" + hex_text(w.text_start + w.text_size);
       continue;
     }
     functions += t->info().num_fdes;
@@ -116,8 +115,8 @@ result<void> published_code::refresh() {
   seen_ = *changes;
   for (size_t i = 0; i < windows_.size(); ++i) {
     if (why_unusable_[i].empty()) continue;
-    const bool known = std::any_of(
-        unusable_seen_.begin(), unusable_seen_.end(), [&](const unusable_window& u) {
+    const bool known =
+        std::any_of(unusable_seen_.begin(), unusable_seen_.end(), [&](const unusable_window& u) {
           return u.record.window_id == windows_[i].window_id &&
                  u.record.generation == windows_[i].generation;
         });

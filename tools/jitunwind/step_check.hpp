@@ -87,8 +87,8 @@ class published_code {
   result<void> refresh();
   const sframe::unwinder& unwinder() const noexcept { return unwinder_; }
   /// The window whose text contains pc, or null; `why` is set if it is unusable.
-  const remote::window_record* window_at(uint64_t pc, const std::string** why = nullptr) const
-      noexcept;
+  const remote::window_record* window_at(uint64_t pc,
+                                         const std::string** why = nullptr) const noexcept;
   /// Every unusable window seen so far (also those since republished or retired), in order.
   const std::vector<unusable_window>& unusable() const noexcept { return unusable_seen_; }
   /// The most functions the target had published at once, as far as refresh() saw.

@@ -90,14 +90,14 @@ struct limits {
   bool skip_native = false;
 };
 
-bool parse_limit(const parsed_args& a, const char* name, uint64_t min, uint64_t max,
-                 uint64_t& out, std::string& bad) {
+bool parse_limit(const parsed_args& a, const char* name, uint64_t min, uint64_t max, uint64_t& out,
+                 std::string& bad) {
   auto v = a.value(name);
   if (!v) return true;
   auto n = parse_u64(*v);
   if (!n || *n < min || *n > max) {
-    bad = std::string("--") + name + ": '" + *v + "' is not a number from " +
-          std::to_string(min) + " to " + std::to_string(max);
+    bad = std::string("--") + name + ": '" + *v + "' is not a number from " + std::to_string(min) +
+          " to " + std::to_string(max);
     return false;
   }
   out = *n;
@@ -174,13 +174,13 @@ result<stepcheck::published_code> wait_for_code(pid_t pid, bool spawned, seconds
         failure.detached = true;
         if (spawned && !execed) return error(errc::not_found, "the command could not be started");
         const int others = thread_count(pid) - 1;
-        return error(errc::not_found,
-                     "the thread " + wait_text(*exiting) + " before it published any JIT code (" +
-                         last_error + ")" +
-                         (others > 0 ? "; the process goes on with " +
-                                           count_text(others, "other thread") +
-                                           ": if one runs the JIT code, use --pid TID"
-                                     : ""));
+        return error(
+            errc::not_found,
+            "the thread " + wait_text(*exiting) + " before it published any JIT code (" +
+                last_error + ")" +
+                (others > 0 ? "; the process goes on with " + count_text(others, "other thread") +
+                                  ": if one runs the JIT code, use --pid TID"
+                            : ""));
       }
       if ((status >> 16) == PTRACE_EVENT_EXEC) {
         execed = true;
