@@ -216,6 +216,10 @@ TEST_CASE("unwind check: usage errors and targets that publish nothing") {
   CHECK(run_tool({"unwind", "check", "--pid", "1", "--", "true"}).exit_code == 2);
   CHECK(run_tool({"unwind", "check", "--steps", "0", "--", "true"}).exit_code == 2);
   CHECK(run_tool({"unwind", "check", "--pid", "x"}).exit_code == 2);
+  auto no_dashes = run_tool({"unwind", "check", "toy-jit", "--frame-pointers=off", "fib.toy"});
+  CHECK(no_dashes.exit_code == 2);
+  CHECK(no_dashes.err.find("unknown option '--frame-pointers' for 'check' (to pass options on to "
+                           "'toy-jit', put '--' before it)") != std::string::npos);
 
   auto missing = run_tool({"unwind", "check", "--", "/nonexistent/runtime"});
   CHECK(missing.exit_code == 1);

@@ -102,7 +102,13 @@ result<parsed_args> parse(const command_spec& spec, std::span<const std::string>
     } else if (a.size() == 2) {
       o = find_short(spec, a[1]);
     }
-    if (!o) return usage_error("unknown option '" + shown + "' for '" + spec.name + "'");
+    if (!o) {
+      std::string what = "unknown option '" + shown + "' for '" + spec.name + "'";
+      // `check PROGRAM --opt`: most likely meant for the program.
+      if (!out.operands.empty() && spec.operands.find("-- ") != std::string::npos)
+        what += " (to pass options on to '" + out.operands.front() + "', put '--' before it)";
+      return usage_error(what);
+    }
     if (o->value_name.empty()) {
       if (inline_value) return usage_error("option --" + o->name + " takes no value");
       out.flags[o->name] = true;
