@@ -162,6 +162,17 @@ TEST_CASE("unwind check: the program's own SIGTRAPs are delivered, not taken") {
   CHECK(r.out.find("the command exited with status 0") != std::string::npos);
 }
 
+#ifdef TOY_JIT
+TEST_CASE("unwind check: a program that execs a runtime after its own registry was found") {
+  // The first image's registry is watched at once (statically linked, initialized); after exec
+  // the check must look again: toy-jit maps the SDK as a shared library.
+  auto r = run_tool({"unwind", "check", "--wait", "20", "--", JIT_TARGET, "exec", TOY_JIT,
+                     "--frame-pointers=off", programs + "fib.toy", "8"});
+  require_clean(r, 1000);
+  CHECK(r.out.find("the command exited with status 0") != std::string::npos);
+}
+#endif
+
 TEST_CASE("unwind check: a main thread that leaves by pthread_exit") {
   cpu_set_t mine;
   REQUIRE(sched_getaffinity(0, sizeof mine, &mine) == 0);

@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <sys/user.h>
@@ -125,19 +126,19 @@ struct wait_failure {
 // change counters are set before the thread runs on: they stop it right after its first
 // publication, before it runs any of that code (a short program is over before a poll from
 // outside would see it). The thread runs from system call to system call until a registry is
-// found: at the first stop, after exec (a new image, new registries), and after each mmap
-// (how the SDK, if a shared library, arrives); then freely, with the watchpoints. A publication
-// by another thread (debug registers are per thread) is found by polling. `stop` receives the
-// status of the stop the thread is left in.
+// found: at the first stop, after exec (a new image, new registries), and after each mmap of
+// a file (how the SDK, if a shared library, arrives); then freely, with the watchpoints. A
+// publication by another thread (debug registers are per thread) is found by polling. `stop`
+// receives the status of the stop the thread is left in.
 result<stepcheck::published_code> wait_for_code(pid_t pid, bool spawned, seconds patience,
                                                 wait_failure& failure, int& stop) {
   bool execed = false;
   const auto deadline = steady_clock::now() + patience;
   std::optional<stepcheck::published_code> code;
   std::string last_error = "no jitunwind registry found in the target";
-  bool look = true;           // look for registries at the next stop
-  bool interrupting = false;  // PTRACE_INTERRUPT sent: the next wait blocks for its stop
-  uint64_t entered_syscall = ~uint64_t{0};
+  bool look = true;             // look for registries at the next stop
+  bool interrupting = false;    // PTRACE_INTERRUPT sent: the next wait blocks for its stop
+  bool mapping_a_file = false;  // the system call being made is an mmap of a file
   auto open_at_stop = [&]() {
     auto reader = remote::registry_reader::open(pid);
     if (!reader) {
@@ -190,8 +191,11 @@ result<stepcheck::published_code> wait_for_code(pid_t pid, bool spawned, seconds
       if (is_syscall_stop(status)) {
         __ptrace_syscall_info info{};
         if (ptrace(PTRACE_GET_SYSCALL_INFO, pid, sizeof info, &info) > 0) {
-          if (info.op == PTRACE_SYSCALL_INFO_ENTRY) entered_syscall = info.entry.nr;
-          if (info.op == PTRACE_SYSCALL_INFO_EXIT && entered_syscall == SYS_mmap) look = true;
+          // Anonymous mappings (heaps, stacks, JIT code) cannot bring a registry.
+          if (info.op == PTRACE_SYSCALL_INFO_ENTRY)
+            mapping_a_file = info.entry.nr == SYS_mmap && (info.entry.args[3] & MAP_ANONYMOUS) == 0;
+          if (info.op == PTRACE_SYSCALL_INFO_EXIT && mapping_a_file && !info.exit.is_error)
+            look = true;
         }
       }
       if (!code && look) {

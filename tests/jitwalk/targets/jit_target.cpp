@@ -17,6 +17,8 @@
 //   hostile                also publishes windows with corrupt SFrame (bad counts, a row past
 //                          the function end, an FDE outside the window, an unreadable section)
 //                          and runs a function whose frame records point to themselves
+//   exec PROGRAM [ARG...]  initializes its registry, publishes nothing and execs PROGRAM (a
+//                          tracer must then look for the new image's registries)
 // options: --depth N (100) --iterations N (200) --spin N (20000) --recycle-every N (10)
 //          --fp (keep frame pointers) --no-checkpoint --seconds S (run for S seconds instead)
 //          --lie (every 10th checkpoint claims one JIT frame too many: verify must fail)
@@ -394,6 +396,12 @@ int main(int argc, char** argv) {
   unsigned iterations = 200, recycle_every = 10;
   double seconds = 0;
   bool jit_thread = false, pthread_exit_after = false;
+  if (mode == "exec" && argc > 2) {
+    registry_init();
+    execv(argv[2], argv + 2);
+    std::perror("jit_target: exec");
+    return 127;
+  }
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> const char* { return i + 1 < argc ? argv[++i] : "0"; };
