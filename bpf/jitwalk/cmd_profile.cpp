@@ -183,15 +183,13 @@ int cmd_profile(int argc, char** argv) {
         "~%.0f%% of its CPU time",
         o.hz, o.hz * 15e-6 * 100);
   // Find out now, not after the whole run, that an output cannot be written.
+  output_precheck outputs;
   for (const std::string* path : {&o.folded, &o.svg, &o.pprof}) {
     if (path->empty()) continue;
-    const int fd = ::open(path->c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) {
-      report(error(errc::io_error,
-                   format("cannot write %s: %s", path->c_str(), std::strerror(errno))));
+    if (auto r = outputs.add(*path); !r) {
+      report(r.error());
       return 1;
     }
-    ::close(fd);
   }
 
   install_stop_signals();
@@ -262,6 +260,7 @@ int cmd_profile(int argc, char** argv) {
   prof.duration_ns = static_cast<uint64_t>(elapsed * 1e9);
 
   // ---- outputs ----
+  outputs.keep();
   int rc = 0;
   std::vector<std::string> wrote;
   if (!o.folded.empty()) {

@@ -139,6 +139,14 @@ int cmd_verify(int argc, char** argv) {
   if (ro.target.command.empty())
     return fail(error(errc::invalid_argument, "no command: -- COMMAND ARGS"));
 
+  // An unwritable --json fails now, not after the whole run.
+  output_precheck outputs;
+  if (!json_path.empty()) {
+    if (auto r = outputs.add(json_path); !r) {
+      report(r.error());
+      return 1;
+    }
+  }
   install_stop_signals();
   auto started = run_session::start(ro);
   if (!started) {
@@ -380,6 +388,7 @@ int cmd_verify(int argc, char** argv) {
   }
   std::printf("result: %s (%s)\n", pass ? "PASS" : "FAIL", verdict.c_str());
 
+  outputs.keep();
   if (!json_path.empty()) {
     nlohmann::json j;
     j["checkpoints"] = v.checkpoints;

@@ -1,7 +1,12 @@
 #include "jitwalk/common.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdarg>
 #include <cstdio>
+#include <cstring>
 
 namespace jitwalk {
 
@@ -45,6 +50,23 @@ std::string hex(uint64_t v) {
   char buf[24];
   std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
   return buf;
+}
+
+output_precheck::~output_precheck() {
+  for (const std::string& path : created_) ::unlink(path.c_str());
+}
+
+result<void> output_precheck::add(const std::string& path) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd >= 0) {
+    created_.push_back(path);
+  } else if (errno == EEXIST) {
+    fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  }
+  if (fd < 0)
+    return make_error(errc::io_error, "cannot write %s: %s", path.c_str(), std::strerror(errno));
+  ::close(fd);
+  return {};
 }
 
 }  // namespace jitwalk

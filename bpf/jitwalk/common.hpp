@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace jitwalk {
 
@@ -34,5 +35,24 @@ inline double pct(uint64_t part, uint64_t whole) {
 
 /// "0x7f12..." for an address.
 std::string hex(uint64_t v);
+
+/// Output files checked before a run, so that an unwritable path fails at once and not after
+/// the whole run. A file that did not exist is created for the check and removed again when
+/// this goes out of scope, unless keep() was called: a run that fails before writing its
+/// outputs leaves no empty files behind (and an existing file is never truncated early).
+class output_precheck {
+ public:
+  output_precheck() = default;
+  output_precheck(const output_precheck&) = delete;
+  output_precheck& operator=(const output_precheck&) = delete;
+  ~output_precheck();
+  /// io_error "cannot write PATH: reason".
+  result<void> add(const std::string& path);
+  /// The outputs are about to be written: nothing is removed.
+  void keep() noexcept { created_.clear(); }
+
+ private:
+  std::vector<std::string> created_;
+};
 
 }  // namespace jitwalk

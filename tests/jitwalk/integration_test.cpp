@@ -5,6 +5,7 @@
 #ifndef JITWALK_TESTS_DISABLED
 #include <unistd.h>
 
+#include <fstream>
 #include <map>
 #include <set>
 
@@ -85,11 +86,20 @@ TEST_CASE(
   CHECK(jt::run({"pgrep", "-f", native_target() + " 100"}).exit_code != 0);  // none left
 }
 
-TEST_CASE("profile: a missing PID is named") {
+TEST_CASE("profile: a missing PID is named, and no empty output is left behind") {
   if (!jt::may_run_privileged("jitwalk profile")) return;
-  auto r = jt::run({jitwalk(), "profile", "-p", "999999999", "-d", "1"});
+  jt::temp_dir dir;
+  const std::string existing = dir / "kept.svg";
+  { std::ofstream(existing) << "an earlier flame graph"; }
+  auto r = jt::run({jitwalk(), "profile", "-p", "999999999", "-d", "1", "--folded",
+                    dir / "new.folded", "--svg", existing});
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.err, Catch::Contains("999999999"));
+  CHECK(::access((dir / "new.folded").c_str(), F_OK) != 0);    // created for the check, removed
+  CHECK(jt::read_file(existing) == "an earlier flame graph");  // neither truncated nor removed
+  auto v = jt::run({jitwalk(), "verify", "--json", dir / "v.json", "--", "/nonexistent/runtime"});
+  CHECK(v.exit_code == 1);
+  CHECK(::access((dir / "v.json").c_str(), F_OK) != 0);
 }
 
 namespace {
