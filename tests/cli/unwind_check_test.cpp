@@ -148,7 +148,7 @@ TEST_CASE("unwind check: windows whose SFrame cannot be used are named, the othe
     CHECK(r.out.find(w) != std::string::npos);
   CHECK(r.out.find("past the end of the function") != std::string::npos);
   CHECK(r.out.find("outside its text") != std::string::npos);
-  CHECK(r.err.find("4 windows published SFrame data that cannot be used") != std::string::npos);
+  CHECK(r.err.find("4 windows whose SFrame data cannot be used") != std::string::npos);
   // The good windows published after the bad ones are still checked.
   CHECK(summary_number(r.out, "frames compared") > 0);
   CHECK(r.out.find("\nmismatch at") == std::string::npos);  // --max-reports 0

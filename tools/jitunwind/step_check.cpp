@@ -59,29 +59,34 @@ result<void> published_code::refresh() {
   auto changes = reader_.change_count();
   if (!changes) return std::move(changes).error();
   if (seen_ == *changes) return {};
-  auto snapshot = reader_.read();
-  if (!snapshot) return std::move(snapshot).error();
   std::vector<remote::window_record> windows;
-  std::vector<std::string> why;
+  std::vector<std::string> why;  // per window: empty if usable
   std::vector<std::vector<uint8_t>> bytes;
-  for (const remote::window_record& w : snapshot->windows) {
-    windows.push_back(w);
-    why.emplace_back();
-    bytes.emplace_back();
-    if (w.sframe_size == 0) {
-      why.back() = "it publishes no SFrame data";
-      continue;
+  // A window can change while its SFrame is copied (another thread of the target republishes
+  // or frees it): the whole registry is read again. Only a copy that fails three times in a
+  // row makes a window unusable.
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    auto snapshot = reader_.read();
+    if (!snapshot) return std::move(snapshot).error();
+    windows.clear();
+    why.clear();
+    bytes.clear();
+    bool failed = false;
+    for (const remote::window_record& w : snapshot->windows) {
+      windows.push_back(w);
+      why.emplace_back();
+      bytes.emplace_back();
+      if (w.sframe_size == 0) {
+        why.back() = "it publishes no SFrame data";
+      } else if (auto b = reader_.read_sframe(w)) {
+        bytes.back() = std::move(b).value();
+      } else {
+        why.back() = b.error().message();
+        failed = true;
+      }
     }
-    auto b = reader_.read_sframe(w);
-    if (b) {
-      bytes.back() = std::move(b).value();
-      continue;
-    }
-    // Most often the window changed while being copied: the next refresh reads it again.
-    if (++failed_copies_ < 3) return {};
-    why.back() = b.error().message();
+    if (!failed) break;
   }
-  failed_copies_ = 0;
   std::vector<sframe::table> tables;
   tables.reserve(bytes.size());
   size_t functions = 0;
@@ -92,9 +97,13 @@ result<void> published_code::refresh() {
       why[i] = t.error().message();
       continue;
     }
+    const remote::window_record& w = windows[i];
+    if (t->info().target != abi::amd64) {  // what this checker (and its oracle) understands
+      why[i] = std::string("its SFrame is for ") + to_string(t->info().target) + ", not amd64";
+      continue;
+    }
     // Rows for code elsewhere would describe whatever runs there with this window's rows.
     const auto [lo, hi] = t->pc_range();
-    const remote::window_record& w = windows[i];
     if (lo != hi && (lo < w.text_start || hi - w.text_start > w.text_size)) {
       why[i] = "its functions span " + hex_text(lo) + "-" + hex_text(hi) + ", outside its text " +
                hex_text(w.text_start) + "-" + hex_text(w.text_start + w.text_size);
@@ -103,14 +112,16 @@ result<void> published_code::refresh() {
     functions += t->info().num_fdes;
     tables.push_back(std::move(t).value());
   }
-  // The tables refer to `bytes`' heap buffers, which moving the vectors keeps.
+  // All of it is built before any of it replaces the previous state. The tables refer to
+  // `bytes`' heap buffers, which moving the vectors keeps.
+  sframe::unwinder unwinder;
+  for (const sframe::table& t : tables)
+    if (auto ok = unwinder.add(&t); !ok) return ok;
   windows_ = std::move(windows);
   why_unusable_ = std::move(why);
   bytes_ = std::move(bytes);
   tables_ = std::move(tables);
-  unwinder_.clear();
-  for (const sframe::table& t : tables_)
-    if (auto ok = unwinder_.add(&t); !ok) return ok;
+  unwinder_ = std::move(unwinder);
   functions_ = std::max(functions_, functions);
   seen_ = *changes;
   for (size_t i = 0; i < windows_.size(); ++i) {

@@ -80,10 +80,10 @@ class published_code {
  public:
   explicit published_code(remote::registry_reader reader) : reader_(std::move(reader)) {}
   /// Re-reads the registry if anything was published or retired since the last call. A window
-  /// whose SFrame cannot be copied consistently is tried again at the next calls; after three
-  /// failures in a row, or at once if its SFrame is invalid, it becomes unusable (listed by
-  /// unusable(), still found by window_at) and the other windows are used. Errors: the
-  /// registry reads' (then the previous tables stay).
+  /// whose SFrame cannot be copied three times in a row (the registry is read again in between:
+  /// the window may have changed), or whose SFrame is invalid, not for amd64 or for code outside
+  /// the window, is unusable (listed by unusable(), still found by window_at); the other
+  /// windows are used. Errors: the registry reads' (then the previous tables stay).
   result<void> refresh();
   const sframe::unwinder& unwinder() const noexcept { return unwinder_; }
   /// The window whose text contains pc, or null; `why` is set if it is unusable.
@@ -99,7 +99,6 @@ class published_code {
  private:
   remote::registry_reader reader_;
   std::optional<uint64_t> seen_;
-  unsigned failed_copies_ = 0;
   std::vector<remote::window_record> windows_;
   std::vector<std::string> why_unusable_;  // per window: empty if usable
   std::vector<std::vector<uint8_t>> bytes_;

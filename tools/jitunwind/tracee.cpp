@@ -79,10 +79,13 @@ int signal_to_deliver(pid_t pid, int status) {
   if (!WIFSTOPPED(status) || (status >> 16) != 0 || is_syscall_stop(status)) return 0;
   if (WSTOPSIG(status) != SIGTRAP) return WSTOPSIG(status);
   // Ours: a step (TRAP_TRACE, or TRAP_BRKPT after a system call), a watchpoint or execute
-  // breakpoint (TRAP_HWBKPT). The program's own: int3 (SI_KERNEL), kill/raise (code <= 0).
+  // breakpoint (TRAP_HWBKPT). Anything else is the program's own: int3 (SI_KERNEL), kill or
+  // raise (code <= 0), a perf event's SIGTRAP (TRAP_PERF), ...
   siginfo_t info{};
   if (ptrace(PTRACE_GETSIGINFO, pid, nullptr, &info) != 0) return 0;
-  return info.si_code == SI_KERNEL || info.si_code <= 0 ? SIGTRAP : 0;
+  const bool ours =
+      info.si_code == TRAP_TRACE || info.si_code == TRAP_BRKPT || info.si_code == TRAP_HWBKPT;
+  return ours ? 0 : SIGTRAP;
 }
 
 std::optional<int> exit_stop(pid_t pid, int status) {
@@ -92,7 +95,21 @@ std::optional<int> exit_stop(pid_t pid, int status) {
   return static_cast<int>(message);
 }
 
+namespace {
+
+std::string pid_namespace(const std::string& proc_dir) {
+  char link[64] = {};
+  const ssize_t n = readlink((proc_dir + "/ns/pid").c_str(), link, sizeof link - 1);
+  return n > 0 ? std::string(link, static_cast<size_t>(n)) : std::string();
+}
+
+}  // namespace
+
 void cpu_pin::pin(pid_t tid) {
+  // The ids a clone returns to the thread are those of its PID namespace: in another one
+  // (a container), release() could not find the new tasks, so nothing is pinned.
+  const std::string own = pid_namespace("/proc/self");
+  if (own.empty() || own != pid_namespace("/proc/" + std::to_string(tid))) return;
   const int cpu = sched_getcpu();
   if (cpu < 0 || sched_getaffinity(0, sizeof self_, &self_) != 0 ||
       sched_getaffinity(tid, sizeof thread_, &thread_) != 0)
@@ -166,7 +183,9 @@ run_end run_to_return(pid_t pid, uint64_t ra, uint64_t sp_after, int& pending, i
       ptrace(PTRACE_POKEUSER, pid, debug_register(7), dr7_enable(0, 0b0000)) != 0)
     return run_end::stopped;
   for (;;) {
-    if (ptrace(PTRACE_CONT, pid, nullptr, pending) != 0 || !wait_stop(pid, status, true))
+    // ESRCH: taken out of its stop by SIGKILL; the wait gets its end.
+    if ((ptrace(PTRACE_CONT, pid, nullptr, pending) != 0 && errno != ESRCH) ||
+        !wait_stop(pid, status, true))
       return run_end::ended;
     pending = 0;
     if (!WIFSTOPPED(status)) return run_end::ended;

@@ -69,7 +69,8 @@ run_end run_to_return(pid_t pid, uint64_t ra, uint64_t sp_after, int& pending, i
 // wake-up across CPUs costs several times more (a bare step-and-wait loop on this project's
 // 2-vCPU VM: 119 us per step across CPUs, 28 us on one). Threads and processes the thread
 // creates would inherit the one CPU: the stepping loop hands each one it sees created back
-// its mask (release), and the thread gets its own mask while it runs at full speed.
+// its mask (release), and the thread gets its own mask while it runs at full speed. A thread
+// in another PID namespace is not pinned (the ids its clones return are not ours).
 class cpu_pin {
  public:
   void pin(pid_t tid);

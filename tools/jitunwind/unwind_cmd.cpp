@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -115,6 +116,49 @@ int thread_count(pid_t pid) {
   return 1;
 }
 
+// The files mapped into the process ("device inode" of each), from /proc/PID/maps.
+std::set<std::string> mapped_files(pid_t pid) {
+  std::set<std::string> files;
+  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+  for (std::string line; std::getline(maps, line);) {
+    std::istringstream fields(line);
+    std::string range, perms, offset, device, inode;
+    if (fields >> range >> perms >> offset >> device >> inode && inode != "0")
+      files.insert(device + " " + inode);
+  }
+  return files;
+}
+
+// A system call stop: entry (number and mmap's flags) or exit (whether it failed).
+struct syscall_stop {
+  bool entry = false, exit = false, failed = false;
+  long nr = -1;
+  uint64_t flags = 0;
+};
+
+syscall_stop syscall_at(pid_t pid) {
+  syscall_stop s;
+  __ptrace_syscall_info info{};
+  if (ptrace(PTRACE_GET_SYSCALL_INFO, pid, sizeof info, &info) > 0) {
+    s.entry = info.op == PTRACE_SYSCALL_INFO_ENTRY;
+    s.exit = info.op == PTRACE_SYSCALL_INFO_EXIT;
+    s.nr = s.entry ? static_cast<long>(info.entry.nr) : -1;
+    s.flags = info.entry.args[3];
+    s.failed = s.exit && info.exit.is_error;
+    return s;
+  }
+  // Before Linux 5.3: at an entry stop rax holds -ENOSYS (set by the kernel), at an exit the
+  // result; the flags are the fourth argument (r10).
+  user_regs_struct r{};
+  if (ptrace(PTRACE_GETREGS, pid, nullptr, &r) != 0) return s;
+  s.entry = static_cast<long>(r.rax) == -ENOSYS;
+  s.exit = !s.entry;
+  s.nr = static_cast<long>(r.orig_rax);
+  s.flags = r.r10;
+  s.failed = s.exit && static_cast<long>(r.rax) < 0 && static_cast<long>(r.rax) > -4096;
+  return s;
+}
+
 // How waiting for the first publication left the thread, when it found none.
 struct wait_failure {
   std::optional<int> ended;  // the thread was reaped: its wait status
@@ -136,10 +180,20 @@ result<stepcheck::published_code> wait_for_code(pid_t pid, bool spawned, seconds
   const auto deadline = steady_clock::now() + patience;
   std::optional<stepcheck::published_code> code;
   std::string last_error = "no jitunwind registry found in the target";
-  bool look = true;             // look for registries at the next stop
-  bool interrupting = false;    // PTRACE_INTERRUPT sent: the next wait blocks for its stop
-  bool mapping_a_file = false;  // the system call being made is an mmap of a file
+  bool look = true;                // look for registries at the next stop
+  bool interrupting = false;       // PTRACE_INTERRUPT sent: the next wait blocks for its stop
+  bool mapping_a_file = false;     // the system call being made is an mmap of a file
+  std::set<std::string> examined;  // the mapped files the last look saw
+  auto next_poll = steady_clock::now();
+  // Whether files were mapped since the last look (a look parses every mapped ELF file).
+  auto new_files = [&]() {
+    std::set<std::string> now = mapped_files(pid);
+    const bool added = !std::includes(examined.begin(), examined.end(), now.begin(), now.end());
+    examined = std::move(now);
+    return added;
+  };
   auto open_at_stop = [&]() {
+    if (!new_files()) return;
     auto reader = remote::registry_reader::open(pid);
     if (!reader) {
       last_error = reader.error().message();
@@ -171,10 +225,15 @@ result<stepcheck::published_code> wait_for_code(pid_t pid, bool spawned, seconds
     if (r == pid) {
       interrupting = false;
       if (auto exiting = exit_stop(pid, status)) {
+        // The exit system call ends one thread (pthread_exit); exit_group or a fatal signal
+        // ends them all, and the others' count is about to drop.
+        user_regs_struct regs{};
+        const bool thread_only = ptrace(PTRACE_GETREGS, pid, nullptr, &regs) == 0 &&
+                                 static_cast<long>(regs.orig_rax) == SYS_exit;
+        const int others = thread_only ? thread_count(pid) - 1 : 0;
         ptrace(PTRACE_DETACH, pid, nullptr, 0);
         failure.detached = true;
         if (spawned && !execed) return error(errc::not_found, "the command could not be started");
-        const int others = thread_count(pid) - 1;
         return error(
             errc::not_found,
             "the thread " + wait_text(*exiting) + " before it published any JIT code (" +
@@ -189,14 +248,10 @@ result<stepcheck::published_code> wait_for_code(pid_t pid, bool spawned, seconds
         look = true;
       }
       if (is_syscall_stop(status)) {
-        __ptrace_syscall_info info{};
-        if (ptrace(PTRACE_GET_SYSCALL_INFO, pid, sizeof info, &info) > 0) {
-          // Anonymous mappings (heaps, stacks, JIT code) cannot bring a registry.
-          if (info.op == PTRACE_SYSCALL_INFO_ENTRY)
-            mapping_a_file = info.entry.nr == SYS_mmap && (info.entry.args[3] & MAP_ANONYMOUS) == 0;
-          if (info.op == PTRACE_SYSCALL_INFO_EXIT && mapping_a_file && !info.exit.is_error)
-            look = true;
-        }
+        // Anonymous mappings (heaps, stacks, JIT code) cannot bring a registry.
+        const syscall_stop sc = syscall_at(pid);
+        if (sc.entry) mapping_a_file = sc.nr == SYS_mmap && (sc.flags & MAP_ANONYMOUS) == 0;
+        if (sc.exit && mapping_a_file && !sc.failed) look = true;
       }
       if (!code && look) {
         look = false;
@@ -213,6 +268,17 @@ result<stepcheck::published_code> wait_for_code(pid_t pid, bool spawned, seconds
       ptrace(PTRACE_INTERRUPT, pid, nullptr, nullptr);
       interrupting = true;
       continue;
+    } else if (!code && steady_clock::now() >= next_poll) {
+      // Another thread may map the SDK (dlopen): look at its files now and then, and stop this
+      // thread to set the watchpoints if one is new.
+      next_poll = steady_clock::now() + milliseconds(50);
+      const std::set<std::string> files = mapped_files(pid);
+      if (!std::includes(examined.begin(), examined.end(), files.begin(), files.end())) {
+        look = true;
+        ptrace(PTRACE_INTERRUPT, pid, nullptr, nullptr);
+        interrupting = true;
+        continue;
+      }
     }
     if (stop_requested) return error(errc::bad_state, "interrupted while waiting for JIT code");
     if (steady_clock::now() >= deadline)
@@ -309,9 +375,9 @@ bool check_stop(stepcheck::published_code& code, stepcheck::frame_oracle& oracle
   return true;
 }
 
-void print_report(const std::string& program, pid_t pid, const tally& t,
+void print_report(const std::string& program, pid_t pid, pid_t process, const tally& t,
                   const stepcheck::frame_oracle& oracle, const stepcheck::published_code& code) {
-  const auto names = perf_map_names(process_of(pid));
+  const auto names = perf_map_names(process);
   std::printf("%s: thread %d\n", program.c_str(), pid);
   std::printf("  single steps:      %llu (%s)\n", static_cast<unsigned long long>(t.steps),
               t.stopped_because.c_str());
@@ -437,7 +503,10 @@ bool step_thread(const std::string& program, pid_t pid, stepcheck::published_cod
       }
       ++t.native_runs;
     } else {
-      if (ptrace(PTRACE_SINGLESTEP, pid, nullptr, pending) != 0 || !wait_stop(pid, status, false)) {
+      // ESRCH: a SIGKILL (another thread's exit_group) took it out of its stop: the wait
+      // below gets its end.
+      if ((ptrace(PTRACE_SINGLESTEP, pid, nullptr, pending) != 0 && errno != ESRCH) ||
+          !wait_stop(pid, status, false)) {
         t.stopped_because = std::string("lost the thread: ") + std::strerror(errno);
         alive = false;
         break;
@@ -524,12 +593,13 @@ int run_check(const std::string& program, const parsed_args& a) {
   // With COMMAND: waits for its end (unless `ended` already has it) and says how it ended.
   auto finish_command = [&](std::optional<int> ended) {
     if (!spawned) return;
-    int st = 0;
-    while (!ended) {
+    int st = ended.value_or(0);
+    bool over = ended.has_value() && !WIFSTOPPED(st);  // a stop is not an end: wait for it
+    while (!over) {
       if (waitpid(pid, &st, __WALL) != pid) return;
-      if (!WIFSTOPPED(st)) ended = st;
+      over = !WIFSTOPPED(st);
     }
-    std::printf("%s: the command %s\n", program.c_str(), wait_text(*ended).c_str());
+    std::printf("%s: the command %s\n", program.c_str(), wait_text(st).c_str());
   };
 
   // Output to a closed pipe (`| head`) must not kill the tool before it detaches; the command
@@ -543,9 +613,12 @@ int run_check(const std::string& program, const parsed_args& a) {
     if (!failed.ended && !failed.detached) {
       ptrace(PTRACE_INTERRUPT, pid, nullptr, nullptr);
       int st = 0;
-      waitpid(pid, &st, __WALL);
-      unwatch(pid);
-      ptrace(PTRACE_DETACH, pid, nullptr, signal_to_deliver(pid, st));
+      if (waitpid(pid, &st, __WALL) == pid && !WIFSTOPPED(st)) {
+        failed.ended = st;  // ended meanwhile: reaped, its pid may be reused
+      } else {
+        unwatch(pid);
+        ptrace(PTRACE_DETACH, pid, nullptr, signal_to_deliver(pid, st));
+      }
     }
     // A command that published nothing in time is not left running on its own.
     if (spawned && !failed.ended) kill(pid, SIGKILL);
@@ -556,12 +629,13 @@ int run_check(const std::string& program, const parsed_args& a) {
   // The thread is stopped: step it from here.
   tally t;
   stepcheck::frame_oracle oracle;
+  const pid_t process = process_of(pid);  // while the thread still exists
   const bool alive = step_thread(program, pid, *code, oracle, lim, status, t);
-  print_report(program, pid, t, oracle, *code);
+  print_report(program, pid, process, t, oracle, *code);
   std::fflush(stdout);
   finish_command(alive ? std::nullopt : std::optional<int>(status));
   if (!code->unusable().empty()) {
-    std::fprintf(stderr, "%s: error: %s published SFrame data that cannot be used\n",
+    std::fprintf(stderr, "%s: error: %s whose SFrame data cannot be used (listed above)\n",
                  program.c_str(), count_text(code->unusable().size(), "window").c_str());
     return exit_failure;
   }

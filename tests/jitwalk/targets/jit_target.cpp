@@ -24,11 +24,12 @@
 //          --lie (every 10th checkpoint claims one JIT frame too many: verify must fail)
 //          --forget-epilogue (without --fp: rows miss the epilogues' `add rsp, 16`)
 //          --new-ids (recycle: the reused memory gets a new window id each time)
-//          --jit-thread (all of it on a second thread; the main thread leaves by pthread_exit)
+//          --jit-thread (all of it on a second thread, which starts once the main thread has
+//          left by pthread_exit)
 //          --raise-sigtrap (raises and handles SIGTRAP before publishing and after the first
 //          call; exit status 4 unless both arrived)
 //          --pthread-exit (after all of it, the main thread leaves by pthread_exit and a second
-//          thread ends the process 2 s later)
+//          thread ends the process once it is gone)
 #include <jitunwind/frame.h>
 #include <jitunwind/registry_abi.h>
 #include <jitunwind/sframe.h>
@@ -391,6 +392,21 @@ void hostile_loop_fn(window& w) {
 [[gnu::always_inline]] inline int run(const std::string& mode, unsigned iterations,
                                       unsigned recycle_every, double seconds);
 
+// Until the main thread is a zombie (state Z in /proc; 10 s at most).
+void wait_for_main_thread_end() {
+  const std::string stat = "/proc/self/task/" + std::to_string(getpid()) + "/stat";
+  for (int i = 0; i < 10000; ++i) {
+    char buf[512] = {};
+    if (FILE* f = std::fopen(stat.c_str(), "r")) {
+      const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+      std::fclose(f);
+      const char* close = std::strrchr(buf, ')');
+      if (n > 0 && close != nullptr && close[1] == ' ' && close[2] == 'Z') return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "deep";
   unsigned iterations = 200, recycle_every = 10;
@@ -439,14 +455,19 @@ int main(int argc, char** argv) {
   if (g_depth > 500) g_depth = 500;
   // A main thread that leaves by pthread_exit stays a zombie, not reported to a tracer, until
   // the last thread ends: the process goes on (and ends) on another thread.
+  // The second thread starts only once the main thread is a zombie (not while a tracer holds
+  // it at its exit): which thread acts first is then not a matter of timing.
   if (jit_thread) {
-    std::thread([=] { std::exit(run(mode, iterations, recycle_every, seconds)); }).detach();
+    std::thread([=] {
+      wait_for_main_thread_end();
+      std::exit(run(mode, iterations, recycle_every, seconds));
+    }).detach();
     pthread_exit(nullptr);
   }
   const int rc = run(mode, iterations, recycle_every, seconds);
   if (pthread_exit_after) {
     std::thread([rc] {
-      std::this_thread::sleep_for(std::chrono::seconds(2));  // longer than stepping pthread_exit
+      wait_for_main_thread_end();
       cpu_set_t cpus;
       const int n = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : -1;
       std::printf("jit_target: the last thread (on %d CPUs) ends the process\n", n);
