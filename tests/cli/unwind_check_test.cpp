@@ -222,6 +222,17 @@ TEST_CASE("unwind check: attaching to a running process, which goes on after the
 }
 #endif
 
+#ifdef LATE_SDK
+TEST_CASE("unwind check: an SDK that another thread loads late (dlopen) is found") {
+  // The main thread maps no file itself: only a look at the files mapped meanwhile (by the
+  // worker) finds the registry; its publication, by the worker, only polling.
+  auto r = run_tool({"unwind", "check", "--wait", "20", "--", LATE_SDK, LIBJITUNWIND, "50"});
+  require_clean(r, 100);
+  CHECK(r.out.find("late_sdk: 50 calls, sum 350") != std::string::npos);
+  CHECK(r.out.find("the command exited with status 0") != std::string::npos);
+}
+#endif
+
 TEST_CASE("unwind check: usage errors and targets that publish nothing") {
   CHECK(run_tool({"unwind", "check"}).exit_code == 2);
   CHECK(run_tool({"unwind", "check", "--pid", "1", "--", "true"}).exit_code == 2);

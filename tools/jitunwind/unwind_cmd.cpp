@@ -253,6 +253,10 @@ result<stepcheck::published_code> wait_for_code(pid_t pid, bool spawned, seconds
         if (sc.entry) mapping_a_file = sc.nr == SYS_mmap && (sc.flags & MAP_ANONYMOUS) == 0;
         if (sc.exit && mapping_a_file && !sc.failed) look = true;
       }
+      if (!code && steady_clock::now() >= next_poll) {
+        next_poll = steady_clock::now() + milliseconds(10);
+        look = true;  // files another thread mapped (open_at_stop looks only if there are new ones)
+      }
       if (!code && look) {
         look = false;
         open_at_stop();
@@ -269,9 +273,9 @@ result<stepcheck::published_code> wait_for_code(pid_t pid, bool spawned, seconds
       interrupting = true;
       continue;
     } else if (!code && steady_clock::now() >= next_poll) {
-      // Another thread may map the SDK (dlopen): look at its files now and then, and stop this
-      // thread to set the watchpoints if one is new.
-      next_poll = steady_clock::now() + milliseconds(50);
+      // Another thread may map the SDK (dlopen): compare the mapped files every 10 ms (a read
+      // of /proc/PID/maps), and stop this thread to look and set watchpoints if one is new.
+      next_poll = steady_clock::now() + milliseconds(10);
       const std::set<std::string> files = mapped_files(pid);
       if (!std::includes(examined.begin(), examined.end(), files.begin(), files.end())) {
         look = true;
