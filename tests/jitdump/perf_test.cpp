@@ -2,52 +2,22 @@
 // less JIT code: names come from CODE_LOAD, callers of JIT frames from CODE_UNWINDING_INFO.
 #include "jitdump/jitdump_format.hpp"
 #include "jitdump/jitdump_parser.hpp"
+#include "support/killed_perf_map.hpp"
 #include "support/perf_script.hpp"
 #include "support/privileges.hpp"
 #include "support/process.hpp"
 
 #include <catch2/catch.hpp>
 
-#include <cctype>
 #include <filesystem>
-#include <optional>
 #include <regex>
 #include <sstream>
-#include <string_view>
 
 using namespace jitunwind;
 using namespace jitunwind::test;
 namespace jd = jitunwind::detail::jitdump;
 
 namespace {
-
-// Whether `part` can be the beginning of a perf map line that testjit --stress writes
-// ("<hex> 10 stress_t<d>_fn<n>_with_a_longer_name_<a|bb?cc>").
-bool is_start_of_stress_line(std::string_view part) {
-  size_t i = 0;
-  while (i < part.size() && std::isxdigit(static_cast<unsigned char>(part[i]))) ++i;
-  part.remove_prefix(i);
-  const auto take = [&part](std::string_view expect) {  // false: part ended inside expect
-    const size_t n = std::min(part.size(), expect.size());
-    if (part.substr(0, n) != expect.substr(0, n)) return std::optional<bool>(false);
-    part.remove_prefix(n);
-    return n == expect.size() ? std::optional<bool>() : std::optional<bool>(true);
-  };
-  const auto digits = [&part](size_t max) {
-    size_t n = 0;
-    while (n < part.size() && n < max && std::isdigit(static_cast<unsigned char>(part[n]))) ++n;
-    part.remove_prefix(n);
-    return n;
-  };
-  if (auto r = take(" 10 stress_t")) return *r;
-  if (part.empty()) return true;
-  if (digits(1) != 1) return false;
-  if (auto r = take("_fn")) return *r;
-  if (part.empty()) return true;
-  if (digits(10) == 0) return false;
-  if (auto r = take("_with_a_longer_name_")) return *r;
-  return std::string_view("a").starts_with(part) || std::string_view("bb?cc").starts_with(part);
-}
 
 struct injected {
   std::vector<std::vector<std::string>> chains;
@@ -133,14 +103,23 @@ TEST_CASE("a cut perf map line is recognised only as the start of a stress line"
         "7f3a 10 stress_t3_fn12", "7f3a 10 stress_t3_fn12_with_a_lo",
         "7f3a 10 stress_t3_fn12_with_a_longer_name_bb?"}) {
     INFO(ok);
-    CHECK(is_start_of_stress_line(ok));
+    CHECK(is_start_of_stress_line(ok, {"_a", "_bb?cc"}));
   }
   for (const char* bad : {"7f3a 11", "7f3a 10 x", "7f3a 10 stress_tx", "7f3a 10 stress_t3_fnx",
                           "7f3a 10 stress_t3_fn_", "7f3a 10 stress_t3_fn1_with_a_longer_name_c",
                           "7f3a 10 stress_t3_fn1_with_a_longer_name_ab"}) {
     INFO(bad);
-    CHECK_FALSE(is_start_of_stress_line(bad));
+    CHECK_FALSE(is_start_of_stress_line(bad, {"_a", "_bb?cc"}));
   }
+  // A cut is accepted only at a page boundary of the file.
+  const std::string line = "7f3a 10 stress_t1_fn2_with_a_longer_name_a\n";
+  std::string pages;
+  while (pages.size() + line.size() <= 4096) pages += line;
+  const std::string at_boundary = pages + std::string(line, 0, 4096 - pages.size());
+  CHECK(split_killed_perf_map(at_boundary, {"_a"}).problem.empty());
+  CHECK(split_killed_perf_map(at_boundary, {"_a"}).lines == pages);
+  CHECK_FALSE(split_killed_perf_map(at_boundary + "7", {"_a"}).problem.empty());
+  CHECK(split_killed_perf_map(pages, {"_a"}).tail.empty());
 }
 
 TEST_CASE("kill -9 during heavy publishing: complete perf map lines, parseable dump") {
@@ -162,20 +141,13 @@ TEST_CASE("kill -9 during heavy publishing: complete perf map lines, parseable d
   REQUIRE_FALSE(map.empty());
   REQUIRE_FALSE(dump.empty());
 
-  std::string text = read_file(map);
-  REQUIRE_FALSE(text.empty());
-  // SIGKILL can cut a write(2) where the kernel moves to the next page of the file
-  // (generic_perform_write checks for a fatal signal between pages), and no writer can
-  // prevent that. So the file may end in part of a line, but only at a page boundary, and
-  // that part must be the start of a line we wrote; everything before it is whole lines.
-  if (text.back() != '\n') {
-    const size_t cut = text.rfind('\n') + 1;  // npos + 1 == 0: the whole file is one part
-    const std::string tail = text.substr(cut);
-    INFO("file size " << text.size() << ", unterminated tail '" << tail << "'");
-    CHECK(text.size() % 4096 == 0);
-    CHECK(is_start_of_stress_line(tail));
-    text.resize(cut);
-  }
+  const std::string whole = read_file(map);
+  REQUIRE_FALSE(whole.empty());
+  // Whole lines, and possibly the start of one cut by SIGKILL (support/killed_perf_map.hpp).
+  const killed_perf_map cut = split_killed_perf_map(whole, {"_a", "_bb?cc"});
+  INFO("unterminated tail: '" << cut.tail << "'");
+  CHECK(cut.problem.empty());
+  const std::string& text = cut.lines;
   static const std::regex line_re(
       R"(^[0-9a-f]+ 10 stress_t\d_fn\d+_with_a_longer_name_(a|bb\?cc)$)");
   size_t lines = 0;
@@ -208,10 +180,27 @@ TEST_CASE("perf inject --jit succeeds on the dump of a process killed mid-publis
   INFO("batch " << batch);
   temp_dir dir;
   const std::string data = dir / "perf.data", jitted = dir / "perf.jit.data";
-  const run_result rec =
-      run({"perf", "record", "-q", "-k", "1", "-e", "cpu-clock", "-o", data, "--",
-           binary_path("tests/jitdump/testjit"), "--stress", "2", "--stress-pause-us", "200",
-           "--batch", batch, "--kill-after-ms", "300", "--jitdump", dir.path()});
+  const run_result rec = run({"perf",
+                              "record",
+                              "-q",
+                              "-k",
+                              "1",
+                              "-e",
+                              "cpu-clock",
+                              "-o",
+                              data,
+                              "--",
+                              binary_path("tests/jitdump/testjit"),
+                              "--stress",
+                              "2",
+                              "--stress-pause-us",
+                              "200",
+                              "--batch",
+                              batch,
+                              "--kill-after-ms",
+                              "300",
+                              "--jitdump",
+                              dir.path()});
   INFO(rec.out << rec.err);
   REQUIRE(std::filesystem::exists(data));
   std::string dump;
