@@ -180,27 +180,10 @@ TEST_CASE("perf inject --jit succeeds on the dump of a process killed mid-publis
   INFO("batch " << batch);
   temp_dir dir;
   const std::string data = dir / "perf.data", jitted = dir / "perf.jit.data";
-  const run_result rec = run({"perf",
-                              "record",
-                              "-q",
-                              "-k",
-                              "1",
-                              "-e",
-                              "cpu-clock",
-                              "-o",
-                              data,
-                              "--",
-                              binary_path("tests/jitdump/testjit"),
-                              "--stress",
-                              "2",
-                              "--stress-pause-us",
-                              "200",
-                              "--batch",
-                              batch,
-                              "--kill-after-ms",
-                              "300",
-                              "--jitdump",
-                              dir.path()});
+  const run_result rec =
+      run({"perf", "record", "-q", "-k", "1", "-e", "cpu-clock", "-o", data, "--",
+           binary_path("tests/jitdump/testjit"), "--stress", "2", "--stress-pause-us", "200",
+           "--batch", batch, "--kill-after-ms", "300", "--jitdump", dir.path()});
   INFO(rec.out << rec.err);
   REQUIRE(std::filesystem::exists(data));
   std::string dump;

@@ -31,6 +31,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <string_view>
 #include <thread>
 #include <unordered_set>
 
@@ -108,12 +109,17 @@ bool parse_limit(const parsed_args& a, const char* name, uint64_t min, uint64_t 
 
 // ---- waiting for the first publication ----
 
-// The "Threads:" line of /proc/PID/status (at an exit stop, /proc/PID/task may list fewer).
-int thread_count(pid_t pid) {
+// A number from /proc/PID/status ("Threads:", "Tgid:"), or `otherwise`.
+long status_field(pid_t pid, std::string_view field, long otherwise) {
   std::ifstream status("/proc/" + std::to_string(pid) + "/status");
   for (std::string line; std::getline(status, line);)
-    if (line.rfind("Threads:", 0) == 0) return std::atoi(line.c_str() + 8);
-  return 1;
+    if (line.starts_with(field)) return std::atol(line.c_str() + field.size());
+  return otherwise;
+}
+
+// At an exit stop /proc/PID/task may list fewer threads than "Threads:" counts.
+int thread_count(pid_t pid) {
+  return static_cast<int>(status_field(pid, "Threads:", 1));
 }
 
 // The files mapped into the process ("device inode" of each), from /proc/PID/maps.
@@ -186,11 +192,20 @@ result<stepcheck::published_code> wait_for_code(pid_t pid, bool spawned, seconds
   std::set<std::string> examined;  // the mapped files the last look saw
   auto next_poll = steady_clock::now();
   // Whether files were mapped since the last look (a look parses every mapped ELF file).
+  auto has_new = [&](const std::set<std::string>& now) {
+    return !std::includes(examined.begin(), examined.end(), now.begin(), now.end());
+  };
   auto new_files = [&]() {
     std::set<std::string> now = mapped_files(pid);
-    const bool added = !std::includes(examined.begin(), examined.end(), now.begin(), now.end());
+    const bool added = has_new(now);
     examined = std::move(now);
     return added;
+  };
+  // True once per 10 ms: time to compare the mapped files (another thread may map the SDK).
+  auto poll_due = [&]() {
+    if (code || steady_clock::now() < next_poll) return false;
+    next_poll = steady_clock::now() + milliseconds(10);
+    return true;
   };
   auto open_at_stop = [&]() {
     if (!new_files()) return;
@@ -253,10 +268,7 @@ result<stepcheck::published_code> wait_for_code(pid_t pid, bool spawned, seconds
         if (sc.entry) mapping_a_file = sc.nr == SYS_mmap && (sc.flags & MAP_ANONYMOUS) == 0;
         if (sc.exit && mapping_a_file && !sc.failed) look = true;
       }
-      if (!code && steady_clock::now() >= next_poll) {
-        next_poll = steady_clock::now() + milliseconds(10);
-        look = true;  // files another thread mapped (open_at_stop looks only if there are new ones)
-      }
+      if (poll_due()) look = true;  // open_at_stop looks only if there are new files
       if (!code && look) {
         look = false;
         open_at_stop();
@@ -272,12 +284,10 @@ result<stepcheck::published_code> wait_for_code(pid_t pid, bool spawned, seconds
       ptrace(PTRACE_INTERRUPT, pid, nullptr, nullptr);
       interrupting = true;
       continue;
-    } else if (!code && steady_clock::now() >= next_poll) {
-      // Another thread may map the SDK (dlopen): compare the mapped files every 10 ms (a read
-      // of /proc/PID/maps), and stop this thread to look and set watchpoints if one is new.
-      next_poll = steady_clock::now() + milliseconds(10);
-      const std::set<std::string> files = mapped_files(pid);
-      if (!std::includes(examined.begin(), examined.end(), files.begin(), files.end())) {
+    } else if (poll_due()) {
+      // Another thread may map the SDK (dlopen): compare the mapped files (a read of
+      // /proc/PID/maps), and stop this thread to look and set watchpoints if one is new.
+      if (has_new(mapped_files(pid))) {
         look = true;
         ptrace(PTRACE_INTERRUPT, pid, nullptr, nullptr);
         interrupting = true;
@@ -297,10 +307,7 @@ result<stepcheck::published_code> wait_for_code(pid_t pid, bool spawned, seconds
 
 // The process a thread belongs to (perf maps are per process); the thread itself if unknown.
 pid_t process_of(pid_t tid) {
-  std::ifstream status("/proc/" + std::to_string(tid) + "/status");
-  for (std::string line; std::getline(status, line);)
-    if (line.rfind("Tgid:", 0) == 0) return static_cast<pid_t>(std::atol(line.c_str() + 5));
-  return tid;
+  return static_cast<pid_t>(status_field(tid, "Tgid:", tid));
 }
 
 std::map<uint64_t, std::string> perf_map_names(pid_t process) {
