@@ -8,6 +8,7 @@
 
 #include <cctype>
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <sstream>
@@ -164,6 +165,38 @@ std::string hex_text(uint64_t v) {
   char buf[24];
   std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
   return buf;
+}
+
+std::optional<uint64_t> number_option(const parsed_args& a, const std::string& name,
+                                      uint64_t fallback, std::string* bad, uint64_t max) {
+  auto v = a.value(name);
+  if (!v) return fallback;
+  bool too_large = false;
+  auto n = parse_u64(*v, &too_large);
+  if (!n && too_large) {
+    // Digits after all: say what the limit is, as for any other value above it.
+    *bad = "--" + name + ": " + *v + " is more than " + std::to_string(max);
+  } else if (!n) {
+    *bad = "--" + name + ": '" + *v + "' is not a number";
+  } else if (*n > max) {
+    *bad = "--" + name + ": " + *v + " is more than " + std::to_string(max);
+    n.reset();
+  }
+  return n;
+}
+
+std::optional<int> pid_option(const parsed_args& a, std::string* bad) {
+  auto text = a.value("pid");
+  if (!text) {
+    *bad = "--pid is required";
+    return std::nullopt;
+  }
+  auto pid = parse_u64(*text);
+  if (!pid || *pid == 0 || *pid > INT_MAX) {
+    *bad = "--pid: '" + *text + "' is not a process id";
+    return std::nullopt;
+  }
+  return static_cast<int>(*pid);
 }
 
 std::optional<uint64_t> parse_u64(const std::string& text, bool* too_large) {

@@ -75,6 +75,16 @@ std::string hex_text(uint64_t v);
 /// number at all.
 std::optional<uint64_t> parse_u64(const std::string& text, bool* too_large = nullptr);
 
+/// The value of option `--NAME` as a number up to `max`, `fallback` if the option is absent;
+/// nothing (and `*bad` set to a message naming the option) if it is not such a number.
+std::optional<uint64_t> number_option(const parsed_args& a, const std::string& name,
+                                      uint64_t fallback, std::string* bad,
+                                      uint64_t max = UINT64_MAX);
+
+/// The required `--pid` option as a process (or thread) id; nothing (and `*bad` set) if it is
+/// missing or not a positive id.
+std::optional<int> pid_option(const parsed_args& a, std::string* bad);
+
 /// Reads a whole file; `io_error` naming the path and the reason.
 result<std::vector<uint8_t>> read_file(const std::string& path);
 /// Writes a whole file (created or truncated, mode 0644 minus umask); `io_error` naming it.

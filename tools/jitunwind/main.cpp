@@ -14,7 +14,8 @@
 #define JITUNWIND_CLI_GROUPS(GROUP)                                            \
   GROUP(sframe, "decode, validate and build SFrame unwind sections (.sframe)") \
   GROUP(usdt, "fire dynamic USDT probes, list a process's dynamic providers")  \
-  GROUP(unwind, "check a runtime's published unwind rows at every instruction it runs")
+  GROUP(unwind, "check a runtime's published unwind rows at every instruction it runs")      \
+  GROUP(windows, "list and follow the code windows a running process has published")
 
 namespace jitunwind::cli {
 #define JITUNWIND_DECLARE_GROUP(name, summary) int name##_main(const invocation& inv);

@@ -59,90 +59,40 @@ result<void> published_code::refresh() {
   auto changes = reader_.change_count();
   if (!changes) return std::move(changes).error();
   if (seen_ == *changes) return {};
-  std::vector<remote::window_record> windows;
-  std::vector<std::string> why;  // per window: empty if usable
-  std::vector<std::vector<uint8_t>> bytes;
-  // A window can change while its SFrame is copied (another thread of the target republishes
-  // or frees it): the whole registry is read again. Only a copy that fails three times in a
-  // row makes a window unusable.
-  for (int attempt = 0; attempt < 3; ++attempt) {
-    auto snapshot = reader_.read();
-    if (!snapshot) return std::move(snapshot).error();
-    windows.clear();
-    why.clear();
-    bytes.clear();
-    bool failed = false;
-    for (const remote::window_record& w : snapshot->windows) {
-      windows.push_back(w);
-      why.emplace_back();
-      bytes.emplace_back();
-      if (w.sframe_size == 0) {
-        why.back() = "it publishes no SFrame data";
-      } else if (auto b = reader_.read_sframe(w)) {
-        bytes.back() = std::move(b).value();
-      } else {
-        why.back() = b.error().message();
-        failed = true;
-      }
-    }
-    if (!failed) break;
-  }
-  std::vector<sframe::table> tables;
-  tables.reserve(bytes.size());
-  size_t functions = 0;
-  for (size_t i = 0; i < windows.size(); ++i) {
-    if (!why[i].empty()) continue;
-    auto t = sframe::table::create(bytes[i], windows[i].sframe_address);
-    if (!t) {
-      why[i] = t.error().message();
-      continue;
-    }
-    const remote::window_record& w = windows[i];
-    if (t->info().target != abi::amd64) {  // what this checker (and its oracle) understands
-      why[i] = std::string("its SFrame is for ") + to_string(t->info().target) + ", not amd64";
-      continue;
-    }
-    // Rows for code elsewhere would describe whatever runs there with this window's rows.
-    const auto [lo, hi] = t->pc_range();
-    if (lo != hi && (lo < w.text_start || hi - w.text_start > w.text_size)) {
-      why[i] = "its functions span " + hex_text(lo) + "-" + hex_text(hi) + ", outside its text " +
-               hex_text(w.text_start) + "-" + hex_text(w.text_start + w.text_size);
-      continue;
-    }
-    functions += t->info().num_fdes;
-    tables.push_back(std::move(t).value());
-  }
-  // All of it is built before any of it replaces the previous state. The tables refer to
-  // `bytes`' heap buffers, which moving the vectors keeps.
+  auto windows = load_windows(reader_, abi::amd64);  // what this checker (and its oracle) knows
+  if (!windows) return std::move(windows).error();
+  // All of it is built before any of it replaces the previous state. The unwinder points at
+  // the tables inside `windows`, which moving the vector keeps in place.
   sframe::unwinder unwinder;
-  for (const sframe::table& t : tables)
-    if (auto ok = unwinder.add(&t); !ok) return ok;
-  windows_ = std::move(windows);
-  why_unusable_ = std::move(why);
-  bytes_ = std::move(bytes);
-  tables_ = std::move(tables);
+  size_t functions = 0;
+  for (const loaded_window& w : *windows) {
+    if (!w.table) continue;
+    if (auto ok = unwinder.add(&*w.table); !ok) return ok;
+    functions += w.table->info().num_fdes;
+  }
+  windows_ = std::move(windows).value();
   unwinder_ = std::move(unwinder);
   functions_ = std::max(functions_, functions);
   seen_ = *changes;
-  for (size_t i = 0; i < windows_.size(); ++i) {
-    if (why_unusable_[i].empty()) continue;
+  for (const loaded_window& w : windows_) {
+    if (w.why.empty()) continue;
     const bool known =
         std::any_of(unusable_seen_.begin(), unusable_seen_.end(), [&](const unusable_window& u) {
-          return u.record.window_id == windows_[i].window_id &&
-                 u.record.generation == windows_[i].generation;
+          return u.record.window_id == w.record.window_id &&
+                 u.record.generation == w.record.generation;
         });
-    if (!known) unusable_seen_.push_back({windows_[i], why_unusable_[i]});
+    if (!known) unusable_seen_.push_back({w.record, w.why});
   }
   return {};
 }
 
 const remote::window_record* published_code::window_at(uint64_t pc,
                                                        const std::string** why) const noexcept {
-  for (size_t i = 0; i < windows_.size(); ++i) {
-    const remote::window_record& w = windows_[i];
-    if (pc < w.text_start || pc - w.text_start >= w.text_size) continue;
-    if (why != nullptr) *why = why_unusable_[i].empty() ? nullptr : &why_unusable_[i];
-    return &w;
+  for (const loaded_window& w : windows_) {
+    const remote::window_record& r = w.record;
+    if (pc < r.text_start || pc - r.text_start >= r.text_size) continue;
+    if (why != nullptr) *why = w.why.empty() ? nullptr : &w.why;
+    return &r;
   }
   return nullptr;
 }

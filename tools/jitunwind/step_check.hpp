@@ -15,6 +15,8 @@
 #include <jitunwind/remote.h>
 #include <jitunwind/sframe.h>
 
+#include "window_tables.hpp"
+
 #include <sys/types.h>
 
 #include <cstdint>
@@ -99,11 +101,8 @@ class published_code {
  private:
   remote::registry_reader reader_;
   std::optional<uint64_t> seen_;
-  std::vector<remote::window_record> windows_;
-  std::vector<std::string> why_unusable_;  // per window: empty if usable
-  std::vector<std::vector<uint8_t>> bytes_;
-  std::vector<sframe::table> tables_;
-  sframe::unwinder unwinder_;
+  std::vector<loaded_window> windows_;
+  sframe::unwinder unwinder_;  // over windows_' tables
   size_t functions_ = 0;
   std::vector<unusable_window> unusable_seen_;
 };

@@ -4,6 +4,7 @@
 // how that is known). For runtime authors writing frame descriptions: a sampling profiler hits
 // prologues and epilogues too, which call-site checks (`jitwalk verify`) never do.
 #include "cli.hpp"
+#include "proc_files.hpp"
 #include "step_check.hpp"
 #include "tracee.hpp"
 
@@ -108,14 +109,6 @@ bool parse_limit(const parsed_args& a, const char* name, uint64_t min, uint64_t 
 }
 
 // ---- waiting for the first publication ----
-
-// A number from /proc/PID/status ("Threads:", "Tgid:"), or `otherwise`.
-long status_field(pid_t pid, std::string_view field, long otherwise) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  for (std::string line; std::getline(status, line);)
-    if (line.starts_with(field)) return std::atol(line.c_str() + field.size());
-  return otherwise;
-}
 
 // At an exit stop /proc/PID/task may list fewer threads than "Threads:" counts.
 int thread_count(pid_t pid) {
@@ -305,33 +298,9 @@ result<stepcheck::published_code> wait_for_code(pid_t pid, bool spawned, seconds
 
 // ---- names for the report ----
 
-// The process a thread belongs to (perf maps are per process); the thread itself if unknown.
-pid_t process_of(pid_t tid) {
-  return static_cast<pid_t>(status_field(tid, "Tgid:", tid));
-}
-
-std::map<uint64_t, std::string> perf_map_names(pid_t process) {
-  std::map<uint64_t, std::string> names;
-  std::ifstream in("/tmp/perf-" + std::to_string(process) + ".map");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (in.eof()) break;  // no newline: a line still being written, or cut by kill -9
-    std::istringstream fields(line);
-    std::string start, size;
-    if (!(fields >> start >> size)) continue;
-    std::string name;
-    std::getline(fields >> std::ws, name);
-    if (auto a = parse_u64("0x" + start)) names[*a] = name;
-  }
-  return names;
-}
-
 // "'jit:rec'+0x34" (or "0x7f..000+0x34" without a name): what a runtime author looks up.
-std::string location_text(const std::map<uint64_t, std::string>& names, uint64_t start,
-                          uint64_t pc) {
-  auto it = names.find(start);
-  return (it == names.end() ? hex_text(start) : "'" + it->second + "'") + "+" +
-         hex_text(pc - start);
+std::string location_text(const perf_map_names& names, uint64_t start, uint64_t pc) {
+  return names.name_or_address(start) + "+" + hex_text(pc - start);
 }
 
 // ---- the check ----
@@ -388,7 +357,8 @@ bool check_stop(stepcheck::published_code& code, stepcheck::frame_oracle& oracle
 
 void print_report(const std::string& program, pid_t pid, pid_t process, const tally& t,
                   const stepcheck::frame_oracle& oracle, const stepcheck::published_code& code) {
-  const auto names = perf_map_names(process);
+  perf_map_names names(perf_map_path(process));
+  names.update();
   std::printf("%s: thread %d\n", program.c_str(), pid);
   std::printf("  single steps:      %llu (%s)\n", static_cast<unsigned long long>(t.steps),
               t.stopped_because.c_str());

@@ -156,25 +156,6 @@ result<std::vector<typed_value>> parse_values(const std::string& spec) {
 constexpr uint64_t one_day_s = 24 * 3600;
 constexpr uint64_t one_day_ms = one_day_s * 1000;
 
-std::optional<uint64_t> number_option(const parsed_args& a, const std::string& name,
-                                      uint64_t fallback, std::string* bad,
-                                      uint64_t max = UINT64_MAX) {
-  auto v = a.value(name);
-  if (!v) return fallback;
-  bool too_large = false;
-  auto n = parse_u64(*v, &too_large);
-  if (!n && too_large) {
-    // Digits after all: say what the limit is, as for any other value above it.
-    *bad = "--" + name + ": " + *v + " is more than " + std::to_string(max);
-  } else if (!n) {
-    *bad = "--" + name + ": '" + *v + "' is not a number";
-  } else if (*n > max) {
-    *bad = "--" + name + ": " + *v + " is more than " + std::to_string(max);
-    n.reset();
-  }
-  return n;
-}
-
 int run_fire(const std::string& program, const parsed_args& a) {
   auto prov_name = a.value("provider");
   auto probe_name = a.value("probe");
@@ -287,13 +268,11 @@ std::string fetch_arg(const std::string& spec) {
 }
 
 int run_list(const std::string& program, const parsed_args& a) {
-  auto pid_text = a.value("pid");
-  if (!pid_text) return report(program, "--pid is required", exit_usage);
-  auto pid = parse_u64(*pid_text);
-  if (!pid || *pid == 0 || *pid > INT_MAX)
-    return report(program, "--pid: '" + *pid_text + "' is not a process id", exit_usage);
+  std::string bad;
+  const auto pid = pid_option(a, &bad);
+  if (!pid) return report(program, bad, exit_usage);
   std::vector<std::string> warnings;
-  auto objects = find_providers(static_cast<int>(*pid), &warnings);
+  auto objects = find_providers(*pid, &warnings);
   if (!objects) return report(program, objects.error().message(), exit_failure);
   for (const auto& w : warnings)
     std::fprintf(stderr, "%s: warning: %s\n", program.c_str(), w.c_str());
@@ -332,7 +311,7 @@ int run_list(const std::string& program, const parsed_args& a) {
     }
     return exit_ok;
   }
-  std::printf("process %" PRIu64 ": %zu dynamic provider object(s)\n", *pid, objects->size());
+  std::printf("process %d: %zu dynamic provider object(s)\n", *pid, objects->size());
   for (const auto& o : *objects) {
     std::printf("%s\n  path for tracers: %s\n  load address: 0x%" PRIxPTR "\n", o.mapping.c_str(),
                 o.access_path.c_str(), o.load_address);

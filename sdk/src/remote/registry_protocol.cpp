@@ -227,12 +227,10 @@ result<std::vector<uint8_t>> read_sframe_checked(const memory_source& memory,
                       ull(w.window_id), ull(w.sframe_size), ull(options.max_sframe_size));
   }
   std::vector<uint8_t> bytes(static_cast<size_t>(w.sframe_size));
-  if (auto r = memory.read(w.sframe_address, bytes.data(), bytes.size()); !r) {
-    return make_error(r.error().code(), "%s: window %llu: reading SFrame: %s", where.c_str(),
-                      ull(w.window_id), r.error().message().c_str());
-  }
+  const auto copied = memory.read(w.sframe_address, bytes.data(), bytes.size());
   // The bytes are those of this generation only if the entry did not change in the meantime
-  // (the writer changes the entry before it changes or frees what it points to).
+  // (the writer changes the entry before it changes or frees what it points to). A copy that
+  // failed because the window was freed and its memory unmapped is such a change too.
   uint64_t seq_after = 0;
   if (auto r = memory.read(w.entry_address, &seq_after, sizeof(seq_after)); !r) {
     return std::move(r).error();
@@ -242,6 +240,10 @@ result<std::vector<uint8_t>> read_sframe_checked(const memory_source& memory,
                       "%s: window %llu (generation %llu) changed while its SFrame was read; "
                       "read the registry again",
                       where.c_str(), ull(w.window_id), ull(w.generation));
+  }
+  if (!copied) {
+    return make_error(copied.error().code(), "%s: window %llu: reading SFrame: %s", where.c_str(),
+                      ull(w.window_id), copied.error().message().c_str());
   }
   return bytes;
 }

@@ -1,0 +1,274 @@
+// `jitunwind windows list/watch` against running runtimes: toy-jit (names and ranges checked
+// against its perf map and /proc/PID/maps, independent of the registry), jitwalk's test JIT
+// with corrupt windows, and toy-jit recompiling into new windows for watch.
+#include "cli/cli_support.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+
+using namespace jitunwind::test;
+using namespace jitunwind::test::cli;
+using json = nlohmann::json;
+
+namespace {
+
+// A runtime started in the background (output to /dev/null), killed and reaped at the end.
+// `reap_in_background` waits for it on a thread, as a shell would: a process that ends is then
+// gone, not a zombie of the test.
+class background {
+ public:
+  explicit background(const std::vector<std::string>& argv, bool reap_in_background = false) {
+    pid_ = fork();
+    if (pid_ == 0) {
+      const int null = open("/dev/null", O_WRONLY);
+      dup2(null, 1);
+      std::vector<char*> args;
+      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+      args.push_back(nullptr);
+      execv(args[0], args.data());
+      _exit(127);
+    }
+    if (reap_in_background && pid_ > 0)
+      reaper_ = std::thread([this] {
+        int st = 0;
+        while (waitpid(pid_, &st, 0) < 0 && errno == EINTR) {
+        }
+        status_ = st;
+      });
+  }
+  ~background() {
+    if (pid_ <= 0) return;
+    kill(pid_, SIGKILL);
+    if (reaper_.joinable())
+      reaper_.join();
+    else
+      waitpid(pid_, nullptr, 0);
+  }
+  pid_t pid() const { return pid_; }
+  /// The wait status, once the reaper thread has it.
+  int join() {
+    if (reaper_.joinable()) reaper_.join();
+    return status_;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int status_ = -1;
+  std::thread reaper_;
+};
+
+// `windows list --json` once the process lists a window that `ready` accepts (10 s at most).
+json list_when(pid_t pid, const std::function<bool(const json&)>& ready,
+               std::vector<std::string> extra = {}) {
+  std::vector<std::string> args{"windows", "list", "--json", "-p", std::to_string(pid)};
+  args.insert(args.end(), extra.begin(), extra.end());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (;;) {
+    auto r = run_tool(args);
+    if (r.exit_code <= 1 && !r.out.empty()) {
+      json doc = json::parse(r.out);
+      doc["exit_code"] = r.exit_code;
+      if (ready(doc)) return doc;
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      INFO(r.out << r.err);
+      FAIL("the process did not publish what the test waits for");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+// START -> (SIZE, name) of the perf map's complete lines (later lines win, as in perf).
+std::map<uint64_t, std::pair<uint64_t, std::string>> perf_map(pid_t pid) {
+  std::map<uint64_t, std::pair<uint64_t, std::string>> out;
+  std::ifstream in("/tmp/perf-" + std::to_string(pid) + ".map");
+  std::string line;
+  while (std::getline(in, line) && !in.eof()) {
+    std::istringstream f(line);
+    std::string start, size, name;
+    f >> start >> size >> std::ws;
+    std::getline(f, name);
+    out[std::stoull(start, nullptr, 16)] = {std::stoull(size, nullptr, 16), name};
+  }
+  return out;
+}
+
+// Whether [start, start + size) lies in one executable mapping of the process.
+bool in_executable_mapping(pid_t pid, uint64_t start, uint64_t size) {
+  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    std::istringstream f(line);
+    std::string range, perms;
+    f >> range >> perms;
+    const uint64_t lo = std::stoull(range.substr(0, range.find('-')), nullptr, 16);
+    const uint64_t hi = std::stoull(range.substr(range.find('-') + 1), nullptr, 16);
+    if (perms.size() > 2 && perms[2] == 'x' && start >= lo && start + size <= hi) return true;
+  }
+  return false;
+}
+
+const std::string programs = std::string(JITUNWIND_SOURCE_DIR) + "/examples/toy-jit/programs/";
+
+}  // namespace
+
+#ifdef TOY_JIT
+TEST_CASE("windows list: toy-jit's windows and functions, as its perf map and maps say") {
+  background jit({TOY_JIT, "--frame-pointers=off", programs + "spin.toy", "100000000"});
+  REQUIRE(jit.pid() > 0);
+  const json doc =
+      list_when(jit.pid(), [](const json& d) { return d["summary"]["functions"].get<int>() >= 5; },
+                {"--functions"});
+  INFO(doc.dump(2));
+  CHECK(doc["exit_code"] == 0);
+  CHECK(doc["pid"] == jit.pid());
+  REQUIRE(doc["registries"].size() == 1);
+  CHECK(doc["registries"][0]["object"].get<std::string>().find("libjitunwind") !=
+        std::string::npos);
+  CHECK(doc["summary"]["unusable"] == 0);
+
+  const auto names = perf_map(jit.pid());
+  std::set<std::string> seen;
+  for (const json& w : doc["windows"]) {
+    CHECK(w["usable"] == true);
+    CHECK(w["abi"] == "amd64");
+    CHECK(w["state"] == "live");
+    const uint64_t text = w["text_start"], text_size = w["text_size"];
+    CHECK(w["function_count"] == w["functions"].size());
+    for (const json& f : w["functions"]) {
+      const uint64_t start = f["start"], size = f["size"];
+      CHECK(start >= text);
+      CHECK(start + size <= text + text_size);
+      CHECK(in_executable_mapping(jit.pid(), start, size));
+      // The perf map (another publisher) has the same function, size and name.
+      auto it = names.find(start);
+      REQUIRE(it != names.end());
+      CHECK(it->second.first == size);
+      CHECK(f["name"] == it->second.second);
+      seen.insert(f["name"].get<std::string>());
+    }
+  }
+  for (const char* fn : {"toy:main", "toy:level", "toy:compute"}) CHECK(seen.count(fn) == 1);
+
+  // The text form, with functions and with the full SFrame rows.
+  auto text = run_tool({"windows", "list", "-p", std::to_string(jit.pid()), "--functions"});
+  INFO(text.out << text.err);
+  CHECK(text.exit_code == 0);
+  CHECK(text.out.find("0 unusable") != std::string::npos);
+  CHECK(text.out.find("(generation ") != std::string::npos);
+  CHECK(text.out.find(" toy:main\n") != std::string::npos);
+  auto rows = run_tool({"windows", "list", "-p", std::to_string(jit.pid()), "--rows"});
+  CHECK(rows.exit_code == 0);
+  CHECK(rows.out.find("Function 0 <toy:") != std::string::npos);
+  CHECK(rows.out.find("CFA fixed RA offset:     -8") != std::string::npos);
+}
+
+TEST_CASE("windows watch: toy-jit recompiling: windows published, retired and freed") {
+  background jit({TOY_JIT, "--frame-pointers=off", "--windows=16k", "--recompile-every=20000",
+                  programs + "recompile.toy", "300000000"});
+  REQUIRE(jit.pid() > 0);
+  list_when(jit.pid(), [](const json& d) { return !d["windows"].empty(); });
+  auto r = run_tool({"windows", "watch", "-p", std::to_string(jit.pid()), "--json", "--seconds",
+                     "2", "--interval-ms", "20"});
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.err.find("time limit after") != std::string::npos);
+  std::map<std::string, int> events;
+  std::set<std::pair<uint64_t, uint64_t>> announced;  // (id, generation)
+  double last = 0;
+  bool first = true;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    const json e = json::parse(line);
+    const std::string ev = e["event"];
+    ++events[ev];
+    if (first) CHECK(ev == "present");
+    first = false;
+    CHECK(e["time"].get<double>() >= last);
+    last = e["time"];
+    const std::pair<uint64_t, uint64_t> key{e["id"], e["generation"]};
+    if (ev == "freed" || (ev == "retired" && announced.count(key) != 0)) {
+      CHECK(announced.count(key) == 1);  // only what was announced goes
+    } else {
+      CHECK(announced.count(key) == 0);  // a generation is announced once
+      CHECK(e["usable"] == true);
+      announced.insert(key);
+    }
+  }
+  CHECK(events["present"] >= 1);
+  CHECK(events["published"] >= 3);
+  CHECK(events["retired"] >= 1);
+  CHECK(events["freed"] >= 3);
+}
+#endif
+
+#ifdef JIT_TARGET
+TEST_CASE("windows list: windows whose SFrame a profiler cannot use are named, with why") {
+  background target(
+      {JIT_TARGET, "hostile", "--depth", "4", "--spin", "1", "--no-checkpoint", "--seconds", "20"});
+  REQUIRE(target.pid() > 0);
+  const json doc = list_when(target.pid(), [](const json& d) {
+    for (const json& w : d["windows"])
+      if (w["id"] == 13) return true;
+    return false;
+  });
+  INFO(doc.dump(2));
+  CHECK(doc["exit_code"] == 1);
+  std::map<uint64_t, std::string> why;
+  for (const json& w : doc["windows"])
+    if (w["usable"] == false) why[w["id"]] = w["why"];
+  CHECK(why.size() == 4);
+  CHECK(why.count(10) == 1);
+  CHECK(why[11].find("past the end of the function") != std::string::npos);
+  CHECK(why[12].find("outside its text") != std::string::npos);
+  CHECK(why.count(13) == 1);
+  CHECK(doc["summary"]["unusable"] == 4);
+  auto text = run_tool({"windows", "list", "-p", std::to_string(target.pid())});
+  CHECK(text.exit_code == 1);
+  CHECK(text.out.find("window 11 (generation") != std::string::npos);
+  CHECK(text.out.find("UNUSABLE: ") != std::string::npos);
+}
+
+TEST_CASE("windows watch: ends with the process, and usage errors") {
+  background target(
+      {JIT_TARGET, "deep", "--depth", "4", "--spin", "1", "--no-checkpoint", "--seconds", "2"},
+      /*reap_in_background=*/true);
+  REQUIRE(target.pid() > 0);
+  list_when(target.pid(), [](const json& d) { return !d["windows"].empty(); });
+  const auto start = std::chrono::steady_clock::now();
+  auto r = run_tool({"windows", "watch", "-p", std::to_string(target.pid())});
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.err.find("the process exited after") != std::string::npos);
+  CHECK(r.out.find("present   window 1 (generation") != std::string::npos);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
+  CHECK(target.join() == 0);
+
+  CHECK(run_tool({"windows", "list"}).exit_code == 2);
+  CHECK(run_tool({"windows", "list", "-p", "x"}).exit_code == 2);
+  CHECK(run_tool({"windows", "watch", "-p", "1", "--interval-ms", "0"}).exit_code == 2);
+  CHECK(run_tool({"windows", "watch", "-p", "1", "--seconds", "x"}).exit_code == 2);
+  // A process without the SDK, and one that does not exist (the reaped target).
+  background sleeper({"/bin/sleep", "30"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // exec'd by now
+  auto none = run_tool({"windows", "list", "-p", std::to_string(sleeper.pid())});
+  INFO(none.err);
+  CHECK(none.exit_code == 1);
+  CHECK(none.err.find("jitunwind_registry") != std::string::npos);
+  auto gone = run_tool({"windows", "list", "-p", std::to_string(target.pid())});
+  CHECK(gone.exit_code == 1);
+  CHECK(gone.err.find(std::to_string(target.pid())) != std::string::npos);
+}
+#endif

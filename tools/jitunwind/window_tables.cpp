@@ -1,0 +1,62 @@
+#include "window_tables.hpp"
+
+#include "cli.hpp"
+
+namespace jitunwind::cli {
+
+namespace {
+
+// Validates the copied section of `w` in place: sets `table`, or `why`.
+void check_window(loaded_window& w, std::optional<abi> required_abi) {
+  auto t = sframe::table::create(w.sframe, w.record.sframe_address);
+  if (!t) {
+    w.why = t.error().message();
+    return;
+  }
+  if (required_abi && t->info().target != *required_abi) {
+    w.why = std::string("its SFrame is for ") + to_string(t->info().target) + ", not " +
+            to_string(*required_abi);
+    return;
+  }
+  const remote::window_record& r = w.record;
+  const auto [lo, hi] = t->pc_range();
+  if (lo != hi && (lo < r.text_start || hi - r.text_start > r.text_size)) {
+    w.why = "its functions span " + hex_text(lo) + "-" + hex_text(hi) + ", outside its text " +
+            hex_text(r.text_start) + "-" + hex_text(r.text_start + r.text_size);
+    return;
+  }
+  w.table.emplace(std::move(t).value());
+}
+
+}  // namespace
+
+result<std::vector<loaded_window>> load_windows(const remote::registry_reader& reader,
+                                                std::optional<abi> required_abi) {
+  std::vector<loaded_window> out;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    auto snapshot = reader.read();
+    if (!snapshot) return std::move(snapshot).error();
+    out.clear();
+    out.reserve(snapshot->windows.size());
+    bool failed = false;
+    for (const remote::window_record& r : snapshot->windows) {
+      loaded_window& w = out.emplace_back();
+      w.record = r;
+      if (r.sframe_size == 0) {
+        w.why = "it publishes no SFrame data";
+      } else if (auto b = reader.read_sframe(r)) {
+        w.sframe = std::move(b).value();
+      } else {
+        w.why = b.error().message();
+        w.changed = b.error().code() == errc::bad_state;
+        failed = true;
+      }
+    }
+    if (!failed) break;
+  }
+  for (loaded_window& w : out)
+    if (w.why.empty()) check_window(w, required_abi);
+  return out;
+}
+
+}  // namespace jitunwind::cli
