@@ -210,3 +210,22 @@ TEST_CASE("SFrame bytes are accepted only if the entry did not change") {
   w.sframe_size = uint64_t{1} << 40;
   CHECK(read_sframe_checked(m, w, {}).error().code() == errc::limit_exceeded);
 }
+
+TEST_CASE("SFrame memory gone: a change if the entry changed, a read error if it did not") {
+  scripted_memory m;
+  m.setup(1);
+  auto s = read_all(m);
+  REQUIRE(s.ok());
+  remote::window_record w = s->windows[0];
+  w.sframe_address = 0x20000;  // not mapped in the fake memory: the window's memory was freed
+  w.sframe_size = 16;
+  auto unreadable = read_sframe_checked(m, w, {});
+  REQUIRE_FALSE(unreadable.ok());
+  CHECK(unreadable.error().code() == errc::out_of_range);
+  CHECK(unreadable.error().message().find("reading SFrame") != std::string::npos);
+  m.entries[0].seq = 4;  // the writer released the window before unmapping it
+  auto changed = read_sframe_checked(m, w, {});
+  REQUIRE_FALSE(changed.ok());
+  CHECK(changed.error().code() == errc::bad_state);
+  CHECK(changed.error().message().find("changed while its SFrame was read") != std::string::npos);
+}
