@@ -279,9 +279,8 @@ class event_printer {
 
   void window(double t, const char* event, const loaded_window& w) {
     if (json_) {
-      json j = window_json(w, functions_ ? &names_ : nullptr);
-      j["time"] = t;
-      j["event"] = event;
+      json j{{"time", t}, {"event", event}};
+      j.update(window_json(w, functions_ ? &names_ : nullptr));
       std::printf("%s\n", j.dump().c_str());
     } else {
       std::printf("%+9.3fs %-9s %s\n", t, event, window_line(w).c_str());

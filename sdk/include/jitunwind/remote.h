@@ -89,7 +89,8 @@ JITUNWIND_API result<std::vector<registry_location>> locate_registries(pid_t pid
 JITUNWIND_API result<registry_snapshot> read_registry(pid_t pid, const read_options& options = {});
 
 /// Copies a window's SFrame section from the target, then re-reads the window's entry and fails
-/// with `bad_state` if it changed meanwhile (the bytes might belong to newer contents).
+/// with `bad_state` if it changed meanwhile (the bytes might belong to newer contents) — also when
+/// the copy failed because the window was freed and its memory unmapped meanwhile.
 JITUNWIND_API result<std::vector<uint8_t>> read_window_sframe(pid_t pid, const window_record& w,
                                                               const read_options& options = {});
 
