@@ -450,7 +450,8 @@ JITUNWIND_API jitunwind_status jitunwind_remote_read_registry(int pid,
 
 /* Copies a window's SFrame section out of process `pid` into a malloc'd buffer (`*bytes`,
    `*size`; free with jitunwind_remote_free), then fails with BAD_STATE if the window changed
-   meanwhile (read the registry again). Thread-safe. */
+   meanwhile (read the registry again), also when the copy failed because the window was freed
+   and unmapped meanwhile. Thread-safe. */
 JITUNWIND_API jitunwind_status jitunwind_remote_read_sframe(int pid,
                                                            const jitunwind_remote_window* window,
                                                            uint8_t** bytes, size_t* size,
