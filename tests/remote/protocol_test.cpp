@@ -81,6 +81,17 @@ result<registry_snapshot> read_all(const scripted_memory& m, unsigned attempts =
   return s;
 }
 
+// The single window of a one-entry registry, its SFrame said to be `size` bytes at `address`.
+remote::window_record sframe_window(scripted_memory& m, uint64_t address, uint64_t size) {
+  m.setup(1);
+  auto s = read_all(m);
+  REQUIRE(s.ok());
+  remote::window_record w = s->windows[0];
+  w.sframe_address = address;
+  w.sframe_size = size;
+  return w;
+}
+
 }  // namespace
 
 TEST_CASE("stable entries are read with three bulk copies") {
@@ -194,12 +205,7 @@ TEST_CASE("hostile headers and entries are refused") {
 
 TEST_CASE("SFrame bytes are accepted only if the entry did not change") {
   scripted_memory m;
-  m.setup(1);
-  auto s = read_all(m);
-  REQUIRE(s.ok());
-  remote::window_record w = s->windows[0];
-  w.sframe_address = 0x10000;  // read the entry itself as "SFrame bytes"
-  w.sframe_size = 16;
+  remote::window_record w = sframe_window(m, 0x10000, 16);  // the entry itself as "SFrame bytes"
   auto ok = read_sframe_checked(m, w, {});
   REQUIRE(ok.ok());
   CHECK(ok->size() == 16);
@@ -213,12 +219,8 @@ TEST_CASE("SFrame bytes are accepted only if the entry did not change") {
 
 TEST_CASE("SFrame memory gone: a change if the entry changed, a read error if it did not") {
   scripted_memory m;
-  m.setup(1);
-  auto s = read_all(m);
-  REQUIRE(s.ok());
-  remote::window_record w = s->windows[0];
-  w.sframe_address = 0x20000;  // not mapped in the fake memory: the window's memory was freed
-  w.sframe_size = 16;
+  // Not mapped in the fake memory: the window's memory was freed.
+  remote::window_record w = sframe_window(m, 0x20000, 16);
   auto unreadable = read_sframe_checked(m, w, {});
   REQUIRE_FALSE(unreadable.ok());
   CHECK(unreadable.error().code() == errc::out_of_range);
