@@ -7,6 +7,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -40,6 +41,9 @@ class background {
       execv(args[0], args.data());
       _exit(127);
     }
+    // A signal through a pidfd never reaches another process that got the pid after the
+    // reaper thread reaped this one.
+    if (pid_ > 0) pidfd_ = static_cast<int>(syscall(SYS_pidfd_open, pid_, 0));
     if (reap_in_background && pid_ > 0)
       reaper_ = std::thread([this] {
         int st = 0;
@@ -50,7 +54,12 @@ class background {
   }
   ~background() {
     if (pid_ <= 0) return;
-    kill(pid_, SIGKILL);
+    if (pidfd_ >= 0) {
+      syscall(SYS_pidfd_send_signal, pidfd_, SIGKILL, nullptr, 0);
+      close(pidfd_);
+    } else if (!reaper_.joinable()) {
+      kill(pid_, SIGKILL);  // not reaped yet: the pid is still ours
+    }
     if (reaper_.joinable())
       reaper_.join();
     else
@@ -65,6 +74,7 @@ class background {
 
  private:
   pid_t pid_ = -1;
+  int pidfd_ = -1;
   int status_ = -1;
   std::thread reaper_;
 };
