@@ -6,7 +6,8 @@
 #  2. verifies every walked stack against the JIT's ground truth, next to the kernel's
 #     frame-pointer walk of the same events;
 #  3. single-steps the JIT and checks its published rows at every instruction it executes;
-#  4. shows the SFrame format itself: a JIT-style description encoded into an ELF image and read
+#  4. lists what a running JIT has published, read from outside as a profiler reads it;
+#  5. shows the SFrame format itself: a JIT-style description encoded into an ELF image and read
 #     back by `jitunwind sframe dump` and by LLVM's independent reader.
 # Exits non-zero as soon as a step fails. Outputs stay in $DEMO_OUT (default /tmp/jitunwind-demo).
 set -euo pipefail
@@ -85,6 +86,27 @@ echo
 show "$JITUNWIND" unwind check -- "$TOYJIT" --frame-pointers=off examples/toy-jit/programs/fib.toy 12 \
   | tee "$WORK/unwind-check.txt"
 grep -q 'mismatches: *0 at' "$WORK/unwind-check.txt" || fail "unwind check found mismatches"
+
+heading "What a running JIT has published: jitunwind windows list -p PID --functions"
+echo "When a profiler shows [unknown] for JIT code, the first question is what the runtime"
+echo "published. This reads a running toy-jit's registry from outside (the process is not"
+echo "stopped), copies each window's SFrame and validates it as a profiler would; names come"
+echo "from the perf map, which this run writes into the demo's scratch directory."
+echo
+JITUNWIND_PUBLISH=registry,perfmap JITUNWIND_DIR="$WORK" \
+  "$TOYJIT" --frame-pointers=off examples/toy-jit/programs/spin.toy 0 >/dev/null &
+spin_pid=$!
+for _ in $(seq 100); do  # until its first window is published (10 s at most)
+  "$JITUNWIND" windows list -p "$spin_pid" --json 2>/dev/null | grep -q '"functions": [1-9]' && break
+  sleep 0.1
+done
+status=0
+show "$JITUNWIND" windows list -p "$spin_pid" --functions --perf-map "$WORK/perf-$spin_pid.map" \
+  | tee "$WORK/windows.txt" || status=$?
+kill "$spin_pid"
+wait "$spin_pid" 2>/dev/null || true
+((status == 0)) || fail "windows list failed (exit status $status)"
+grep -q ' toy:main$' "$WORK/windows.txt" || fail "windows list did not name toy:main"
 
 heading "The format underneath: a JIT describes the functions it emitted ($INPUT)"
 echo "Six functions in one code window at 0x7f3a5c000000: a frame-pointer function, an SP-only"

@@ -3,12 +3,20 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 #include <regex>
 #include <sstream>
 
 namespace jitunwind::test::cli {
 
 namespace {
+
+// Set before any test runs (static initialization), inherited by every process they start.
+struct scratch_runtime_dir {
+  temp_dir dir;
+  scratch_runtime_dir() { setenv("JITUNWIND_DIR", dir.path().c_str(), 1); }
+};
+const scratch_runtime_dir scratch;
 
 std::string trim(const std::string& s) {
   const auto b = s.find_first_not_of(" \t");
@@ -198,6 +206,10 @@ nlohmann::json normalized(nlohmann::json doc, bool keep_names) {
     for (auto& f : functions) f.erase("name");
   out["functions"] = functions;
   return out;
+}
+
+const std::string& runtime_dir() {
+  return scratch.dir.path();
 }
 
 }  // namespace jitunwind::test::cli

@@ -15,6 +15,11 @@ namespace jitunwind::test::cli {
 /// Path of the jitunwind binary under test (JITUNWIND_CLI_PATH from CMake).
 std::string tool_path();
 
+/// Where the runtimes these tests start write their perf maps and jitdumps: JITUNWIND_DIR is
+/// set to this scratch directory (removed at exit) for the whole test program, so that the
+/// runs leave nothing in /tmp; the tool finds the maps through the runtimes' environment.
+const std::string& runtime_dir();
+
 /// Runs `jitunwind ARGS...`.
 run_result run_tool(const std::vector<std::string>& args, const std::string& input = {});
 

@@ -100,10 +100,11 @@ json list_when(pid_t pid, const std::function<bool(const json&)>& ready,
   }
 }
 
-// START -> (SIZE, name) of the perf map's complete lines (later lines win, as in perf).
+// START -> (SIZE, name) of the perf map's complete lines (later lines win, as in perf). The
+// runtimes write it into runtime_dir() (JITUNWIND_DIR), where the tool must find it by itself.
 std::map<uint64_t, std::pair<uint64_t, std::string>> perf_map(pid_t pid) {
   std::map<uint64_t, std::pair<uint64_t, std::string>> out;
-  std::ifstream in("/tmp/perf-" + std::to_string(pid) + ".map");
+  std::ifstream in(runtime_dir() + "/perf-" + std::to_string(pid) + ".map");
   std::string line;
   while (std::getline(in, line) && !in.eof()) {
     std::istringstream f(line);

@@ -31,7 +31,12 @@ bool process_running(pid_t pid) {
 }
 
 std::string perf_map_path(pid_t process) {
-  return "/tmp/perf-" + std::to_string(process) + ".map";
+  std::string dir = "/tmp";
+  std::ifstream environ("/proc/" + std::to_string(process) + "/environ", std::ios::binary);
+  constexpr std::string_view key = "JITUNWIND_DIR=";
+  for (std::string var; std::getline(environ, var, '\0');)
+    if (var.starts_with(key) && var.size() > key.size()) dir = var.substr(key.size());
+  return dir + "/perf-" + std::to_string(process) + ".map";
 }
 
 void perf_map_names::update() {

@@ -20,7 +20,9 @@ pid_t process_of(pid_t tid);
 /// False once the process has ended: gone, or a zombie that its parent has not reaped yet.
 bool process_running(pid_t pid);
 
-/// Where perf looks for the perf map of `process`.
+/// Where `process` writes its perf map: the directory of JITUNWIND_DIR in its environment
+/// (/proc/PID/environ: what the SDK's session_options::from_env() uses) if set, else /tmp,
+/// where perf looks. A runtime that sets the directory in code needs the tool's --perf-map.
 std::string perf_map_path(pid_t process);
 
 /// The names of a perf map, read as the file grows. A later line for the same start wins (the

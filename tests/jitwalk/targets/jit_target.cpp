@@ -485,7 +485,12 @@ int main(int argc, char** argv) {
     raise(SIGTRAP);  // before anything is published
   }
   registry_init();
-  g_perfmap = std::fopen(("/tmp/perf-" + std::to_string(getpid()) + ".map").c_str(), "w");
+  // Like the SDK's sessions: JITUNWIND_DIR moves the perf map (tests keep /tmp clean with it).
+  const char* dir = std::getenv("JITUNWIND_DIR");
+  g_perfmap = std::fopen((std::string(dir != nullptr && *dir != '\0' ? dir : "/tmp") + "/perf-" +
+                          std::to_string(getpid()) + ".map")
+                             .c_str(),
+                         "w");
 
   window rec = make_window(1, 0), entry = make_window(2, 1);
   std::vector<uint8_t> code;
