@@ -91,7 +91,8 @@ heading "What a running JIT has published: jitunwind windows list -p PID --funct
 echo "When a profiler shows [unknown] for JIT code, the first question is what the runtime"
 echo "published. This reads a running toy-jit's registry from outside (the process is not"
 echo "stopped), copies each window's SFrame and validates it as a profiler would; names come"
-echo "from the perf map, which this run writes into the demo's scratch directory."
+echo "from the perf map, which this run writes into the demo's scratch directory (JITUNWIND_DIR"
+echo "in the process's environment tells the tool where)."
 echo
 JITUNWIND_PUBLISH=registry,perfmap JITUNWIND_DIR="$WORK" \
   "$TOYJIT" --frame-pointers=off examples/toy-jit/programs/spin.toy 0 >/dev/null &
@@ -101,8 +102,7 @@ for _ in $(seq 100); do  # until its first window is published (10 s at most)
   sleep 0.1
 done
 status=0
-show "$JITUNWIND" windows list -p "$spin_pid" --functions --perf-map "$WORK/perf-$spin_pid.map" \
-  | tee "$WORK/windows.txt" || status=$?
+show "$JITUNWIND" windows list -p "$spin_pid" --functions | tee "$WORK/windows.txt" || status=$?
 kill "$spin_pid"
 wait "$spin_pid" 2>/dev/null || true
 ((status == 0)) || fail "windows list failed (exit status $status)"

@@ -186,7 +186,7 @@ TEST_CASE("windows list: toy-jit's windows and functions, as its perf map and ma
   CHECK(rows.out.find("CFA fixed RA offset:     -8") != std::string::npos);
 }
 
-TEST_CASE("windows watch: toy-jit recompiling: windows published, retired and freed") {
+TEST_CASE("windows watch: toy-jit recompiling: windows published, updated, retired, freed") {
   background jit({TOY_JIT, "--frame-pointers=off", "--windows=16k", "--recompile-every=20000",
                   programs + "recompile.toy", "300000000"});
   REQUIRE(jit.pid() > 0);
@@ -196,8 +196,12 @@ TEST_CASE("windows watch: toy-jit recompiling: windows published, retired and fr
   INFO(r.out << r.err);
   CHECK(r.exit_code == 0);
   CHECK(r.err.find("time limit after") != std::string::npos);
+  // What the events say of each window id must add up: a window is announced (present,
+  // published, or first seen retired) before it is updated, retired or freed, each event carries
+  // a newer generation than the last one known of it (or, for retired, the same), and freed
+  // names the generation last announced.
   std::map<std::string, int> events;
-  std::set<std::pair<uint64_t, uint64_t>> announced;  // (id, generation)
+  std::map<uint64_t, std::pair<uint64_t, std::string>> known;  // id -> (generation, state)
   double last = 0;
   bool first = true;
   std::istringstream lines(r.out);
@@ -205,21 +209,38 @@ TEST_CASE("windows watch: toy-jit recompiling: windows published, retired and fr
     const json e = json::parse(line);
     const std::string ev = e["event"];
     ++events[ev];
+    INFO(line);
     if (first) CHECK(ev == "present");
     first = false;
     CHECK(e["time"].get<double>() >= last);
     last = e["time"];
-    const std::pair<uint64_t, uint64_t> key{e["id"], e["generation"]};
-    if (ev == "freed" || (ev == "retired" && announced.count(key) != 0)) {
-      CHECK(announced.count(key) == 1);  // only what was announced goes
-    } else {
-      CHECK(announced.count(key) == 0);  // a generation is announced once
-      CHECK(e["usable"] == true);
-      announced.insert(key);
+    const uint64_t id = e["id"], generation = e["generation"];
+    auto it = known.find(id);
+    if (ev == "freed") {
+      REQUIRE(it != known.end());
+      CHECK(it->second.first == generation);
+      known.erase(it);
+      continue;
     }
+    CHECK(e["usable"] == true);
+    if (ev == "present" || ev == "published") {
+      CHECK(it == known.end());
+      if (ev == "published") CHECK(e["state"] == "live");
+    } else if (ev == "updated") {
+      REQUIRE(it != known.end());
+      CHECK(it->second.first < generation);
+      CHECK(it->second.second == "live");
+      CHECK(e["state"] == "live");
+    } else {
+      REQUIRE(ev == "retired");
+      CHECK(e["state"] == "retired");
+      if (it != known.end()) CHECK(it->second.first <= generation);
+    }
+    known[id] = {generation, e["state"]};
   }
   CHECK(events["present"] >= 1);
   CHECK(events["published"] >= 3);
+  CHECK(events["updated"] >= 1);
   CHECK(events["retired"] >= 1);
   CHECK(events["freed"] >= 3);
 }
@@ -268,6 +289,8 @@ TEST_CASE("windows watch: ends with the process, and usage errors") {
   CHECK(target.join() == 0);
 
   CHECK(run_tool({"windows", "list"}).exit_code == 2);
+  CHECK(run_tool({"windows", "list", "-p", "1", "--rows", "--json"}).exit_code == 2);
+  CHECK(run_tool({"windows", "list", "-p", "1", "--perf-map="}).exit_code == 2);
   CHECK(run_tool({"windows", "list", "-p", "x"}).exit_code == 2);
   CHECK(run_tool({"windows", "watch", "-p", "1", "--interval-ms", "0"}).exit_code == 2);
   CHECK(run_tool({"windows", "watch", "-p", "1", "--seconds", "x"}).exit_code == 2);
@@ -281,5 +304,74 @@ TEST_CASE("windows watch: ends with the process, and usage errors") {
   auto gone = run_tool({"windows", "list", "-p", std::to_string(target.pid())});
   CHECK(gone.exit_code == 1);
   CHECK(gone.err.find(std::to_string(target.pid())) != std::string::npos);
+}
+TEST_CASE("windows list/watch: a process whose main thread has ended is read through another") {
+  // --jit-thread: the main thread leaves by pthread_exit at once (a zombie whose /proc files
+  // show no memory); a second thread publishes and runs the JIT code.
+  background target({JIT_TARGET, "deep", "--depth", "4", "--spin", "1", "--no-checkpoint",
+                     "--seconds", "20", "--jit-thread"});
+  REQUIRE(target.pid() > 0);
+  const json doc = list_when(target.pid(), [](const json& d) { return d["windows"].size() >= 2; });
+  CHECK(doc["exit_code"] == 0);
+  CHECK(doc["pid"] == target.pid());
+  auto w = run_tool({"windows", "watch", "-p", std::to_string(target.pid()), "--seconds", "1"});
+  INFO(w.out << w.err);
+  CHECK(w.exit_code == 0);
+  CHECK(w.err.find("time limit after") != std::string::npos);  // not "the process exited"
+  CHECK(w.out.find("present   window 1 (generation") != std::string::npos);
+}
+
+TEST_CASE("windows list/watch: perf maps given by hand, odd names, a closed output") {
+  background target(
+      {JIT_TARGET, "deep", "--depth", "4", "--spin", "1", "--no-checkpoint", "--seconds", "20"});
+  REQUIRE(target.pid() > 0);
+  const json doc =
+      list_when(target.pid(), [](const json& d) { return !d["windows"].empty(); }, {"--functions"});
+  const uint64_t start = doc["windows"][0]["functions"][0]["start"];
+  const std::string pid = std::to_string(target.pid());
+
+  // A name that is not UTF-8 still gives valid JSON (the byte replaced), and the map given
+  // with --perf-map wins over the process's own.
+  temp_dir dir;
+  char line[128];
+  std::snprintf(line, sizeof line, "%llx 10 caf\xe9 \x01odd\n",
+                static_cast<unsigned long long>(start));
+  REQUIRE(write_file(dir / "odd.map", line));
+  auto odd =
+      run_tool({"windows", "list", "-p", pid, "--json", "-f", "--perf-map", dir / "odd.map"});
+  INFO(odd.out << odd.err);
+  REQUIRE(odd.exit_code == 0);
+  const json parsed = json::parse(odd.out);
+  CHECK(parsed["windows"][0]["functions"][0]["name"] == "caf\xef\xbf\xbd \x01odd");
+
+  // A perf map given by hand must be a regular file that exists.
+  auto missing = run_tool({"windows", "list", "-p", pid, "--perf-map", dir / "none.map"});
+  CHECK(missing.exit_code == 1);
+  CHECK(missing.err.find("none.map") != std::string::npos);
+  auto directory = run_tool({"windows", "list", "-p", pid, "--perf-map", dir.path()});
+  CHECK(directory.exit_code == 1);
+  CHECK(directory.err.find("not a regular file") != std::string::npos);
+
+  // Nothing changes in this process after its first windows: a watch whose reader has gone
+  // must end by itself, not wait for an event to write.
+  const auto t0 = std::chrono::steady_clock::now();
+  auto piped = run_shell("'" + tool_path() + "' windows watch -p " + pid + " | head -1",
+                         std::chrono::seconds(15));
+  INFO(piped.out << piped.err);
+  CHECK(piped.exit_code == 0);
+  CHECK(piped.out.find("present") != std::string::npos);
+  CHECK(piped.err.find("the output was closed") != std::string::npos);
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10));
+
+  // Ctrl-C (SIGINT) with a long interval ends the watch at once.
+  const auto t1 = std::chrono::steady_clock::now();
+  auto interrupted =
+      run_shell("'" + tool_path() + "' windows watch -p " + pid +
+                    " --interval-ms 60000 > /dev/null & sleep 1; kill -INT $!; wait $!",
+                std::chrono::seconds(30));
+  INFO(interrupted.err);
+  CHECK(interrupted.exit_code == 0);
+  CHECK(interrupted.err.find("interrupted after") != std::string::npos);
+  CHECK(std::chrono::steady_clock::now() - t1 < std::chrono::seconds(10));
 }
 #endif

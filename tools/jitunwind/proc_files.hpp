@@ -1,6 +1,9 @@
-// What the tool reads about a process from files: /proc/PID/status fields, and the names a
-// runtime writes into its perf map (/tmp/perf-PID.map, `START SIZE name` lines in hex).
+// What the tool reads about a process from files: /proc/PID/status fields, which of its
+// threads can still be read, and the names a runtime writes into its perf map
+// (`START SIZE name` lines in hex).
 #pragma once
+
+#include <jitunwind/result.h>
 
 #include <sys/types.h>
 
@@ -17,30 +20,50 @@ long status_field(pid_t pid, std::string_view field, long otherwise);
 /// The process a thread belongs to (perf maps are per process); the thread itself if unknown.
 pid_t process_of(pid_t tid);
 
-/// False once the process has ended: gone, or a zombie that its parent has not reaped yet.
-bool process_running(pid_t pid);
+/// A thread of process `tgid` that has not ended: `preferred` if it is one of them and alive,
+/// else the main thread if alive, else any other (a main thread that left by pthread_exit is a
+/// zombie whose /proc files show no memory, while the other threads run on); 0 if none.
+pid_t live_task(pid_t tgid, pid_t preferred);
 
-/// Where `process` writes its perf map: the directory of JITUNWIND_DIR in its environment
-/// (/proc/PID/environ: what the SDK's session_options::from_env() uses) if set, else /tmp,
-/// where perf looks. A runtime that sets the directory in code needs the tool's --perf-map.
-std::string perf_map_path(pid_t process);
+/// False once every thread of process `tgid` has ended (gone, or a zombie not reaped yet).
+bool process_running(pid_t tgid);
+
+/// Where process `tgid` writes its perf map, seen from here: the directory of JITUNWIND_DIR in
+/// its environment (what the SDK's session_options::from_env() uses) if set, else /tmp, where
+/// perf looks; in another PID namespace, below /proc/TASK/root and named with the pid the
+/// process knows itself by (as perf does). `task` is a live thread of it (see live_task). A
+/// runtime that sets the directory in code needs the tool's --perf-map.
+std::string perf_map_path(pid_t tgid, pid_t task);
+
+/// A perf map file given explicitly must be a regular file that can be opened (a FIFO would
+/// block the reader). Errors: io_error naming the file and the reason.
+result<void> check_perf_map_file(const std::string& path);
 
 /// The names of a perf map, read as the file grows. A later line for the same start wins (the
-/// address was reused). A last line without its newline is not read yet (still being written,
-/// or cut by a kill -9); a missing file is empty.
+/// address was reused). A last line without its newline is kept until its newline arrives (it
+/// is still being written, or was cut by a kill -9); a line longer than max_line is skipped.
+/// A missing or non-regular file reads as empty; a replaced or shrunk file is read again.
 class perf_map_names {
  public:
+  static constexpr size_t max_line = 64 * 1024;
+
   explicit perf_map_names(std::string path) : path_(std::move(path)) {}
-  /// Reads what was appended since the last call (everything, the first time; from the start
-  /// again if the file shrank: a new process with the same pid rewrote it).
+  /// Reads what was appended since the last call.
   void update();
   const std::map<uint64_t, std::string>& names() const noexcept { return names_; }
   /// "'toy:fib'", or the hex address without a name.
   std::string name_or_address(uint64_t start) const;
+  const std::string& path() const noexcept { return path_; }
 
  private:
+  void consume(const char* p, size_t n);
+  void parse_line(std::string_view line);
+
   std::string path_;
   uint64_t offset_ = 0;
+  uint64_t device_ = 0, inode_ = 0;
+  std::string tail_;       // the start of a line whose newline has not been read yet
+  bool skipping_ = false;  // in a line longer than max_line: up to its newline
   std::map<uint64_t, std::string> names_;
 };
 

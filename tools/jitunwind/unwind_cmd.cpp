@@ -357,7 +357,7 @@ bool check_stop(stepcheck::published_code& code, stepcheck::frame_oracle& oracle
 
 void print_report(const std::string& program, pid_t pid, pid_t process, const tally& t,
                   const stepcheck::frame_oracle& oracle, const stepcheck::published_code& code) {
-  perf_map_names names(perf_map_path(process));
+  perf_map_names names(perf_map_path(process, live_task(process, pid)));
   names.update();
   std::printf("%s: thread %d\n", program.c_str(), pid);
   std::printf("  single steps:      %llu (%s)\n", static_cast<unsigned long long>(t.steps),

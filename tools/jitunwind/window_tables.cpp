@@ -1,6 +1,7 @@
 #include "window_tables.hpp"
 
 #include "cli.hpp"
+#include "proc_files.hpp"
 
 namespace jitunwind::cli {
 
@@ -46,10 +47,14 @@ result<std::vector<loaded_window>> load_windows(const remote::registry_reader& r
         w.why = "it publishes no SFrame data";
       } else if (auto b = reader.read_sframe(r)) {
         w.sframe = std::move(b).value();
+      } else if (!process_running(process_of(reader.pid()))) {
+        return std::move(b).error();  // the process ended: no window is unusable for that
       } else {
+        // Only a window that changed meanwhile is worth reading the registry again for; a
+        // window whose SFrame cannot be read at all stays so.
         w.why = b.error().message();
         w.changed = b.error().code() == errc::bad_state;
-        failed = true;
+        failed = failed || w.changed;
       }
     }
     if (!failed) break;

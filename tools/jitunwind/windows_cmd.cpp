@@ -10,9 +10,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <poll.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -20,8 +22,8 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <set>
 #include <thread>
-#include <tuple>
 
 namespace jitunwind::cli {
 
@@ -34,8 +36,9 @@ const char* const reading_note =
     "permission to read its memory (same user with ptrace access, or root). Each window's SFrame "
     "section is copied and validated as a profiler would use it: a window without SFrame, with "
     "SFrame that does not validate or that describes code outside the window is UNUSABLE, with "
-    "the reason. Function names come from the process's perf map (/tmp/perf-PID.map) when it "
-    "writes one.";
+    "the reason. Function names come from the process's perf map when it writes one: "
+    "/tmp/perf-PID.map, or in the directory of JITUNWIND_DIR if the process has that in its "
+    "environment. A thread id stands for its process (whose main thread may have ended).";
 
 const command_spec list_spec{
     "list",
@@ -54,21 +57,25 @@ const command_spec list_spec{
       "Also print each usable window's SFrame section in full, as `jitunwind sframe dump` "
       "does (header, then every function with its rows)."},
      {"live", 0, "", "Only live windows (default: also retired ones)."},
-     {"json", 0, "", "One JSON document instead of text (addresses as integers)."},
-     {"perf-map", 0, "FILE", "Read names from FILE instead of /tmp/perf-PID.map."}},
+     {"json", 0, "",
+      "One JSON document instead of text (addresses as integers; `usable` is null for a window "
+      "that kept changing while it was read)."},
+     {"perf-map", 0, "FILE",
+      "Read names from FILE (a regular file) instead of the process's own."}},
     0,
     0,
     "jitunwind windows list -p 4242\n"
     "jitunwind windows list -p 4242 --functions --live\n"
-    "jitunwind windows list -p 4242 --json | jq '.windows[] | select(.usable | not)'"};
+    "jitunwind windows list -p 4242 --json | jq '.windows[] | select(.usable == false)'"};
 
 const command_spec watch_spec{
     "watch",
     "",
     "Follow a running process's code windows as they are published, retired and freed.",
     std::string(
-        "Prints the windows process PID has published, then one line per change: a window "
-        "published (a new generation), retired, or freed (gone from the registry). The "
+        "Prints the windows process PID has published (present), then one line per change: a "
+        "window published, updated (a new generation: more code, or its memory reused), "
+        "retired (in its grace period), or freed (gone from the registry). The "
         "registry's change counter is polled every --interval-ms: changes between two polls are "
         "seen together (a window published and freed in between is not seen at all). Ends "
         "when the process exits, after --seconds, or on Ctrl-C, with a count of what was seen.\n") +
@@ -78,15 +85,22 @@ const command_spec watch_spec{
     {{"pid", 'p', "PID", "The process to follow (a thread id means its process). Required."},
      {"functions", 'f', "", "Also list the functions of each newly published window."},
      {"interval-ms", 0, "MS", "Poll the registry every MS milliseconds (default 100, 1 to 60000)."},
-     {"seconds", 0, "S", "Stop after S seconds (default: until the process exits)."},
+     {"seconds", 0, "S", "Stop after S seconds (default 0: when the process exits)."},
      {"json", 0, "", "One JSON object per line and event (JSON Lines), for jq and scripts."},
-     {"perf-map", 0, "FILE", "Read names from FILE instead of /tmp/perf-PID.map."}},
+     {"perf-map", 0, "FILE",
+      "Read names from FILE (a regular file) instead of the process's own."}},
     0,
     0,
     "jitunwind windows watch -p 4242\n"
     "jitunwind windows watch -p 4242 --json --seconds 10 > windows.jsonl"};
 
 std::atomic<bool> stop_watching{false};
+
+// Names, paths and messages come from the target and may hold any bytes: invalid UTF-8 is
+// replaced (U+FFFD) rather than refused.
+std::string dump_text(const json& j, int indent = -1) {
+  return j.dump(indent, ' ', false, json::error_handler_t::replace);
+}
 
 const char* symbol_table_text(remote::symbol_table t) {
   switch (t) {
@@ -124,7 +138,10 @@ json window_json(const loaded_window& w, const perf_map_names* names) {
   j["sframe_address"] = r.sframe_address;
   j["sframe_size"] = r.sframe_size;
   j["abi"] = w.table ? to_string(w.table->info().target) : to_string(r.code_abi);
-  j["usable"] = w.why.empty();
+  if (w.changed)
+    j["usable"] = nullptr;  // not known: it changed while it was read
+  else
+    j["usable"] = w.why.empty();
   if (!w.why.empty()) j["why"] = w.why;
   if (w.changed) j["changed"] = true;
   j["function_count"] = function_count(w);
@@ -180,30 +197,55 @@ void print_rows(pid_t pid, const loaded_window& w, const perf_map_names& names) 
 }
 
 struct opened {
-  pid_t process = 0;
+  pid_t process = 0;  // the thread group
   remote::registry_reader reader;
   perf_map_names names;
 };
 
-// The reader and the names for `--pid`; an error message on failure.
+// The reader and the perf map for `--pid`. A usage error sets `bad_usage`.
 result<opened> open_target(const parsed_args& a, std::string& bad_usage) {
   const auto pid = pid_option(a, &bad_usage);
   if (!pid) return error(errc::invalid_argument, bad_usage);
+  if (auto f = a.value("perf-map"); f && f->empty()) {
+    bad_usage = "--perf-map: empty file name";
+    return error(errc::invalid_argument, bad_usage);
+  }
   const pid_t process = process_of(*pid);
-  auto reader = remote::registry_reader::open(process);
+  // The memory and mappings are read through a live thread: a main thread that ended by
+  // pthread_exit is a zombie whose /proc files show none, while the process goes on.
+  const pid_t task = live_task(process, *pid);
+  auto reader = remote::registry_reader::open(task != 0 ? task : *pid);
   if (!reader) return std::move(reader).error();
-  perf_map_names names(a.value("perf-map").value_or(perf_map_path(process)));
-  names.update();
-  return opened{process, std::move(reader).value(), std::move(names)};
+  std::string map = perf_map_path(process, task);
+  if (auto f = a.value("perf-map")) {
+    if (auto ok = check_perf_map_file(*f); !ok) return std::move(ok).error();
+    map = *f;
+  }
+  return opened{process, std::move(reader).value(), perf_map_names(std::move(map))};
+}
+
+// A window that changed while it was read (the process republished or freed it meanwhile) is
+// read again with the whole registry, a few times: `list` reports one state, not a race.
+result<std::vector<loaded_window>> load_settled(const remote::registry_reader& reader) {
+  for (int round = 0;; ++round) {
+    auto loaded = load_windows(reader, std::nullopt);
+    if (!loaded || round == 5) return loaded;
+    if (std::none_of(loaded->begin(), loaded->end(),
+                     [](const loaded_window& w) { return w.changed; }))
+      return loaded;
+  }
 }
 
 int run_list(const std::string& program, const parsed_args& a) {
   std::string bad;
+  if (a.flag("rows") && a.flag("json"))
+    return report(program, "--rows is a text listing: it cannot go with --json", exit_usage);
   auto target = open_target(a, bad);
   if (!target)
     return report(program, target.error().message(), bad.empty() ? exit_failure : exit_usage);
-  auto loaded = load_windows(target->reader, std::nullopt);
+  auto loaded = load_settled(target->reader);
   if (!loaded) return report(program, loaded.error().message(), exit_failure);
+  if (a.flag("functions") || a.flag("rows")) target->names.update();
   std::vector<loaded_window> windows;
   for (loaded_window& w : *loaded)
     if (!a.flag("live") || w.record.state == remote::window_state::live)
@@ -234,7 +276,7 @@ int run_list(const std::string& program, const parsed_args& a) {
                       {"retired", windows.size() - live},
                       {"functions", functions},
                       {"unusable", unusable}};
-    std::printf("%s\n", doc.dump(2).c_str());
+    std::printf("%s\n", dump_text(doc, 2).c_str());
   } else {
     std::printf("process %d: %s (%zu live, %zu retired), %s, %zu unusable\n", target->process,
                 count_text(windows.size(), "window").c_str(), live, windows.size() - live,
@@ -260,90 +302,117 @@ int run_list(const std::string& program, const parsed_args& a) {
 
 // ---- watch ----
 
-// A window's identity across polls: the same generation of the same window of one registry.
-using window_key = std::tuple<uint64_t, uint64_t, uint64_t>;  // registry, id, generation
-
-window_key key_of(const remote::window_record& r) {
-  return {r.registry_address, r.window_id, r.generation};
-}
+// A window across polls: one window of one registry. Its generation tells whether its contents
+// changed (every update of a window gets a new one).
+using window_key = std::pair<uint64_t, uint64_t>;  // registry, id
+struct seen_window {
+  uint64_t generation = 0;
+  remote::window_state state = remote::window_state::live;
+};
 
 struct watch_state {
-  std::map<window_key, remote::window_state> seen;
-  uint64_t present = 0, published = 0, retired = 0, freed = 0, unusable = 0;
+  std::map<window_key, seen_window> seen;
+  uint64_t present = 0, published = 0, updated = 0, retired = 0, freed = 0, unusable = 0;
 };
 
 class event_printer {
  public:
-  event_printer(bool as_json, bool functions, const perf_map_names& names)
-      : json_(as_json), functions_(functions), names_(names) {}
+  event_printer(bool as_json, bool functions, bool name_registry, const perf_map_names& names)
+      : json_(as_json), functions_(functions), name_registry_(name_registry), names_(names) {}
 
   void window(double t, const char* event, const loaded_window& w) {
     if (json_) {
       json j{{"time", t}, {"event", event}};
       j.update(window_json(w, functions_ ? &names_ : nullptr));
-      std::printf("%s\n", j.dump().c_str());
+      std::printf("%s\n", dump_text(j).c_str());
     } else {
-      std::printf("%+9.3fs %-9s %s\n", t, event, window_line(w).c_str());
+      std::printf("%+9.3fs %-9s %s%s\n", t, event, registry_text(w.record.registry_address).c_str(),
+                  window_line(w).c_str());
       if (functions_ && std::string_view(event) != "retired")
         print_functions(w, names_, "            ");
     }
-    std::fflush(stdout);
   }
 
-  void freed(double t, const window_key& k) {
-    const auto& [registry, id, generation] = k;
+  void freed(double t, const window_key& k, uint64_t generation) {
     if (json_) {
-      std::printf("%s\n", json{{"time", t},
-                               {"event", "freed"},
-                               {"registry", registry},
-                               {"id", id},
-                               {"generation", generation}}
-                              .dump()
+      std::printf("%s\n", dump_text(json{{"time", t},
+                                         {"event", "freed"},
+                                         {"registry", k.first},
+                                         {"id", k.second},
+                                         {"generation", generation}})
                               .c_str());
     } else {
-      std::printf("%+9.3fs %-9s window %" PRIu64 " (generation %" PRIu64 ")\n", t, "freed", id,
-                  generation);
+      std::printf("%+9.3fs %-9s %swindow %" PRIu64 " (generation %" PRIu64 ")\n", t, "freed",
+                  registry_text(k.first).c_str(), k.second, generation);
     }
-    std::fflush(stdout);
   }
 
  private:
-  bool json_, functions_;
+  // With several registries (copies of the SDK) window ids repeat: say whose.
+  std::string registry_text(uint64_t address) const {
+    return name_registry_ ? "registry " + hex_text(address) + ": " : std::string();
+  }
+  bool json_, functions_, name_registry_;
   const perf_map_names& names_;
 };
 
 // Compares a new snapshot with what was seen and prints the differences: windows gone first,
-// then windows retired, then new ones (the order within one poll is not known; this one reads
-// as a window's life).
+// then the others in registry and id order (the order of changes within one poll is unknown).
 void report_changes(double t, const std::vector<loaded_window>& now, watch_state& st,
                     event_printer& out, bool first) {
-  // A new window that changed while it was read is left for the next poll (which sees what
-  // it became); a known one keeps its place.
+  using remote::window_state;
   std::map<window_key, const loaded_window*> next;
-  for (const loaded_window& w : now)
-    if (!w.changed || st.seen.count(key_of(w.record)) != 0) next[key_of(w.record)] = &w;
-  for (const auto& [k, state] : st.seen) {
-    if (next.count(k) != 0) continue;
-    ++st.freed;
-    out.freed(t, k);
+  std::set<window_key> listed;
+  for (const loaded_window& w : now) {
+    const window_key k{w.record.registry_address, w.record.window_id};
+    listed.insert(k);
+    // A window that changed while it was read is left for the next poll, which sees what it
+    // became; until then it keeps what was seen of it.
+    if (!w.changed) next[k] = &w;
+  }
+  std::map<window_key, seen_window> seen;
+  for (const auto& [k, old] : st.seen) {
+    const bool still_listed = listed.count(k) != 0;
+    if (next.count(k) == 0 && still_listed) {
+      seen[k] = old;  // changed while read: nothing to say yet
+    } else if (!still_listed) {
+      ++st.freed;
+      out.freed(t, k, old.generation);
+    }
   }
   for (const auto& [k, w] : next) {
+    const remote::window_record& r = w->record;
+    seen[k] = {r.generation, r.state};
     auto it = st.seen.find(k);
-    if (it == st.seen.end() || it->second == w->record.state ||
-        w->record.state != remote::window_state::retired)
-      continue;
-    ++st.retired;
-    out.window(t, "retired", *w);
-  }
-  for (const auto& [k, w] : next) {
-    if (st.seen.count(k) != 0) continue;
-    const bool live = w->record.state == remote::window_state::live;
+    const char* event = nullptr;
+    if (it == st.seen.end()) {
+      event = first ? "present" : r.state == window_state::live ? "published" : "retired";
+      ++(first ? st.present : r.state == window_state::live ? st.published : st.retired);
+    } else if (it->second.generation == r.generation) {
+      if (it->second.state == r.state) continue;
+      event = "retired";
+      ++st.retired;
+    } else if (it->second.state == window_state::retired) {
+      // A retired window is not republished: it was freed and its id reused in between.
+      ++st.freed;
+      out.freed(t, k, it->second.generation);
+      event = r.state == window_state::live ? "published" : "retired";
+      ++(r.state == window_state::live ? st.published : st.retired);
+    } else {
+      event = r.state == window_state::live ? "updated" : "retired";
+      ++(r.state == window_state::live ? st.updated : st.retired);
+    }
     st.unusable += !w->why.empty();
-    ++(first ? st.present : live ? st.published : st.retired);
-    out.window(t, first ? "present" : live ? "published" : "retired", *w);
+    out.window(t, event, *w);
   }
-  st.seen.clear();
-  for (const auto& [k, w] : next) st.seen[k] = w->record.state;
+  st.seen = std::move(seen);
+}
+
+// True if standard output can no longer be written (a pipe whose reader left: `| head`), so a
+// quiet process does not keep the command running with nobody reading.
+bool output_closed() {
+  pollfd p{1, 0, 0};
+  return ::poll(&p, 1, 0) == 1 && (p.revents & (POLLERR | POLLHUP)) != 0;
 }
 
 int run_watch(const std::string& program, const parsed_args& a) {
@@ -365,50 +434,74 @@ int run_watch(const std::string& program, const parsed_args& a) {
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
   const auto elapsed = [&] { return std::chrono::duration<double>(clock::now() - start).count(); };
+  const bool functions = a.flag("functions");
   watch_state st;
-  event_printer out(a.flag("json"), a.flag("functions"), target->names);
+  event_printer out(a.flag("json"), functions, target->reader.registries().size() > 1,
+                    target->names);
   std::optional<uint64_t> seen_count;
   std::string ended = "interrupted";
+  std::string failure;
+  unsigned errors_in_a_row = 0;
   bool first = true;
   for (;;) {
     if (stop_watching) break;
+    if (output_closed()) {
+      ended = "the output was closed";
+      break;
+    }
     if (*seconds != 0 && elapsed() >= static_cast<double>(*seconds)) {
       ended = "time limit";
       break;
     }
     auto count = target->reader.change_count();
+    std::optional<std::vector<loaded_window>> now;
+    if (count && *count != seen_count) {
+      auto loaded = load_windows(target->reader, std::nullopt);
+      if (loaded)
+        now = std::move(loaded).value();
+      else
+        count = std::move(loaded).error();
+    }
     if (!count) {
       if (!process_running(target->process)) {
         ended = "the process exited";
         break;
       }
-      return report(program, count.error().message(), exit_failure);
-    }
-    if (*count != seen_count) {
-      auto now = load_windows(target->reader, std::nullopt);
-      if (!now) {
-        if (!process_running(target->process)) {
-          ended = "the process exited";
-          break;
-        }
-        return report(program, now.error().message(), exit_failure);
+      // A registry caught mid-update by a stopped process, say: try again at the next poll.
+      if (++errors_in_a_row == 20) {
+        failure = count.error().message();
+        ended = "failed";
+        break;
       }
-      target->names.update();
+    } else {
+      errors_in_a_row = 0;
+    }
+    if (now) {
+      if (functions) target->names.update();
       report_changes(elapsed(), *now, st, out, first);
       first = false;
       seen_count = *count;
-      if (std::ferror(stdout)) {  // e.g. `| head` has read enough
+      std::fflush(stdout);
+      if (std::ferror(stdout)) {
         ended = "the output was closed";
         break;
       }
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(*interval));
+    // Sleep in short slices: Ctrl-C, the time limit and a closed output end the watch promptly
+    // whatever the interval.
+    const auto wake = clock::now() + std::chrono::milliseconds(*interval);
+    while (!stop_watching && clock::now() < wake &&
+           (*seconds == 0 || elapsed() < static_cast<double>(*seconds)) && !output_closed())
+      std::this_thread::sleep_for(
+          std::min<clock::duration>(std::chrono::milliseconds(20), wake - clock::now()));
   }
   std::fprintf(stderr,
                "%s: %s after %.1f s: %" PRIu64 " present at the start, %" PRIu64
-               " published, %" PRIu64 " retired, %" PRIu64 " freed, %" PRIu64 " unusable\n",
-               program.c_str(), ended.c_str(), elapsed(), st.present, st.published, st.retired,
-               st.freed, st.unusable);
+               " published, %" PRIu64 " updated, %" PRIu64 " retired, %" PRIu64 " freed, %" PRIu64
+               " unusable\n",
+               program.c_str(), ended.c_str(), elapsed(), st.present, st.published, st.updated,
+               st.retired, st.freed, st.unusable);
+  if (!failure.empty()) return report(program, failure, exit_failure);
   return st.unusable == 0 ? exit_ok : exit_failure;
 }
 
