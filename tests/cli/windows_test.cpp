@@ -246,6 +246,33 @@ TEST_CASE("windows watch: toy-jit recompiling: windows published, updated, retir
 }
 #endif
 
+#if defined(JIT_TARGET) && defined(TOY_JIT)
+TEST_CASE("windows watch: a process that loads the SDK later, and one that execs a runtime") {
+  // A shell that becomes toy-jit a moment later: no registry at first, so watch waits.
+  background later({"/bin/sh", "-c",
+                    "sleep 1; exec '" + std::string(TOY_JIT) + "' --frame-pointers=off '" +
+                        programs + "spin.toy' 0"});
+  REQUIRE(later.pid() > 0);
+  auto w = run_tool({"windows", "watch", "-p", std::to_string(later.pid()), "--seconds", "6"});
+  INFO(w.out << w.err);
+  CHECK(w.exit_code == 0);
+  CHECK(w.err.find("waiting for the process to load the jitunwind SDK") != std::string::npos);
+  CHECK(w.out.find("present   window 1 (generation") != std::string::npos);
+
+  // jit_target sets up its own registry, publishes nothing, and execs toy-jit 1.5 s later: the
+  // registry watch started on is gone, toy-jit's (in libjitunwind) must be found.
+  background execs({JIT_TARGET, "exec-later", "1500", TOY_JIT, "--frame-pointers=off",
+                    programs + "spin.toy", "0"});
+  REQUIRE(execs.pid() > 0);
+  list_when(execs.pid(), [](const json& d) { return d["registries"].size() == 1; });
+  auto e = run_tool({"windows", "watch", "-p", std::to_string(execs.pid()), "--seconds", "6"});
+  INFO(e.out << e.err);
+  CHECK(e.exit_code == 0);
+  CHECK(e.out.find("published window 1 (generation") != std::string::npos);
+  CHECK(e.out.find("present") == std::string::npos);  // nothing was published before the exec
+}
+#endif
+
 #ifdef JIT_TARGET
 TEST_CASE("windows list: windows whose SFrame a profiler cannot use are named, with why") {
   background target(

@@ -77,8 +77,10 @@ const command_spec watch_spec{
         "window published, updated (a new generation: more code, or its memory reused), "
         "retired (in its grace period), or freed (gone from the registry). The "
         "registry's change counter is polled every --interval-ms: changes between two polls are "
-        "seen together (a window published and freed in between is not seen at all). Ends "
-        "when the process exits, after --seconds, or on Ctrl-C, with a count of what was seen.\n") +
+        "seen together (a window published and freed in between is not seen at all). Waits for "
+        "the process to load the SDK if it has not yet, and looks for its registries again "
+        "after an exec. Ends when the process exits, after --seconds, on Ctrl-C or when the "
+        "output is closed, with a count of what was seen.\n") +
         reading_note +
         "\nExit status: 0 if every window seen was usable, 1 if one was not or the registry "
         "cannot be read, 2 for a bad command line.",
@@ -421,10 +423,6 @@ int run_watch(const std::string& program, const parsed_args& a) {
   const auto seconds = number_option(a, "seconds", 0, &bad, 24 * 3600);
   if (!bad.empty()) return report(program, bad, exit_usage);
   if (*interval == 0) return report(program, "--interval-ms: must be at least 1", exit_usage);
-  auto target = open_target(a, bad);
-  if (!target)
-    return report(program, target.error().message(), bad.empty() ? exit_failure : exit_usage);
-
   struct sigaction sa {};
   sa.sa_handler = [](int) { stop_watching = true; };
   sigaction(SIGINT, &sa, nullptr);
@@ -434,11 +432,38 @@ int run_watch(const std::string& program, const parsed_args& a) {
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
   const auto elapsed = [&] { return std::chrono::duration<double>(clock::now() - start).count(); };
+  const auto time_is_up = [&] {
+    return *seconds != 0 && elapsed() >= static_cast<double>(*seconds);
+  };
+  // Sleeps one interval in short slices: Ctrl-C, the time limit and a closed output end the
+  // watch promptly whatever the interval.
+  const auto pause = [&] {
+    const auto wake = clock::now() + std::chrono::milliseconds(*interval);
+    while (!stop_watching && clock::now() < wake && !time_is_up() && !output_closed())
+      std::this_thread::sleep_for(
+          std::min<clock::duration>(std::chrono::milliseconds(20), wake - clock::now()));
+  };
+
+  auto target = open_target(a, bad);
+  // Started before the process has loaded the SDK (or exec'd the runtime): wait for it.
+  for (bool said = false; !target && bad.empty() && target.error().code() == errc::not_found;) {
+    if (!process_running(process_of(*pid_option(a, &bad))) || stop_watching || time_is_up()) break;
+    if (!said)
+      std::fprintf(stderr, "%s: %s; waiting for the process to load the jitunwind SDK\n",
+                   program.c_str(), target.error().message().c_str());
+    said = true;
+    pause();
+    target = open_target(a, bad);
+  }
+  if (!target)
+    return report(program, target.error().message(), bad.empty() ? exit_failure : exit_usage);
+
   const bool functions = a.flag("functions");
   watch_state st;
   event_printer out(a.flag("json"), functions, target->reader.registries().size() > 1,
                     target->names);
-  std::optional<uint64_t> seen_count;
+  uint64_t seen_count = 0;
+  bool read_once = false;  // seen_count holds the change count of the last snapshot
   std::string ended = "interrupted";
   std::string failure;
   unsigned errors_in_a_row = 0;
@@ -449,13 +474,13 @@ int run_watch(const std::string& program, const parsed_args& a) {
       ended = "the output was closed";
       break;
     }
-    if (*seconds != 0 && elapsed() >= static_cast<double>(*seconds)) {
+    if (time_is_up()) {
       ended = "time limit";
       break;
     }
     auto count = target->reader.change_count();
     std::optional<std::vector<loaded_window>> now;
-    if (count && *count != seen_count) {
+    if (count && (!read_once || *count != seen_count)) {
       auto loaded = load_windows(target->reader, std::nullopt);
       if (loaded)
         now = std::move(loaded).value();
@@ -467,7 +492,13 @@ int run_watch(const std::string& program, const parsed_args& a) {
         ended = "the process exited";
         break;
       }
-      // A registry caught mid-update by a stopped process, say: try again at the next poll.
+      // The process may have exec'd another image (the registry is elsewhere, or gone): look
+      // for the registries again. Otherwise, a registry caught mid-update by a stopped
+      // process, say: try again at the next poll.
+      if (auto again = remote::registry_reader::open(live_task(target->process, 0))) {
+        target->reader = std::move(again).value();
+        read_once = false;
+      }
       if (++errors_in_a_row == 20) {
         failure = count.error().message();
         ended = "failed";
@@ -481,19 +512,14 @@ int run_watch(const std::string& program, const parsed_args& a) {
       report_changes(elapsed(), *now, st, out, first);
       first = false;
       seen_count = *count;
+      read_once = true;
       std::fflush(stdout);
       if (std::ferror(stdout)) {
         ended = "the output was closed";
         break;
       }
     }
-    // Sleep in short slices: Ctrl-C, the time limit and a closed output end the watch promptly
-    // whatever the interval.
-    const auto wake = clock::now() + std::chrono::milliseconds(*interval);
-    while (!stop_watching && clock::now() < wake &&
-           (*seconds == 0 || elapsed() < static_cast<double>(*seconds)) && !output_closed())
-      std::this_thread::sleep_for(
-          std::min<clock::duration>(std::chrono::milliseconds(20), wake - clock::now()));
+    pause();
   }
   std::fprintf(stderr,
                "%s: %s after %.1f s: %" PRIu64 " present at the start, %" PRIu64

@@ -19,6 +19,7 @@
 //                          and runs a function whose frame records point to themselves
 //   exec PROGRAM [ARG...]  initializes its registry, publishes nothing and execs PROGRAM (a
 //                          tracer must then look for the new image's registries)
+//   exec-later MS PROGRAM [ARG...]  the same, MS milliseconds after initializing the registry
 // options: --depth N (100) --iterations N (200) --spin N (20000) --recycle-every N (10)
 //          --fp (keep frame pointers) --no-checkpoint --seconds S (run for S seconds instead)
 //          --lie (every 10th checkpoint claims one JIT frame too many: verify must fail)
@@ -412,9 +413,11 @@ int main(int argc, char** argv) {
   unsigned iterations = 200, recycle_every = 10;
   double seconds = 0;
   bool jit_thread = false, pthread_exit_after = false;
-  if (mode == "exec" && argc > 2) {
+  if ((mode == "exec" && argc > 2) || (mode == "exec-later" && argc > 3)) {
     registry_init();
-    execv(argv[2], argv + 2);
+    const int first = mode == "exec" ? 2 : 3;
+    if (mode == "exec-later") usleep(static_cast<useconds_t>(std::atoi(argv[2])) * 1000);
+    execv(argv[first], argv + first);
     std::perror("jit_target: exec");
     return 127;
   }
