@@ -259,6 +259,34 @@ TEST_CASE("windows watch: a process that loads the SDK later, and one that execs
   CHECK(w.err.find("waiting for the process to load the jitunwind SDK") != std::string::npos);
   CHECK(w.out.find("present   window 1 (generation") != std::string::npos);
 
+  // Waiting ends like watching does: Ctrl-C, the time limit, the output closed, the process
+  // gone; exit 0 with the summary (nothing unusable was seen).
+  background sleeper({"/bin/sleep", "30"});
+  const std::string sleeping = std::to_string(sleeper.pid());
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // exec'd by now
+  const auto t0 = std::chrono::steady_clock::now();
+  auto limit = run_tool({"windows", "watch", "-p", sleeping, "--seconds", "1"});
+  CHECK(limit.exit_code == 0);
+  CHECK(limit.err.find("time limit after") != std::string::npos);
+  auto ctrl_c = run_shell(
+      "'" + tool_path() + "' windows watch -p " + sleeping + " & sleep 1; kill -INT $!; wait $!",
+      std::chrono::seconds(20));
+  INFO(ctrl_c.err);
+  CHECK(ctrl_c.exit_code == 0);
+  CHECK(ctrl_c.err.find("interrupted after") != std::string::npos);
+  auto closed = run_shell("'" + tool_path() + "' windows watch -p " + sleeping + " | true",
+                          std::chrono::seconds(20));
+  INFO(closed.err);
+  CHECK(closed.err.find("the output was closed") != std::string::npos);
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10));
+  background short_sleep({"/bin/sleep", "1"}, /*reap_in_background=*/true);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  auto gone = run_tool({"windows", "watch", "-p", std::to_string(short_sleep.pid())});
+  INFO(gone.err);
+  CHECK(gone.exit_code == 0);
+  CHECK(gone.err.find("the process exited after") != std::string::npos);
+  CHECK(run_tool({"windows", "watch", "-p", std::to_string(short_sleep.pid())}).exit_code == 1);
+
   // jit_target sets up its own registry, publishes nothing, and execs toy-jit 1.5 s later: the
   // registry watch started on is gone, toy-jit's (in libjitunwind) must be found.
   background execs({JIT_TARGET, "exec-later", "1500", TOY_JIT, "--frame-pointers=off",
@@ -270,6 +298,17 @@ TEST_CASE("windows watch: a process that loads the SDK later, and one that execs
   CHECK(e.exit_code == 0);
   CHECK(e.out.find("published window 1 (generation") != std::string::npos);
   CHECK(e.out.find("present") == std::string::npos);  // nothing was published before the exec
+
+  // The same into an image without the SDK: the watch waits (no failure) until the process ends.
+  background no_sdk({JIT_TARGET, "exec-later", "500", "/bin/sleep", "2"},
+                    /*reap_in_background=*/true);
+  REQUIRE(no_sdk.pid() > 0);
+  list_when(no_sdk.pid(), [](const json& d) { return d["registries"].size() == 1; });
+  auto n = run_tool({"windows", "watch", "-p", std::to_string(no_sdk.pid()), "--interval-ms", "5"});
+  INFO(n.out << n.err);
+  CHECK(n.exit_code == 0);
+  CHECK(n.err.find("waiting for the process to load the jitunwind SDK") != std::string::npos);
+  CHECK(n.err.find("the process exited after") != std::string::npos);
 }
 #endif
 

@@ -32,7 +32,9 @@ void check_window(loaded_window& w, std::optional<abi> required_abi) {
 }  // namespace
 
 result<std::vector<loaded_window>> load_windows(const remote::registry_reader& reader,
-                                                std::optional<abi> required_abi) {
+                                                std::optional<abi> required_abi, pid_t process) {
+  // Determined before reading: once the reader's thread has ended, it maps to no process.
+  if (process == 0) process = process_of(reader.pid());
   std::vector<loaded_window> out;
   for (int attempt = 0; attempt < 3; ++attempt) {
     auto snapshot = reader.read();
@@ -47,7 +49,7 @@ result<std::vector<loaded_window>> load_windows(const remote::registry_reader& r
         w.why = "it publishes no SFrame data";
       } else if (auto b = reader.read_sframe(r)) {
         w.sframe = std::move(b).value();
-      } else if (!process_running(process_of(reader.pid()))) {
+      } else if (!process_running(process)) {
         return std::move(b).error();  // the process ended: no window is unusable for that
       } else {
         // Only a window that changed meanwhile is worth reading the registry again for; a

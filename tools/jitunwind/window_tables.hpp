@@ -36,8 +36,10 @@ struct loaded_window {
 /// the window kept changing). A window is
 /// also unusable without SFrame, with SFrame that does not validate, for another ABI than
 /// `required_abi` (if given), or with functions outside its text (those rows would describe
-/// whatever code lives there). Errors: the registry reads' (see remote.h).
+/// whatever code lives there). A copy that fails because process `process` (0: the reader's
+/// thread's) has ended is an error, not an unusable window. Errors: the registry reads' (see
+/// remote.h).
 result<std::vector<loaded_window>> load_windows(const remote::registry_reader& reader,
-                                                std::optional<abi> required_abi);
+                                                std::optional<abi> required_abi, pid_t process = 0);
 
 }  // namespace jitunwind::cli

@@ -198,14 +198,15 @@ void print_rows(pid_t pid, const loaded_window& w, const perf_map_names& names) 
   std::printf("\n%s", render_sframe_text("process " + std::to_string(pid), source, *d).c_str());
 }
 
-struct opened {
-  pid_t process = 0;  // the thread group
-  remote::registry_reader reader;
+// What --pid and --perf-map name.
+struct target_info {
+  pid_t given = 0;    // as given: a thread id is allowed
+  pid_t process = 0;  // its thread group
   perf_map_names names;
 };
 
-// The reader and the perf map for `--pid`. A usage error sets `bad_usage`.
-result<opened> open_target(const parsed_args& a, std::string& bad_usage) {
+// A usage error sets `bad_usage`.
+result<target_info> resolve_target(const parsed_args& a, std::string& bad_usage) {
   const auto pid = pid_option(a, &bad_usage);
   if (!pid) return error(errc::invalid_argument, bad_usage);
   if (auto f = a.value("perf-map"); f && f->empty()) {
@@ -213,24 +214,27 @@ result<opened> open_target(const parsed_args& a, std::string& bad_usage) {
     return error(errc::invalid_argument, bad_usage);
   }
   const pid_t process = process_of(*pid);
-  // The memory and mappings are read through a live thread: a main thread that ended by
-  // pthread_exit is a zombie whose /proc files show none, while the process goes on.
-  const pid_t task = live_task(process, *pid);
-  auto reader = remote::registry_reader::open(task != 0 ? task : *pid);
-  if (!reader) return std::move(reader).error();
-  std::string map = perf_map_path(process, task);
+  std::string map = perf_map_path(process, live_task(process, *pid));
   if (auto f = a.value("perf-map")) {
     if (auto ok = check_perf_map_file(*f); !ok) return std::move(ok).error();
     map = *f;
   }
-  return opened{process, std::move(reader).value(), perf_map_names(std::move(map))};
+  return target_info{*pid, process, perf_map_names(std::move(map))};
+}
+
+// The registries, read through a live thread: a main thread that ended by pthread_exit is a
+// zombie whose /proc files show no memory, while the process goes on.
+result<remote::registry_reader> open_reader(const target_info& t) {
+  const pid_t task = live_task(t.process, t.given);
+  return remote::registry_reader::open(task != 0 ? task : t.given);
 }
 
 // A window that changed while it was read (the process republished or freed it meanwhile) is
 // read again with the whole registry, a few times: `list` reports one state, not a race.
-result<std::vector<loaded_window>> load_settled(const remote::registry_reader& reader) {
+result<std::vector<loaded_window>> load_settled(const remote::registry_reader& reader,
+                                                pid_t process) {
   for (int round = 0;; ++round) {
-    auto loaded = load_windows(reader, std::nullopt);
+    auto loaded = load_windows(reader, std::nullopt, process);
     if (!loaded || round == 5) return loaded;
     if (std::none_of(loaded->begin(), loaded->end(),
                      [](const loaded_window& w) { return w.changed; }))
@@ -242,10 +246,12 @@ int run_list(const std::string& program, const parsed_args& a) {
   std::string bad;
   if (a.flag("rows") && a.flag("json"))
     return report(program, "--rows is a text listing: it cannot go with --json", exit_usage);
-  auto target = open_target(a, bad);
+  auto target = resolve_target(a, bad);
   if (!target)
     return report(program, target.error().message(), bad.empty() ? exit_failure : exit_usage);
-  auto loaded = load_settled(target->reader);
+  auto reader = open_reader(*target);
+  if (!reader) return report(program, reader.error().message(), exit_failure);
+  auto loaded = load_settled(*reader, target->process);
   if (!loaded) return report(program, loaded.error().message(), exit_failure);
   if (a.flag("functions") || a.flag("rows")) target->names.update();
   std::vector<loaded_window> windows;
@@ -259,7 +265,7 @@ int run_list(const std::string& program, const parsed_args& a) {
     functions += function_count(w);
     unusable += !w.why.empty() && !w.changed;
   }
-  const auto& registries = target->reader.registries();
+  const auto& registries = reader->registries();
   if (a.flag("json")) {
     json doc;
     doc["pid"] = target->process;
@@ -319,8 +325,10 @@ struct watch_state {
 
 class event_printer {
  public:
-  event_printer(bool as_json, bool functions, bool name_registry, const perf_map_names& names)
-      : json_(as_json), functions_(functions), name_registry_(name_registry), names_(names) {}
+  event_printer(bool as_json, bool functions, const perf_map_names& names)
+      : json_(as_json), functions_(functions), names_(names) {}
+  /// With several registries (copies of the SDK) window ids repeat: lines then say whose.
+  void name_registries(bool on) { name_registry_ = on; }
 
   void window(double t, const char* event, const loaded_window& w) {
     if (json_) {
@@ -350,13 +358,21 @@ class event_printer {
   }
 
  private:
-  // With several registries (copies of the SDK) window ids repeat: say whose.
   std::string registry_text(uint64_t address) const {
     return name_registry_ ? "registry " + hex_text(address) + ": " : std::string();
   }
-  bool json_, functions_, name_registry_;
+  bool json_, functions_, name_registry_ = false;
   const perf_map_names& names_;
 };
+
+// Everything seen is gone (the process exec'd another image, or unloaded the SDK).
+void report_all_freed(double t, watch_state& st, event_printer& out) {
+  for (const auto& [k, old] : st.seen) {
+    ++st.freed;
+    out.freed(t, k, old.generation);
+  }
+  st.seen.clear();
+}
 
 // Compares a new snapshot with what was seen and prints the differences: windows gone first,
 // then the others in registry and id order (the order of changes within one poll is unknown).
@@ -391,9 +407,12 @@ void report_changes(double t, const std::vector<loaded_window>& now, watch_state
       event = first ? "present" : r.state == window_state::live ? "published" : "retired";
       ++(first ? st.present : r.state == window_state::live ? st.published : st.retired);
     } else if (it->second.generation == r.generation) {
-      if (it->second.state == r.state) continue;
+      // Only retirement changes a window without a new generation.
+      if (it->second.state == r.state || r.state != window_state::retired) continue;
       event = "retired";
       ++st.retired;
+      out.window(t, event, *w);
+      continue;  // its usability was counted when this generation was announced
     } else if (it->second.state == window_state::retired) {
       // A retired window is not republished: it was freed and its id reused in between.
       ++st.freed;
@@ -444,31 +463,26 @@ int run_watch(const std::string& program, const parsed_args& a) {
           std::min<clock::duration>(std::chrono::milliseconds(20), wake - clock::now()));
   };
 
-  auto target = open_target(a, bad);
-  // Started before the process has loaded the SDK (or exec'd the runtime): wait for it.
-  for (bool said = false; !target && bad.empty() && target.error().code() == errc::not_found;) {
-    if (!process_running(process_of(*pid_option(a, &bad))) || stop_watching || time_is_up()) break;
-    if (!said)
-      std::fprintf(stderr, "%s: %s; waiting for the process to load the jitunwind SDK\n",
-                   program.c_str(), target.error().message().c_str());
-    said = true;
-    pause();
-    target = open_target(a, bad);
-  }
+  auto target = resolve_target(a, bad);
   if (!target)
     return report(program, target.error().message(), bad.empty() ? exit_failure : exit_usage);
 
+  if (!process_running(target->process))
+    return report(program, "pid " + std::to_string(target->given) + ": no such process",
+                  exit_failure);
+
   const bool functions = a.flag("functions");
   watch_state st;
-  event_printer out(a.flag("json"), functions, target->reader.registries().size() > 1,
-                    target->names);
+  event_printer out(a.flag("json"), functions, target->names);
+  std::optional<remote::registry_reader> reader;
+  std::vector<std::pair<uint64_t, std::string>> registries;  // of the last reader opened
   uint64_t seen_count = 0;
   bool read_once = false;  // seen_count holds the change count of the last snapshot
   std::string ended = "interrupted";
   std::string failure;
   unsigned errors_in_a_row = 0;
-  bool first = true;
-  for (;;) {
+  bool first = true, said_waiting = false;
+  for (;; pause()) {
     if (stop_watching) break;
     if (output_closed()) {
       ended = "the output was closed";
@@ -478,48 +492,78 @@ int run_watch(const std::string& program, const parsed_args& a) {
       ended = "time limit";
       break;
     }
-    auto count = target->reader.change_count();
+    if (!process_running(target->process)) {
+      ended = "the process exited";
+      break;
+    }
+    if (!reader) {
+      auto opened = open_reader(*target);
+      if (!opened) {
+        if (opened.error().code() != errc::not_found) {
+          if (++errors_in_a_row == 20) {
+            failure = opened.error().message();
+            ended = "failed";
+            break;
+          }
+          continue;
+        }
+        // The process has not loaded the SDK yet, or runs an image without it (after an
+        // exec): what was seen of the old image is gone. Waiting is not an error.
+        if (!said_waiting)
+          std::fprintf(stderr, "%s: %s; waiting for the process to load the jitunwind SDK\n",
+                       program.c_str(), opened.error().message().c_str());
+        said_waiting = true;
+        errors_in_a_row = 0;
+        report_all_freed(elapsed(), st, out);
+        std::fflush(stdout);
+        continue;
+      }
+      std::vector<std::pair<uint64_t, std::string>> now_registries;
+      for (const remote::registry_location& r : opened->registries())
+        now_registries.emplace_back(r.address, r.object_path);
+      // Other registries: a new image (exec). The same ones: a read that failed for a moment.
+      if (now_registries != registries) report_all_freed(elapsed(), st, out);
+      registries = std::move(now_registries);
+      out.name_registries(registries.size() > 1);
+      reader = std::move(opened).value();
+      said_waiting = false;
+      read_once = false;
+    }
+    auto count = reader->change_count();
     std::optional<std::vector<loaded_window>> now;
     if (count && (!read_once || *count != seen_count)) {
-      auto loaded = load_windows(target->reader, std::nullopt);
+      auto loaded = load_windows(*reader, std::nullopt, target->process);
       if (loaded)
         now = std::move(loaded).value();
       else
         count = std::move(loaded).error();
     }
     if (!count) {
-      if (!process_running(target->process)) {
-        ended = "the process exited";
-        break;
-      }
-      // The process may have exec'd another image (the registry is elsewhere, or gone): look
-      // for the registries again. Otherwise, a registry caught mid-update by a stopped
-      // process, say: try again at the next poll.
-      if (auto again = remote::registry_reader::open(live_task(target->process, 0))) {
-        target->reader = std::move(again).value();
-        read_once = false;
-      }
+      // Look for the registries again at the next poll (the process may have exec'd another
+      // image); 20 failed reads in a row, though, are a registry that cannot be read.
+      reader.reset();
       if (++errors_in_a_row == 20) {
         failure = count.error().message();
         ended = "failed";
         break;
       }
-    } else {
-      errors_in_a_row = 0;
+      continue;
     }
-    if (now) {
-      if (functions) target->names.update();
-      report_changes(elapsed(), *now, st, out, first);
-      first = false;
-      seen_count = *count;
-      read_once = true;
-      std::fflush(stdout);
-      if (std::ferror(stdout)) {
-        ended = "the output was closed";
-        break;
-      }
+    errors_in_a_row = 0;
+    if (!now) continue;
+    if (functions) target->names.update();
+    report_changes(elapsed(), *now, st, out, first);
+    first = false;
+    seen_count = *count;
+    // A window that changed while it was read is read again at the next poll even if nothing
+    // else changes.
+    read_once =
+        std::none_of(now->begin(), now->end(), [](const loaded_window& w) { return w.changed; });
+    std::fflush(stdout);
+    if (std::ferror(stdout)) {
+      ended = "the output was closed";
+      break;
     }
-    pause();
   }
   std::fprintf(stderr,
                "%s: %s after %.1f s: %" PRIu64 " present at the start, %" PRIu64
