@@ -287,24 +287,29 @@ TEST_CASE("windows watch: a process that loads the SDK later, and one that execs
   CHECK(gone.err.find("the process exited after") != std::string::npos);
   CHECK(run_tool({"windows", "watch", "-p", std::to_string(short_sleep.pid())}).exit_code == 1);
 
-  // jit_target sets up its own registry, publishes nothing, and execs toy-jit 1.5 s later: the
-  // registry watch started on is gone, toy-jit's (in libjitunwind) must be found.
-  background execs({JIT_TARGET, "exec-later", "1500", TOY_JIT, "--frame-pointers=off",
-                    programs + "spin.toy", "0"});
-  REQUIRE(execs.pid() > 0);
-  list_when(execs.pid(), [](const json& d) { return d["registries"].size() == 1; });
-  auto e = run_tool({"windows", "watch", "-p", std::to_string(execs.pid()), "--seconds", "6"});
+  // jit_target sets up its own registry, publishes nothing, and execs PROGRAM MS later; the
+  // watch starts on the registry that the exec makes disappear.
+  const auto watch_exec_later = [](const char* ms, std::vector<std::string> program,
+                                   std::vector<std::string> watch_options) {
+    std::vector<std::string> argv{JIT_TARGET, "exec-later", ms};
+    argv.insert(argv.end(), program.begin(), program.end());
+    background target(argv, /*reap_in_background=*/true);
+    REQUIRE(target.pid() > 0);
+    list_when(target.pid(), [](const json& d) { return d["registries"].size() == 1; });
+    std::vector<std::string> watch{"windows", "watch", "-p", std::to_string(target.pid())};
+    watch.insert(watch.end(), watch_options.begin(), watch_options.end());
+    return run_tool(watch);
+  };
+  // Into toy-jit: its registry (in libjitunwind) must be found.
+  auto e = watch_exec_later("1500", {TOY_JIT, "--frame-pointers=off", programs + "spin.toy", "0"},
+                            {"--seconds", "6"});
   INFO(e.out << e.err);
   CHECK(e.exit_code == 0);
   CHECK(e.out.find("published window 1 (generation") != std::string::npos);
   CHECK(e.out.find("present") == std::string::npos);  // nothing was published before the exec
 
-  // The same into an image without the SDK: the watch waits (no failure) until the process ends.
-  background no_sdk({JIT_TARGET, "exec-later", "500", "/bin/sleep", "2"},
-                    /*reap_in_background=*/true);
-  REQUIRE(no_sdk.pid() > 0);
-  list_when(no_sdk.pid(), [](const json& d) { return d["registries"].size() == 1; });
-  auto n = run_tool({"windows", "watch", "-p", std::to_string(no_sdk.pid()), "--interval-ms", "5"});
+  // Into an image without the SDK: the watch waits (no failure) until the process ends.
+  auto n = watch_exec_later("500", {"/bin/sleep", "2"}, {"--interval-ms", "5"});
   INFO(n.out << n.err);
   CHECK(n.exit_code == 0);
   CHECK(n.err.find("waiting for the process to load the jitunwind SDK") != std::string::npos);
