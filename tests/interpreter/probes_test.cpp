@@ -55,9 +55,10 @@ TEST_CASE("bpftrace counts of function__entry by name equal the interpreter's ca
         "@depth = max(arg1); }" +
         exit_with(rt.pid);
     const auto r = run({"bpftrace", "-p", std::to_string(rt.pid), "-e", script});
+    INFO(r.out << r.err);
+    REQUIRE(r.exit_code == 0);  // before waiting: a runtime bpftrace never reached waits for it
     REQUIRE(rt.wait_exit());
-    INFO(r.out << r.err << rt.err());
-    REQUIRE(r.exit_code == 0);
+    INFO(rt.err());
     const auto stats = parse_stats(rt.err());
     REQUIRE(!stats.empty());
     CHECK(parse_map(r.out, "entries") == stats);

@@ -86,11 +86,18 @@ struct waiting_runtime {
     pid = -1;
   }
 
-  /// Waits (at most `timeout`) for the process to end; false if it is still running.
+  /// Waits (at most `timeout`) for the process to end; false if it is still running. The
+  /// runtime is an orphan (its shell exited), so whoever adopted it reaps it: a zombie has ended.
   bool wait_exit(std::chrono::seconds timeout = std::chrono::seconds(60)) const {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
+    const std::string stat = "/proc/" + std::to_string(pid) + "/stat";
     while (std::chrono::steady_clock::now() < deadline) {
       if (kill(pid, 0) != 0) return true;
+      const std::string s = jitunwind::test::read_file(stat);
+      const auto paren = s.rfind(')');
+      if (paren != std::string::npos && paren + 2 < s.size() &&
+          (s[paren + 2] == 'Z' || s[paren + 2] == 'X'))
+        return true;
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     return false;
@@ -132,10 +139,11 @@ inline traced_checkpoints trace_checkpoints(const std::vector<std::string>& argv
       "count(); } }" +
       exit_with(rt.pid);
   const auto r = jitunwind::test::run({"bpftrace", "-p", std::to_string(rt.pid), "-e", script});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);  // before waiting: a runtime bpftrace never reached waits for it
   REQUIRE(rt.wait_exit());
   const std::string err = rt.err();
-  INFO(r.out << r.err << err);
-  REQUIRE(r.exit_code == 0);
+  INFO(err);
   std::smatch m;
   REQUIRE(std::regex_search(err, m, std::regex(R"(checkpoints (\d+) deepest (\d+))")));
   return {r.out, m[1].str(), m[2].str()};
