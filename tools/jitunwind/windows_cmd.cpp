@@ -476,8 +476,7 @@ int run_watch(const std::string& program, const parsed_args& a) {
   event_printer out(a.flag("json"), functions, target->names);
   std::optional<remote::registry_reader> reader;
   std::vector<std::pair<uint64_t, std::string>> registries;  // of the last reader opened
-  uint64_t seen_count = 0;
-  bool read_once = false;  // seen_count holds the change count of the last snapshot
+  std::optional<uint64_t> seen_count;  // of the last snapshot read whole; none: read again
   std::string ended = "interrupted";
   std::string failure;
   unsigned errors_in_a_row = 0;
@@ -527,11 +526,11 @@ int run_watch(const std::string& program, const parsed_args& a) {
       out.name_registries(registries.size() > 1);
       reader = std::move(opened).value();
       said_waiting = false;
-      read_once = false;
+      seen_count.reset();
     }
     auto count = reader->change_count();
     std::optional<std::vector<loaded_window>> now;
-    if (count && (!read_once || *count != seen_count)) {
+    if (count && *count != seen_count) {
       auto loaded = load_windows(*reader, std::nullopt, target->process);
       if (loaded)
         now = std::move(loaded).value();
@@ -554,11 +553,11 @@ int run_watch(const std::string& program, const parsed_args& a) {
     if (functions) target->names.update();
     report_changes(elapsed(), *now, st, out, first);
     first = false;
-    seen_count = *count;
     // A window that changed while it was read is read again at the next poll even if nothing
     // else changes.
-    read_once =
-        std::none_of(now->begin(), now->end(), [](const loaded_window& w) { return w.changed; });
+    seen_count.reset();
+    if (std::none_of(now->begin(), now->end(), [](const loaded_window& w) { return w.changed; }))
+      seen_count = *count;
     std::fflush(stdout);
     if (std::ferror(stdout)) {
       ended = "the output was closed";
