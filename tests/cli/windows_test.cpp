@@ -396,8 +396,7 @@ TEST_CASE("windows list/watch: a process whose main thread has ended is read thr
   INFO(w.out << w.err);
   CHECK(w.exit_code == 0);
   CHECK(w.err.find("time limit after") != std::string::npos);  // not "the process exited"
-  // toy-jit's first window is there at the first poll after the exec, or published after it.
-  CHECK(std::regex_search(w.out, std::regex(R"((present  |published) window 1 \(generation)")));
+  CHECK(w.out.find("present   window 1 (generation") != std::string::npos);
 }
 
 TEST_CASE("windows list/watch: perf maps given by hand, odd names, a closed output") {
