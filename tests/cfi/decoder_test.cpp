@@ -300,7 +300,7 @@ TEST_CASE("every DW_EH_PE pointer encoding of the FDE address reads back") {
   }
 }
 
-TEST_CASE("augmentations P, L, S and the FDE's LSDA are read; unknown ones leave FDEs out") {
+TEST_CASE("augmentations P L S and the LSDA are read; unknown ones leave FDEs out") {
   cfi_bytes c;
   // zPLSR: personality (indirect pcrel sdata4), LSDA encoding, signal frame, FDE encoding.
   const size_t cie = amd64_cie(c, "zPLSR", {0x9b, 0x11, 0x22, 0x33, 0x44, 0x1b, 0x1b}, 3);
@@ -345,7 +345,7 @@ TEST_CASE("augmentations P, L, S and the FDE's LSDA are read; unknown ones leave
   }
 }
 
-TEST_CASE(".debug_frame: CIE versions 1, 3 and 4, 32- and 64-bit DWARF") {
+TEST_CASE(".debug_frame: CIE versions 1 3 4 in 32- and 64-bit DWARF") {
   for (int version : {1, 3, 4}) {
     for (bool dwarf64 : {false, true}) {
       INFO("version " << version << " dwarf64 " << dwarf64);
@@ -409,7 +409,7 @@ TEST_CASE(".debug_frame: CIE versions 1, 3 and 4, 32- and 64-bit DWARF") {
   }
 }
 
-TEST_CASE("CFA instructions: set_loc, advance_loc1/2/4, *_sf, val_offset, GNU forms") {
+TEST_CASE("CFA instructions: set_loc advance_loc1/2/4 *_sf val_offset and GNU forms") {
   cfi_bytes c;
   amd64_cie(c, "zR", {0x1b});
   const size_t fde = c.begin();
@@ -508,7 +508,7 @@ TEST_CASE("rules SFrame cannot express leave the function out with where and why
   CHECK(decode_ok(c.b, {}).functions.size() == 1);
 }
 
-TEST_CASE("overlapping, empty and unreadable FDEs are reported; the section stops at a zero") {
+TEST_CASE("overlapping empty and unreadable FDEs are reported; the section stops at a zero") {
   cfi_bytes c;
   amd64_cie(c, "zR", {0x00});
   for (auto [start, size] : {std::pair<uint64_t, uint64_t>{0x2000, 0x20}, {0x1000, 0x40},

@@ -198,7 +198,7 @@ TEST_CASE("csmith corpus: our rows from .eh_frame equal gas 2.40's and LLVM 22's
   }
 }
 
-TEST_CASE("hand-written edge cases: what LLVM and gas leave out, and where they differ") {
+TEST_CASE("hand-written edge cases: what LLVM and gas leave out and where they differ") {
   if (!t::tool_available("llvm-mc-22")) return;
   t::temp_dir dir;
   const std::string src = std::string(JITUNWIND_SOURCE_DIR) + "/tests/cfi/data/edge_cases.s";

@@ -1,0 +1,216 @@
+// orc-jit: a small LLVM ORC (LLJIT) program whose JIT code is visible to profilers and
+// debuggers through jitunwind::orc, without describing a single frame by hand.
+//
+// It builds an LLVM IR module at run time: a call chain level_N -> ... -> level_0 -> spin, where
+// spin is a hot loop that ends in a call to the native hook orcjit_hook. Every function has
+// "frame-pointer"="none" and keeps a value across its call in a callee-saved register, so
+// frame-pointer walks cannot see the JIT frames and debuggers need the saved registers. LLJIT
+// compiles and links it with JITLink; the plugin publishes the callable symbols with the rows
+// of the graph's .eh_frame into code windows of a jitunwind session configured from the
+// environment (JITUNWIND_PUBLISH, JITUNWIND_DIR, ...).
+//
+//   orc-jit [--depth N] [--spin N] [--seconds S] [--calls N] [--unload]
+#include <jitunwind/orc.h>
+
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/ExecutionEngine/Orc/ObjectLinkingLayer.h>
+#include <llvm/IRReader/IRReader.h>
+#include <llvm/Support/SourceMgr.h>
+#include <llvm/Support/TargetSelect.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace {
+
+struct options {
+  int depth = 12;
+  uint64_t spin = 200000;
+  double seconds = 0;
+  uint64_t calls = 1;
+  bool unload = false;
+};
+
+void usage() {
+  std::printf(
+      "Usage: orc-jit [--depth N] [--spin N] [--seconds S] [--calls N] [--unload]\n\n"
+      "Compiles, with LLVM's LLJIT, a chain of N+1 frame-pointer-less functions (level_N ... "
+      "level_0)\nending in a hot loop (spin) that calls the native orcjit_hook, publishes them "
+      "through\njitunwind::orc, and calls level_N repeatedly.\n\n"
+      "  --depth N    levels in the call chain (default 12)\n"
+      "  --spin N     iterations of the hot loop per call (default 200000)\n"
+      "  --seconds S  keep calling for S seconds (default: --calls times)\n"
+      "  --calls N    calls of level_N when --seconds is not given (default 1)\n"
+      "  --unload     remove the module at the end (its windows are retired)\n\n"
+      "The session is configured from the environment (JITUNWIND_PUBLISH, JITUNWIND_DIR, ...).\n");
+}
+
+bool parse(int argc, char** argv, options& o) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
+    if (a == "--help" || a == "-h") {
+      usage();
+      std::exit(0);
+    } else if (a == "--unload") {
+      o.unload = true;
+    } else if (a == "--depth" || a == "--spin" || a == "--seconds" || a == "--calls") {
+      const char* v = next();
+      if (v == nullptr) return false;
+      char* end = nullptr;
+      const double x = std::strtod(v, &end);
+      if (*end != 0 || x < 0) return false;
+      if (a == "--depth") o.depth = static_cast<int>(x);
+      if (a == "--spin") o.spin = static_cast<uint64_t>(x);
+      if (a == "--seconds") o.seconds = x;
+      if (a == "--calls") o.calls = static_cast<uint64_t>(x);
+    } else {
+      return false;
+    }
+  }
+  return o.depth >= 0 && o.depth <= 500;
+}
+
+// The IR of the call chain. Each level keeps `n * level` across its call (a callee-saved
+// register) and adds it afterwards, so the call is not a tail call.
+std::string module_ir(int depth) {
+  std::string ir =
+      "declare i64 @orcjit_hook(i64)\n"
+      "define i64 @spin(i64 %n) #0 {\n"
+      "entry:\n  br label %loop\n"
+      "loop:\n"
+      "  %i = phi i64 [ 0, %entry ], [ %i.next, %loop ]\n"
+      "  %acc = phi i64 [ 1, %entry ], [ %acc.next, %loop ]\n"
+      "  %m = mul i64 %acc, 6364136223846793005\n"
+      "  %acc.next = add i64 %m, 1442695040888963407\n"
+      "  %i.next = add i64 %i, 1\n"
+      "  %c = icmp ult i64 %i.next, %n\n"
+      "  br i1 %c, label %loop, label %done\n"
+      "done:\n"
+      "  %h = call i64 @orcjit_hook(i64 %acc.next)\n"
+      "  %r = xor i64 %h, %n\n"
+      "  ret i64 %r\n}\n";
+  for (int level = 0; level <= depth; ++level) {
+    const std::string callee = level == 0 ? "spin" : "level_" + std::to_string(level - 1);
+    ir += "define i64 @level_" + std::to_string(level) + "(i64 %n) #0 {\n" +
+          "  %k = mul i64 %n, " + std::to_string(level + 3) + "\n" +
+          "  %r = call i64 @" + callee + "(i64 %n)\n" +
+          "  %s = add i64 %r, %k\n" +
+          "  ret i64 %s\n}\n";
+  }
+  ir += "attributes #0 = { noinline uwtable \"frame-pointer\"=\"none\" }\n";
+  return ir;
+}
+
+template <class T>
+T exit_on_error(llvm::Expected<T> v, const char* what) {
+  if (!v) {
+    std::fprintf(stderr, "orc-jit: %s: %s\n", what, llvm::toString(v.takeError()).c_str());
+    std::exit(1);
+  }
+  return std::move(*v);
+}
+
+void exit_on_error(llvm::Error e, const char* what) {
+  if (e) {
+    std::fprintf(stderr, "orc-jit: %s: %s\n", what, llvm::toString(std::move(e)).c_str());
+    std::exit(1);
+  }
+}
+
+void log_to_stderr(void*, jitunwind::log_level level, std::string_view message) {
+  std::fprintf(stderr, "orc-jit: %s: %.*s\n", jitunwind::to_string(level),
+               static_cast<int>(message.size()), message.data());
+}
+
+}  // namespace
+
+// The native function the hot loop ends in (a breakpoint for gdb, a leaf for profilers).
+extern "C" __attribute__((noinline, visibility("default"))) int64_t orcjit_hook(int64_t v) {
+  asm volatile("" : "+r"(v));
+  return v ^ (v >> 29);
+}
+
+int main(int argc, char** argv) {
+  options o;
+  if (!parse(argc, argv, o)) {
+    usage();
+    return 2;
+  }
+  auto so = jitunwind::session_options::from_env();
+  if (!so) {
+    std::fprintf(stderr, "orc-jit: %s\n", so.error().message().c_str());
+    return 2;
+  }
+  so->log = {&log_to_stderr, nullptr, jitunwind::log_level::warning};
+  auto session = jitunwind::session::create(*so);
+  if (!session) {
+    std::fprintf(stderr, "orc-jit: %s\n", session.error().message().c_str());
+    return 1;
+  }
+
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  auto jit = exit_on_error(llvm::orc::LLJITBuilder().create(), "creating LLJIT");
+  auto* linking = llvm::dyn_cast<llvm::orc::ObjectLinkingLayer>(&jit->getObjLinkingLayer());
+  if (linking == nullptr) {
+    std::fprintf(stderr, "orc-jit: LLJIT does not link with JITLink on this target\n");
+    return 1;
+  }
+  auto plugin = std::make_shared<jitunwind::orc::plugin>(**session);
+  linking->addPlugin(plugin);
+
+  llvm::orc::JITDylib& jd = jit->getMainJITDylib();
+  llvm::orc::SymbolMap natives;
+  natives[jit->mangleAndIntern("orcjit_hook")] = {
+      llvm::orc::ExecutorAddr::fromPtr(&orcjit_hook),
+      llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable};
+  exit_on_error(jd.define(llvm::orc::absoluteSymbols(std::move(natives))), "defining the hook");
+
+  auto context = std::make_unique<llvm::LLVMContext>();
+  const std::string ir = module_ir(o.depth);
+  llvm::SMDiagnostic diag;
+  auto module = llvm::parseIR(llvm::MemoryBufferRef(ir, "orc-jit"), diag, *context);
+  if (!module) {
+    std::fprintf(stderr, "orc-jit: IR: %s\n", diag.getMessage().str().c_str());
+    return 1;
+  }
+  auto tracker = jd.createResourceTracker();
+  exit_on_error(jit->addIRModule(tracker, llvm::orc::ThreadSafeModule(std::move(module),
+                                                                       std::move(context))),
+                "adding the module");
+  const std::string entry_name = "level_" + std::to_string(o.depth);
+  auto entry = exit_on_error(jit->lookup(entry_name), "looking up the entry")
+                   .toPtr<int64_t (*)(int64_t)>();
+
+  const auto stats = plugin->stats();
+  std::printf("orc-jit: pid %d: %zu functions published, %zu left out%s%s\n",
+              static_cast<int>(getpid()), stats.functions_published, stats.functions_left_out,
+              stats.last_problem.empty() ? "" : " (last: ", stats.last_problem.empty() ? "" : ")");
+  if (!stats.last_problem.empty()) std::printf("orc-jit: %s\n", stats.last_problem.c_str());
+  std::fflush(stdout);
+
+  const auto start = std::chrono::steady_clock::now();
+  int64_t sum = 0;
+  uint64_t calls = 0;
+  for (;;) {
+    sum += entry(static_cast<int64_t>(o.spin));
+    ++calls;
+    if (o.seconds > 0) {
+      const std::chrono::duration<double> t = std::chrono::steady_clock::now() - start;
+      if (t.count() >= o.seconds) break;
+    } else if (calls >= o.calls) {
+      break;
+    }
+  }
+  std::printf("orc-jit: %llu calls of %s, result %lld\n", static_cast<unsigned long long>(calls),
+              entry_name.c_str(), static_cast<long long>(sum));
+  if (o.unload) {
+    exit_on_error(tracker->remove(), "removing the module");
+    std::printf("orc-jit: module removed, %zu windows retired\n", plugin->stats().windows_retired);
+  }
+  return 0;
+}
