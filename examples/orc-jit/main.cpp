@@ -154,7 +154,13 @@ int main(int argc, char** argv) {
 
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
-  auto jit = exit_on_error(llvm::orc::LLJITBuilder().create(), "creating LLJIT");
+  // One section per function: JITLink then keeps each function in a block of its own, which
+  // the plugin can space out for perf's jitdump injection (see jitunwind/orc.h).
+  auto machine = exit_on_error(llvm::orc::JITTargetMachineBuilder::detectHost(), "host target");
+  machine.getOptions().FunctionSections = true;
+  auto jit = exit_on_error(
+      llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(machine)).create(),
+      "creating LLJIT");
   auto* linking = llvm::dyn_cast<llvm::orc::ObjectLinkingLayer>(&jit->getObjLinkingLayer());
   if (linking == nullptr) {
     std::fprintf(stderr, "orc-jit: LLJIT does not link with JITLink on this target\n");

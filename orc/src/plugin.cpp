@@ -66,8 +66,46 @@ void plugin::note_left_out(const std::string& what) {
   session_.options().log(log_level::warning, "jitunwind orc: " + what);
 }
 
+namespace {
+
+// perf inject --jit maps each jitdump CODE_LOAD over its code *and* the unwinding data after
+// it (8-byte aligned code size + .eh_frame + header): a function that starts closer than that
+// to the previous one hides the previous one's unwinding data. JITLink packs functions densely,
+// so with the jitdump publisher on, every code block with a callable symbol gets this many
+// bytes of int3 after its end (room for the CIE, an FDE of a few dozen rows and the header).
+constexpr size_t jitdump_gap = 256;
+
+bool jitdump_active(const session& s) {
+  for (const publisher_status& p : s.status())
+    if (p.which == publisher::jitdump && p.state == publisher_state::active) return true;
+  return false;
+}
+
+void pad_code_blocks(llvm::jitlink::LinkGraph& g) {
+  std::vector<llvm::jitlink::Block*> blocks;
+  for (llvm::jitlink::Symbol* s : g.defined_symbols())
+    if (s->isCallable() && executable(*s)) blocks.push_back(&s->getBlock());
+  std::sort(blocks.begin(), blocks.end());
+  blocks.erase(std::unique(blocks.begin(), blocks.end()), blocks.end());
+  for (llvm::jitlink::Block* b : blocks) {
+    if (b->isZeroFill()) continue;
+    const auto old = b->getContent();
+    auto grown = g.allocateBuffer(old.size() + jitdump_gap);
+    std::copy(old.begin(), old.end(), grown.begin());
+    std::fill(grown.begin() + static_cast<ptrdiff_t>(old.size()), grown.end(), '\xcc');
+    b->setMutableContent(grown);
+  }
+}
+
+}  // namespace
+
 void plugin::modifyPassConfig(llvm::orc::MaterializationResponsibility& mr,
                               llvm::jitlink::LinkGraph&, llvm::jitlink::PassConfiguration& config) {
+  if (jitdump_active(session_))
+    config.PrePrunePasses.push_back([](llvm::jitlink::LinkGraph& g) -> llvm::Error {
+      pad_code_blocks(g);
+      return llvm::Error::success();
+    });
   // After fixups: final addresses, and the .eh_frame's pointers written.
   config.PostFixupPasses.push_back([this, &mr](llvm::jitlink::LinkGraph& g) -> llvm::Error {
     scan_graph(mr, g);

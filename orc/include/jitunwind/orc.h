@@ -12,6 +12,14 @@
 /// (so they are not named either) and counted in `stats()`; the reason goes to the session's
 /// log sink.
 ///
+/// perf's jitdump injection (`perf inject --jit`) maps each function's unwinding data right
+/// after its code, so functions must not be packed closer than that. With the jitdump publisher
+/// active the plugin grows every code block that holds a callable symbol by 256 bytes of int3
+/// (before layout, so nothing moves afterwards). That spaces functions apart only when each
+/// function has a block of its own: compile with function sections
+/// (`JITTargetMachineBuilder::getOptions().FunctionSections = true`); otherwise perf loses the
+/// unwinding data of all but the last function of a section (the jitdump writer logs it).
+///
 /// Use: `auto J = llvm::orc::LLJITBuilder().create();` then
 /// `llvm::cast<llvm::orc::ObjectLinkingLayer>(J->getObjLinkingLayer())
 ///      .addPlugin(std::make_shared<jitunwind::orc::plugin>(session));`
