@@ -9,8 +9,9 @@
 // of the graph's .eh_frame into code windows of a jitunwind session configured from the
 // environment (JITUNWIND_PUBLISH, JITUNWIND_DIR, ...).
 //
-//   orc-jit [--depth N] [--spin N] [--seconds S] [--calls N] [--unload]
+//   orc-jit [--depth N] [--spin N] [--seconds S] [--calls N] [--wait S] [--unload]
 #include <jitunwind/orc.h>
+#include <jitunwind/usdt.h>
 
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/ExecutionEngine/Orc/ObjectLinkingLayer.h>
@@ -18,11 +19,17 @@
 #include <llvm/Support/SourceMgr.h>
 #include <llvm/Support/TargetSelect.h>
 
+#include <dlfcn.h>
+#include <unwind.h>
+
+#include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 
 namespace {
 
@@ -30,13 +37,14 @@ struct options {
   int depth = 12;
   uint64_t spin = 200000;
   double seconds = 0;
+  double wait = 0;
   uint64_t calls = 1;
   bool unload = false;
 };
 
 void usage() {
   std::printf(
-      "Usage: orc-jit [--depth N] [--spin N] [--seconds S] [--calls N] [--unload]\n\n"
+      "Usage: orc-jit [--depth N] [--spin N] [--seconds S] [--calls N] [--wait S] [--unload]\n\n"
       "Compiles, with LLVM's LLJIT, a chain of N+1 frame-pointer-less functions (level_N ... "
       "level_0)\nending in a hot loop (spin) that calls the native orcjit_hook, publishes them "
       "through\njitunwind::orc, and calls level_N repeatedly.\n\n"
@@ -44,6 +52,8 @@ void usage() {
       "  --spin N     iterations of the hot loop per call (default 200000)\n"
       "  --seconds S  keep calling for S seconds (default: --calls times)\n"
       "  --calls N    calls of level_N when --seconds is not given (default 1)\n"
+      "  --wait S     sleep S seconds after publishing, before the first call (time for a tool\n"
+      "               to attach, e.g. jitunwind unwind check --pid)\n"
       "  --unload     remove the module at the end (its windows are retired)\n\n"
       "The session is configured from the environment (JITUNWIND_PUBLISH, JITUNWIND_DIR, ...).\n");
 }
@@ -57,7 +67,8 @@ bool parse(int argc, char** argv, options& o) {
       std::exit(0);
     } else if (a == "--unload") {
       o.unload = true;
-    } else if (a == "--depth" || a == "--spin" || a == "--seconds" || a == "--calls") {
+    } else if (a == "--depth" || a == "--spin" || a == "--seconds" || a == "--calls" ||
+               a == "--wait") {
       const char* v = next();
       if (v == nullptr) return false;
       char* end = nullptr;
@@ -67,6 +78,7 @@ bool parse(int argc, char** argv, options& o) {
       if (a == "--spin") o.spin = static_cast<uint64_t>(x);
       if (a == "--seconds") o.seconds = x;
       if (a == "--calls") o.calls = static_cast<uint64_t>(x);
+      if (a == "--wait") o.wait = x;
     } else {
       return false;
     }
@@ -95,11 +107,9 @@ std::string module_ir(int depth) {
       "  ret i64 %r\n}\n";
   for (int level = 0; level <= depth; ++level) {
     const std::string callee = level == 0 ? "spin" : "level_" + std::to_string(level - 1);
-    ir += "define i64 @level_" + std::to_string(level) + "(i64 %n) #0 {\n" +
-          "  %k = mul i64 %n, " + std::to_string(level + 3) + "\n" +
-          "  %r = call i64 @" + callee + "(i64 %n)\n" +
-          "  %s = add i64 %r, %k\n" +
-          "  ret i64 %s\n}\n";
+    ir += "define i64 @level_" + std::to_string(level) + "(i64 %n) #0 {\n" + "  %k = mul i64 %n, " +
+          std::to_string(level + 3) + "\n" + "  %r = call i64 @" + callee + "(i64 %n)\n" +
+          "  %s = add i64 %r, %k\n" + "  ret i64 %s\n}\n";
   }
   ir += "attributes #0 = { noinline uwtable \"frame-pointer\"=\"none\" }\n";
   return ir;
@@ -128,8 +138,50 @@ void log_to_stderr(void*, jitunwind::log_level level, std::string_view message) 
 
 }  // namespace
 
-// The native function the hot loop ends in (a breakpoint for gdb, a leaf for profilers).
+namespace {
+
+// Ground truth for `jitwalk verify` (docs/ground-truth.md): the probe orcjit:checkpoint(tag,
+// count, addrs) lists the return addresses inside JIT code, innermost first. They come from an
+// unwinder that does not use jitunwind at all: libgcc's _Unwind_Backtrace, over the .eh_frame
+// that LLJIT registers with __register_frame. JIT code is what no loaded object contains
+// (dladdr fails).
+jitunwind::usdt::probe checkpoint_probe;
+std::atomic<int64_t> checkpoint_tag{0};
+
+struct backtrace_state {
+  std::array<uint64_t, 512> pcs{};
+  size_t count = 0;
+};
+
+_Unwind_Reason_Code collect(_Unwind_Context* ctx, void* arg) {
+  auto* s = static_cast<backtrace_state*>(arg);
+  if (s->count == s->pcs.size()) return _URC_END_OF_STACK;
+  s->pcs[s->count++] = _Unwind_GetIP(ctx);
+  return _URC_NO_REASON;
+}
+
+bool in_jit_code(uint64_t pc) {
+  Dl_info info;
+  return dladdr(reinterpret_cast<void*>(pc - 1), &info) == 0;
+}
+
+__attribute__((noinline)) void fire_checkpoint() {
+  backtrace_state s;
+  _Unwind_Backtrace(&collect, &s);
+  size_t first = 0;
+  while (first < s.count && !in_jit_code(s.pcs[first])) ++first;
+  size_t end = first;
+  while (end < s.count && in_jit_code(s.pcs[end])) ++end;
+  checkpoint_probe.fire(checkpoint_tag.fetch_add(1), static_cast<uint64_t>(end - first),
+                        s.pcs.data() + first);
+}
+
+}  // namespace
+
+// The native function the hot loop ends in (a breakpoint for gdb, a leaf for profilers, the
+// ground-truth checkpoint when a tracer is attached).
 extern "C" __attribute__((noinline, visibility("default"))) int64_t orcjit_hook(int64_t v) {
+  if (checkpoint_probe.enabled()) fire_checkpoint();
   asm volatile("" : "+r"(v));
   return v ^ (v >> 29);
 }
@@ -150,6 +202,16 @@ int main(int argc, char** argv) {
   if (!session) {
     std::fprintf(stderr, "orc-jit: %s\n", session.error().message().c_str());
     return 1;
+  }
+
+  // The ground-truth probe (optional: without it the program runs the same).
+  auto provider = jitunwind::usdt::provider::create("orcjit");
+  if (provider) {
+    static constexpr jitunwind::usdt::arg_type args[] = {jitunwind::usdt::arg_type::i64,
+                                                         jitunwind::usdt::arg_type::u64,
+                                                         jitunwind::usdt::arg_type::pointer};
+    auto p = provider->add_probe("checkpoint", args);
+    if (p && provider->load()) checkpoint_probe = *p;
   }
 
   llvm::InitializeNativeTarget();
@@ -185,12 +247,12 @@ int main(int argc, char** argv) {
     return 1;
   }
   auto tracker = jd.createResourceTracker();
-  exit_on_error(jit->addIRModule(tracker, llvm::orc::ThreadSafeModule(std::move(module),
-                                                                       std::move(context))),
-                "adding the module");
+  exit_on_error(
+      jit->addIRModule(tracker, llvm::orc::ThreadSafeModule(std::move(module), std::move(context))),
+      "adding the module");
   const std::string entry_name = "level_" + std::to_string(o.depth);
-  auto entry = exit_on_error(jit->lookup(entry_name), "looking up the entry")
-                   .toPtr<int64_t (*)(int64_t)>();
+  auto entry =
+      exit_on_error(jit->lookup(entry_name), "looking up the entry").toPtr<int64_t (*)(int64_t)>();
 
   const auto stats = plugin->stats();
   std::printf("orc-jit: pid %d: %zu functions published, %zu left out%s%s\n",
@@ -198,6 +260,7 @@ int main(int argc, char** argv) {
               stats.last_problem.empty() ? "" : " (last: ", stats.last_problem.empty() ? "" : ")");
   if (!stats.last_problem.empty()) std::printf("orc-jit: %s\n", stats.last_problem.c_str());
   std::fflush(stdout);
+  if (o.wait > 0) std::this_thread::sleep_for(std::chrono::duration<double>(o.wait));
 
   const auto start = std::chrono::steady_clock::now();
   int64_t sum = 0;

@@ -20,9 +20,8 @@ bool eh_frame_bytes(llvm::jitlink::LinkGraph& g, std::vector<uint8_t>& out, uint
     return false;
   }
   std::vector<llvm::jitlink::Block*> blocks(sec->blocks().begin(), sec->blocks().end());
-  std::sort(blocks.begin(), blocks.end(), [](auto* a, auto* b) {
-    return a->getAddress() < b->getAddress();
-  });
+  std::sort(blocks.begin(), blocks.end(),
+            [](auto* a, auto* b) { return a->getAddress() < b->getAddress(); });
   if (blocks.empty()) {
     why = "empty .eh_frame";
     return false;

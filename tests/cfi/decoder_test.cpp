@@ -208,18 +208,18 @@ TEST_CASE("random programs: decode(encode(f)) gives f's rows and saved registers
 
 TEST_CASE("frame_builder saved registers survive remember/restore_state and reach the FDE") {
   frame_builder b(abi::amd64);
-  b.stack_alloc(1, 8).save_register(1, 3, -16);  // push rbx
+  b.stack_alloc(1, 8).save_register(1, 3, -16);   // push rbx
   b.stack_alloc(3, 8).save_register(3, 12, -24);  // push r12
   b.remember_state();
   b.stack_free(10, 8).restore_register(10, 12);  // pop r12
   b.stack_free(11, 8).restore_register(11, 3);   // pop rbx
-  b.restore_state(12);                            // ret; body resumes
+  b.restore_state(12);                           // ret; body resumes
   auto f = b.finish(0x1000, 20);
   REQUIRE(f.ok());
   const std::vector<saved_register> want = {
-      {1, 3, saved_rule::at_cfa, -16},  {3, 12, saved_rule::at_cfa, -24},
+      {1, 3, saved_rule::at_cfa, -16},    {3, 12, saved_rule::at_cfa, -24},
       {10, 12, saved_rule::unchanged, 0}, {11, 3, saved_rule::unchanged, 0},
-      {12, 3, saved_rule::at_cfa, -16}, {12, 12, saved_rule::at_cfa, -24}};
+      {12, 3, saved_rule::at_cfa, -16},   {12, 12, saved_rule::at_cfa, -24}};
   CHECK(f->saved_registers == want);
   CHECK_FALSE(frame_builder(abi::amd64).save_register(0, 6, -16).ok());  // rbp: use offset()
   CHECK_FALSE(frame_builder(abi::amd64).save_register(0, 3, -12).ok());  // not a slot
@@ -240,9 +240,9 @@ TEST_CASE("every DW_EH_PE pointer encoding of the FDE address reads back") {
     int width;  // 0: LEB128
     bool is_signed;
   };
-  const form forms[] = {{0x00, 8, false}, {0x01, 0, false}, {0x02, 2, false}, {0x03, 4, false},
-                        {0x04, 8, false}, {0x09, 0, true},  {0x0a, 2, true},  {0x0b, 4, true},
-                        {0x0c, 8, true}};
+  const form forms[] = {{0x00, 8, false}, {0x01, 0, false}, {0x02, 2, false},
+                        {0x03, 4, false}, {0x04, 8, false}, {0x09, 0, true},
+                        {0x0a, 2, true},  {0x0b, 4, true},  {0x0c, 8, true}};
   const uint64_t section = 0x10000, text = 0x8000, data = 0x20000;
   for (const form& fm : forms) {
     for (uint8_t app : {0x00, 0x10, 0x20, 0x30}) {
@@ -271,9 +271,9 @@ TEST_CASE("every DW_EH_PE pointer encoding of the FDE address reads back") {
       } else {
         c.u(0x30, fm.width);
       }
-      c.uleb(0);        // augmentation data length
-      c.u8(0x40 | 1);   // advance 1
-      c.u8(0x0e);       // def_cfa_offset 16
+      c.uleb(0);       // augmentation data length
+      c.u8(0x40 | 1);  // advance 1
+      c.u8(0x0e);      // def_cfa_offset 16
       c.uleb(16);
       c.end(fde);
       cfi::decoder_options o;
@@ -434,7 +434,7 @@ TEST_CASE("CFA instructions: set_loc advance_loc1/2/4 *_sf val_offset and GNU fo
   c.u(0x10000, 4);
   c.u8(0x11);  // offset_extended_sf r12, 3 -> CFA-24
   c.uleb(12);
-  c.sleb(3);  // 3 * -8 = -24
+  c.sleb(3);   // 3 * -8 = -24
   c.u8(0x01);  // set_loc 0x1000 + 0x20000 (pcrel sdata4)
   c.u(static_cast<uint32_t>(0x21000 - c.b.size()), 4);
   c.u8(0x14);  // val_offset r13: not a slot -> undefined for the debugger
@@ -511,8 +511,8 @@ TEST_CASE("rules SFrame cannot express leave the function out with where and why
 TEST_CASE("overlapping empty and unreadable FDEs are reported; the section stops at a zero") {
   cfi_bytes c;
   amd64_cie(c, "zR", {0x00});
-  for (auto [start, size] : {std::pair<uint64_t, uint64_t>{0x2000, 0x20}, {0x1000, 0x40},
-                             {0x1020, 0x10}, {0x3000, 0}}) {
+  for (auto [start, size] :
+       {std::pair<uint64_t, uint64_t>{0x2000, 0x20}, {0x1000, 0x40}, {0x1020, 0x10}, {0x3000, 0}}) {
     const size_t fde = c.begin();
     c.u(fde + 4, 4);
     c.u(start, 8);
@@ -524,8 +524,8 @@ TEST_CASE("overlapping empty and unreadable FDEs are reported; the section stops
   c.u(bad + 4 - 30, 4);
   c.u(0, 8);
   c.end(bad);
-  c.u(0, 4);              // terminator
-  c.u(0xffffffff, 4);     // garbage after it is not read
+  c.u(0, 4);           // terminator
+  c.u(0xffffffff, 4);  // garbage after it is not read
   const auto d = decode_ok(c.b, {});
   REQUIRE(d.functions.size() == 2);
   CHECK(d.functions[0].start == 0x1000);

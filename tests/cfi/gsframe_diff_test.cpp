@@ -164,9 +164,14 @@ TEST_CASE("csmith corpus: our rows from .eh_frame equal gas 2.40's and LLVM 22's
   if (const char* e = std::getenv("JITUNWIND_CSMITH_PROGRAMS")) programs = std::atoi(e);
   t::temp_dir dir;
   tally gcc_tally, clang_tally;
-  const char* variants[] = {"-O0", "-O2", "-O3", "-O2 -fomit-frame-pointer",
-                            "-O0 -fno-omit-frame-pointer", "-O3 -fno-omit-frame-pointer",
-                            "-O2 -mstackrealign", "-O0 -mstackrealign"};
+  const char* variants[] = {"-O0",
+                            "-O2",
+                            "-O3",
+                            "-O2 -fomit-frame-pointer",
+                            "-O0 -fno-omit-frame-pointer",
+                            "-O3 -fno-omit-frame-pointer",
+                            "-O2 -mstackrealign",
+                            "-O0 -mstackrealign"};
   for (int seed = 1; seed <= programs; ++seed) {
     const std::string src = dir / ("p" + std::to_string(seed) + ".c");
     build("csmith --seed " + std::to_string(seed) + " --max-funcs 12 -o " + src);
@@ -184,16 +189,15 @@ TEST_CASE("csmith corpus: our rows from .eh_frame equal gas 2.40's and LLVM 22's
     for (size_t k = 0; k < std::size(variants); ++k) {
       const std::string base = dir / ("p" + std::to_string(seed) + "-" + std::to_string(k));
       compare(base + "-gcc.o (" + variants[k] + ")", load(base + "-gcc.o"), true, gcc_tally);
-      compare(base + "-clang.o (" + variants[k] + ")", load(base + "-clang.o"), false,
-              clang_tally);
+      compare(base + "-clang.o (" + variants[k] + ")", load(base + "-clang.o"), false, clang_tally);
     }
   }
   for (auto [name, n] : {std::pair<const char*, tally&>{"gcc/gas 2.40", gcc_tally},
                          {"clang-22/LLVM", clang_tally}}) {
-    std::printf("%s: %zu objects, %zu functions (%zu rows) equal, %zu left out by both; known "
-                "gas 2.40 bugs: %zu restore_state, %zu CFA register\n",
-                name, n.objects, n.functions, n.rows, n.left_out, n.gas_restore_state,
-                n.gas_cfa_register);
+    std::printf(
+        "%s: %zu objects, %zu functions (%zu rows) equal, %zu left out by both; known "
+        "gas 2.40 bugs: %zu restore_state, %zu CFA register\n",
+        name, n.objects, n.functions, n.rows, n.left_out, n.gas_restore_state, n.gas_cfa_register);
     CHECK(n.functions > 100 * static_cast<size_t>(programs) / 3);
   }
 }

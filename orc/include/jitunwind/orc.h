@@ -56,13 +56,11 @@ class plugin : public llvm::orc::ObjectLinkingLayer::Plugin {
   explicit plugin(session& s) : session_(s) {}
   ~plugin() override;
 
-  void modifyPassConfig(llvm::orc::MaterializationResponsibility& mr,
-                        llvm::jitlink::LinkGraph& g,
+  void modifyPassConfig(llvm::orc::MaterializationResponsibility& mr, llvm::jitlink::LinkGraph& g,
                         llvm::jitlink::PassConfiguration& config) override;
   llvm::Error notifyEmitted(llvm::orc::MaterializationResponsibility& mr) override;
   llvm::Error notifyFailed(llvm::orc::MaterializationResponsibility& mr) override;
-  llvm::Error notifyRemovingResources(llvm::orc::JITDylib& jd,
-                                      llvm::orc::ResourceKey key) override;
+  llvm::Error notifyRemovingResources(llvm::orc::JITDylib& jd, llvm::orc::ResourceKey key) override;
   void notifyTransferringResources(llvm::orc::JITDylib& jd, llvm::orc::ResourceKey dst,
                                    llvm::orc::ResourceKey src) override;
 

@@ -28,7 +28,16 @@ constexpr size_t max_remember_depth = 64;
 constexpr size_t max_registers_with_rules = 64;
 constexpr size_t max_augmentation_length = 16;
 
-enum class rule_kind : uint8_t { unspecified, same, undefined, offset, val_offset, reg, expr, val_expr };
+enum class rule_kind : uint8_t {
+  unspecified,
+  same,
+  undefined,
+  offset,
+  val_offset,
+  reg,
+  expr,
+  val_expr
+};
 
 struct reg_rule {
   uint64_t reg = 0;
@@ -75,9 +84,9 @@ frame_regs frame_registers(abi a) {
 
 std::string reg_name(abi a, uint64_t r) {
   if (a == abi::amd64) {
-    static const char* const names[] = {"rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp",
-                                        "r8",  "r9",  "r10", "r11", "r12", "r13", "r14", "r15",
-                                        "rip"};
+    static const char* const names[] = {"rax", "rdx", "rcx", "rbx", "rsi", "rdi",
+                                        "rbp", "rsp", "r8",  "r9",  "r10", "r11",
+                                        "r12", "r13", "r14", "r15", "rip"};
     if (r < std::size(names)) return names[r];
   } else {
     if (r <= 30) return "x" + std::to_string(r);
@@ -93,14 +102,22 @@ std::string signed_text(int64_t v) {
 
 const char* rule_text(rule_kind k) {
   switch (k) {
-    case rule_kind::unspecified: return "no rule";
-    case rule_kind::same: return "same value";
-    case rule_kind::undefined: return "undefined";
-    case rule_kind::offset: return "saved at an offset";
-    case rule_kind::val_offset: return "CFA + offset (val_offset)";
-    case rule_kind::reg: return "in another register";
-    case rule_kind::expr: return "saved by a DWARF expression";
-    case rule_kind::val_expr: return "a DWARF expression value";
+    case rule_kind::unspecified:
+      return "no rule";
+    case rule_kind::same:
+      return "same value";
+    case rule_kind::undefined:
+      return "undefined";
+    case rule_kind::offset:
+      return "saved at an offset";
+    case rule_kind::val_offset:
+      return "CFA + offset (val_offset)";
+    case rule_kind::reg:
+      return "in another register";
+    case rule_kind::expr:
+      return "saved by a DWARF expression";
+    case rule_kind::val_expr:
+      return "a DWARF expression value";
   }
   return "?";
 }
@@ -115,8 +132,14 @@ class evaluator {
   evaluator(abi a, const cie_info& cie, uint64_t start, uint64_t range, bool sframe_check,
             const dwarf::pointer_bases& bases, uint64_t section_address,
             std::span<const uint8_t> section)
-      : abi_(a), regs_(frame_registers(a)), cie_(cie), start_(start), range_(range),
-        sframe_check_(sframe_check), bases_(bases), section_address_(section_address),
+      : abi_(a),
+        regs_(frame_registers(a)),
+        cie_(cie),
+        start_(start),
+        range_(range),
+        sframe_check_(sframe_check),
+        bases_(bases),
+        section_address_(section_address),
         section_(section) {
     bases_.function = start;
   }
@@ -130,9 +153,10 @@ class evaluator {
       const size_t at = r.pos();
       const uint8_t op = r.u8();
       if (!step(r, op)) return false;
-      if (r.bad()) return fail(errc::malformed, format("CFA instruction 0x%02x at section offset "
-                                                       "0x%zx runs past its entry",
-                                                       op, at));
+      if (r.bad())
+        return fail(errc::malformed, format("CFA instruction 0x%02x at section offset "
+                                            "0x%zx runs past its entry",
+                                            op, at));
     }
     if (initial) initial_state_ = s_;
     return true;
@@ -210,7 +234,8 @@ class evaluator {
   // offset * data alignment, or a value no row accepts when it overflows.
   int64_t factored(int64_t v) const {
     int64_t out = 0;
-    if (__builtin_mul_overflow(v, cie_.data_align, &out)) return std::numeric_limits<int64_t>::max();
+    if (__builtin_mul_overflow(v, cie_.data_align, &out))
+      return std::numeric_limits<int64_t>::max();
     return out;
   }
   static int64_t as_signed(uint64_t v) {
@@ -243,13 +268,18 @@ class evaluator {
   bool step(reader& r, uint8_t op) {
     const uint8_t low = op & 0x3f;
     switch (op >> 6) {
-      case 1: return advance(low * cie_.code_align);
-      case 2: return set(low, rule_kind::offset, factored(as_signed(r.uleb())));
-      case 3: return restore(low);
-      default: break;
+      case 1:
+        return advance(low * cie_.code_align);
+      case 2:
+        return set(low, rule_kind::offset, factored(as_signed(r.uleb())));
+      case 3:
+        return restore(low);
+      default:
+        break;
     }
     switch (op) {
-      case dwarf::cfa_nop: return true;
+      case dwarf::cfa_nop:
+        return true;
       case dwarf::cfa_set_loc: {
         const char* why = nullptr;
         auto a = r.pointer(cie_.fde_encoding, cie_.address_size, bases_, why);
@@ -261,24 +291,30 @@ class evaluator {
                                   static_cast<unsigned long long>(loc_)));
         return advance(*a - start_ - loc_);
       }
-      case dwarf::cfa_advance_loc1: return advance(r.uint(1) * cie_.code_align);
-      case dwarf::cfa_advance_loc2: return advance(r.uint(2) * cie_.code_align);
-      case dwarf::cfa_advance_loc4: return advance(r.uint(4) * cie_.code_align);
+      case dwarf::cfa_advance_loc1:
+        return advance(r.uint(1) * cie_.code_align);
+      case dwarf::cfa_advance_loc2:
+        return advance(r.uint(2) * cie_.code_align);
+      case dwarf::cfa_advance_loc4:
+        return advance(r.uint(4) * cie_.code_align);
       case dwarf::cfa_offset_extended: {
         const uint64_t reg = r.uleb();
         return set(reg, rule_kind::offset, factored(as_signed(r.uleb())));
       }
-      case dwarf::cfa_restore_extended: return restore(r.uleb());
-      case dwarf::cfa_undefined: return set(r.uleb(), rule_kind::undefined, 0);
-      case dwarf::cfa_same_value: return set(r.uleb(), rule_kind::same, 0);
+      case dwarf::cfa_restore_extended:
+        return restore(r.uleb());
+      case dwarf::cfa_undefined:
+        return set(r.uleb(), rule_kind::undefined, 0);
+      case dwarf::cfa_same_value:
+        return set(r.uleb(), rule_kind::same, 0);
       case dwarf::cfa_register: {
         const uint64_t reg = r.uleb();
         return set(reg, rule_kind::reg, as_signed(r.uleb()));
       }
       case dwarf::cfa_remember_state:
         if (stack_.size() >= max_remember_depth)
-          return unsupported(format("DW_CFA_remember_state nested deeper than %zu",
-                                    max_remember_depth));
+          return unsupported(
+              format("DW_CFA_remember_state nested deeper than %zu", max_remember_depth));
         stack_.push_back(s_);
         return true;
       case dwarf::cfa_restore_state:
@@ -341,8 +377,9 @@ class evaluator {
       }
       case dwarf::cfa_aarch64_negate_ra_state:
         if (abi_ == abi::amd64)
-          return unsupported("DW_CFA 0x2d (AArch64 negate_ra_state, SPARC GNU_window_save) on "
-                             "AMD64");
+          return unsupported(
+              "DW_CFA 0x2d (AArch64 negate_ra_state, SPARC GNU_window_save) on "
+              "AMD64");
         s_.ra_mangled = !s_.ra_mangled;
         return true;
       default:
@@ -398,8 +435,9 @@ class evaluator {
     }
     if (s_.ra_mangled) {
       if (cie_.pac_key_b)
-        return unsupported(at_text() + "return address signed with PAC key B (the frame model "
-                                       "has key A only)");
+        return unsupported(at_text() +
+                           "return address signed with PAC key B (the frame model "
+                           "has key A only)");
       row.ra_mangled = true;
     }
 
@@ -412,8 +450,7 @@ class evaluator {
                          rule_text(fp.kind));
     }
     const reg_rule sp = rule_of(s_, regs_.sp);
-    if (sp.kind != rule_kind::unspecified &&
-        !(sp.kind == rule_kind::val_offset && sp.value == 0))
+    if (sp.kind != rule_kind::unspecified && !(sp.kind == rule_kind::val_offset && sp.value == 0))
       return unsupported(at_text() + "stack pointer (" + reg_name(abi_, regs_.sp) + ") " +
                          rule_text(sp.kind) + " (SFrame takes the caller's SP to be the CFA)");
     if (sframe_check_) {
@@ -451,8 +488,8 @@ class evaluator {
     while (i < prev_view_.size() || j < view_.size()) {
       if (j == view_.size() ||
           (i < prev_view_.size() && prev_view_[i].dwarf_reg < view_[j].dwarf_reg)) {
-        f_.saved_registers.push_back({static_cast<uint32_t>(loc_), prev_view_[i].dwarf_reg,
-                                      saved_rule::unchanged, 0});
+        f_.saved_registers.push_back(
+            {static_cast<uint32_t>(loc_), prev_view_[i].dwarf_reg, saved_rule::unchanged, 0});
         ++i;
       } else if (i == prev_view_.size() || view_[j].dwarf_reg < prev_view_[i].dwarf_reg) {
         f_.saved_registers.push_back(view_[j++]);
@@ -517,8 +554,8 @@ class section_decoder {
         dwarf64 = true;
         length = r.uint(8);
         if (r.bad())
-          return make_error(errc::malformed,
-                            "cfi: entry at offset 0x%zx: 64-bit length truncated", off);
+          return make_error(errc::malformed, "cfi: entry at offset 0x%zx: 64-bit length truncated",
+                            off);
       }
       const size_t content = r.pos();
       const size_t id_size = dwarf64 && !eh ? 8 : 4;
@@ -581,7 +618,8 @@ class section_decoder {
     const size_t id_size = dwarf64 && !eh ? 8 : 4;
     const uint64_t id = e.uint(id_size);
     const uint64_t cie_id = eh ? 0 : (id_size == 8 ? ~uint64_t{0} : 0xffffffffu);
-    if (e.bad() || id != cie_id) return bad(errc::malformed, "the FDE's CIE pointer leads to an FDE");
+    if (e.bad() || id != cie_id)
+      return bad(errc::malformed, "the FDE's CIE pointer leads to an FDE");
     c.version = e.u8();
     if (eh ? (c.version != 1 && c.version != 3)
            : (c.version != 1 && c.version != 3 && c.version != 4))
@@ -601,8 +639,8 @@ class section_decoder {
     c.ra_column = c.version == 1 ? e.u8() : e.uleb();
     if (e.bad()) return bad(errc::malformed, "truncated");
     if (c.code_align == 0 || c.code_align > 0xffff)
-      return bad(errc::unsupported,
-                 format("code alignment factor %llu", static_cast<unsigned long long>(c.code_align)));
+      return bad(errc::unsupported, format("code alignment factor %llu",
+                                           static_cast<unsigned long long>(c.code_align)));
     if (c.data_align == 0 || c.data_align < -0xffff || c.data_align > 0xffff)
       return bad(errc::unsupported,
                  format("data alignment factor %lld", static_cast<long long>(c.data_align)));
@@ -614,8 +652,7 @@ class section_decoder {
                         to_string(o_.target)));
     if (!eh && aug.empty()) c.fde_encoding = dwarf::pe_absptr;
     if (!aug.empty()) {
-      if (aug[0] != 'z')
-        return bad(errc::unsupported, "augmentation \"" + std::string(aug) + "\"");
+      if (aug[0] != 'z') return bad(errc::unsupported, "augmentation \"" + std::string(aug) + "\"");
       c.has_z = true;
       const uint64_t aug_length = e.uleb();
       if (e.bad() || aug_length > e.left())
@@ -623,8 +660,12 @@ class section_decoder {
       reader a(b_, e.pos(), e.pos() + static_cast<size_t>(aug_length), o_.section_address);
       for (char ch : aug.substr(1)) {
         switch (ch) {
-          case 'R': c.fde_encoding = a.u8(); break;
-          case 'L': a.u8(); break;  // the LSDA pointer's encoding; FDEs skip it through 'z'
+          case 'R':
+            c.fde_encoding = a.u8();
+            break;
+          case 'L':
+            a.u8();
+            break;  // the LSDA pointer's encoding; FDEs skip it through 'z'
           case 'P': {
             // The personality routine: only its size matters here (its value, often indirect,
             // is for exception handling).
@@ -635,10 +676,15 @@ class section_decoder {
             a.pointer_value(enc, c.address_size);
             break;
           }
-          case 'S': break;  // signal frame: the rows are read as usual
-          case 'B': c.pac_key_b = true; break;
-          case 'G': break;  // MTE-tagged stack frames: no effect on unwinding rules
-          default: return bad(errc::unsupported, format("augmentation character '%c'", ch));
+          case 'S':
+            break;  // signal frame: the rows are read as usual
+          case 'B':
+            c.pac_key_b = true;
+            break;
+          case 'G':
+            break;  // MTE-tagged stack frames: no effect on unwinding rules
+          default:
+            return bad(errc::unsupported, format("augmentation character '%c'", ch));
         }
         if (a.bad()) return bad(errc::malformed, "augmentation data truncated");
       }
@@ -691,9 +737,9 @@ class section_decoder {
     if (*range == 0)
       return leave_out(off, *start, 0, errc::unsupported, where + "empty address range");
     if (*range > std::numeric_limits<uint32_t>::max())
-      return leave_out(off, *start, *range, errc::unsupported,
-                       where + format("address range %llu over 4 GiB",
-                                      static_cast<unsigned long long>(*range)));
+      return leave_out(
+          off, *start, *range, errc::unsupported,
+          where + format("address range %llu over 4 GiB", static_cast<unsigned long long>(*range)));
     if (*start > std::numeric_limits<uint64_t>::max() - *range)
       return leave_out(off, *start, *range, errc::malformed, where + "address range wraps");
 
@@ -763,8 +809,9 @@ class section_decoder {
 
 result<decoded_cfi> decode(std::span<const uint8_t> section, const decoder_options& options) {
   if (options.target != abi::amd64 && options.target != abi::aarch64_le)
-    return make_error(errc::unsupported, "cfi: decoding CFI for %s is not implemented (amd64 "
-                                         "and aarch64-le are)",
+    return make_error(errc::unsupported,
+                      "cfi: decoding CFI for %s is not implemented (amd64 "
+                      "and aarch64-le are)",
                       to_string(options.target));
   if (options.kind != section_kind::eh_frame && options.kind != section_kind::debug_frame)
     return make_error(errc::invalid_argument, "cfi: unknown section kind %d",

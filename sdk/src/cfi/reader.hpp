@@ -23,9 +23,18 @@ struct pointer_bases {
 /// The low nibble of a DW_EH_PE encoding names a format we can read.
 inline bool known_pointer_format(uint8_t encoding) noexcept {
   switch (encoding & 0x0f) {
-    case pe_absptr: case pe_uleb128: case pe_udata2: case pe_udata4: case pe_udata8:
-    case pe_sleb128: case pe_sdata2: case pe_sdata4: case pe_sdata8: return true;
-    default: return false;
+    case pe_absptr:
+    case pe_uleb128:
+    case pe_udata2:
+    case pe_udata4:
+    case pe_udata8:
+    case pe_sleb128:
+    case pe_sdata2:
+    case pe_sdata4:
+    case pe_sdata8:
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -33,7 +42,9 @@ class reader {
  public:
   /// Reads `bytes[pos, end)`; `address` is where `bytes[0]` lives (for pcrel pointers).
   reader(std::span<const uint8_t> bytes, size_t pos, size_t end, uint64_t address)
-      : bytes_(bytes), pos_(pos), end_(end > bytes.size() ? bytes.size() : end),
+      : bytes_(bytes),
+        pos_(pos),
+        end_(end > bytes.size() ? bytes.size() : end),
         address_(address) {}
 
   bool bad() const noexcept { return bad_; }
@@ -103,16 +114,26 @@ class reader {
   /// nullopt for an unknown format (`bad` is not set: the caller names the encoding).
   std::optional<uint64_t> pointer_value(uint8_t encoding, size_t address_size) noexcept {
     switch (encoding & 0x0f) {
-      case pe_absptr: return uint(address_size);
-      case pe_uleb128: return uleb();
-      case pe_udata2: return uint(2);
-      case pe_udata4: return uint(4);
-      case pe_udata8: return uint(8);
-      case pe_sleb128: return static_cast<uint64_t>(sleb());
-      case pe_sdata2: return static_cast<uint64_t>(static_cast<int64_t>(static_cast<int16_t>(uint(2))));
-      case pe_sdata4: return static_cast<uint64_t>(static_cast<int64_t>(static_cast<int32_t>(uint(4))));
-      case pe_sdata8: return uint(8);
-      default: return std::nullopt;
+      case pe_absptr:
+        return uint(address_size);
+      case pe_uleb128:
+        return uleb();
+      case pe_udata2:
+        return uint(2);
+      case pe_udata4:
+        return uint(4);
+      case pe_udata8:
+        return uint(8);
+      case pe_sleb128:
+        return static_cast<uint64_t>(sleb());
+      case pe_sdata2:
+        return static_cast<uint64_t>(static_cast<int64_t>(static_cast<int16_t>(uint(2))));
+      case pe_sdata4:
+        return static_cast<uint64_t>(static_cast<int64_t>(static_cast<int32_t>(uint(4))));
+      case pe_sdata8:
+        return uint(8);
+      default:
+        return std::nullopt;
     }
   }
 
@@ -128,8 +149,11 @@ class reader {
     const uint64_t field = address_ + pos_;
     uint64_t base = 0;
     switch (encoding & 0x70) {
-      case pe_absptr: break;
-      case pe_pcrel: base = field; break;
+      case pe_absptr:
+        break;
+      case pe_pcrel:
+        base = field;
+        break;
       case pe_textrel:
         if (!b.text) return missing(why, "text-relative pointer without a text base");
         base = *b.text;
@@ -147,7 +171,8 @@ class reader {
         if (!skip(aligned - pos_)) return std::nullopt;
         break;
       }
-      default: return missing(why, "unknown pointer application");
+      default:
+        return missing(why, "unknown pointer application");
     }
     auto v = pointer_value(encoding, address_size);
     if (!v) return missing(why, "unknown pointer format");

@@ -21,24 +21,38 @@ struct reloc_form {
 std::optional<reloc_form> form_of(uint16_t machine, uint32_t type) {
   if (machine == elf_em_x86_64) {
     switch (type) {
-      case 0: return reloc_form{0, false, false};   // R_X86_64_NONE
-      case 1: return reloc_form{8, false, false};   // R_X86_64_64
-      case 2: return reloc_form{4, true, true};     // R_X86_64_PC32
-      case 4: return reloc_form{4, true, true};     // R_X86_64_PLT32 (a PC32 for data)
-      case 10: return reloc_form{4, false, false};  // R_X86_64_32
-      case 11: return reloc_form{4, false, true};   // R_X86_64_32S
-      case 24: return reloc_form{8, true, true};    // R_X86_64_PC64
-      default: return std::nullopt;
+      case 0:
+        return reloc_form{0, false, false};  // R_X86_64_NONE
+      case 1:
+        return reloc_form{8, false, false};  // R_X86_64_64
+      case 2:
+        return reloc_form{4, true, true};  // R_X86_64_PC32
+      case 4:
+        return reloc_form{4, true, true};  // R_X86_64_PLT32 (a PC32 for data)
+      case 10:
+        return reloc_form{4, false, false};  // R_X86_64_32
+      case 11:
+        return reloc_form{4, false, true};  // R_X86_64_32S
+      case 24:
+        return reloc_form{8, true, true};  // R_X86_64_PC64
+      default:
+        return std::nullopt;
     }
   }
   if (machine == elf_em_aarch64) {
     switch (type) {
-      case 0: return reloc_form{0, false, false};    // R_AARCH64_NONE
-      case 257: return reloc_form{8, false, false};  // R_AARCH64_ABS64
-      case 258: return reloc_form{4, false, true};   // R_AARCH64_ABS32
-      case 260: return reloc_form{8, true, true};    // R_AARCH64_PREL64
-      case 261: return reloc_form{4, true, true};    // R_AARCH64_PREL32
-      default: return std::nullopt;
+      case 0:
+        return reloc_form{0, false, false};  // R_AARCH64_NONE
+      case 257:
+        return reloc_form{8, false, false};  // R_AARCH64_ABS64
+      case 258:
+        return reloc_form{4, false, true};  // R_AARCH64_ABS32
+      case 260:
+        return reloc_form{8, true, true};  // R_AARCH64_PREL64
+      case 261:
+        return reloc_form{4, true, true};  // R_AARCH64_PREL32
+      default:
+        return std::nullopt;
     }
   }
   return std::nullopt;
@@ -46,7 +60,8 @@ std::optional<reloc_form> form_of(uint16_t machine, uint32_t type) {
 
 bool fits(int64_t v, const reloc_form& f) {
   if (f.width == 8) return true;
-  if (f.is_signed) return v >= std::numeric_limits<int32_t>::min() && v <= std::numeric_limits<int32_t>::max();
+  if (f.is_signed)
+    return v >= std::numeric_limits<int32_t>::min() && v <= std::numeric_limits<int32_t>::max();
   // Unsigned 32-bit fields also take values that are negative as signed (two's complement
   // addends), as linkers accept for R_*_32 with a wrapping check of their own.
   return v >= std::numeric_limits<int32_t>::min() &&
@@ -106,7 +121,8 @@ result<relocated_section> relocate_section(const elf_image& img, const elf_secti
       uint64_t value = sym.value;
       if (sym.shndx != 0 && sym.shndx != shn_abs) {
         if (sym.shndx >= layout.address.size())
-          return make_error(errc::malformed, "elf: %s[%zu]: symbol '%s' in section %u, out of range",
+          return make_error(errc::malformed,
+                            "elf: %s[%zu]: symbol '%s' in section %u, out of range",
                             rs.name.c_str(), i, sym.name.c_str(), sym.shndx);
         value += layout.address[sym.shndx];
       }
@@ -119,8 +135,8 @@ result<relocated_section> relocate_section(const elf_image& img, const elf_secti
       if (form->pc_relative) result -= section_address + r.offset;
       if (!fits(static_cast<int64_t>(result), *form))
         return make_error(errc::out_of_range,
-                          "elf: %s[%zu]: value 0x%llx does not fit the %u-byte field", rs.name.c_str(),
-                          i, static_cast<unsigned long long>(result), form->width);
+                          "elf: %s[%zu]: value 0x%llx does not fit the %u-byte field",
+                          rs.name.c_str(), i, static_cast<unsigned long long>(result), form->width);
       for (unsigned k = 0; k < form->width; ++k) {
         const unsigned shift = 8 * (img.big_endian() ? form->width - 1 - k : k);
         out.bytes[r.offset + k] = static_cast<uint8_t>(result >> shift);

@@ -11,7 +11,9 @@
 
 extern "C" void jit_template();
 extern "C" uint64_t call_with_rbx(uint64_t jit, void (*native)());
-extern "C" __attribute__((noinline)) void native_breakpoint() { asm volatile("" ::: "memory"); }
+extern "C" __attribute__((noinline)) void native_breakpoint() {
+  asm volatile("" ::: "memory");
+}
 
 namespace {
 
