@@ -64,14 +64,13 @@ namespace {
 
 // `p/x $rbx` and `p/x $r12` in the frame of call_with_rbx, right above the JIT frame.
 std::pair<std::string, std::string> caller_registers(const std::vector<std::string>& program) {
-  std::vector<std::string> argv = {"gdb",    "-q",
-                                   "-batch", "-nx",
-                                   "-ex",    "set debuginfod enabled off",
-                                   "-ex",    "break native_breakpoint",
-                                   "-ex",    "run",
-                                   "-ex",    "bt",
-                                   "-ex",    "frame 2",
-                                   "-ex",    "printf \"rbx=%#lx r12=%#lx\\n\", $rbx, $r12",
+  std::vector<std::string> argv = {"gdb", "-q", "-batch", "-nx",
+                                   "-ex", "set debuginfod enabled off",
+                                   "-ex", "break native_breakpoint",
+                                   "-ex", "run",
+                                   "-ex", "bt",
+                                   "-ex", "frame 2",
+                                   "-ex", "printf \"rbx=%#lx r12=%#lx\\n\", $rbx, $r12",
                                    "--args"};
   argv.insert(argv.end(), program.begin(), program.end());
   const run_result r = run(argv, {}, std::chrono::seconds(120));

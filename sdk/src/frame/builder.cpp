@@ -198,8 +198,9 @@ frame_builder& frame_builder::negate_ra_state(uint32_t at) {
 // Records `rule` for its register from `at` on (a change only if it differs from the rule in
 // effect).
 void frame_builder::set_saved(uint32_t at, const saved_register& rule) {
-  auto it = std::find_if(saved_now_.begin(), saved_now_.end(),
-                         [&](const saved_register& s) { return s.dwarf_reg == rule.dwarf_reg; });
+  auto it = std::find_if(saved_now_.begin(), saved_now_.end(), [&](const saved_register& s) {
+    return s.dwarf_reg == rule.dwarf_reg;
+  });
   saved_register now = rule;
   now.pc_offset = 0;
   if (it != saved_now_.end()) {
@@ -220,7 +221,8 @@ void frame_builder::set_saved(uint32_t at, const saved_register& rule) {
   saved_changes_.push_back(now);
 }
 
-frame_builder& frame_builder::save_register(uint32_t at, uint16_t dwarf_reg, int32_t cfa_relative) {
+frame_builder& frame_builder::save_register(uint32_t at, uint16_t dwarf_reg,
+                                            int32_t cfa_relative) {
   if (!begin(at, "save_register")) return *this;
   if (detail::is_frame_register(abi_, dwarf_reg)) {
     fail("save_register", at,

@@ -12,12 +12,9 @@ using detail::make_error;
 
 const char* to_string(abi a) noexcept {
   switch (a) {
-    case abi::amd64:
-      return "amd64";
-    case abi::aarch64_le:
-      return "aarch64-le";
-    case abi::aarch64_be:
-      return "aarch64-be";
+    case abi::amd64: return "amd64";
+    case abi::aarch64_le: return "aarch64-le";
+    case abi::aarch64_be: return "aarch64-be";
   }
   return "unknown";
 }
@@ -67,7 +64,8 @@ std::optional<std::string> check_row_rules(abi a, const frame_row& r) {
     return std::nullopt;
   }
   const bool amd64 = a == abi::amd64;
-  if (r.cfa_offset % 8 != 0) return format("CFA offset %d is not a multiple of 8", r.cfa_offset);
+  if (r.cfa_offset % 8 != 0)
+    return format("CFA offset %d is not a multiple of 8", r.cfa_offset);
   const int32_t min_cfa = amd64 ? 8 : 0;
   if (r.cfa == cfa_base::sp && r.cfa_offset < min_cfa)
     return format("SP-based CFA offset %d is below %d (the CFA is above the stack pointer)",
@@ -78,8 +76,7 @@ std::optional<std::string> check_row_rules(abi a, const frame_row& r) {
     if (r.ra != ra_rule::saved || r.ra_offset != -8)
       return format("AMD64 return address is always saved at CFA-8 (row has %s %d)",
                     r.ra == ra_rule::in_register ? "in-register" : "offset", r.ra_offset);
-    if (r.ra_mangled)
-      return std::string("RA mangling (pointer authentication) exists only on AArch64");
+    if (r.ra_mangled) return std::string("RA mangling (pointer authentication) exists only on AArch64");
   } else if (r.ra == ra_rule::saved) {
     if (r.ra_offset >= 0 || r.ra_offset % 8 != 0)
       return format("RA offset %d must be negative and a multiple of 8", r.ra_offset);
@@ -97,8 +94,7 @@ std::optional<std::string> check_row_rules(abi a, const frame_row& r) {
     if (!amd64 && r.ra == ra_rule::saved && r.fp_offset == r.ra_offset)
       return format("FP and RA saved in the same slot CFA%d", r.fp_offset);
     if (!amd64 && r.ra != ra_rule::saved)
-      return std::string(
-          "AArch64 rows can save FP only together with RA (SFrame cannot express it)");
+      return std::string("AArch64 rows can save FP only together with RA (SFrame cannot express it)");
     if (r.cfa == cfa_base::sp && r.fp_offset < -r.cfa_offset)
       return format("FP saved at CFA%d, below the stack pointer (CFA = SP+%d)", r.fp_offset,
                     r.cfa_offset);
@@ -119,8 +115,8 @@ result<void> check_saved_registers(abi a, const function_desc& f) {
     const saved_register& s = f.saved_registers[i];
     auto bad = [&](const char* why) {
       return make_error(errc::invalid_argument,
-                        "function at 0x%llx: saved register %zu (DWARF %u at offset %u): %s", start,
-                        i, s.dwarf_reg, s.pc_offset, why);
+                        "function at 0x%llx: saved register %zu (DWARF %u at offset %u): %s",
+                        start, i, s.dwarf_reg, s.pc_offset, why);
     };
     if (s.pc_offset >= f.size) return bad("offset past the function end");
     if (i > 0) {
