@@ -13,6 +13,8 @@
 #include <jitunwind/orc.h>
 #include <jitunwind/usdt.h>
 
+#include "module_ir.h"
+
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/ExecutionEngine/Orc/ObjectLinkingLayer.h>
 #include <llvm/IRReader/IRReader.h>
@@ -84,35 +86,6 @@ bool parse(int argc, char** argv, options& o) {
     }
   }
   return o.depth >= 0 && o.depth <= 500;
-}
-
-// The IR of the call chain. Each level keeps `n * level` across its call (a callee-saved
-// register) and adds it afterwards, so the call is not a tail call.
-std::string module_ir(int depth) {
-  std::string ir =
-      "declare i64 @orcjit_hook(i64)\n"
-      "define i64 @spin(i64 %n) #0 {\n"
-      "entry:\n  br label %loop\n"
-      "loop:\n"
-      "  %i = phi i64 [ 0, %entry ], [ %i.next, %loop ]\n"
-      "  %acc = phi i64 [ 1, %entry ], [ %acc.next, %loop ]\n"
-      "  %m = mul i64 %acc, 6364136223846793005\n"
-      "  %acc.next = add i64 %m, 1442695040888963407\n"
-      "  %i.next = add i64 %i, 1\n"
-      "  %c = icmp ult i64 %i.next, %n\n"
-      "  br i1 %c, label %loop, label %done\n"
-      "done:\n"
-      "  %h = call i64 @orcjit_hook(i64 %acc.next)\n"
-      "  %r = xor i64 %h, %n\n"
-      "  ret i64 %r\n}\n";
-  for (int level = 0; level <= depth; ++level) {
-    const std::string callee = level == 0 ? "spin" : "level_" + std::to_string(level - 1);
-    ir += "define i64 @level_" + std::to_string(level) + "(i64 %n) #0 {\n" + "  %k = mul i64 %n, " +
-          std::to_string(level + 3) + "\n" + "  %r = call i64 @" + callee + "(i64 %n)\n" +
-          "  %s = add i64 %r, %k\n" + "  ret i64 %s\n}\n";
-  }
-  ir += "attributes #0 = { noinline uwtable \"frame-pointer\"=\"none\" }\n";
-  return ir;
 }
 
 template <class T>
@@ -239,7 +212,7 @@ int main(int argc, char** argv) {
   exit_on_error(jd.define(llvm::orc::absoluteSymbols(std::move(natives))), "defining the hook");
 
   auto context = std::make_unique<llvm::LLVMContext>();
-  const std::string ir = module_ir(o.depth);
+  const std::string ir = orcjit::module_ir(o.depth);
   llvm::SMDiagnostic diag;
   auto module = llvm::parseIR(llvm::MemoryBufferRef(ir, "orc-jit"), diag, *context);
   if (!module) {
