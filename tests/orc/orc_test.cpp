@@ -233,7 +233,7 @@ TEST_CASE("preload: jitwalk unwinds an unmodified LLJIT program's FP-less frames
   // once the window is known.
   const auto r = t::run(
       {jitwalk_test::jitwalk(), "profile", "-F", "499", "-d", "15", "--folded", dir / "f.txt", "--",
-       "env", "LD_PRELOAD=" + preload(), plain(), "--depth", "8", "--seconds", "3"},
+       "env", "LD_PRELOAD=" + preload(), plain(), "--depth", "8", "--seconds", "3", "--wait", "1"},
       {}, std::chrono::seconds(120));
   std::smatch m;
   if (std::regex_search(r.out, m, std::regex("orc-jit-plain: pid (\\d+)")))
