@@ -4,6 +4,7 @@
 // bytes (truncations, mutations) never crash it.
 #include <jitunwind/cfi.h>
 
+#include "cfi/tool_rows.hpp"
 #include "sframe/gen.hpp"
 
 #include <catch2/catch.hpp>
@@ -14,20 +15,6 @@
 using namespace jitunwind;
 
 namespace {
-
-// Consecutive rows with the same rules are one row (the decoder reports rule changes).
-std::vector<frame_row> merged(const std::vector<frame_row>& rows) {
-  std::vector<frame_row> out;
-  for (const frame_row& r : rows) {
-    if (!out.empty()) {
-      frame_row same = r;
-      same.pc_offset = out.back().pc_offset;
-      if (same == out.back()) continue;
-    }
-    out.push_back(r);
-  }
-  return out;
-}
 
 // The changes that matter: a register whose rule does not change is dropped, as the decoder
 // reports only changes (entry rule: unchanged).
@@ -199,7 +186,7 @@ TEST_CASE("random programs: decode(encode(f)) gives f's rows and saved registers
         INFO("abi " << to_string(a) << " function " << i);
         CHECK(d.functions[i].start == fs[i].start);
         CHECK(d.functions[i].size == fs[i].size);
-        CHECK(d.functions[i].rows == merged(fs[i].rows));
+        CHECK(d.functions[i].rows == test::merged(fs[i].rows));
         CHECK(d.functions[i].saved_registers == effective(fs[i].saved_registers));
       }
     }

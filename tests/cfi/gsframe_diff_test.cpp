@@ -17,6 +17,7 @@
 #include <jitunwind/cfi.h>
 #include <jitunwind/sframe.h>
 
+#include "cfi/tool_rows.hpp"
 #include "elf/object_layout.hpp"
 #include "support/privileges.hpp"
 #include "support/process.hpp"
@@ -30,19 +31,6 @@ using namespace jitunwind;
 namespace t = jitunwind::test;
 
 namespace {
-
-std::vector<frame_row> merged(std::vector<frame_row> rows) {
-  std::vector<frame_row> out;
-  for (const frame_row& r : rows) {
-    if (!out.empty()) {
-      frame_row same = r;
-      same.pc_offset = out.back().pc_offset;
-      if (same == out.back()) continue;
-    }
-    out.push_back(r);
-  }
-  return out;
-}
 
 struct object_tables {
   cfi::decoded_cfi cfi;
@@ -119,8 +107,8 @@ void compare(const std::string& what, const object_tables& t, bool gas, tally& n
     REQUIRE(it != tool.end());  // we converted it: the assembler did too
     const function_desc& g = *it->second;
     CHECK(g.size == f.size);
-    const auto ours = merged(f.rows);
-    const auto theirs = merged(g.rows);
+    const auto ours = t::merged(f.rows);
+    const auto theirs = t::merged(g.rows);
     if (ours != theirs) {
       REQUIRE(gas);
       REQUIRE(gas_restore_state_bug(ours, theirs));
@@ -261,8 +249,8 @@ TEST_CASE("hand-written edge cases: what LLVM and gas leave out and where they d
   const auto rem = std::find_if(llvm.cfi.functions.begin(), llvm.cfi.functions.end(),
                                 [](const function_desc& f) { return f.start == 0x23; });
   REQUIRE(rem != llvm.cfi.functions.end());
-  CHECK(merged(rem->rows) == merged(in_llvm.at(0x23)->rows));
-  CHECK(gas_restore_state_bug(merged(rem->rows), merged(in_gas.at(0x23)->rows)));
+  CHECK(t::merged(rem->rows) == t::merged(in_llvm.at(0x23)->rows));
+  CHECK(gas_restore_state_bug(t::merged(rem->rows), t::merged(in_gas.at(0x23)->rows)));
   // rbx saved: kept for the .eh_frame publishers.
   const auto rbx = std::find_if(llvm.cfi.functions.begin(), llvm.cfi.functions.end(),
                                 [](const function_desc& f) { return f.start == 0x13; });
