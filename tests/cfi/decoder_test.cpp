@@ -287,7 +287,7 @@ TEST_CASE("every DW_EH_PE pointer encoding of the FDE address reads back") {
   }
 }
 
-TEST_CASE("augmentations P L S and the LSDA are read; unknown ones leave FDEs out") {
+TEST_CASE("augmentations P L S and the LSDA are read and unknown ones leave FDEs out") {
   cfi_bytes c;
   // zPLSR: personality (indirect pcrel sdata4), LSDA encoding, signal frame, FDE encoding.
   const size_t cie = amd64_cie(c, "zPLSR", {0x9b, 0x11, 0x22, 0x33, 0x44, 0x1b, 0x1b}, 3);
@@ -495,7 +495,7 @@ TEST_CASE("rules SFrame cannot express leave the function out with where and why
   CHECK(decode_ok(c.b, {}).functions.size() == 1);
 }
 
-TEST_CASE("overlapping empty and unreadable FDEs are reported; the section stops at a zero") {
+TEST_CASE("overlapping empty and unreadable FDEs are reported and a zero length ends the section") {
   cfi_bytes c;
   amd64_cie(c, "zR", {0x00});
   for (auto [start, size] :

@@ -145,7 +145,7 @@ TEST_CASE("orc-jit: jitunwind unwind check finds no mismatch at any JIT instruct
 }
 
 #ifdef HAVE_JITWALK
-TEST_CASE("orc-jit: jitwalk profile unwinds through the ORC frames to main, named") {
+TEST_CASE("orc-jit: jitwalk profile unwinds through the ORC frames to main with names") {
   if (!have_orc_jit() || !t::may_run_privileged("jitwalk profile")) return;
   t::temp_dir dir;
   const auto r = t::run({jitwalk_test::jitwalk(), "profile", "-F", "499", "-d", "15", "--folded",
@@ -166,7 +166,7 @@ TEST_CASE("orc-jit: jitwalk profile unwinds through the ORC frames to main, name
   CHECK(to_main * 100 >= in_jit * 99);
 }
 
-TEST_CASE("orc-jit: jitwalk verify against libgcc's unwind of LLVM's own CFI, 100 % exact") {
+TEST_CASE("orc-jit: jitwalk verify is 100 % exact against libgcc unwinding LLVM CFI") {
   if (!have_orc_jit() || !t::may_run_privileged("jitwalk verify")) return;
   t::run_result r;
   const auto j =
@@ -201,7 +201,7 @@ std::string libgcc_frames(const std::string& out) {
 
 }  // namespace
 
-TEST_CASE("preload: each registered .eh_frame is published; the host's registration still works") {
+TEST_CASE("preload: each registered .eh_frame is published and the host registration still works") {
   if (!have_orc_jit()) return;
   t::temp_dir dir;
   const auto bare = t::run({plain(), "--depth", "5", "--seconds", "0.1"});
