@@ -95,7 +95,7 @@ TEST_CASE("orc-jit: perf --call-graph dwarf and perf inject --jit reach main") {
                            "--depth",
                            "6",
                            "--seconds",
-                           "1"});
+                           "0.5"});
   INFO(rec.out << rec.err);
   REQUIRE(rec.exit_code == 0);
   CHECK_THAT(rec.err, !Catch::Contains("perf will lose"));
@@ -114,7 +114,7 @@ TEST_CASE("orc-jit: perf --call-graph dwarf and perf inject --jit reach main") {
     if (s.size() >= want.size() && std::equal(want.begin(), want.end(), s.begin())) ++full;
   }
   INFO(in_spin << " samples in spin, " << full << " with the whole chain to main");
-  REQUIRE(in_spin >= 100);
+  REQUIRE(in_spin >= 50);  // of ~500: perf's DWARF unwinding in perf script is slow
   CHECK(full * 100 >= in_spin * 99);
 }
 
