@@ -8,13 +8,15 @@
 // It must never break the host: the real function is always called, with the host's argument,
 // whatever happened here; a failure of ours is logged once (stderr, "jitunwind preload: ...")
 // and that registration is simply not published. Registrations from several threads are
-// serialized by a mutex. Not async-signal-safe (it allocates), which __register_frame callers
-// never need; in a fork child the inherited session is not used (the pid differs) and nothing
-// is published there.
+// serialized by a mutex, held across fork() (pthread_atfork) so a child never inherits it
+// locked. Not async-signal-safe (it allocates), which __register_frame callers never need; in a
+// fork child the inherited session is not used (the pid differs) and nothing is published
+// there: the child's registrations go to libgcc only.
 #include <jitunwind/cfi.h>
 #include <jitunwind/window.h>
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -103,6 +105,10 @@ class preload_state {
   preload_state() {
     real_register = reinterpret_cast<register_fn>(dlsym(RTLD_NEXT, "__register_frame"));
     real_deregister = reinterpret_cast<register_fn>(dlsym(RTLD_NEXT, "__deregister_frame"));
+    // A fork while another thread registers would leave the child's copy of the mutex locked
+    // forever: hold it across fork() so both sides get it unlocked.
+    pthread_atfork([] { get().mutex_.lock(); }, [] { get().mutex_.unlock(); },
+                   [] { get().mutex_.unlock(); });
   }
 
   // The session, created at the first registration (caller holds mutex_).
