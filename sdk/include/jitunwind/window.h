@@ -31,13 +31,13 @@
 #include <jitunwind/frame.h>
 #include <jitunwind/log.h>
 #include <jitunwind/result.h>
+#include <jitunwind/span.h>
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -148,7 +148,7 @@ class JITUNWIND_API window {
   /// `invalid_argument` for described windows.
   struct code_space {
     uint64_t address = 0;
-    std::span<uint8_t> writable;
+    span<uint8_t> writable;
   };
   virtual result<code_space> allocate(size_t size, size_t alignment = 16) = 0;
 
@@ -206,7 +206,7 @@ class JITUNWIND_API window {
   virtual std::vector<function_entry> functions() const = 0;
 
   /// The SFrame section as last published (empty before the first publish).
-  virtual std::span<const uint8_t> published_sframe() const noexcept = 0;
+  virtual span<const uint8_t> published_sframe() const noexcept = 0;
 
  protected:
   window(uint64_t id) : id_(id) {}

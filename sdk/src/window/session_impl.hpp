@@ -61,7 +61,7 @@ class window_impl final : public window {
                       std::function<bool(window&)> on_grace_over) override;
   result<void> reuse() override;
   std::vector<function_entry> functions() const override;
-  std::span<const uint8_t> published_sframe() const noexcept override;
+  span<const uint8_t> published_sframe() const noexcept override;
 
   /// Called by session::poll: runs the grace callback when due. Returns true if it acted.
   bool poll_grace(std::chrono::steady_clock::time_point now);

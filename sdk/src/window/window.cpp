@@ -411,7 +411,7 @@ std::vector<window::function_entry> window_impl::functions() const {
   return out;
 }
 
-std::span<const uint8_t> window_impl::published_sframe() const noexcept {
+span<const uint8_t> window_impl::published_sframe() const noexcept {
   if (current_buffer_ < 0) return {};
   return {buffers().buffer(current_buffer_), current_size_};
 }
