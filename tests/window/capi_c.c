@@ -23,7 +23,7 @@ static int keep(void* user, jitunwind_window* w) {
 int window_capi_c_scenario(char* message, size_t message_size) {
   jitunwind_error err;
   jitunwind_session_options o;
-  memset(&o, 0, sizeof o);
+  jitunwind_session_options_init(&o);
   o.publishers = JITUNWIND_PUBLISH_REGISTRY | JITUNWIND_PUBLISH_KERNEL;
   o.kernel_sframe = "syscall:1000,1001"; /* no kernel has it: reported unsupported */
   o.log = count_log;

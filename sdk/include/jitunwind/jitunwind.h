@@ -9,6 +9,12 @@
  *   nothing prints.
  * - Callbacks receive the `void* user` they were registered with.
  * - Memory returned to the caller says in its comment who frees it and how.
+ * - Options structs start with `uint32_t struct_size`: fill one with its `_init` function
+ *   (which sets struct_size and the documented defaults), then change what you need. NULL
+ *   means the defaults; a struct whose struct_size is 0 (zeroed, never initialised) is refused
+ *   with JITUNWIND_E_INVALID_ARGUMENT naming the `_init` function. A library newer than the
+ *   caller gives the fields the caller's struct_size does not cover their defaults
+ *   (docs/c-api.md, "Options structs").
  */
 #ifndef JITUNWIND_JITUNWIND_H
 #define JITUNWIND_JITUNWIND_H
@@ -47,6 +53,12 @@ typedef struct jitunwind_error {
 
 /* Stable name of a status ("ok", "invalid_argument", ...). */
 JITUNWIND_API const char* jitunwind_status_string(jitunwind_status status);
+
+/* The version of the library actually loaded, as JITUNWIND_VERSION (MAJOR * 10000 + MINOR * 100
+   + PATCH) and as "MAJOR.MINOR.PATCH". A program can compare it with the JITUNWIND_VERSION of
+   the headers it was built with (jitunwind/config.h). */
+JITUNWIND_API int jitunwind_version(void);
+JITUNWIND_API const char* jitunwind_version_string(void);
 
 /* ==== frame (jitunwind/frame.h) =========================================================== */
 
@@ -153,6 +165,30 @@ JITUNWIND_API jitunwind_status jitunwind_frame_builder_finish(jitunwind_frame_bu
                                                               jitunwind_function* out,
                                                               jitunwind_error* error);
 
+/* ==== the on-ramp (jitunwind/onramp.h) ==================================================== */
+
+/* A session: the publishers and windows (section "session, windows and publishers"). */
+typedef struct jitunwind_session jitunwind_session;
+
+/* Names `size` bytes of executable code the runtime placed at `code` for every profiler and
+   debugger, in one call: the first call creates an implicit default session configured from
+   the environment (JITUNWIND_PUBLISH, JITUNWIND_DIR, JITDUMPDIR, ...: as
+   jitunwind_session_create_from_env). `rows` (`row_count` of them, pc_offset relative to
+   `code`; from jitunwind_frame_builder_finish or written by hand) say how to find the caller at
+   each instruction, so that profilers unwind through the code. Thread-safe. Errors:
+   INVALID_ARGUMENT (rows, name, empty range), ALREADY_EXISTS (named already, or overlapping),
+   OUT_OF_RANGE (no room for the unwind table within 2 GiB of the code), the environment's. */
+JITUNWIND_API jitunwind_status jitunwind_name_code(const void* code, size_t size, const char* name,
+                                                   const jitunwind_frame_row* rows,
+                                                   size_t row_count, jitunwind_error* error);
+/* The code named at `code` will not run again: it is unpublished and forgotten. NOT_FOUND if
+   it was not named. Thread-safe. */
+JITUNWIND_API jitunwind_status jitunwind_forget_code(const void* code, jitunwind_error* error);
+/* The implicit default session (created by the first call of this or jitunwind_name_code), for
+   the rest of the API: status, windows of one's own. Owned by the library: never destroy it. */
+JITUNWIND_API jitunwind_status jitunwind_default_session(jitunwind_session** out,
+                                                         jitunwind_error* error);
+
 /* ==== sframe (jitunwind/sframe.h) ========================================================= */
 
 #define JITUNWIND_SFRAME_F_FDE_SORTED 0x1u
@@ -176,11 +212,13 @@ typedef struct jitunwind_sframe_info {
 
 /* Encoder options; start from jitunwind_sframe_encoder_options_init (the C++ defaults). */
 typedef struct jitunwind_sframe_encoder_options {
+  uint32_t struct_size; /* sizeof(jitunwind_sframe_encoder_options), set by _init */
   jitunwind_abi abi;
   uint64_t section_address; /* where the section's first byte will be */
   int pcrel;                /* 1 (default): FDE_FUNC_START_PCREL; 0: section-relative starts */
   int frame_pointer;        /* -1 (default): automatic; 0 or 1: force the FRAME_POINTER flag */
   int strict;               /* 1 (default): jitunwind_frame_validate rules; 0: format rules */
+  int reserved;             /* 0 */
 } jitunwind_sframe_encoder_options;
 
 JITUNWIND_API void jitunwind_sframe_encoder_options_init(jitunwind_sframe_encoder_options* o);
@@ -311,7 +349,6 @@ JITUNWIND_API size_t jitunwind_sframe_unwind(jitunwind_abi abi,
  * Session functions are thread-safe. A window belongs to its session (never destroyed on its
  * own; valid until the session is destroyed) and is used by one thread at a time; different
  * windows may be used from different threads. */
-typedef struct jitunwind_session jitunwind_session;
 typedef struct jitunwind_window jitunwind_window;
 
 /* Publisher bits (jitunwind::publisher). */
@@ -343,17 +380,23 @@ typedef enum jitunwind_window_state {
    `message` is not NUL-terminated. */
 typedef void (*jitunwind_log_fn)(void* user, int level, const char* message, size_t length);
 
-/* Options of jitunwind_session_create. Strings are copied; NULL means the default. */
+/* Options of jitunwind_session_create; fill with jitunwind_session_options_init. Strings are
+   copied; NULL means the default. */
 typedef struct jitunwind_session_options {
-  jitunwind_abi abi;           /* 0 = AMD64 */
-  uint32_t publishers;         /* JITUNWIND_PUBLISH_* bits */
-  const char* perfmap_dir;     /* NULL or "" = /tmp */
-  const char* jitdump_dir;     /* NULL or "" = $JITDUMPDIR or /tmp */
-  const char* kernel_sframe;   /* e.g. "prctl:79,80"; NULL = off (never guessed) */
-  jitunwind_log_fn log;        /* NULL = no logging */
+  uint32_t struct_size;      /* sizeof(jitunwind_session_options), set by _init */
+  jitunwind_abi abi;         /* 0 = AMD64 */
+  uint32_t publishers;       /* JITUNWIND_PUBLISH_* bits */
+  int log_min_level;         /* 0 debug .. 3 error */
+  const char* perfmap_dir;   /* NULL or "" = /tmp */
+  const char* jitdump_dir;   /* NULL or "" = $JITDUMPDIR or /tmp */
+  const char* kernel_sframe; /* e.g. "prctl:79,80"; NULL = off (never guessed) */
+  jitunwind_log_fn log;      /* NULL = no logging */
   void* log_user;
-  int log_min_level;           /* 0 debug .. 3 error */
 } jitunwind_session_options;
+
+/* The defaults: AMD64, JITUNWIND_PUBLISH_DEFAULT, /tmp for the perf map, $JITDUMPDIR or /tmp for
+   the jitdump, no kernel registration, no log sink, log level 1 (info). */
+JITUNWIND_API void jitunwind_session_options_init(jitunwind_session_options* options);
 
 /* The defaults overridden by the environment (JITUNWIND_PUBLISH, JITUNWIND_DIR, JITDUMPDIR,
    JITUNWIND_KERNEL_SFRAME), as jitunwind::session_options::from_env; `options` NULL = the
@@ -492,10 +535,14 @@ typedef enum jitunwind_usdt_location {
 } jitunwind_usdt_location;
 
 typedef struct jitunwind_usdt_provider_options {
+  uint32_t struct_size; /* sizeof(jitunwind_usdt_provider_options), set by _init */
   jitunwind_usdt_location location;
   /* FILE only; NULL or "" = $XDG_RUNTIME_DIR/jitunwind or /tmp/jitunwind-UID */
   const char* directory;
 } jitunwind_usdt_provider_options;
+
+/* The defaults: JITUNWIND_USDT_MEMFD, directory NULL. */
+JITUNWIND_API void jitunwind_usdt_provider_options_init(jitunwind_usdt_provider_options* options);
 
 /* Creates a provider (nothing is written before _load). options may be NULL (memfd). */
 JITUNWIND_API jitunwind_status jitunwind_usdt_provider_create(
@@ -579,10 +626,16 @@ typedef struct jitunwind_trampoline {
 } jitunwind_trampoline;
 
 typedef struct jitunwind_trampoline_pool_options {
+  uint32_t struct_size;    /* sizeof(jitunwind_trampoline_pool_options), set by _init */
+  uint32_t reserved;       /* 0 */
   size_t stubs_per_window; /* 0 = 1024 */
   const char* name_prefix; /* NULL = "" */
   uint64_t near_address;   /* place stubs near this code (e.g. the eval function); 0 = anywhere */
 } jitunwind_trampoline_pool_options;
+
+/* The defaults: 1024 stubs per window, no prefix, anywhere. */
+JITUNWIND_API void jitunwind_trampoline_pool_options_init(
+    jitunwind_trampoline_pool_options* options);
 
 /* Creates a pool (and its session). options may be NULL (defaults). */
 JITUNWIND_API jitunwind_status jitunwind_trampoline_pool_create(

@@ -52,23 +52,37 @@ jitunwind_status make_session(const session_options& o, jitunwind_session** out,
 
 extern "C" {
 
+void jitunwind_session_options_init(jitunwind_session_options* options) {
+  if (options == nullptr) return;
+  const session_options defaults;
+  *options = {};
+  options->struct_size = sizeof *options;
+  options->abi = static_cast<jitunwind_abi>(defaults.target);
+  options->publishers = defaults.publishers;
+  options->log_min_level = static_cast<int>(defaults.log.min_level);
+}
+
 jitunwind_status jitunwind_session_create(const jitunwind_session_options* options,
                                           jitunwind_session** out, jitunwind_error* error) {
   return guard(error, [&] {
     if (out == nullptr) return fail(error, errc::invalid_argument, "out is NULL");
     *out = nullptr;
+    jitunwind_session_options c;
+    jitunwind_session_options_init(&c);
+    if (auto st = capi::read_options(options, c, "jitunwind_session_options",
+                                     "jitunwind_session_options_init", error);
+        st != JITUNWIND_OK)
+      return st;
     session_options o;
-    if (options != nullptr) {
-      const int target = capi::raw_value(options->abi);
-      if (target != 0 && !capi::known_abi(options->abi))
-        return fail(error, errc::invalid_argument, "unknown ABI");
-      if (target != 0) o.target = static_cast<abi>(target);
-      o.publishers = options->publishers;
-      if (options->perfmap_dir != nullptr) o.perfmap_dir = options->perfmap_dir;
-      if (options->jitdump_dir != nullptr) o.jitdump_dir = options->jitdump_dir;
-      if (options->kernel_sframe != nullptr) o.kernel_sframe = options->kernel_sframe;
-      o.log = c_sink(options->log, options->log_user, options->log_min_level);
-    }
+    const int target = capi::raw_value(c.abi);
+    if (target != 0 && !capi::known_abi(c.abi))
+      return fail(error, errc::invalid_argument, "unknown ABI");
+    if (target != 0) o.target = static_cast<abi>(target);
+    o.publishers = c.publishers;
+    if (c.perfmap_dir != nullptr) o.perfmap_dir = c.perfmap_dir;
+    if (c.jitdump_dir != nullptr) o.jitdump_dir = c.jitdump_dir;
+    if (c.kernel_sframe != nullptr) o.kernel_sframe = c.kernel_sframe;
+    o.log = c_sink(c.log, c.log_user, c.log_min_level);
     return make_session(o, out, error);
   });
 }
