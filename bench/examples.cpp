@@ -312,7 +312,8 @@ void BM_interp_probes_instructions(benchmark::State& state) {
   for (auto _ : state) {
     const std::string bins[2] = {interp_layouts[0], interp_noprobes_layouts[0]};
     for (int b = 0; b < 2; ++b) {
-      const double lo = callgrind_instructions(bins[b], 18), hi = callgrind_instructions(bins[b], 24);
+      const double lo = callgrind_instructions(bins[b], 18),
+                   hi = callgrind_instructions(bins[b], 24);
       if (lo < 0 || hi < 0) {
         state.SkipWithError("callgrind failed");
         return;
@@ -387,7 +388,9 @@ double cpu_now() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
-double seconds_since(double t0) { return cpu_now() - t0; }
+double seconds_since(double t0) {
+  return cpu_now() - t0;
+}
 
 // Size of this process's jitdump in $JITDUMPDIR (0 if there is none yet).
 uintmax_t jitdump_size() {
@@ -425,7 +428,8 @@ const char* const publisher_sets[] = {"default", "none",    "registry", "usdt-ev
 void publication_vs_compile(benchmark::State& state, bool publish_each) {
   static const compiled_program prog;
   const char* publishers = publisher_sets[state.range(0)];
-  const auto mode = state.range(1) == 0 ? jitunwind::durability::sync : jitunwind::durability::batched;
+  const auto mode =
+      state.range(1) == 0 ? jitunwind::durability::sync : jitunwind::durability::batched;
   state.SetLabel(std::string(publishers) + "/" + to_string(mode));
   auto so = jitunwind::session_options::from_env();
   so->publishers = jitunwind::parse_publishers(publishers).value();
@@ -476,10 +480,9 @@ void publication_vs_compile(benchmark::State& state, bool publish_each) {
     const double t_windowed = seconds_since(t0);
     if (jitdump_on) {
       const uintmax_t grown = jitdump_size() - dump_before;
-      const size_t writes =
-          mode == jitunwind::durability::sync
-              ? (publish_each ? code.size() : 1)
-              : static_cast<size_t>(grown / so->flush_bytes + 1);
+      const size_t writes = mode == jitunwind::durability::sync
+                                ? (publish_each ? code.size() : 1)
+                                : static_cast<size_t>(grown / so->flush_bytes + 1);
       const double t_floor = timed_plain_writes(grown, writes);
       floor_us.push_back(t_floor / n * 1e6);
       floor_ratio.push_back(t_floor / t_asmjit);

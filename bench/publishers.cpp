@@ -277,8 +277,9 @@ void BM_jitdump_layout(benchmark::State& state, layout how, size_t code_size, bo
 }
 
 void register_layouts() {
-  for (const auto& [name, how] : {std::pair{"copy", layout::copy}, std::pair{"double", layout::twice},
-                                  std::pair{"writev", layout::writev}})
+  for (const auto& [name, how] :
+       {std::pair{"copy", layout::copy}, std::pair{"double", layout::twice},
+        std::pair{"writev", layout::writev}})
     for (const size_t code_size : {size_t{81}, size_t{1024}})
       for (const bool flush_sized : {false, true})
         benchmark::RegisterBenchmark(
