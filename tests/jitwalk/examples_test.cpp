@@ -62,8 +62,8 @@ jit_naming count_jit_naming(const std::map<std::string, uint64_t>& folded,
 // prints where its functions are (to jitwalk's standard error, which the child shares).
 jit_naming profile_spin(const std::vector<std::string>& env) {
   jt::temp_dir dir;
-  std::vector<std::string> argv = {jitwalk(), "profile", "-F",       "999",         "-d", "3",
-                                   "--folded", dir / "f.txt", "--", "env"};
+  std::vector<std::string> argv = {jitwalk(), "profile",  "-F",          "999", "-d",
+                                   "3",       "--folded", dir / "f.txt", "--",  "env"};
   argv.insert(argv.end(), env.begin(), env.end());
   argv.insert(argv.end(),
               {toy_jit(), "--frame-pointers=on", "--dump-frames", program("spin.toy"), "0"});

@@ -39,11 +39,17 @@ constexpr int runs = 100;
 constexpr int threads = 2;
 constexpr size_t flush_bytes = 64 * 1024;  // the session's default
 
-std::string testjit() { return binary_path("tests/jitdump/testjit"); }
+std::string testjit() {
+  return binary_path("tests/jitdump/testjit");
+}
 
 // Run i: killed 5..64 ms after the threads start, publishing 1 or 8 functions at a time.
-int kill_after_ms(int i) { return 5 + (i * 37) % 60; }
-int batch_of(int i) { return i % 2 == 0 ? 1 : 8; }
+int kill_after_ms(int i) {
+  return 5 + (i * 37) % 60;
+}
+int batch_of(int i) {
+  return i % 2 == 0 ? 1 : 8;
+}
 
 // "stress_t<t>_fn<i>_with_a_longer_name" -> (t, i); false for anything else.
 bool parse_name(std::string_view name, int& t, uint64_t& i) {
@@ -101,7 +107,8 @@ run_files files_in(const std::string& dir) {
 std::vector<uint64_t> read_progress(const std::string& path) {
   const std::string bytes = read_file(path);
   std::vector<uint64_t> out(threads, 0);
-  if (bytes.size() == sizeof(uint64_t) * threads) std::memcpy(out.data(), bytes.data(), bytes.size());
+  if (bytes.size() == sizeof(uint64_t) * threads)
+    std::memcpy(out.data(), bytes.data(), bytes.size());
   return out;
 }
 
@@ -120,7 +127,8 @@ std::string check_run(const run_files& f, durability mode, int batch, totals& su
   for (const std::string& line : text.lines) {
     // "START 10 NAME"
     const size_t a = line.find(' ');
-    if (a == std::string::npos || line.compare(a, 4, " 10 ") != 0) return "perf map line '" + line + "'";
+    if (a == std::string::npos || line.compare(a, 4, " 10 ") != 0)
+      return "perf map line '" + line + "'";
     map.add(std::string_view(line).substr(a + 4));
   }
   if (!map.problem.empty()) return "perf map: " + map.problem;
@@ -149,8 +157,8 @@ std::string check_run(const run_files& f, durability mode, int batch, totals& su
              std::to_string(p) + ")";
     if (mode == durability::sync && (map.count[t] < p || dump.count[t] < p))
       return "sync: thread " + std::to_string(t) + " published " + std::to_string(p) +
-             " functions; the perf map has " + std::to_string(map.count[t]) +
-             ", the jitdump " + std::to_string(dump.count[t]);
+             " functions; the perf map has " + std::to_string(map.count[t]) + ", the jitdump " +
+             std::to_string(dump.count[t]);
     lost_lines += p > map.count[t] ? p - map.count[t] : 0;
     lost_loads += p > dump.count[t] ? p - dump.count[t] : 0;
     sum.published += p;
@@ -171,12 +179,12 @@ std::string check_run(const run_files& f, durability mode, int batch, totals& su
 
 std::vector<std::string> stress_command(const std::string& dir, durability mode, int i,
                                         bool paced) {
-  std::vector<std::string> argv = {testjit(),       "--session",
-                                   "--stress",      std::to_string(threads),
+  std::vector<std::string> argv = {testjit(),         "--session",
+                                   "--stress",        std::to_string(threads),
                                    "--kill-after-ms", std::to_string(kill_after_ms(i)),
-                                   "--batch",       std::to_string(batch_of(i)),
-                                   "--jitdump",     dir,
-                                   "--durability",  to_string(mode)};
+                                   "--batch",         std::to_string(batch_of(i)),
+                                   "--jitdump",       dir,
+                                   "--durability",    to_string(mode)};
   if (paced) {
     argv.insert(argv.end(), {"--stress-pause-us", "1000"});
   } else {

@@ -291,7 +291,8 @@ result<void> jitdump_writer::write_batch(std::span<const jitdump_entry> entries,
   // The records are built straight into the file's buffer (batched) or its scratch buffer
   // (sync): no second copy of the code bytes before the write.
   record_file::batch b(*file_);
-  if (file_->closed()) return make_error(errc::bad_state, "jitdump %s: already closed", path_.c_str());
+  if (file_->closed())
+    return make_error(errc::bad_state, "jitdump %s: already closed", path_.c_str());
   for (const jitdump_entry& e : entries) {
     if (e.move_index && *e.move_index >= next_index_)
       return make_error(errc::invalid_argument,

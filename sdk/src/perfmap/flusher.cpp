@@ -24,7 +24,9 @@ flusher::~flusher() {
   if (join) ::pthread_join(thread_, nullptr);
 }
 
-bool flusher::in_forked_child() const noexcept { return forks_so_far() != fork_generation_; }
+bool flusher::in_forked_child() const noexcept {
+  return forks_so_far() != fork_generation_;
+}
 
 void flusher::watch(record_file* f) {
   std::lock_guard lock(mu_);

@@ -40,11 +40,15 @@ result<std::unique_ptr<perfmap_writer>> perfmap_writer::create(const perfmap_opt
       new perfmap_writer(*fd, std::move(path), st.st_size, options.policy));
 }
 
-perfmap_writer::~perfmap_writer() { (void)file_.close(); }
+perfmap_writer::~perfmap_writer() {
+  (void)file_.close();
+}
 
 namespace {
 
-int hex_digits(uint64_t v) { return v == 0 ? 1 : (67 - __builtin_clzll(v)) / 4; }
+int hex_digits(uint64_t v) {
+  return v == 0 ? 1 : (67 - __builtin_clzll(v)) / 4;
+}
 
 // Lower-case hex without leading zeros ("0" for 0), at `out`; returns the end.
 // Two digits per step (one table load per byte): every line has two numbers.

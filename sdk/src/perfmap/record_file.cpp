@@ -51,7 +51,9 @@ void flush_at_exit() {
 
 }  // namespace
 
-uint64_t forks_so_far() noexcept { return process().forks.load(std::memory_order_relaxed); }
+uint64_t forks_so_far() noexcept {
+  return process().forks.load(std::memory_order_relaxed);
+}
 
 namespace {
 
@@ -140,10 +142,9 @@ result<void> record_file::batch::commit_locked(uint64_t now_ns) {
     // seq_cst: pairs with the flusher announcing that it is idle (flusher::run).
     if (first_) f.pending_since_.store(now_ns, std::memory_order_seq_cst);
   }
-  flush_now_ =
-      buf_->size() >= f.policy_.flush_bytes ||
-      (self_timed && now_ns >= f.pending_since_.load(std::memory_order_relaxed) +
-                                   f.policy_.latency_ns);
+  flush_now_ = buf_->size() >= f.policy_.flush_bytes ||
+               (self_timed &&
+                now_ns >= f.pending_since_.load(std::memory_order_relaxed) + f.policy_.latency_ns);
   return {};
 }
 

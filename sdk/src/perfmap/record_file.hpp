@@ -142,7 +142,7 @@ class record_file {
 
  private:
   result<void> take_deferred();  // caller holds append_mu_
-  void unregister();              // from the flusher and the files flushed at exit
+  void unregister();             // from the flusher and the files flushed at exit
 
   const std::string path_;
   const file_policy policy_;

@@ -19,8 +19,10 @@ result<std::unique_ptr<publisher_backend>> make_backend(publisher p, const sessi
     case publisher::registry: return make_registry_backend(o);
     case publisher::usdt_events: return make_usdt_events_backend(o);
     case publisher::kernel: return make_kernel_publisher(o);
-    case publisher::perfmap: return make_perfmap_backend(o, background);
-    case publisher::jitdump: return make_jitdump_backend(o, background);
+    case publisher::perfmap:
+      return make_perfmap_backend(o, background);
+    case publisher::jitdump:
+      return make_jitdump_backend(o, background);
     case publisher::gdb: return make_gdb_backend(o);
   }
   return make_error(errc::invalid_argument, "unknown publisher %u", static_cast<unsigned>(p));

@@ -56,8 +56,10 @@ const char* to_string(window_state s) noexcept {
 
 const char* to_string(durability d) noexcept {
   switch (d) {
-    case durability::sync: return "sync";
-    case durability::batched: return "batched";
+    case durability::sync:
+      return "sync";
+    case durability::batched:
+      return "batched";
   }
   return "unknown";
 }
@@ -198,14 +200,16 @@ result<session_options> session_options::from_env() {
   if (const char* v = env("JITUNWIND_FLUSH_MS")) {
     auto ms = parse_number(v, static_cast<uint64_t>(min_flush_latency.count()),
                            static_cast<uint64_t>(max_flush_latency.count()), false);
-    if (!ms) return make_error(errc::invalid_argument, "JITUNWIND_FLUSH_MS: %s",
-                               ms.error().message().c_str());
+    if (!ms)
+      return make_error(errc::invalid_argument, "JITUNWIND_FLUSH_MS: %s",
+                        ms.error().message().c_str());
     o.flush_latency = std::chrono::milliseconds(*ms);
   }
   if (const char* v = env("JITUNWIND_FLUSH_BYTES")) {
     auto bytes = parse_number(v, min_flush_bytes, max_flush_bytes, true);
-    if (!bytes) return make_error(errc::invalid_argument, "JITUNWIND_FLUSH_BYTES: %s",
-                                  bytes.error().message().c_str());
+    if (!bytes)
+      return make_error(errc::invalid_argument, "JITUNWIND_FLUSH_BYTES: %s",
+                        bytes.error().message().c_str());
     o.flush_bytes = *bytes;
   }
   if (const char* v = env("JITUNWIND_FLUSH_THREAD")) {

@@ -26,8 +26,8 @@ result<std::unique_ptr<session>> session::create(const session_options& options)
   }
   if (options.flush_bytes < min_flush_bytes || options.flush_bytes > max_flush_bytes)
     return detail::make_error(errc::invalid_argument,
-                              "session: flush_bytes %zu is outside [%zu, %zu]",
-                              options.flush_bytes, min_flush_bytes, max_flush_bytes);
+                              "session: flush_bytes %zu is outside [%zu, %zu]", options.flush_bytes,
+                              min_flush_bytes, max_flush_bytes);
   if (options.flush_latency < min_flush_latency || options.flush_latency > max_flush_latency)
     return detail::make_error(errc::invalid_argument,
                               "session: flush_latency %lld ms is outside [%lld, %lld] ms",
