@@ -362,11 +362,14 @@ typedef struct jitunwind_session_options {
   jitunwind_log_fn log;        /* NULL = no logging */
   void* log_user;
   int log_min_level;           /* 0 debug .. 3 error */
+  /* Durability of the perf map and of the jitdump (0 = batched). */
   jitunwind_durability perfmap_durability;
   jitunwind_durability jitdump_durability;
-  size_t flush_bytes;        /* batched: write at this many buffered bytes; 0 = 64 KiB */
-  uint32_t flush_latency_ms; /* batched: longest wait of a record; 0 = 10 ms */
-  int no_flush_thread;       /* non-zero: no background thread (see jitunwind/window.h) */
+  /* batched: write at this many buffered bytes (0 = 64 KiB); the longest a record waits
+     (0 = 10 ms); non-zero: no background flusher thread (see jitunwind/window.h). */
+  size_t flush_bytes;
+  uint32_t flush_latency_ms;
+  int no_flush_thread;
 } jitunwind_session_options;
 
 /* The defaults overridden by the environment (JITUNWIND_PUBLISH, JITUNWIND_DIR, JITDUMPDIR,
