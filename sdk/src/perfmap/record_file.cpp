@@ -152,7 +152,8 @@ result<void> record_file::batch::release() {
   if (!lock_.owns_lock()) return {};
   rollback();
   record_file& f = f_;
-  result<void> deferred = f.batched() ? f.take_deferred() : result<void>{};
+  // A background flush's error goes to the next caller that adds records.
+  result<void> deferred = committed_ && f.batched() ? f.take_deferred() : result<void>{};
   lock_.unlock();
   if (first_ && f.policy_.background != nullptr) f.policy_.background->wake();
   if (!deferred) return deferred;
