@@ -36,23 +36,26 @@ class perfmap_backend final : public publisher_backend {
     return flush_writer(*writer_, due_only, now_ns);
   }
 
-  // All lines of a publish go out with one write.
+  // All lines of a publish stay together (one write under sync). The entries of a small publish
+  // live on the stack: no lock of our own (the writer orders concurrent publishes).
   result<void> on_publish(const window_view& w) override {
-    std::lock_guard lock(mutex_);
-    batch_.clear();
+    constexpr size_t small = 8;
+    perfmap_entry local[small];
+    std::vector<perfmap_entry> large;
+    if (w.added.size() > small) large.resize(w.added.size());
+    perfmap_entry* out = w.added.size() > small ? large.data() : local;
+    size_t n = 0;
     for (const published_function& f : w.added) {
       if (!f.named()) continue;  // stub arrays: their stubs are named one by one
       // window::append and name_range reject names with control bytes.
-      batch_.push_back({f.frames.start, f.frames.size, f.name, /*clean=*/true});
+      out[n++] = {f.frames.start, f.frames.size, f.name, /*clean=*/true};
     }
-    return writer_->add_batch(batch_);
+    return writer_->add_batch(std::span<const perfmap_entry>(out, n));
   }
   result<void> on_retire(const window_view&) override { return writer_->flush(); }
 
  private:
   std::unique_ptr<perfmap_writer> writer_;
-  std::mutex mutex_;  // windows of one session may publish from several threads
-  std::vector<perfmap_entry> batch_;
 };
 
 class jitdump_backend final : public publisher_backend {
@@ -92,12 +95,16 @@ class jitdump_backend final : public publisher_backend {
     }
     if (batch_.empty()) return {};
     if (auto r = writer_->write_batch(batch_, &indices_); !r) return r;
-    auto& known = windows_[w.text_start];
-    known.id = w.id;
-    known.end = w.text_start + w.text_size;
-    ids_[w.id] = w.text_start;
+    // A runtime publishes the same window many times in a row: keep its entry at hand.
+    if (last_ == nullptr || last_id_ != w.id) {
+      last_ = &windows_[w.text_start];
+      last_->id = w.id;
+      last_->end = w.text_start + w.text_size;
+      ids_[w.id] = w.text_start;
+      last_id_ = w.id;
+    }
     for (size_t i = 0; i < batch_.size(); ++i)
-      known.functions.emplace_back(batch_[i].load.code_addr, indices_[i]);
+      last_->functions.emplace_back(batch_[i].load.code_addr, indices_[i]);
     return {};
   }
 
@@ -112,6 +119,7 @@ class jitdump_backend final : public publisher_backend {
         windows_.erase(id->second);
         ids_.erase(id);
       }
+      if (last_id_ == w.id) last_ = nullptr;
     }
     return writer_->flush();
   }
@@ -140,6 +148,8 @@ class jitdump_backend final : public publisher_backend {
   std::mutex mutex_;
   std::map<uint64_t, per_window> windows_;      // by text start
   std::unordered_map<uint64_t, uint64_t> ids_;  // window id -> text start
+  per_window* last_ = nullptr;                  // of the last publish (map nodes do not move)
+  uint64_t last_id_ = 0;
   std::vector<jitdump_entry> batch_;            // one publish (mutex_)
   std::vector<uint64_t> indices_;               // its code indices (mutex_)
 };
