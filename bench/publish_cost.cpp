@@ -44,6 +44,8 @@
 #include <jitunwind/frame.h>
 #include <jitunwind/window.h>
 
+#include "growing_file.hpp"
+
 #include <asmjit/x86.h>
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
@@ -448,22 +450,12 @@ void BM_floor_file(benchmark::State& state, bool jitdump, int batch, const mode_
                                : static_cast<size_t>(std::ceil(
                                      static_cast<double>(session_options{}.flush_bytes) / per_fn));
   const std::vector<char> bytes(static_cast<size_t>(per_fn * static_cast<double>(functions)), 'x');
-  const std::string path = scratch_dir() + "/floor";
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) std::abort();
-  size_t written = 0;
+  growing_file file(scratch_dir() + "/floor");
   for (auto _ : state) {
-    if (::write(fd, bytes.data(), bytes.size()) != static_cast<ssize_t>(bytes.size())) std::abort();
-    written += bytes.size();
-    if (written >= (size_t{256} << 20)) {  // the publishers' files grow as much in a run
-      state.PauseTiming();
-      if (::ftruncate(fd, 0) != 0) std::abort();
-      written = 0;
-      state.ResumeTiming();
-    }
+    if (::write(file.fd(), bytes.data(), bytes.size()) != static_cast<ssize_t>(bytes.size()))
+      std::abort();
+    file.grew(state, bytes.size());
   }
-  ::close(fd);
-  ::unlink(path.c_str());
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * functions));
 }
 
@@ -664,10 +656,7 @@ class ratio_reporter : public benchmark::ConsoleReporter {
       for (const mode_config& m : modes) {
         if (!m.thread) continue;
         for (int b : batches) {
-          const double share =
-              sdk_ns("BM_publish", p, b, m.name) - sdk_ns("BM_publish", "none", b, m.name);
-          const double floor =
-              get(std::string("BM_floor/file/") + p + "/" + std::to_string(b) + "/" + m.name);
+          const auto [share, floor] = share_and_floor(p, b, m.name);
           if (floor <= 0) continue;
           std::printf("| %s | %s | %d | %.0f | %.0f | %.2f |\n", p, m.name, b, share, floor,
                       share / floor);
@@ -710,10 +699,7 @@ class ratio_reporter : public benchmark::ConsoleReporter {
       for (const mode_config& m : modes) {
         if (!m.thread) continue;
         for (int b : batches) {
-          const double share =
-              sdk_ns("BM_publish", p, b, m.name) - sdk_ns("BM_publish", "none", b, m.name);
-          const double floor =
-              get(std::string("BM_floor/file/") + p + "/" + std::to_string(b) + "/" + m.name);
+          const auto [share, floor] = share_and_floor(p, b, m.name);
           if (floor > 0) worst = std::max(worst, share / floor);
         }
       }
@@ -732,6 +718,15 @@ class ratio_reporter : public benchmark::ConsoleReporter {
         "| 3. windows' own path (rows, append, SFrame, registry) <= 1 %% at 64, <= 2 %% at 1 "
         "| %.2f %% at 64, %.2f %% at 1 | none: %.2f %% at 1 | %s |\n",
         pct(reg64), pct(reg1), pct(none1), pct(reg64) <= 1 && pct(reg1) <= 2 ? "yes" : "no");
+  }
+
+  // A file publisher's share (its row minus "none") and the floor of its writes.
+  std::pair<double, double> share_and_floor(const char* publisher, int batch,
+                                            const char* mode) const {
+    return {sdk_ns("BM_publish", publisher, batch, mode) -
+                sdk_ns("BM_publish", "none", batch, mode),
+            get(std::string("BM_floor/file/") + publisher + "/" + std::to_string(batch) + "/" +
+                mode)};
   }
 
   double sdk_ns(const char* family, const char* config, int batch, const char* mode) const {

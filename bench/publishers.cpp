@@ -12,6 +12,8 @@
 #include "jitdump/jitdump_writer.hpp"
 #include "perfmap/perfmap_writer.hpp"
 
+#include "growing_file.hpp"
+
 #include <asmjit/x86.h>
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
@@ -165,11 +167,13 @@ void BM_jitdump_load_without_unwinding(benchmark::State& state) {
 BENCHMARK(BM_jitdump_load_with_unwinding);
 BENCHMARK(BM_jitdump_load_without_unwinding);
 
-// 64 functions' CODE_UNWINDING_INFO + CODE_LOAD with one write (write_batch), per function.
-void BM_jitdump_write_batch_of_64_with_unwinding(benchmark::State& state) {
+// 64 functions' CODE_UNWINDING_INFO + CODE_LOAD per write_batch call, per function: sync (one
+// write per call) or batched (built straight into the 64 KiB buffer, one write per flush).
+void run_write_batch_of_64(benchmark::State& state, pid_t pid, durability mode) {
   jitdump_options o;
   o.dir = scratch_dir();
-  o.pid = 5;
+  o.pid = pid;
+  o.policy.mode = mode;
   auto w = jitdump_writer::create(o).value();
   std::vector<sample_function> fs;
   for (int i = 0; i < 64; ++i) fs.push_back(make_sample(0x7f0000000000 + 256 * i));
@@ -186,30 +190,12 @@ void BM_jitdump_write_batch_of_64_with_unwinding(benchmark::State& state) {
   }
   state.counters["functions_per_iteration"] = 64;
 }
+void BM_jitdump_write_batch_of_64_with_unwinding(benchmark::State& state) {
+  run_write_batch_of_64(state, 5, durability::sync);
+}
 BENCHMARK(BM_jitdump_write_batch_of_64_with_unwinding);
-
-// Both durability modes of the writer: 64 functions per call, sync (one write per call) and
-// batched (built straight into the 64 KiB buffer, one write per flush). Process CPU time.
 void BM_jitdump_write_batch_of_64_batched(benchmark::State& state) {
-  jitdump_options o;
-  o.dir = scratch_dir();
-  o.pid = 6;
-  o.policy.mode = durability::batched;
-  auto w = jitdump_writer::create(o).value();
-  std::vector<sample_function> fs;
-  for (int i = 0; i < 64; ++i) fs.push_back(make_sample(0x7f0000000000 + 256 * i));
-  std::vector<jitdump_entry> batch(64);
-  uint64_t shift = 0;
-  for (auto _ : state) {
-    for (size_t i = 0; i < fs.size(); ++i) {
-      fs[i].frame.start = 0x7f0000000000 + 256 * i + shift;
-      batch[i].load = {"jit::some_function(int, long)", fs[i].frame.start,
-                       std::span<const uint8_t>(fs[i].code, fs[i].size), &fs[i].frame};
-    }
-    if (!w->write_batch(batch)) std::abort();
-    shift += 256 * 64;
-  }
-  state.counters["functions_per_iteration"] = 64;
+  run_write_batch_of_64(state, 6, durability::batched);
 }
 BENCHMARK(BM_jitdump_write_batch_of_64_batched);
 
@@ -234,10 +220,8 @@ void BM_jitdump_layout(benchmark::State& state, layout how, size_t code_size, bo
   std::vector<uint8_t> heads(n * head, 0x11), code(n * code_size, 0x90);
   std::vector<uint8_t> buf(n * per_fn), second(n * per_fn);
   std::vector<iovec> iov(2 * n);
-  const std::string path = scratch_dir() + "/layout";
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) std::abort();
-  size_t written = 0;
+  growing_file file(scratch_dir() + "/layout");
+  const int fd = file.fd();
   for (auto _ : state) {
     if (how == layout::writev) {
       // Heads built contiguously, code referenced where it lies.
@@ -263,16 +247,8 @@ void BM_jitdump_layout(benchmark::State& state, layout how, size_t code_size, bo
       if (::write(fd, out, buf.size()) != static_cast<ssize_t>(buf.size())) std::abort();
     }
     benchmark::ClobberMemory();
-    written += n * per_fn;
-    if (written >= (size_t{256} << 20)) {
-      state.PauseTiming();
-      if (::ftruncate(fd, 0) != 0) std::abort();
-      written = 0;
-      state.ResumeTiming();
-    }
+    file.grew(state, n * per_fn);
   }
-  ::close(fd);
-  ::unlink(path.c_str());
   state.counters["functions_per_iteration"] = static_cast<double>(n);
 }
 

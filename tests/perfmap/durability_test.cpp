@@ -6,6 +6,7 @@
 #include "perfmap/flusher.hpp"
 #include "perfmap/perfmap_writer.hpp"
 
+#include "support/eventually.hpp"
 #include "support/perf_map_text.hpp"
 #include "support/process.hpp"
 
@@ -74,17 +75,6 @@ std::vector<std::string> map_lines(const std::string& path) {
 size_t file_size(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 ? static_cast<size_t>(st.st_size) : 0;
-}
-
-// Waits (at most 10 s) until `done` holds; false if it never did.
-template <class F>
-bool eventually(F&& done) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return true;
 }
 
 const uint8_t code[16] = {0x48, 0x83, 0xec, 0x08, 0xe8, 0,    0,    0,

@@ -7,6 +7,7 @@
 #include "jitdump/jitdump_format.hpp"
 #include "jitdump/jitdump_parser.hpp"
 
+#include "support/eventually.hpp"
 #include "support/perf_map_text.hpp"
 #include "support/process.hpp"
 
@@ -87,15 +88,6 @@ void add_function(window& w, const std::string& name) {
   REQUIRE(w.append(name, *recipes::leaf(abi::amd64, space->address, 16)).ok());
 }
 
-template <class F>
-bool eventually(F&& done) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return true;
-}
 
 }  // namespace
 
