@@ -174,7 +174,7 @@ TEST_CASE("the flusher writes what waits the bound while nobody appends, and is 
   CHECK(eventually([&] { return map_lines(w->path()).size() == 2; }));
 }
 
-TEST_CASE("batched jitdump: records keep the time of the call; close writes them, CLOSE last") {
+TEST_CASE("batched jitdump: records keep the time of the call, close writes them, CLOSE last") {
   temp_dir dir;
   auto w = dump_writer(dir.path(), batched());
   const uint64_t before = monotonic_ns();
@@ -237,7 +237,7 @@ TEST_CASE("a forked child writes nothing into its parent's files, in either mode
   CHECK(d.records.back().id == jd::code_close);
 }
 
-TEST_CASE("normal exit writes what is buffered; _exit does not") {
+TEST_CASE("normal exit writes what is buffered, _exit does not") {
   temp_dir dir;
   // Writers the child creates for itself (it owns them), never destroyed: only the exit
   // handler can write their buffers.

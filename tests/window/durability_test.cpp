@@ -91,7 +91,7 @@ void add_function(window& w, const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("file publishers are batched by default; the options' limits are checked") {
+TEST_CASE("file publishers are batched by default, the options' limits are checked") {
   const session_options d;
   CHECK(d.perfmap_durability == durability::batched);
   CHECK(d.jitdump_durability == durability::batched);
@@ -116,7 +116,7 @@ TEST_CASE("file publishers are batched by default; the options' limits are check
   CHECK_THAT(bad.error().message(), Catch::Contains("unknown durability 7"));
 }
 
-TEST_CASE("batched: flush, seal, retire and the session's end write; the registry is immediate") {
+TEST_CASE("batched: flush, seal, retire and the session's end write, the registry is immediate") {
   temp_dir dir;
   auto s = must_create(file_options(dir));
   window* w = s->create_owned_window({.code_capacity = 1 << 16}).value();
