@@ -460,8 +460,9 @@ void BM_floor_file(benchmark::State& state, bool jitdump, int batch, const mode_
 }
 
 // How long a published function waits before it is in the perf map when nothing else is
-// published (wall time; the flusher thread, or nothing but the session's end without it).
-void BM_latency(benchmark::State& state) {
+// published (wall time): the flusher thread writes it. `after_idle`: 150 ms without publishing
+// before each publish, so the thread has ended (flusher::linger) and a new one starts.
+void BM_latency(benchmark::State& state, bool after_idle) {
   auto s = make_session(state, publisher::perfmap | publisher::registry, modes[1]);
   if (!s) return;
   const code_region& r = region();
@@ -474,6 +475,7 @@ void BM_latency(benchmark::State& state) {
   std::vector<double> waits;
   size_t slot = 0;
   for (auto _ : state) {
+    if (after_idle) std::this_thread::sleep_for(std::chrono::milliseconds(150));
     const uintmax_t before = std::filesystem::exists(map) ? std::filesystem::file_size(map) : 0;
     describe_into(desc, o.text_start + slot * slot_bytes, r.shape);
     if (!w->append(names()[slot], desc) || !w->publish()) std::abort();
@@ -486,8 +488,8 @@ void BM_latency(benchmark::State& state) {
     if (++slot == functions_per_window) std::abort();
   }
   std::sort(waits.begin(), waits.end());
-  state.counters["median_ms"] = waits[waits.size() / 2];
-  state.counters["max_ms"] = waits.back();
+  state.counters[after_idle ? "idle_median_ms" : "median_ms"] = waits[waits.size() / 2];
+  state.counters[after_idle ? "idle_max_ms" : "max_ms"] = waits.back();
   s.reset();
   clear_scratch();
 }
@@ -582,7 +584,7 @@ class ratio_reporter : public benchmark::ConsoleReporter {
       const bool median = r.run_type == Run::RT_Aggregate && r.aggregate_name == "median";
       if (!median && r.run_type != Run::RT_Iteration) continue;
       if (r.run_type == Run::RT_Iteration && r.repetitions > 1) continue;  // aggregates follow
-      for (const char* c : {"median_ms", "max_ms"})
+      for (const char* c : {"median_ms", "max_ms", "idle_median_ms", "idle_max_ms"})
         if (const auto l = r.counters.find(c); l != r.counters.end()) latency_[c] = l->second.value;
       const auto it = r.counters.find("items_per_second");
       if (it == r.counters.end() || it->second.value <= 0) continue;
@@ -708,12 +710,15 @@ class ratio_reporter : public benchmark::ConsoleReporter {
           "see the table above | %s |\n",
           p, worst, worst <= 1.3 ? "yes" : "no");
     }
-    if (latency_.count("median_ms") != 0)
+    if (latency_.count("median_ms") != 0 && latency_.count("idle_median_ms") != 0)
       std::printf(
-          "| latency bound 10 ms when nothing else is published (flusher thread) | median "
-          "%.1f ms, max %.1f ms of 30 | the bound | %s |\n",
-          latency_.at("median_ms"), latency_.at("max_ms"),
-          latency_.at("median_ms") <= 11 ? "yes (median)" : "no");
+          "| latency bound 10 ms when nothing else is published (flusher thread) | median %.1f "
+          "ms, max %.1f ms of 30; after 150 ms idle (a new thread): %.1f / %.1f ms | the bound "
+          "| %s |\n",
+          latency_.at("median_ms"), latency_.at("max_ms"), latency_.at("idle_median_ms"),
+          latency_.at("idle_max_ms"),
+          latency_.at("median_ms") <= 11 && latency_.at("idle_median_ms") <= 11 ? "yes (medians)"
+                                                                                 : "no");
     std::printf(
         "| 3. windows' own path (rows, append, SFrame, registry) <= 1 %% at 64, <= 2 %% at 1 "
         "| %.2f %% at 64, %.2f %% at 1 | none: %.2f %% at 1 | %s |\n",
@@ -807,11 +812,13 @@ void register_all() {
             [jitdump, b, &m](benchmark::State& s) { BM_floor_file(s, jitdump, b, m); })
             ->MeasureProcessCPUTime();
       }
-  benchmark::RegisterBenchmark("BM_latency/batched/flusher-thread", BM_latency)
-      ->UseManualTime()
-      ->Iterations(30)
-      ->Repetitions(1)
-      ->Unit(benchmark::kMillisecond);
+  for (const bool idle : {false, true})
+    benchmark::RegisterBenchmark(idle ? "BM_latency/batched/after-idle" : "BM_latency/batched",
+                                 [idle](benchmark::State& s) { BM_latency(s, idle); })
+        ->UseManualTime()
+        ->Iterations(30)
+        ->Repetitions(1)
+        ->Unit(benchmark::kMillisecond);
 }
 
 // --profile PUBLISHERS BATCH N [described|owned|dual] [sync|batched]: publishes N functions and

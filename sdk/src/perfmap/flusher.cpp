@@ -42,7 +42,7 @@ void flusher::unwatch(record_file* f) {
 
 bool flusher::running() const {
   std::lock_guard lock(mu_);
-  return started_ && !stop_;
+  return started_ && !ended_ && !stop_;
 }
 
 void flusher::wake() {
@@ -53,6 +53,11 @@ void flusher::wake() {
   {
     std::lock_guard lock(mu_);
     if (!idle_.load(std::memory_order_seq_cst) || stop_ || failed_) return;
+    if (ended_) {
+      // The last thread ended for lack of work: it no longer needs the lock.
+      ::pthread_join(thread_, nullptr);
+      started_ = ended_ = false;
+    }
     if (!started_) {
       // The thread must never run the runtime's signal handlers (profiling timers, safepoint
       // signals): it inherits a fully blocked mask.
@@ -72,6 +77,7 @@ void flusher::wake() {
         return;
       }
       started_ = true;
+      starts_.fetch_add(1, std::memory_order_relaxed);
     }
     idle_.store(false, std::memory_order_seq_cst);
   }
@@ -111,7 +117,8 @@ void flusher::run() {
     }
     if (next == 0) {
       // Nothing buffered: announce that a wake is needed, then look once more (a record
-      // committed just before the announcement would otherwise wait for the next one).
+      // committed just before the announcement would otherwise wait for the next one), and
+      // linger a while before ending.
       idle_.store(true, std::memory_order_seq_cst);
       bool any = false;
       for (record_file* f : files_) any = any || f->due_at() != 0;
@@ -119,7 +126,12 @@ void flusher::run() {
         idle_.store(false, std::memory_order_seq_cst);
         continue;
       }
-      cv_.wait(lock, [&] { return stop_ || !idle_.load(std::memory_order_seq_cst); });
+      // wake() clears idle_ under the lock: a record committed meanwhile cannot be missed.
+      if (!cv_.wait_for(lock, linger,
+                        [&] { return stop_ || !idle_.load(std::memory_order_seq_cst); })) {
+        ended_ = true;  // idle_ stays true: the next record starts a thread
+        return;
+      }
     } else {
       cv_.wait_until(lock, std::chrono::steady_clock::time_point(std::chrono::nanoseconds(next)));
     }
