@@ -718,7 +718,7 @@ class ratio_reporter : public benchmark::ConsoleReporter {
           latency_.at("median_ms"), latency_.at("max_ms"), latency_.at("idle_median_ms"),
           latency_.at("idle_max_ms"),
           latency_.at("median_ms") <= 11 && latency_.at("idle_median_ms") <= 11 ? "yes (medians)"
-                                                                                 : "no");
+                                                                                : "no");
     std::printf(
         "| 3. windows' own path (rows, append, SFrame, registry) <= 1 %% at 64, <= 2 %% at 1 "
         "| %.2f %% at 64, %.2f %% at 1 | none: %.2f %% at 1 | %s |\n",
@@ -728,10 +728,9 @@ class ratio_reporter : public benchmark::ConsoleReporter {
   // A file publisher's share (its row minus "none") and the floor of its writes.
   std::pair<double, double> share_and_floor(const char* publisher, int batch,
                                             const char* mode) const {
-    return {sdk_ns("BM_publish", publisher, batch, mode) -
-                sdk_ns("BM_publish", "none", batch, mode),
-            get(std::string("BM_floor/file/") + publisher + "/" + std::to_string(batch) + "/" +
-                mode)};
+    return {
+        sdk_ns("BM_publish", publisher, batch, mode) - sdk_ns("BM_publish", "none", batch, mode),
+        get(std::string("BM_floor/file/") + publisher + "/" + std::to_string(batch) + "/" + mode)};
   }
 
   double sdk_ns(const char* family, const char* config, int batch, const char* mode) const {

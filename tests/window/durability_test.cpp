@@ -88,7 +88,6 @@ void add_function(window& w, const std::string& name) {
   REQUIRE(w.append(name, *recipes::leaf(abi::amd64, space->address, 16)).ok());
 }
 
-
 }  // namespace
 
 TEST_CASE("file publishers are batched by default, the options' limits are checked") {

@@ -109,10 +109,10 @@ struct session_options {
   std::chrono::milliseconds flush_latency{10};
   /// batched: a small background thread ("jitunwind-flush", all signals blocked), started at
   /// the first buffered record and ended after 100 ms without any, writes records that reach
-  /// `flush_latency` while the runtime publishes nothing. false (runtimes that allow no threads of others): no thread; the bound
-  /// then holds only while the runtime publishes or calls `session::poll()` or
-  /// `session::flush()`; otherwise records wait for the next of those, a seal, retire or free,
-  /// the session's end or process exit.
+  /// `flush_latency` while the runtime publishes nothing. false (runtimes that allow no threads of
+  /// others): no thread; the bound then holds only while the runtime publishes or calls
+  /// `session::poll()` or `session::flush()`; otherwise records wait for the next of those, a seal,
+  /// retire or free, the session's end or process exit.
   bool flush_thread = true;
   /// Directory of perf-PID.map. perf reads /tmp only; change it for tests or containers.
   std::string perfmap_dir = "/tmp";
