@@ -49,6 +49,10 @@ TEST_CASE("capi on-ramp: one C call names code in the perf map and the registry"
   INFO(msg);
   REQUIRE(code != nullptr);
   const auto start = reinterpret_cast<uint64_t>(code);
+  // The perf map is batched by default: written within 10 ms, or now.
+  jitunwind_session* s = nullptr;
+  REQUIRE(jitunwind_default_session(&s, nullptr) == JITUNWIND_OK);
+  REQUIRE(jitunwind_session_flush(s, nullptr) == JITUNWIND_OK);
 
   const std::string map = t::read_file(dir / ("perf-" + std::to_string(getpid()) + ".map"));
   INFO(map);
