@@ -2,6 +2,9 @@
 #include <catch2/catch.hpp>
 
 #ifndef JITWALK_TESTS_DISABLED
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstring>
 
 #include "jitwalk/jit_names.hpp"
@@ -117,5 +120,46 @@ TEST_CASE("perf maps and jitdump files are read incrementally") {
   auto bad = other.load_jitdump(dump);
   REQUIRE_FALSE(bad.ok());
   CHECK_THAT(bad.error().message(), Catch::Contains("jit-1234.dump") && Catch::Contains("JiTD"));
+}
+
+TEST_CASE("perf maps the target replaces, truncates or turns into a FIFO or a link") {
+  jt::temp_dir dir;
+  const std::string map = dir / "perf-2.map";
+  jit_names n;
+  jitunwind::detail::memory_budget budget(1 << 20);
+  n.set_limits(&budget, 4096, ::geteuid());
+  REQUIRE(jt::write_file(map, "1000 20 a\n2000 20 b\n"));
+  CHECK(n.load_perf_map(map) == 2);
+  CHECK(budget.used() > 0);
+  // Truncated and rewritten shorter: read again from the start (the old lines stay older).
+  REQUIRE(jt::write_file(map, "3000 20 c\n"));
+  CHECK(n.load_perf_map(map) == 1);
+  CHECK(n.find(0x3004)->name == "c");
+  // Replaced by another file (rename): read from its start.
+  REQUIRE(jt::write_file(dir / "next", "4000 20 d\n5000 20 e\n"));
+  REQUIRE(::rename((dir / "next").c_str(), map.c_str()) == 0);
+  CHECK(n.load_perf_map(map) == 2);
+  // A FIFO and a link are not read (and do not block).
+  ::unlink(map.c_str());
+  REQUIRE(::mkfifo(map.c_str(), 0600) == 0);
+  CHECK(n.load_perf_map(map) == 0);
+  ::unlink(map.c_str());
+  REQUIRE(::symlink("/dev/zero", map.c_str()) == 0);
+  CHECK(n.load_perf_map(map) == 0);
+  ::unlink(map.c_str());
+  // Read up to the cap (4096 bytes here), whatever the file's size.
+  std::string many;
+  for (int i = 0; i < 1000; ++i) many += "a000 10 name\n";
+  REQUIRE(jt::write_file(map, many));
+  CHECK(n.load_perf_map(map) == 4096 / 13);
+  // Names beyond the budget are dropped, not kept.
+  jit_names small;
+  jitunwind::detail::memory_budget tiny(1000);
+  small.set_limits(&tiny, 1 << 20, std::nullopt);
+  for (uint64_t i = 0; i < 100; ++i)
+    small.add({0x1000 + i * 16, 16, "f" + std::to_string(i), i, jit_names::origin::event});
+  CHECK(small.dropped() > 0);
+  CHECK(small.size() + small.dropped() == 100);
+  CHECK(tiny.used() <= 1000);
 }
 #endif
