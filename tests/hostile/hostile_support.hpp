@@ -114,7 +114,7 @@ class target {
   /// entries (its good windows 1 and 2 first).
   void wait_for_windows(size_t at_least = 2) const {
     for (int i = 0; i < 400; ++i) {
-      auto r = run({cli(), "windows", "list", "--json", "--max-memory", "4096", "-p", pid_text()});
+      auto r = run({cli(), "windows", "list", "--json", "-p", pid_text()});
       if (!r.out.empty()) {
         auto doc = nlohmann::json::parse(r.out, nullptr, false);
         if (!doc.is_discarded() && doc["windows"].size() + doc["skipped"].size() >= at_least)

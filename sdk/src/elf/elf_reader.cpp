@@ -132,7 +132,7 @@ result<elf_image> elf_image::parse_from(std::shared_ptr<const source> src) {
   {
     auto head = img.source_->read(0, std::min<uint64_t>(size, sizeof h), "ELF header");
     if (!head) return std::move(head).error();
-    std::memcpy(h, head->data(), head->size());
+    if (!head->empty()) std::memcpy(h, head->data(), head->size());
   }
   if (size < 4 || h[0] != 0x7f || h[1] != 'E' || h[2] != 'L' || h[3] != 'F')
     return make_error(errc::malformed, "elf: no ELF magic (file of %llu bytes)",
