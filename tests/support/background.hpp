@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
@@ -23,6 +24,10 @@ class background {
  public:
   explicit background(const std::vector<std::string>& argv, bool reap_in_background = false,
                       const std::string& err_file = {}) {
+    // The constructor returns once the child has exec'd (the close-on-exec pipe reads end of
+    // file): until then the pid is a copy of this test, whose registry a tool would find.
+    int exec_pipe[2] = {-1, -1};
+    if (pipe2(exec_pipe, O_CLOEXEC) != 0) std::abort();
     pid_ = fork();
     if (pid_ == 0) {
       const int null = open("/dev/null", O_WRONLY);
@@ -37,6 +42,11 @@ class background {
       execv(args[0], args.data());
       _exit(127);
     }
+    close(exec_pipe[1]);
+    char byte;
+    while (pid_ > 0 && read(exec_pipe[0], &byte, 1) < 0 && errno == EINTR) {
+    }
+    close(exec_pipe[0]);
     // A signal through a pidfd never reaches another process that got the pid after the
     // reaper thread reaped this one.
     if (pid_ > 0) pidfd_ = static_cast<int>(syscall(SYS_pidfd_open, pid_, 0));
