@@ -301,6 +301,23 @@ TEST_CASE("8 names from the target are escaped on the terminal") {
   CHECK(r.out.find('\x1b') == std::string::npos);
   CHECK(r.out.find("\xc2\x9b") == std::string::npos);
   CHECK_THAT(r.out, Catch::Contains("evil\\x1b]0;owned\\x07\\x1b[31m\\xc2\\x9b2J"));
+
+  // --max-file: a name beyond the first MiB of the map is not read, and the note says why.
+  std::string padded;
+  while (padded.size() < (uint64_t{3} << 19)) padded += "10 1 padding\n";
+  REQUIRE(write_file(dir / "padded", padded + line));
+  const std::vector<std::string> padded_list = {cli(),        "windows",      "list", "--functions",
+                                                "--perf-map", dir / "padded", "-p",   t.pid_text()};
+  auto whole = bounded(padded_list);
+  CHECK_THAT(whole.out, Catch::Contains("evil\\x1b"));
+  auto argv = padded_list;
+  argv.insert(argv.end(), {"--max-file", "1"});
+  auto cut = bounded(argv);
+  CHECK(cut.exit_code == 0);
+  CHECK(cut.out.find("evil") == std::string::npos);
+  CHECK_THAT(cut.err,
+             Catch::Contains("perf map " + dir / "padded" + ": only its first 1 MiB read"));
+
   // ELF symbol names in `sframe dump`.
   std::vector<uint8_t> elf = many_symbol_tables({3, 1, small_sframe(), 0});
   const std::string f0 = std::string("f0") + '\0';

@@ -134,7 +134,8 @@ void perf_map_names::update() {
   char buf[64 * 1024];
   while (!full_) {
     if (offset_ >= max_bytes_) {
-      note("perf map " + path_ + ": only its first " + detail::size_text(max_bytes_) + " read");
+      if (f->size() > offset_)
+        note("perf map " + path_ + ": only its first " + detail::size_text(max_bytes_) + " read");
       break;
     }
     const size_t want = static_cast<size_t>(std::min<uint64_t>(sizeof buf, max_bytes_ - offset_));

@@ -51,6 +51,9 @@ const option_spec max_memory_option{
     "max-memory", 0, "MIB",
     "Memory the process's data may take in this tool: its windows' SFrame copies, their records "
     "and the names of its perf map (default 64). Windows beyond it are reported as not read."};
+const option_spec max_file_option{
+    "max-file", 0, "MIB",
+    "The most read from the perf map (default 256): a larger one is read that far, with a note."};
 
 const command_spec list_spec{
     "list",
@@ -73,7 +76,8 @@ const command_spec list_spec{
       "One JSON document instead of text (addresses as integers; `usable` is null for a window "
       "that kept changing while it was read)."},
      {"perf-map", 0, "FILE", "Read names from FILE (a regular file) instead of the process's own."},
-     max_memory_option},
+     max_memory_option,
+     max_file_option},
     0,
     0,
     "jitunwind windows list -p 4242\n"
@@ -102,7 +106,8 @@ const command_spec watch_spec{
      {"seconds", 0, "S", "Stop after S seconds (default 0: when the process exits)."},
      {"json", 0, "", "One JSON object per line and event (JSON Lines), for jq and scripts."},
      {"perf-map", 0, "FILE", "Read names from FILE (a regular file) instead of the process's own."},
-     max_memory_option},
+     max_memory_option,
+     max_file_option},
     0,
     0,
     "jitunwind windows watch -p 4242\n"
@@ -217,15 +222,20 @@ struct target_info {
   perf_map_names names;
 };
 
-// --max-memory as a budget; nothing (and `bad_usage` set) for a bad value.
-std::optional<uint64_t> max_memory(const parsed_args& a, std::string& bad_usage) {
-  auto mib = number_option(a, "max-memory", default_max_memory_mib, &bad_usage, uint64_t{1} << 20);
+// A size option in MiB (at least 1) in bytes; nothing (and `bad_usage` set) for a bad value.
+std::optional<uint64_t> mib_option(const parsed_args& a, const char* name, uint64_t fallback,
+                                   std::string& bad_usage) {
+  auto mib = number_option(a, name, fallback, &bad_usage, uint64_t{1} << 20);
   if (mib && *mib == 0) {
-    bad_usage = "--max-memory: must be at least 1";
+    bad_usage = std::string("--") + name + ": must be at least 1";
     mib.reset();
   }
   if (!mib) return std::nullopt;
   return *mib << 20;
+}
+
+std::optional<uint64_t> max_memory(const parsed_args& a, std::string& bad_usage) {
+  return mib_option(a, "max-memory", default_max_memory_mib, bad_usage);
 }
 
 // A usage error sets `bad_usage`. The process's own perf map is its file: read under the rules
@@ -238,16 +248,19 @@ result<target_info> resolve_target(const parsed_args& a, std::string& bad_usage,
     bad_usage = "--perf-map: empty file name";
     return error(errc::invalid_argument, bad_usage);
   }
+  const auto max_file =
+      mib_option(a, "max-file", perf_map_names::default_max_bytes >> 20, bad_usage);
+  if (!max_file) return error(errc::invalid_argument, bad_usage);
   const pid_t process = process_of(*pid);
   if (auto f = a.value("perf-map")) {
     if (auto ok = check_perf_map_file(*f); !ok) return std::move(ok).error();
-    return target_info{*pid, process, perf_map_names(*f, std::nullopt, budget)};
+    return target_info{*pid, process, perf_map_names(*f, std::nullopt, budget, *max_file)};
   }
   // Owned by the process's user, as perf requires (a root process's may be any root file).
   const uid_t owner = process_owner(process).value_or(0);
   return target_info{
       *pid, process,
-      perf_map_names(perf_map_path(process, live_task(process, *pid)), owner, budget)};
+      perf_map_names(perf_map_path(process, live_task(process, *pid)), owner, budget, *max_file)};
 }
 
 // Why names are missing, said once on stderr.
