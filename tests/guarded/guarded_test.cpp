@@ -166,7 +166,7 @@ TEST_CASE("memory budget: charges are given back, the limit says what and how to
   CHECK(tiny.used() == 0);
 }
 
-TEST_CASE("outputs: never through a planted link, FIFO or device; replaced whole") {
+TEST_CASE("outputs: never through a planted link, FIFO or device, replaced whole") {
   jt::temp_dir dir;
   const std::string victim = dir / "victim";
   REQUIRE(jt::write_file(victim, "precious"));

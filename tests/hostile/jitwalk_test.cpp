@@ -96,7 +96,7 @@ TEST_CASE("3 ELF amplification: jitwalk skips the objects whose tables overlap, 
   CHECK(folded_count(p.folded, "jit:rec") > 0);
 }
 
-TEST_CASE("4 and 5 registry: windows over an untouched region, bad slots; the good ones load") {
+TEST_CASE("4 and 5 registry: windows over an untouched region, bad slots, and the good ones load") {
   if (!may_run_privileged("jitwalk profile")) return;
   target t(
       {"--bad-slots", "--many-windows", "64", "--window-sframe-size", std::to_string(64 << 20)});
