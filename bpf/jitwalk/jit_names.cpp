@@ -20,31 +20,43 @@ void jit_names::set_limits(jitunwind::detail::memory_budget* budget, uint64_t ma
   owner_ = owner;
 }
 
-void jit_names::add(entry e) {
-  if (e.size == 0 || e.name.empty()) return;
-  if (auto r = charge_.grow(budget_, entry_overhead + e.name.size(), "JIT function names"); !r) {
+bool jit_names::charge(uint64_t bytes) {
+  if (auto r = charge_.grow(budget_, bytes, "JIT function names"); !r) {
     if (dropped_++ == 0) warn("%s; further JIT names are dropped", r.error().message().c_str());
-    return;
+    return false;
   }
+  return true;
+}
+
+bool jit_names::add(entry e) {
+  if (e.size == 0 || e.name.empty()) return false;
+  if (!charge(entry_overhead + e.name.size())) return false;
   if (e.size > max_size_) max_size_ = e.size;
   ++count_;
   auto& bucket = (e.from == origin::perfmap ? perfmap_ : timed_)[e.start];
   bucket.push_back(std::move(e));
+  return true;
 }
 
 const jit_names::entry* jit_names::find(uint64_t pc, uint64_t before) const {
-  // Newest covering entry; perf map entries are ordered by line number (their `time`).
+  // Newest covering entry; perf map entries are ordered by line number (their `time`). The
+  // names nearest below pc are looked at first, the newest of one address first, and at most
+  // max_examined of them: a target that stacks names over one address (huge sizes, one start
+  // repeated) costs each lookup a bounded time, not the count of its names.
+  size_t examined = 0;
   auto search = [&](const std::map<uint64_t, std::vector<entry>>& m, uint64_t limit) {
     const entry* best = nullptr;
     auto it = m.upper_bound(pc);
-    while (it != m.begin()) {
+    while (it != m.begin() && examined < max_examined) {
       --it;
       if (pc - it->first >= max_size_) break;  // nothing this far below can cover pc
-      for (const entry& e : it->second) {
-        if (pc - e.start >= e.size || e.time >= limit) continue;
-        if (!best || e.time >= best->time) best = &e;
+      for (auto e = it->second.rbegin(); e != it->second.rend() && examined < max_examined; ++e) {
+        ++examined;
+        if (pc - e->start >= e->size || e->time >= limit) continue;
+        if (!best || e->time > best->time) best = &*e;
       }
     }
+    examined_ += examined;
     return best;
   };
   if (const entry* e = search(timed_, before)) return e;
@@ -199,8 +211,10 @@ size_t jit_names::parse_jitdump_records(std::string_view data, size_t& done) {
       const char* name = data.data() + body + 40;
       size_t max = total - 16 - 40;
       std::string nm(name, strnlen(name, max));
-      add({code_addr, code_size, nm, ts, origin::jitdump});
-      by_index[index] = {nm, code_size};
+      // Kept for a later CODE_MOVE only when the name fit the budget (the copy is charged too).
+      if (add({code_addr, code_size, nm, ts, origin::jitdump}) &&
+          charge(entry_overhead + nm.size()))
+        by_index[index] = {nm, code_size};
       ++n;
     } else if (id == 1 && total >= 16 + 48) {  // CODE_MOVE
       uint64_t new_addr = u64(body + 24), code_size = u64(body + 32), index = u64(body + 40);

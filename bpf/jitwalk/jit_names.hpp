@@ -42,10 +42,16 @@ class jit_names {
   void set_limits(jitunwind::detail::memory_budget* budget, uint64_t max_file_bytes,
                   std::optional<uid_t> owner);
 
-  void add(entry e);
+  /// False if the entry is empty or did not fit the budget (then dropped).
+  bool add(entry e);
   /// The newest timed entry covering `pc` published before `before` (ns); else the last perf
-  /// map line covering it; else null.
+  /// map line covering it; else null. At most `max_examined` entries are looked at, nearest
+  /// start below `pc` first (the newest of one start first): beyond that many names stacked
+  /// over one address, the newest of the nearest ones answers.
   const entry* find(uint64_t pc, uint64_t before = UINT64_MAX) const;
+  static constexpr size_t max_examined = 256;
+  /// Entries looked at by all find() calls so far (how the bound above is tested).
+  uint64_t examined() const noexcept { return examined_; }
   size_t size() const noexcept { return count_; }
   /// Names not kept because the memory budget was reached.
   uint64_t dropped() const noexcept { return dropped_; }
@@ -95,6 +101,9 @@ class jit_names {
   uint64_t dropped_ = 0;
   std::map<uint64_t, std::pair<std::string, uint64_t>> jitdump_index_;  // code_index -> name, size
   size_t count_ = 0;
+  mutable uint64_t examined_ = 0;
+  // Charges `bytes` of names to the budget; false (counted in dropped_) if they do not fit.
+  bool charge(uint64_t bytes);
 };
 
 }  // namespace jitwalk

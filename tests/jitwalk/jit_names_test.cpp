@@ -162,4 +162,55 @@ TEST_CASE("perf maps the target replaces, truncates or turns into a FIFO or a li
   CHECK(small.size() + small.dropped() == 100);
   CHECK(tiny.used() <= 1000);
 }
+
+TEST_CASE("names stacked over one address cost each lookup a bounded time") {
+  jit_names n;
+  // A perf map whose every line covers the whole address space from a rising start, and as
+  // many lines for one start: before the bound, each lookup looked at all of them.
+  std::string map;
+  char line[64];
+  for (int i = 0; i < 20000; ++i) {
+    std::snprintf(line, sizeof line, "%x ffffffffffff f\n", 0x1000 + 16 * i);
+    map += line;
+  }
+  for (int i = 0; i < 20000; ++i) map += "100000 ffffffffffff same" + std::to_string(i) + "\n";
+  size_t used = 0;
+  REQUIRE(n.parse_perf_map(map, used) == 40000);
+  for (uint64_t pc = 0x200000; pc < 0x200000 + 1000 * 64; pc += 64) {
+    const auto* e = n.find(pc);
+    REQUIRE(e != nullptr);
+    CHECK(e->name == "same19999");  // the newest line of the nearest start
+  }
+  CHECK(n.examined() <= 1000 * jit_names::max_examined);
+  // Timed names at one start (an address reused many times): the newest before the time.
+  for (uint64_t t = 1; t <= 20000; ++t)
+    n.add({0x7000, 16, "gen" + std::to_string(t), t, jit_names::origin::event});
+  CHECK(n.find(0x7004)->name == "gen20000");
+  CHECK(n.find(0x7004, 20000)->name == "gen19999");
+}
+
+TEST_CASE("jitdump code indexes are charged with their names") {
+  // The name copy kept for a later CODE_MOVE costs as much as the name itself.
+  jitunwind::detail::memory_budget names_only(1 << 20), with_index(1 << 20);
+  jit_names plain, dumped;
+  plain.set_limits(&names_only, 1 << 20, std::nullopt);
+  dumped.set_limits(&with_index, 1 << 20, std::nullopt);
+  std::string dump = jitdump_header();
+  for (uint64_t i = 0; i < 200; ++i) {
+    const std::string name = "jit:f" + std::to_string(i);
+    dump += code_load(10 + i, 0x10000 + 64 * i, 32, i, name.c_str());
+    plain.add({0x10000 + 64 * i, 32, name, 10 + i, jit_names::origin::jitdump});
+  }
+  size_t done = 0;
+  REQUIRE(dumped.parse_jitdump(dump, done).ok());
+  CHECK(with_index.used() == 2 * names_only.used());
+  // A budget they do not fit: names dropped, the index not kept for them either.
+  jitunwind::detail::memory_budget tiny(4096);
+  jit_names small;
+  small.set_limits(&tiny, 1 << 20, std::nullopt);
+  done = 0;
+  REQUIRE(small.parse_jitdump(dump, done).ok());
+  CHECK(small.dropped() > 0);
+  CHECK(tiny.used() <= 4096);
+}
 #endif
