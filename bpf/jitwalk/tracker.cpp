@@ -17,6 +17,7 @@ namespace {
 // What following one window costs (its entries in windows_ / rejected_ and bookkeeping).
 constexpr uint64_t per_window_cost = 256;
 constexpr size_t max_rejections_named = 100;
+constexpr uint64_t max_windows_followed = 65536;  // jw_windows in walker.bpf.c
 }  // namespace
 
 tracker::tracker(bpf_session& bpf, table_store& tables, symbolizer& sym, pid_t pid,
@@ -165,6 +166,9 @@ void tracker::sync_registry() {
   if (!reader_) {
     jitunwind::remote::read_options options;
     options.only_used_sframe = true;  // a claimed size over untouched memory costs its header
+    // The walker follows at most this many (its window map); a registry claiming a million
+    // windows costs the snapshot of these, not of all.
+    options.max_windows = max_windows_followed;
     auto r = registry_reader::open(pid_, options);
     if (!r) {
       detail("no jitunwind registry in process %d yet: %s", pid_, r.error().message().c_str());

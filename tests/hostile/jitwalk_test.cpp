@@ -109,6 +109,18 @@ TEST_CASE("4 and 5 registry: windows over an untouched region, bad slots, and th
   CHECK(folded_count(p.folded, "jit:rec") > 0);
 }
 
+TEST_CASE("4 registry memory: jitwalk profiles a target claiming a million windows") {
+  if (!may_run_privileged("jitwalk profile")) return;
+  target t({"--many-windows", "1000000"});
+  t.wait_ready();
+  auto p = profile(t, 2);
+  CHECK(p.r.exit_code == 0);
+  CHECK_THAT(p.r.err, Catch::Contains("this window and the later ones not read: more than 65536 "
+                                      "windows"));
+  CHECK_THAT(p.r.err, Catch::Contains("JIT windows: 2 loaded"));
+  CHECK(folded_count(p.folded, "jit:rec") > 0);
+}
+
 TEST_CASE("6 a command name with a newline and escape sequences is shown escaped") {
   if (!may_run_privileged("jitwalk profile")) return;
   target t({"--comm", "ev\x1b[2J\nil"});

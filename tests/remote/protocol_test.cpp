@@ -239,6 +239,22 @@ TEST_CASE("hostile headers and entries are refused") {
   }
 }
 
+TEST_CASE("a snapshot keeps at most max_windows windows and says where it stopped") {
+  scripted_memory m;
+  m.setup(10);
+  m.entries[1].state = JITUNWIND_WINDOW_FREE;  // free slots do not count
+  registry_snapshot s;
+  read_options o;
+  o.max_windows = 4;
+  read_scratch scratch;
+  REQUIRE(read_registry_at(m, 0x1000, "/x/lib.so", o, s, scratch).ok());
+  REQUIRE(s.windows.size() == 4);
+  CHECK(s.windows.back().slot == 4);
+  REQUIRE(s.skipped.size() == 1);
+  CHECK(s.skipped[0].slot == 5);
+  CHECK(s.skipped[0].reason == "this window and the later ones not read: more than 4 windows");
+}
+
 TEST_CASE("SFrame bytes are accepted only if the entry did not change") {
   scripted_memory m;
   remote::window_record w = sframe_window(m, 0x10000, 16);  // the entry itself as "SFrame bytes"

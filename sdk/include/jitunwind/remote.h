@@ -97,6 +97,10 @@ struct read_options {
   /// SFrame magic cost their first 28, which the decoder refuses. Off: sframe_size bytes are
   /// copied whatever they are.
   bool only_used_sframe = false;
+  /// Most windows one snapshot keeps (all registries together): a target can claim a million
+  /// entries; the windows beyond this many are not kept, one registry_snapshot::skipped entry
+  /// (the first of them) says so. A walker that can follow only so many sets it lower.
+  uint64_t max_windows = uint64_t{1} << 20;
 };
 
 /// Finds every `jitunwind_registry` in the target's mapped ELF objects.

@@ -181,6 +181,7 @@ result<void> read_registry_at(const memory_source& memory, uint64_t address,
   // Re-reads of unsettled entries in this read, all slots together: a registry whose entries
   // all stay locked (odd counters) costs this many rounds, not slot_count times max_attempts.
   uint64_t attempts_left = uint64_t{options.max_attempts} * 8;
+  bool beyond_reported = false;  // windows beyond options.max_windows: said once per registry
   const auto skip = [&](uint32_t slot, std::string reason) {
     out.skipped.push_back({address, slot, std::move(reason)});
   };
@@ -243,6 +244,14 @@ result<void> read_registry_at(const memory_source& memory, uint64_t address,
       }
       if (w->state == window_state::free) continue;
       if (w->state == window_state::retired && !options.include_retired) continue;
+      if (out.windows.size() >= options.max_windows) {
+        if (!beyond_reported) {
+          skip(i, format("this window and the later ones not read: more than %llu windows",
+                         ull(options.max_windows)));
+          beyond_reported = true;
+        }
+        continue;
+      }
       w->entry_address = entry_address;
       w->registry_address = address;
       out.windows.push_back(*w);
