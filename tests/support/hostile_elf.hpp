@@ -1,11 +1,13 @@
 // ELF files shaped the way a hostile process would shape the objects it maps, for the tests of
 // the tools that read them (tests/hostile), for jitwalk's test JIT (which maps them) and for the
-// fuzz seeds of the ELF reader (fuzz/corpus/elf_reader, written by `test_hostile
-// --write-fuzz-seeds`): each is a valid ELF header over tables whose counts and offsets make a
-// naive reader copy or scan the same bytes again and again.
+// fuzz seeds of the ELF reader (fuzz/corpus/elf_reader, written by test_hostile with
+// JITUNWIND_WRITE_FUZZ_SEEDS=1): each is a valid ELF header over tables whose counts and
+// offsets make a naive reader copy or scan the same bytes again and again.
 //
 // ELF64 little endian, x86-64, ET_DYN. Header-only: the test JIT includes it too.
 #pragma once
+
+#include "gdbjit/elf_object.hpp"
 
 #include <elf.h>
 
@@ -29,20 +31,11 @@ inline void pad_to(std::vector<uint8_t>& out, size_t align) {
 
 inline Elf64_Ehdr header(uint64_t shoff, uint16_t shnum, uint16_t shstrndx, uint64_t phoff = 0,
                          uint16_t phnum = 0) {
-  Elf64_Ehdr h{};
-  std::memcpy(h.e_ident, ELFMAG, SELFMAG);
-  h.e_ident[EI_CLASS] = ELFCLASS64;
-  h.e_ident[EI_DATA] = ELFDATA2LSB;
-  h.e_ident[EI_VERSION] = EV_CURRENT;
-  h.e_type = ET_DYN;
-  h.e_machine = EM_X86_64;
-  h.e_version = EV_CURRENT;
+  Elf64_Ehdr h = jitunwind::detail::elf::file_header(ET_DYN, EM_X86_64);
   h.e_phoff = phoff;
   h.e_shoff = shoff;
-  h.e_ehsize = sizeof(Elf64_Ehdr);
   h.e_phentsize = sizeof(Elf64_Phdr);
   h.e_phnum = phnum;
-  h.e_shentsize = sizeof(Elf64_Shdr);
   h.e_shnum = shnum;
   h.e_shstrndx = shstrndx;
   return h;
