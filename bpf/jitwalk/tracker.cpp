@@ -189,7 +189,7 @@ void tracker::sync_registry() {
   // other windows are used.
   for (const auto& k : snap->skipped) {
     if (!skipped_.emplace(k.registry_address, k.slot, k.reason).second) continue;
-    ++stats_.slots_skipped;
+    stats_.slots_skipped += k.entries;
     warn("registry at %s: entry %u skipped: %s", hex(k.registry_address).c_str(), k.slot,
          k.reason.c_str());
   }

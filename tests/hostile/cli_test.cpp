@@ -138,6 +138,8 @@ TEST_CASE("4 registry memory: windows that all point at one untouched region") {
     CHECK(doc["windows"][0]["usable"] == true);
     CHECK(doc["windows"][1]["usable"] == true);
     REQUIRE(doc["skipped"].size() == 1);
+    CHECK(doc["summary"]["skipped"] == doc["skipped"][0]["entries"]);
+    CHECK(doc["summary"]["skipped"].get<uint64_t>() + doc["windows"].size() == 1000002);
     CHECK_THAT(doc["skipped"][0]["reason"].get<std::string>(),
                Catch::Contains("after it not read: memory budget of 64 MiB reached"));
   }

@@ -156,10 +156,12 @@ TEST_CASE("thousands of entries stuck mid-update cost a bounded number of re-rea
   REQUIRE(s.ok());
   REQUIRE(s->windows.size() == 1);  // the last, stable one
   CHECK(s->windows[0].slot == 1999);
-  CHECK(s->skipped.size() == 1999);
+  // The first 256 listed, one more entry counting the other 1743.
+  REQUIRE(s->skipped.size() == 257);
+  CHECK(s->skipped.back().entries == 1743);
   // 8 x 5 attempts of 3 copies each, plus the header and the three bulk copies.
   CHECK(m.calls <= 4 + 8 * 5 * 3 + 1999);
-  CHECK_THAT(s->skipped.back().reason, Catch::Contains("spent on other entries"));
+  CHECK_THAT(s->skipped[255].reason, Catch::Contains("spent on other entries"));
 }
 
 TEST_CASE("retired entries are reported retired, free ones not at all") {
@@ -253,6 +255,25 @@ TEST_CASE("a snapshot keeps at most max_windows windows and says where it stoppe
   REQUIRE(s.skipped.size() == 1);
   CHECK(s.skipped[0].slot == 5);
   CHECK(s.skipped[0].reason == "this window and the later ones not read: more than 4 windows");
+  CHECK(s.skipped[0].entries == 5);
+}
+
+TEST_CASE("a registry of bad entries lists the first 256 and counts the others") {
+  scripted_memory m;
+  m.setup(1000);
+  m.header.capacity = 1000;
+  for (size_t i = 0; i < 999; ++i) m.entries[i].state = 9;
+  auto s = read_all(m);
+  REQUIRE(s.ok());
+  REQUIRE(s->windows.size() == 1);  // the good one, after them
+  CHECK(s->windows[0].slot == 999);
+  REQUIRE(s->skipped.size() == 257);
+  CHECK(s->skipped[255].reason == "state 9 is not free/live/retired");
+  CHECK(s->skipped[256].slot == 256);
+  CHECK(s->skipped[256].reason ==
+        "this entry and the later ones skipped too: 743 entries not listed (only the first 256 "
+        "are)");
+  CHECK(s->skipped[256].entries == 743);
 }
 
 TEST_CASE("SFrame bytes are accepted only if the entry did not change") {

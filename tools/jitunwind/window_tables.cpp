@@ -60,7 +60,8 @@ result<std::vector<loaded_window>> load_windows(const remote::registry_reader& r
           skipped->push_back({r.registry_address, r.slot,
                               "this window and the " +
                                   std::to_string(snapshot->windows.size() - i - 1) +
-                                  " after it not read: " + charge.error().message()});
+                                  " after it not read: " + charge.error().message(),
+                              snapshot->windows.size() - i});
         break;
       }
       loaded_window& w = out.emplace_back();

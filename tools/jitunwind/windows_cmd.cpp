@@ -272,7 +272,10 @@ void report_names_problem(const std::string& program, const perf_map_names& name
 }
 
 json skipped_json(const remote::skipped_slot& k) {
-  return {{"registry", k.registry_address}, {"slot", k.slot}, {"reason", k.reason}};
+  return {{"registry", k.registry_address},
+          {"slot", k.slot},
+          {"reason", k.reason},
+          {"entries", k.entries}};
 }
 
 std::string skipped_line(const remote::skipped_slot& k) {
@@ -332,7 +335,9 @@ int run_list(const std::string& program, const parsed_args& a) {
     functions += function_count(w);
     unusable += !w.why.empty() && !w.changed;
   }
-  unusable += skipped.size();
+  uint64_t skipped_entries = 0;  // one skipped_slot may stand for many ("and the later ones")
+  for (const remote::skipped_slot& k : skipped) skipped_entries += k.entries;
+  unusable += skipped_entries;
   const auto& registries = reader->registries();
   if (a.flag("json")) {
     json doc;
@@ -352,15 +357,15 @@ int run_list(const std::string& program, const parsed_args& a) {
     doc["skipped"] = std::move(sk);
     doc["summary"] = {
         {"windows", windows.size()}, {"live", live},         {"retired", windows.size() - live},
-        {"functions", functions},    {"unusable", unusable}, {"skipped", skipped.size()}};
+        {"functions", functions},    {"unusable", unusable}, {"skipped", skipped_entries}};
     std::printf("%s\n", dump_text(doc, 2).c_str());
   } else {
     std::printf("process %d: %s (%zu live, %zu retired), %s, %zu unusable", target->process,
                 count_text(windows.size(), "window").c_str(), live, windows.size() - live,
                 count_text(functions, "function").c_str(), unusable);
     if (!skipped.empty())
-      std::printf(" (%zu registry %s skipped)", skipped.size(),
-                  skipped.size() == 1 ? "entry" : "entries");
+      std::printf(" (%llu registry %s skipped)", static_cast<unsigned long long>(skipped_entries),
+                  skipped_entries == 1 ? "entry" : "entries");
     std::printf("\n");
     for (const remote::registry_location& r : registries) {
       std::printf("\nregistry %s in %s (%s)\n", hex_text(r.address).c_str(),
@@ -524,7 +529,7 @@ void report_skipped(double t, const std::vector<remote::skipped_slot>& now, watc
   for (const remote::skipped_slot& k : now) {
     auto key = std::make_tuple(k.registry_address, k.slot, k.reason);
     if (st.skipped.count(key) == 0) {
-      ++st.skips;
+      st.skips += k.entries;
       out.skipped(t, k);
     }
     next.insert(std::move(key));

@@ -68,6 +68,7 @@ struct skipped_slot {
   uint64_t registry_address = 0;
   uint32_t slot = 0;
   std::string reason;
+  uint64_t entries = 1;  ///< entries this one stands for ("this entry and the later ones": more)
 };
 
 struct registry_snapshot {
@@ -75,7 +76,9 @@ struct registry_snapshot {
   std::vector<registry_location> registries;
   std::vector<window_record> windows;  ///< live and retired windows, by registry then slot
   uint64_t torn_retries = 0;           ///< entries that had to be re-read (diagnostics)
-  std::vector<skipped_slot> skipped;   ///< entries left out, by registry then slot
+  /// Entries left out, by registry then slot: per registry the first 256 with their reasons,
+  /// then one entry counting the others.
+  std::vector<skipped_slot> skipped;
 };
 
 struct read_options {

@@ -181,9 +181,23 @@ result<void> read_registry_at(const memory_source& memory, uint64_t address,
   // Re-reads of unsettled entries in this read, all slots together: a registry whose entries
   // all stay locked (odd counters) costs this many rounds, not slot_count times max_attempts.
   uint64_t attempts_left = uint64_t{options.max_attempts} * 8;
-  bool beyond_reported = false;  // windows beyond options.max_windows: said once per registry
+  // Windows beyond options.max_windows: one skipped entry per registry (at beyond_at - 1; 0:
+  // not listed, counted with the unlisted).
+  uint64_t beyond = 0;
+  size_t beyond_at = 0;
+  // A registry of a million bad entries: the first max_skipped_listed are listed with their
+  // reasons, the others counted in one last entry.
+  constexpr uint64_t max_skipped_listed = 256;
+  uint64_t listed = 0, unlisted = 0;
+  uint32_t first_unlisted = 0;
   const auto skip = [&](uint32_t slot, std::string reason) {
+    if (listed == max_skipped_listed) {
+      if (unlisted++ == 0) first_unlisted = slot;
+      return false;
+    }
+    ++listed;
     out.skipped.push_back({address, slot, std::move(reason)});
+    return true;
   };
   // The three copies are made chunk by chunk: each slot is still copied before, body, after in
   // that order, and the reader holds three chunks, not three arrays of up to 64 MiB.
@@ -245,17 +259,27 @@ result<void> read_registry_at(const memory_source& memory, uint64_t address,
       if (w->state == window_state::free) continue;
       if (w->state == window_state::retired && !options.include_retired) continue;
       if (out.windows.size() >= options.max_windows) {
-        if (!beyond_reported) {
-          skip(i, format("this window and the later ones not read: more than %llu windows",
-                         ull(options.max_windows)));
-          beyond_reported = true;
-        }
+        if (beyond++ == 0 &&
+            skip(i, format("this window and the later ones not read: more than %llu windows",
+                           ull(options.max_windows))))
+          beyond_at = out.skipped.size();
         continue;
       }
       w->entry_address = entry_address;
       w->registry_address = address;
       out.windows.push_back(*w);
     }
+  }
+  if (beyond_at != 0)
+    out.skipped[beyond_at - 1].entries = beyond;
+  else if (beyond > 1)
+    unlisted += beyond - 1;
+  if (unlisted > 0) {
+    out.skipped.push_back({address, first_unlisted,
+                           format("this entry and the later ones skipped too: %llu entries not "
+                                  "listed (only the first %llu are)",
+                                  ull(unlisted), ull(max_skipped_listed)),
+                           unlisted});
   }
   return ok_result();
 }
