@@ -345,7 +345,7 @@ class publish_loop {
     if (owned_) {
       owned_window_options o;
       o.code_capacity = size_t{1} << 20;
-      o.dual_mapping = kind_ == memory_kind::owned_dual;
+      o.layout = kind_ == memory_kind::owned_dual ? code_layout::memfd_alias : code_layout::page_flip;
       created = s_->create_owned_window(o);
     } else {
       described_window_options o;

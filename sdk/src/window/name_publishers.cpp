@@ -16,8 +16,9 @@ namespace jitunwind::detail {
 
 namespace {
 
-// perf map lines are never withdrawn: perf takes the last line for an address, so a reused
-// range simply gets new lines.
+// perf map lines are never withdrawn (the format has no way to; docs/window.md, "Reused
+// addresses", says what perf makes of several lines for one address), so a reused range gets
+// new lines and a retired function keeps its line.
 class perfmap_backend final : public publisher_backend {
  public:
   explicit perfmap_backend(std::unique_ptr<perfmap_writer> w) : writer_(std::move(w)) {}
@@ -124,7 +125,9 @@ class jitdump_backend final : public publisher_backend {
   std::vector<uint64_t> indices_;               // its code indices (mutex_)
 };
 
-// One GDB JIT object per publish batch; all of a window's objects go when it is retired.
+// One GDB JIT object per publish batch; all of a window's objects go when it is retired. A
+// function taken out (window::retire_function) leaves by replacing its batch's object with one
+// without it, so the backend keeps a copy of each batch (names and rows) while it is registered.
 class gdb_backend final : public publisher_backend {
  public:
   explicit gdb_backend(std::unique_ptr<gdbjit::registrar> r) : registrar_(std::move(r)) {}
@@ -139,41 +142,85 @@ class gdb_backend final : public publisher_backend {
   }
 
   result<void> on_publish(const window_view& w) override {
-    std::vector<gdbjit::function_symbol> batch;
-    batch.reserve(w.added.size());
+    std::lock_guard lock(mutex_);
+    std::vector<batch>& batches = by_window_[w.id];
+    for (const removed_function& f : w.removed) {
+      if (auto r = take_out(batches, f.start); !r) return r;
+    }
+    batch b;
     for (const published_function& f : w.added) {
       // Stub arrays are skipped: their stubs are named one by one. Names were checked by
       // window::append / name_range (no control bytes).
-      if (f.named())
-        batch.push_back({f.name, f.frames.start, f.frames.size, &f.frames, /*clean_name=*/true});
+      if (f.named()) b.functions.push_back({std::string(f.name), f.frames});
     }
-    if (batch.empty()) return {};
-    auto id = registrar_->add(batch);
+    if (b.functions.empty()) return {};
+    auto id = registrar_->add(symbols(b));
     if (!id) return std::move(id).error();
-    std::lock_guard lock(mutex_);
-    by_window_[w.id].push_back(*id);
+    b.id = *id;
+    batches.push_back(std::move(b));
     return {};
   }
 
   result<void> on_retire(const window_view& w) override {
-    std::vector<gdbjit::registration_id> ids;
+    std::vector<batch> batches;
     {
       std::lock_guard lock(mutex_);
       auto it = by_window_.find(w.id);
       if (it == by_window_.end()) return {};
-      ids.swap(it->second);
+      batches.swap(it->second);
       by_window_.erase(it);
     }
-    for (auto id : ids) {
-      if (auto r = registrar_->remove(id); !r) return r;
+    for (const batch& b : batches) {
+      if (auto r = registrar_->remove(b.id); !r) return r;
     }
     return {};
   }
 
  private:
+  struct stored_function {
+    std::string name;
+    function_desc frames;
+  };
+  struct batch {
+    gdbjit::registration_id id = 0;
+    std::vector<stored_function> functions;
+  };
+
+  static std::vector<gdbjit::function_symbol> symbols(const batch& b) {
+    std::vector<gdbjit::function_symbol> out;
+    out.reserve(b.functions.size());
+    for (const stored_function& f : b.functions)
+      out.push_back({f.name, f.frames.start, f.frames.size, &f.frames, /*clean_name=*/true});
+    return out;
+  }
+
+  // Replaces the object holding the function at `start` by one without it (caller holds mutex_).
+  result<void> take_out(std::vector<batch>& batches, uint64_t start) {
+    for (size_t i = 0; i < batches.size(); ++i) {
+      batch& b = batches[i];
+      auto f = std::find_if(b.functions.begin(), b.functions.end(),
+                            [&](const stored_function& s) { return s.frames.start == start; });
+      if (f == b.functions.end()) continue;
+      if (auto r = registrar_->remove(b.id); !r) return r;
+      b.functions.erase(f);
+      if (b.functions.empty()) {
+        batches.erase(batches.begin() + static_cast<ptrdiff_t>(i));
+        return {};
+      }
+      auto id = registrar_->add(symbols(b));
+      if (!id) {
+        batches.erase(batches.begin() + static_cast<ptrdiff_t>(i));
+        return std::move(id).error();
+      }
+      b.id = *id;
+      return {};
+    }
+    return {};  // never named (a stub array's part, or published before gdb was on)
+  }
+
   std::unique_ptr<gdbjit::registrar> registrar_;
   std::mutex mutex_;
-  std::unordered_map<uint64_t, std::vector<gdbjit::registration_id>> by_window_;
+  std::unordered_map<uint64_t, std::vector<batch>> by_window_;
 };
 
 }  // namespace

@@ -296,16 +296,17 @@ void check_publishers(const session& s) {
   std::vector<std::thread> threads;
   for (int t = 0; t < o.stress_threads; ++t) {
     threads.emplace_back([&, t] {
-      window* w = must(s->create_owned_window({.code_capacity = 64 << 20, .dual_mapping = true}),
-                       "window");
+      window* w = must(
+          s->create_owned_window({.code_capacity = 64 << 20, .layout = code_layout::memfd_alias}),
+          "window");
       for (uint64_t i = 0; go.load(std::memory_order_relaxed); ++i) {
         auto space = must(w->allocate(16), "allocate");
         std::memcpy(space.writable.data(), tramp, sizeof tramp);
         char name[96];
         std::snprintf(name, sizeof name, "stress_t%d_fn%llu_with_a_longer_name", t,
                       static_cast<unsigned long long>(i));
-        must(w->append(name, must(recipes::trampoline(abi::amd64, space.address, 16, 4, 8, 14),
-                                  "rows")),
+        must(w->append(name,
+                       must(recipes::trampoline(abi::amd64, space.address, 16, 4, 8, 14), "rows")),
              "append");
         if ((i + 1) % static_cast<uint64_t>(o.batch) == 0) must(w->publish(), "publish");
         if (o.stress_pause_us > 0)
