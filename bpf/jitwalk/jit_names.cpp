@@ -14,6 +14,26 @@ void jit_names::add(entry e) {
   bucket.push_back(std::move(e));
 }
 
+const jit_names::entry* jit_names::find(uint64_t pc, const jit_when& when) const {
+  if (when.generation != 0) {
+    // The newest publication at or before `when` that put code at pc (within the window, when
+    // the rows of one window unwound the frame).
+    const entry* best = nullptr;
+    auto it = timed_.upper_bound(pc);
+    while (it != timed_.begin()) {
+      --it;
+      if (pc - it->first >= max_size_) break;  // nothing this far below can cover pc
+      for (const entry& e : it->second) {
+        if (pc - e.start >= e.size || e.generation == 0 || e.generation > when.generation) continue;
+        if (when.window_id != 0 && e.window_id != when.window_id) continue;
+        if (!best || e.generation >= best->generation) best = &e;
+      }
+    }
+    if (best) return best;
+  }
+  return find(pc, when.before);
+}
+
 const jit_names::entry* jit_names::find(uint64_t pc, uint64_t before) const {
   // Newest covering entry; perf map entries are ordered by line number (their `time`).
   auto search = [&](const std::map<uint64_t, std::vector<entry>>& m, uint64_t limit) {

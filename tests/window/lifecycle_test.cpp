@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "gdbjit/gdbjit.hpp"
 #include "registry/registry_writer.hpp"
 
 #include <sys/mman.h>
@@ -589,4 +590,47 @@ TEST_CASE("flat memory under unbounded churn: handles released, memory recycled"
     // Reserved ranges border each other: the mapping count stays flat too.
     CHECK(r.maps_end <= r.maps_warm + 16);
   }
+}
+
+extern "C" detail::gdbjit::jit_descriptor __jit_debug_descriptor;
+
+namespace {
+
+// How many GDB JIT objects registered in this process hold `name` (in their string table).
+size_t gdb_objects_naming(const std::string& name) {
+  size_t n = 0;
+  for (auto* e = __jit_debug_descriptor.first_entry; e != nullptr; e = e->next_entry) {
+    const std::string_view bytes(reinterpret_cast<const char*>(e->symfile_addr),
+                                 static_cast<size_t>(e->symfile_size));
+    n += bytes.find(std::string(name) + '\0') != std::string_view::npos ? 1 : 0;
+  }
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("retire_function takes the function's symbol out of the GDB JIT objects") {
+  auto s = session::create(options_with(publisher::gdb | publisher::registry));
+  REQUIRE(s.ok());
+  REQUIRE((*s)->status()[4].state == publisher_state::active);
+  auto w = (*s)->create_owned_window({.code_capacity = 8192, .layout = code_layout::shared_alias});
+  REQUIRE(w.ok());
+  std::vector<uint64_t> starts;
+  for (int i = 0; i < 3; ++i) {
+    auto space = (*w)->allocate(16);
+    emit_return_constant(space->writable, 1);
+    REQUIRE(
+        (*w)->append("lc_gdb_f" + std::to_string(i), *recipes::leaf(abi::amd64, space->address, 16))
+            .ok());
+    starts.push_back(space->address);
+  }
+  REQUIRE((*w)->publish().ok());
+  for (int i = 0; i < 3; ++i) CHECK(gdb_objects_naming("lc_gdb_f" + std::to_string(i)) == 1);
+  REQUIRE((*w)->retire_function(starts[1]).ok());
+  REQUIRE((*w)->publish().ok());
+  CHECK(gdb_objects_naming("lc_gdb_f0") == 1);
+  CHECK(gdb_objects_naming("lc_gdb_f1") == 0);
+  CHECK(gdb_objects_naming("lc_gdb_f2") == 1);
+  REQUIRE((*w)->retire(std::chrono::milliseconds(0)).ok());
+  CHECK(gdb_objects_naming("lc_gdb_f0") == 0);
 }

@@ -13,18 +13,12 @@ result<std::unique_ptr<publisher_backend>> make_gdb_backend(const session_option
 
 result<std::unique_ptr<publisher_backend>> make_backend(publisher p, const session_options& o) {
   switch (p) {
-    case publisher::registry:
-      return make_registry_backend(o);
-    case publisher::usdt_events:
-      return make_usdt_events_backend(o);
-    case publisher::kernel:
-      return make_kernel_publisher(o);
-    case publisher::perfmap:
-      return make_perfmap_backend(o);
-    case publisher::jitdump:
-      return make_jitdump_backend(o);
-    case publisher::gdb:
-      return make_gdb_backend(o);
+    case publisher::registry: return make_registry_backend(o);
+    case publisher::usdt_events: return make_usdt_events_backend(o);
+    case publisher::kernel: return make_kernel_publisher(o);
+    case publisher::perfmap: return make_perfmap_backend(o);
+    case publisher::jitdump: return make_jitdump_backend(o);
+    case publisher::gdb: return make_gdb_backend(o);
   }
   return make_error(errc::invalid_argument, "unknown publisher %u", static_cast<unsigned>(p));
 }

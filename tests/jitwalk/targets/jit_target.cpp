@@ -158,7 +158,7 @@ void publish(window& w, const std::vector<uint8_t>& code, const std::vector<emit
   w.generation = registry_write(w.slot, w.id, JITUNWIND_WINDOW_LIVE, text, code.size(), sframe_addr,
                                 sframe_size);
   for (const auto& f : fns) {
-    ev::code_add(f.frames.start, f.frames.size, f.name.c_str(), w.id);
+    ev::code_add(f.frames.start, f.frames.size, f.name.c_str(), w.id, w.generation);
     if (g_perfmap != nullptr) {
       std::fprintf(g_perfmap, "%llx %x %s\n", static_cast<unsigned long long>(f.frames.start),
                    f.frames.size, f.name.c_str());

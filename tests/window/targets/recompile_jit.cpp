@@ -13,7 +13,7 @@
 //
 // usage: recompile_jit [options]
 //   --versions N            versions of the hot function (default 10), each run for --ms
-//   --ms N                  milliseconds per version (default 200)
+//   --ms N                  milliseconds of this thread's CPU time per version (default 200)
 //   --mode reuse|recycle    reuse: window::reuse of the same window; recycle: the window is freed
 //                           and released, the next version goes into a new window (which gets
 //                           the freed memory when the session recycles addresses)
@@ -22,10 +22,11 @@
 //   --publish LIST          publishers (default: JITUNWIND_PUBLISH or the default set)
 //   --checkpoint N          every N-th spin fires jwtest:checkpoint with the ground truth
 //   --small N               instead: N functions of 48 bytes, each published on its own into
-//                           one window, then run in turn for --ms milliseconds in total
+//                           one window, then run in turn for --ms milliseconds of CPU in total
 //   --patch N               instead: a call site `site` calls work_v0 (-> spin0) N times; halfway
 //                           window::patch redirects its call (rel32) to work_v1 (-> spin1); prints
-//                           how often each spin ran
+//                           how often each spin ran. With --patch-wrong-rows the patch grows
+//                           work_v0's frame instead, so that its rows are wrong from then on
 #include <jitunwind/frame.h>
 #include <jitunwind/window.h>
 
@@ -37,6 +38,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -109,6 +111,7 @@ struct emitted {
   std::vector<uint8_t> code;
   function_desc frames;
   uint32_t ra_offset = 0;
+  uint32_t sub_imm = 0, add_imm = 0;  // offsets of the frame size in `sub rsp` and `add rsp`
 };
 
 emitted emit_version(unsigned k, uint64_t address, uint32_t jit_spin, uint32_t native_spin,
@@ -137,13 +140,22 @@ emitted emit_version(unsigned k, uint64_t address, uint32_t jit_spin, uint32_t n
   e.frames = must(b.finish(address, c.at()), "rows");
   e.code = std::move(c.b);
   e.ra_offset = ra;
+  e.sub_imm = after_sub - 1;
+  e.add_imm = after_add - 1;
   return e;
 }
 
-extern "C" __attribute__((noinline)) void drive(void (*fn)(),
-                                                std::chrono::steady_clock::time_point until) {
+// This thread's CPU time: runs last a fixed amount of work, however busy the machine (a
+// profile then has about the same number of samples).
+uint64_t cpu_ns() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<uint64_t>(t.tv_sec) * 1000000000u + static_cast<uint64_t>(t.tv_nsec);
+}
+
+extern "C" __attribute__((noinline)) void drive(void (*fn)(), uint64_t until_cpu_ns) {
   unsigned n = 0;
-  while ((++n & 15) != 0 || std::chrono::steady_clock::now() < until) fn();
+  while ((++n & 15) != 0 || cpu_ns() < until_cpu_ns) fn();
 }
 
 code_layout parse_layout(const std::string& s) {
@@ -181,24 +193,36 @@ call_site emit_site(uint64_t address, uint64_t target) {
   return site;
 }
 
-int run_patch(session& s, const owned_window_options& wo, unsigned calls) {
+// `wrong_rows`: instead of redirecting the call, grow work_v0's frame by 16 bytes (both `sub`
+// and `add`): the code still works, but its published rows no longer match it (a checker must
+// see mismatches).
+int run_patch(session& s, const owned_window_options& wo, unsigned calls, bool wrong_rows) {
   window* w = must(s.create_owned_window(wo), "window");
   uint64_t targets[2];
+  emitted first;
   for (unsigned k = 0; k < 2; ++k) {
     auto space = must(w->allocate(64), "allocate");
-    emitted e = emit_version(k, space.address, 200, 2000);
+    emitted e = emit_version(k, space.address, 8, 8);  // short: the patch test single-steps it
     std::memcpy(space.writable.data(), e.code.data(), e.code.size());
     must(w->append("work_v" + std::to_string(k) + "_s" + std::to_string(k), e.frames), "append");
     targets[k] = space.address;
+    if (k == 0) first = e;
   }
   auto space = must(w->allocate(64), "allocate");
   call_site site = emit_site(space.address, targets[0]);
   std::memcpy(space.writable.data(), site.code.data(), site.code.size());
   must(w->append("site", site.frames), "append");
   must(w->publish(), "publish");
+  // A tracer that polls for published code (jitunwind unwind check on a machine whose debug
+  // registers do not trap: it looks every 10 ms) sees it before the code runs.
+  usleep(30000);
   auto fn = reinterpret_cast<void (*)()>(space.address);
   for (unsigned i = 0; i < calls; ++i) {
-    if (i == calls / 2) {
+    if (i == calls / 2 && wrong_rows) {
+      const uint8_t bigger[1] = {static_cast<uint8_t>(first.code[first.sub_imm] + 16)};
+      must(w->patch(targets[0] + first.sub_imm, bigger), "patch");
+      must(w->patch(targets[0] + first.add_imm, bigger), "patch");
+    } else if (i == calls / 2) {
       const uint64_t at = space.address + site.displacement_offset;
       const auto rel = static_cast<uint32_t>(targets[1] - (at + 4));
       uint8_t bytes[4];
@@ -210,11 +234,13 @@ int run_patch(session& s, const owned_window_options& wo, unsigned calls) {
   std::printf("recompile_jit: patched call site: spin0 ran %llu times, spin1 %llu times\n",
               static_cast<unsigned long long>(g_spin_calls[0]),
               static_cast<unsigned long long>(g_spin_calls[1]));
+  if (wrong_rows) return g_spin_calls[0] == calls ? 0 : 1;
   return g_spin_calls[0] == calls / 2 && g_spin_calls[1] == calls - calls / 2 ? 0 : 1;
 }
 
 int main(int argc, char** argv) {
   unsigned versions = 10, small = 0, patch_calls = 0;
+  bool wrong_rows = false;
   unsigned ms = 200;
   std::string mode = "reuse";
   code_layout layout = code_layout::page_flip;
@@ -247,6 +273,8 @@ int main(int argc, char** argv) {
       small = static_cast<unsigned>(std::stoul(next()));
     } else if (a == "--patch") {
       patch_calls = static_cast<unsigned>(std::stoul(next()));
+    } else if (a == "--patch-wrong-rows") {
+      wrong_rows = true;
     } else {
       die("unknown option " + a + " (see the comment at the top of recompile_jit.cpp)");
     }
@@ -256,7 +284,7 @@ int main(int argc, char** argv) {
               s->recycles_addresses() ? "allowed" : "off");
   std::fflush(stdout);
   const owned_window_options wo{.code_capacity = 64 * 1024, .layout = layout};
-  if (patch_calls != 0) return run_patch(*s, wo, patch_calls);
+  if (patch_calls != 0) return run_patch(*s, wo, patch_calls, wrong_rows);
 
   if (small != 0) {
     // Sub-page publishing: one function at a time, each published before the next is made.
@@ -277,9 +305,9 @@ int main(int argc, char** argv) {
     std::printf("recompile_jit: %u functions of 48 bytes in [0x%llx, 0x%llx): %llu bytes\n", small,
                 static_cast<unsigned long long>(first), static_cast<unsigned long long>(last),
                 static_cast<unsigned long long>(last - first));
-    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
-    while (std::chrono::steady_clock::now() < until)
-      for (auto fn : fns) drive(fn, {});
+    const uint64_t until = cpu_ns() + uint64_t{ms} * 1000000;
+    while (cpu_ns() < until)
+      for (auto fn : fns) drive(fn, 0);
     return 0;
   }
 
@@ -305,13 +333,16 @@ int main(int argc, char** argv) {
     must(w->append(name, e.frames), "append");
     must(w->publish(), "publish");
     g_ra = space.address + e.ra_offset;
-    std::printf("recompile_jit: %s at 0x%llx (window %llu, reuse %u, generation %llu)\n",
-                name.c_str(), static_cast<unsigned long long>(space.address),
-                static_cast<unsigned long long>(w->id()), w->reuse_count(),
-                static_cast<unsigned long long>(w->published_generation()));
+    timespec now{};
+    clock_gettime(CLOCK_MONOTONIC, &now);  // perf record -k 1 times samples with this clock
+    std::printf(
+        "recompile_jit: %s at 0x%llx (window %llu, reuse %u, generation %llu) from %lld.%09ld\n",
+        name.c_str(), static_cast<unsigned long long>(space.address),
+        static_cast<unsigned long long>(w->id()), w->reuse_count(),
+        static_cast<unsigned long long>(w->published_generation()),
+        static_cast<long long>(now.tv_sec), now.tv_nsec);
     std::fflush(stdout);
-    drive(reinterpret_cast<void (*)()>(space.address),
-          std::chrono::steady_clock::now() + std::chrono::milliseconds(ms));
+    drive(reinterpret_cast<void (*)()>(space.address), cpu_ns() + uint64_t{ms} * 1000000);
   }
   return 0;
 }
