@@ -535,9 +535,18 @@ size_t mapping_count() {
 // create / allocate / append / publish / retire / poll (free) / release, `cycles` times; RSS and
 // mappings after `warm` cycles and at the end.
 struct churn_result {
-  size_t rss_warm = 0, rss_end = 0, maps_warm = 0, maps_end = 0;
+  size_t rss_warm = 0, rss_end = 0, maps_warm = 0, maps_end = 0, pte_warm = 0, pte_end = 0;
   double seconds = 0;
 };
+
+// Page tables of this process (VmPTE in /proc/self/status), in KiB.
+size_t page_table_kib() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmPTE:", 0) == 0) return std::strtoull(line.c_str() + 6, nullptr, 10);
+  return 0;
+}
 
 churn_result churn(session& s, size_t cycles, size_t warm, code_layout layout) {
   churn_result r;
@@ -546,6 +555,7 @@ churn_result churn(session& s, size_t cycles, size_t warm, code_layout layout) {
     if (i == warm) {
       r.rss_warm = rss_bytes();
       r.maps_warm = mapping_count();
+      r.pte_warm = page_table_kib();
     }
     auto w = s.create_owned_window({.code_capacity = 4096, .layout = layout});
     REQUIRE(w.ok());
@@ -561,6 +571,7 @@ churn_result churn(session& s, size_t cycles, size_t warm, code_layout layout) {
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   r.rss_end = rss_bytes();
   r.maps_end = mapping_count();
+  r.pte_end = page_table_kib();
   return r;
 }
 
@@ -583,9 +594,9 @@ TEST_CASE("flat memory under unbounded churn: handles released, memory recycled"
     const churn_result r = churn(**s, cycles, 10000, code_layout::page_flip);
     std::printf(
         "churn (%s): %zu cycles in %.1f s; RSS %zu KiB after 10000, %zu KiB at the end; "
-        "%zu mappings after 10000, %zu at the end\n",
+        "%zu mappings after 10000, %zu at the end; page tables %zu KiB, %zu KiB\n",
         to_string(reuse), cycles, r.seconds, r.rss_warm / 1024, r.rss_end / 1024, r.maps_warm,
-        r.maps_end);
+        r.maps_end, r.pte_warm, r.pte_end);
     CHECK(r.rss_end <= r.rss_warm + 1024 * 1024);
     // Reserved ranges border each other: the mapping count stays flat too.
     CHECK(r.maps_end <= r.maps_warm + 16);
