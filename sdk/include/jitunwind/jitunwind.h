@@ -431,7 +431,8 @@ JITUNWIND_API jitunwind_status jitunwind_window_publish(jitunwind_window* window
 JITUNWIND_API jitunwind_status jitunwind_window_seal(jitunwind_window* window,
                                                      jitunwind_error* error);
 /* Unpublishes. After `grace_ms`, the next jitunwind_session_poll calls `on_grace_over` (may be
-   NULL); a non-zero return keeps the window for jitunwind_window_reuse, else it is freed. */
+   NULL); a non-zero return keeps the window for jitunwind_window_reuse, else it is freed (it is
+   freed anyway when the session does not reuse addresses or the handle was released). */
 JITUNWIND_API jitunwind_status jitunwind_window_retire(
     jitunwind_window* window, uint32_t grace_ms,
     int (*on_grace_over)(void* user, jitunwind_window* window), void* user,

@@ -261,7 +261,9 @@ class JITUNWIND_API window {
   /// Unpublishes the window: removed from the registry (tombstone), kernel unregistered, GDB
   /// objects removed, a `window_retire` event fired. The code may still be running: after
   /// `grace` (measured by session::poll) `on_grace_over` is called (from the thread calling
-  /// poll) and the window is freed, unless the callback returns `true` to keep it for `reuse`.
+  /// poll) and the window is freed, unless the callback returns `true` to keep it for `reuse`
+  /// (ignored when the session does not reuse addresses, or the handle was released). The
+  /// callback runs inside session::poll: it must not call poll or release.
   /// The session may keep a freed window's memory (wiped, as by `reuse`) for its next window of
   /// the same capacities, unless address reuse is off; see docs/window.md.
   virtual result<void> retire(std::chrono::milliseconds grace,
