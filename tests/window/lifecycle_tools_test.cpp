@@ -118,8 +118,10 @@ TEST_CASE("perf --call-graph dwarf + inject --jit reaches main through recompile
     CHECK(r.reach_main * 100 >= r.samples * 99);
     CHECK(r.misnamed == 0);
   }
-  // toy-jit recompiling every function every 200 calls into 4 KiB windows: recursion, code of
-  // several versions on the stack at once. (perf script reads one object per load: ~1500 here.)
+  // toy-jit recompiling every function every 50 000 calls into 4 KiB windows: recursion, code
+  // of several versions on the stack at once. 500 000 rounds are ~50 ms of CPU in JIT code
+  // (~200 samples; 1500 rounds gave ~20, too few to judge) and ~300 recompilations (perf script
+  // reads one object per load).
   if (::access(binary_path("examples/toy-jit/toy-jit").c_str(), X_OK) != 0) {
     WARN("toy-jit not built (JITUNWIND_BUILD_EXAMPLES=OFF): its part is skipped");
     return;
@@ -127,8 +129,8 @@ TEST_CASE("perf --call-graph dwarf + inject --jit reaches main through recompile
   tmp_files files;
   const auto t = perf_dwarf(
       {binary_path("examples/toy-jit/toy-jit"), "--frame-pointers=off", "--publish=jitdump",
-       "--recompile-every=200", "--windows=4096",
-       source_path("examples/toy-jit/programs/recompile.toy"), "1500"},
+       "--recompile-every=50000", "--windows=4096",
+       source_path("examples/toy-jit/programs/recompile.toy"), "500000"},
       [](const std::vector<std::string>& c, size_t i, bool&) { return c[i].rfind("toy:", 0) == 0; },
       files);
   INFO("toy-jit: " << t.samples << " samples with toy frames, " << t.reach_main << " reach main");

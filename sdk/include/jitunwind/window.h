@@ -251,11 +251,11 @@ class JITUNWIND_API window {
 
   /// Takes one function out of the window at the next `publish`: its rows leave the SFrame
   /// (registry, kernel), its GDB symbol goes, `code_remove` fires; the perf map and jitdump
-  /// cannot withdraw a name (docs/window.md). Its code stays where it is (a thread may still
-  /// return into it; consumers keep naming it) and its space is not reused: it comes back with
-  /// the window. Call it once nothing will enter the function again. Allowed on open and sealed
-  /// windows. Errors: `invalid_argument` (no appended function starts at `start`), `bad_state`
-  /// (retired or freed window).
+  /// cannot withdraw a name (docs/window.md). Its code stays where it is (consumers keep
+  /// naming it) and its space is not reused: it comes back with the window. Call it once no
+  /// thread runs in the function and none will enter it again: without rows a frame still in it
+  /// cannot be unwound. Allowed on open and sealed windows. Errors: `invalid_argument` (no
+  /// appended function starts at `start`), `bad_state` (retired or freed window).
   virtual result<void> retire_function(uint64_t start) = 0;
 
   /// Unpublishes the window: removed from the registry (tombstone), kernel unregistered, GDB

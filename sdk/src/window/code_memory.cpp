@@ -129,7 +129,8 @@ void owned_memory::release() noexcept {
 namespace {
 
 // An inaccessible mapping without memory (replacing whatever was there): the range stays taken,
-// so the kernel never hands it out again, and the page tables under it are freed.
+// so the kernel never hands it out again. (The kernel may keep page-table pages under it when
+// neighbouring mappings share them: measured in docs/performance.md.)
 bool reserve_range(void* at, size_t len) noexcept {
   return mmap(at, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0) !=
          MAP_FAILED;
@@ -166,8 +167,8 @@ result<void> owned_memory::move_away() {
   uint8_t* old = exec_;
   exec_ = static_cast<uint8_t*>(moved);
   sframe_ = sframe_buffers(exec_ + code_capacity_, sframe_.capacity());
-  // Replaced rather than made PROT_NONE: the page tables under it go too, and like reservations
-  // merge (see release_reserving).
+  // Replaced rather than only made PROT_NONE: one kind of reservation everywhere, and like
+  // reservations merge (see release_reserving).
   if (!reserve_range(old, reservation_))
     (void)mprotect(old, reservation_, PROT_NONE);  // still taken, still empty
   return {};
