@@ -81,6 +81,19 @@ jitunwind_status jitunwind_session_create(const jitunwind_session_options* optio
         return fail(error, errc::invalid_argument,
                     ("unknown address_reuse " + std::to_string(reuse)).c_str());
       o.reuse = static_cast<address_reuse>(reuse);
+      for (const auto& [from, to] :
+           {std::pair{options->perfmap_durability, &o.perfmap_durability},
+            std::pair{options->jitdump_durability, &o.jitdump_durability}}) {
+        const int raw = capi::raw_value(from);
+        if (raw < 0 || raw > JITUNWIND_DURABILITY_BATCHED)
+          return fail(error, errc::invalid_argument, "unknown durability");
+        if (raw != JITUNWIND_DURABILITY_DEFAULT)
+          *to = raw == JITUNWIND_DURABILITY_SYNC ? durability::sync : durability::batched;
+      }
+      if (options->flush_bytes != 0) o.flush_bytes = options->flush_bytes;
+      if (options->flush_latency_ms != 0)
+        o.flush_latency = std::chrono::milliseconds(options->flush_latency_ms);
+      o.flush_thread = options->no_flush_thread == 0;
       o.log = c_sink(options->log, options->log_user, options->log_min_level);
     }
     return make_session(o, out, error);
@@ -140,6 +153,14 @@ jitunwind_status jitunwind_session_release(jitunwind_session* s, jitunwind_windo
 
 int jitunwind_session_recycles_addresses(const jitunwind_session* s) {
   return s != nullptr && S(s)->recycles_addresses() ? 1 : 0;
+}
+
+jitunwind_status jitunwind_session_flush(jitunwind_session* s, jitunwind_error* error) {
+  return guard(error, [&] {
+    if (s == nullptr) return fail(error, errc::invalid_argument, "session is NULL");
+    if (auto r = S(s)->flush(); !r) return fail(error, r.error());
+    return succeed(error);
+  });
 }
 
 jitunwind_status jitunwind_session_create_owned_window(jitunwind_session* s, size_t code_capacity,

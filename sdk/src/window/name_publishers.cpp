@@ -16,6 +16,13 @@ namespace jitunwind::detail {
 
 namespace {
 
+// The file publishers' buffered records (durability::batched) are written when a window is
+// sealed, retired or freed, besides the writers' own triggers (size, latency bound).
+template <class Writer>
+result<void> flush_writer(Writer& w, bool due_only, uint64_t now_ns) {
+  return due_only ? w.flush_if_due(now_ns) : w.flush();
+}
+
 // perf map lines are never withdrawn (the format has no way to; docs/window.md, "Reused
 // addresses", says what perf makes of several lines for one address), so a reused range gets
 // new lines and a retired function keeps its line.
@@ -24,24 +31,32 @@ class perfmap_backend final : public publisher_backend {
   explicit perfmap_backend(std::unique_ptr<perfmap_writer> w) : writer_(std::move(w)) {}
   publisher kind() const noexcept override { return publisher::perfmap; }
   std::string note() const override { return "writing " + writer_->path(); }
+  result<void> on_seal(const window_view&) override { return writer_->flush(); }
+  result<void> on_free(const window_view&) override { return writer_->flush(); }
+  result<void> flush(bool due_only, uint64_t now_ns) override {
+    return flush_writer(*writer_, due_only, now_ns);
+  }
 
-  // All lines of a publish go out with one write.
+  // All lines of a publish stay together (one write under sync). The entries of a small publish
+  // live on the stack: no lock of our own (the writer orders concurrent publishes).
   result<void> on_publish(const window_view& w) override {
-    std::lock_guard lock(mutex_);
-    batch_.clear();
+    constexpr size_t small = 8;
+    perfmap_entry local[small];
+    std::vector<perfmap_entry> large;
+    if (w.added.size() > small) large.resize(w.added.size());
+    perfmap_entry* out = w.added.size() > small ? large.data() : local;
+    size_t n = 0;
     for (const published_function& f : w.added) {
       if (!f.named()) continue;  // stub arrays: their stubs are named one by one
       // window::append and name_range reject names with control bytes.
-      batch_.push_back({f.frames.start, f.frames.size, f.name, /*clean=*/true});
+      out[n++] = {f.frames.start, f.frames.size, f.name, /*clean=*/true};
     }
-    return writer_->add_batch(batch_);
+    return writer_->add_batch(std::span<const perfmap_entry>(out, n));
   }
-  result<void> on_retire(const window_view&) override { return {}; }
+  result<void> on_retire(const window_view&) override { return writer_->flush(); }
 
  private:
   std::unique_ptr<perfmap_writer> writer_;
-  std::mutex mutex_;  // windows of one session may publish from several threads
-  std::vector<perfmap_entry> batch_;
 };
 
 class jitdump_backend final : public publisher_backend {
@@ -50,8 +65,13 @@ class jitdump_backend final : public publisher_backend {
   ~jitdump_backend() override { (void)writer_->close(); }
   publisher kind() const noexcept override { return publisher::jitdump; }
   std::string note() const override { return "writing " + writer_->path(); }
+  result<void> on_seal(const window_view&) override { return writer_->flush(); }
+  result<void> flush(bool due_only, uint64_t now_ns) override {
+    return flush_writer(*writer_, due_only, now_ns);
+  }
 
-  // All records of a publish go out with one write (jitdump_writer::write_batch).
+  // All records of a publish go out together (jitdump_writer::write_batch): one write under
+  // sync, or into the buffer under batched.
   result<void> on_publish(const window_view& w) override {
     std::lock_guard lock(mutex_);
     batch_.clear();
@@ -76,7 +96,9 @@ class jitdump_backend final : public publisher_backend {
     return {};
   }
 
-  result<void> on_retire(const window_view&) override { return {}; }
+  result<void> on_retire(const window_view&) override { return writer_->flush(); }
+
+  result<void> on_free(const window_view&) override { return writer_->flush(); }
 
  private:
   std::unique_ptr<jitdump_writer> writer_;
@@ -184,17 +206,34 @@ class gdb_backend final : public publisher_backend {
 
 }  // namespace
 
-result<std::unique_ptr<publisher_backend>> make_perfmap_backend(const session_options& o) {
+namespace {
+
+file_policy policy_for(durability mode, const session_options& o, flusher* background) {
+  file_policy p;
+  p.mode = mode;
+  p.flush_bytes = o.flush_bytes;
+  p.latency_ns = static_cast<uint64_t>(o.flush_latency.count()) * 1000000u;
+  p.background = mode == durability::batched ? background : nullptr;
+  return p;
+}
+
+}  // namespace
+
+result<std::unique_ptr<publisher_backend>> make_perfmap_backend(const session_options& o,
+                                                                flusher* background) {
   perfmap_options po;
   po.dir = o.perfmap_dir.empty() ? "/tmp" : o.perfmap_dir;
+  po.policy = policy_for(o.perfmap_durability, o, background);
   auto w = perfmap_writer::create(po);
   if (!w) return std::move(w).error();
   return std::unique_ptr<publisher_backend>(std::make_unique<perfmap_backend>(std::move(*w)));
 }
 
-result<std::unique_ptr<publisher_backend>> make_jitdump_backend(const session_options& o) {
+result<std::unique_ptr<publisher_backend>> make_jitdump_backend(const session_options& o,
+                                                                flusher* background) {
   jitdump_options jo;
   jo.dir = o.jitdump_dir;
+  jo.policy = policy_for(o.jitdump_durability, o, background);
   jo.target = o.target;
   jo.log = o.log;
   auto w = jitdump_writer::create(jo);

@@ -4,6 +4,7 @@
 #include <jitunwind/sframe.h>
 #include <jitunwind/window.h>
 
+#include "perfmap/flusher.hpp"
 #include "window/backend.hpp"
 #include "window/code_memory.hpp"
 #include "window/placement.hpp"
@@ -161,6 +162,7 @@ class session_impl final : public session {
   size_t poll() override;
   result<void> release(window* w) override;
   bool recycles_addresses() const noexcept override { return recycles_; }
+  result<void> flush() override;
   std::vector<publisher_status> status() const override;
   const session_options& options() const noexcept override { return options_; }
 
@@ -209,6 +211,11 @@ class session_impl final : public session {
   void forget_freed();
 
   session_options options_;
+  // Keeps the batched files' latency bound while the runtime publishes nothing (thread started
+  // lazily); outlives the backends, which stop using it when they close their files.
+  std::unique_ptr<flusher> flusher_;
+  // A file publisher is batched: poll() checks its latency bound.
+  bool batched_files_ = false;
   std::vector<slot> slots_;   // publishing order
   mutable std::mutex mutex_;  // guards slots_' state/message, the window lists and spares
   // Serializes poll() and release(): a window is destroyed only by one of them, never while
