@@ -13,6 +13,7 @@
 #include "jitdump/jitdump_writer.hpp"
 #include "perfmap/flusher.hpp"
 #include "perfmap/perfmap_writer.hpp"
+#include "support/jit_program.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -46,20 +47,8 @@ extern "C" __attribute__((noinline)) void native_breakpoint(uint64_t n) {
 
 namespace {
 
-[[noreturn]] void die(const std::string& what) {
-  std::fprintf(stderr, "testjit: %s\n", what.c_str());
-  std::exit(2);
-}
-
-template <class T>
-T must(result<T> r, const char* what) {
-  if (!r) die(std::string(what) + ": " + r.error().message());
-  return std::move(r).value();
-}
-
-void must(result<void> r, const char* what) {
-  if (!r) die(std::string(what) + ": " + r.error().message());
-}
+using test::die;
+using test::must;
 
 struct code_buffer {
   std::vector<uint8_t> bytes;
@@ -409,6 +398,7 @@ std::vector<jit_function> publish_with_session(const options& o, std::unique_ptr
 }  // namespace
 
 int main(int argc, char** argv) {
+  test::program_name = "testjit";
   const options o = parse(argc, argv);
   if (o.stress_threads > 0) stress(o);
   std::unique_ptr<session> s;

@@ -55,6 +55,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/jit_program.hpp"
 #include "usdt_events/events.hpp"
 
 using namespace jitunwind;
@@ -186,17 +187,7 @@ void retire_and_free(window& w) {
 // ---------------------------------------------------------------------------------------------
 // Code generation.
 
-struct code_buf {
-  std::vector<uint8_t> b;
-  void put(std::initializer_list<uint8_t> v) { b.insert(b.end(), v); }
-  void u32(uint32_t v) {
-    for (int i = 0; i < 4; ++i) b.push_back(static_cast<uint8_t>(v >> (8 * i)));
-  }
-  void u64(uint64_t v) {
-    for (int i = 0; i < 8; ++i) b.push_back(static_cast<uint8_t>(v >> (8 * i)));
-  }
-  uint32_t at() const { return static_cast<uint32_t>(b.size()); }
-};
+using jitunwind::test::code_buf;
 
 bool g_fp = false;
 uint32_t g_spin = 20000;

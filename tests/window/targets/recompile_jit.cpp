@@ -30,6 +30,8 @@
 #include <jitunwind/frame.h>
 #include <jitunwind/window.h>
 
+#include "support/jit_program.hpp"
+
 #include <sys/sdt.h>
 #include <unistd.h>
 
@@ -52,20 +54,9 @@ uint64_t g_spin_calls[3] = {0, 0, 0};
 uint64_t g_truth[1];
 uint64_t g_ra = 0;  // return address into the running version, for the ground truth
 
-[[noreturn]] void die(const std::string& what) {
-  std::fprintf(stderr, "recompile_jit: %s\n", what.c_str());
-  std::exit(2);
-}
-
-template <class T>
-T must(result<T> r, const char* what) {
-  if (!r) die(std::string(what) + ": " + r.error().message());
-  return std::move(r).value();
-}
-
-void must(result<void> r, const char* what) {
-  if (!r) die(std::string(what) + ": " + r.error().message());
-}
+using test::code_buf;
+using test::die;
+using test::must;
 
 }  // namespace
 
@@ -92,18 +83,6 @@ namespace {
 
 using spin_fn = void (*)(uint64_t);
 const spin_fn g_spin_fns[3] = {spin0, spin1, spin2};
-
-struct code_buf {
-  std::vector<uint8_t> b;
-  void put(std::initializer_list<uint8_t> v) { b.insert(b.end(), v); }
-  void u32(uint32_t v) {
-    for (int i = 0; i < 4; ++i) b.push_back(static_cast<uint8_t>(v >> (8 * i)));
-  }
-  void u64(uint64_t v) {
-    for (int i = 0; i < 8; ++i) b.push_back(static_cast<uint8_t>(v >> (8 * i)));
-  }
-  uint32_t at() const { return static_cast<uint32_t>(b.size()); }
-};
 
 // Version k: [k%4 nops] sub rsp, F; spin in JIT code; mov edi, native spins; mov rax, spin<r>;
 // call rax; add rsp, F; ret — with F = 8 + 16 * (k % 2) and r = k % 3. `size` pads with int3.
@@ -239,6 +218,7 @@ int run_patch(session& s, const owned_window_options& wo, unsigned calls, bool w
 }
 
 int main(int argc, char** argv) {
+  test::program_name = "recompile_jit";
   unsigned versions = 10, small = 0, patch_calls = 0;
   bool wrong_rows = false;
   unsigned ms = 200;
