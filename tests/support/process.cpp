@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 extern char** environ;
@@ -152,6 +153,12 @@ std::string source_path(const std::string& relative) {
 
 std::string binary_path(const std::string& relative) {
   return std::string(JITUNWIND_BINARY_DIR) + "/" + relative;
+}
+
+int printed_pid(const std::string& out) {
+  std::smatch m;
+  static const std::regex pid_line(R"(pid (\d+))");
+  return std::regex_search(out, m, pid_line) ? std::stoi(m[1]) : -1;
 }
 
 }  // namespace jitunwind::test

@@ -27,10 +27,9 @@ std::string recompile_jit() {
 }
 
 int pid_from(const std::string& out) {
-  std::smatch m;
-  static const std::regex pid_line(R"(pid (\d+))");
-  REQUIRE(std::regex_search(out, m, pid_line));
-  return std::stoi(m[1]);
+  const int pid = printed_pid(out);
+  REQUIRE(pid > 0);
+  return pid;
 }
 
 // Files perf and the runtime leave in /tmp for `pid` (perf reads maps only from /tmp, and its
