@@ -1,5 +1,6 @@
 // Command group `jitunwind sframe`: dump, check and build SFrame sections.
 #include "cli.hpp"
+#include "guarded/text.hpp"
 #include "sframe_elf.hpp"
 #include "sframe_from_eh_frame.hpp"
 #include "sframe_input.hpp"
@@ -98,7 +99,9 @@ result<sframe_source_options> source_options(const parsed_args& args) {
   }
   if (auto a = args.value("address")) {
     auto v = parse_u64(*a);
-    if (!v) return error(errc::invalid_argument, "--address: not a number: '" + *a + "'");
+    if (!v)
+      return error(errc::invalid_argument,
+                   "--address: not a number: '" + detail::shortened(*a) + "'");
     o.address = *v;
   }
   return o;
@@ -116,7 +119,12 @@ int run_dump(const std::string& program, const parsed_args& args) {
   auto decoded = sframe::decode(source->bytes, source->address);
   if (!decoded) return report(program, path + ": " + decoded.error().message(), exit_failure);
 
-  std::string out;
+  // Written as it is made: the text is many times the section.
+  bool written = true;
+  const text_sink to_stdout = [&](std::string& chunk) {
+    written = written && std::fwrite(chunk.data(), 1, chunk.size(), stdout) == chunk.size();
+    chunk.clear();
+  };
   if (format == "json") {
     sframe_description d;
     d.target = decoded->info.target;
@@ -127,12 +135,11 @@ int run_dump(const std::string& program, const parsed_args& args) {
       d.names.push_back(it == source->function_symbols.end() ? std::string() : it->second);
     }
     d.functions = std::move(decoded->functions);
-    out = to_sframe_json(d);
+    write_sframe_json(d, to_stdout);
   } else {
-    out = render_sframe_text(path, *source, *decoded);
+    write_sframe_text(path, *source, *decoded, to_stdout);
   }
-  std::fwrite(out.data(), 1, out.size(), stdout);
-  return std::fflush(stdout) == 0 ? exit_ok : exit_failure;
+  return std::fflush(stdout) == 0 && written ? exit_ok : exit_failure;
 }
 
 int run_check(const std::string& program, const parsed_args& args) {
@@ -163,8 +170,7 @@ int run_check(const std::string& program, const parsed_args& args) {
 }
 
 result<std::string> read_text_input(const std::string& path) {
-  // Standard input through /dev/stdin: the same limits as a file (1 GiB, no devices).
-  auto bytes = read_file(path == "-" ? "/dev/stdin" : path);
+  auto bytes = read_file(path);
   if (!bytes) return bytes.error();
   return std::string(bytes->begin(), bytes->end());
 }
@@ -183,7 +189,9 @@ int run_build(const std::string& program, const parsed_args& args) {
       return report(program, "--address applies to --raw only (the ELF layout decides it)",
                     exit_usage);
     address = parse_u64(*a);
-    if (!address) return report(program, "--address: not a number: '" + *a + "'", exit_usage);
+    if (!address)
+      return report(program, "--address: not a number: '" + detail::shortened(*a) + "'",
+                    exit_usage);
   }
 
   auto text = read_text_input(*input);
