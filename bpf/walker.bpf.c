@@ -33,6 +33,10 @@ char LICENSE[] SEC("license") = "GPL";
 
 /* Runtime settings; user space writes them through the skeleton's mmapped .data. */
 struct jw_config jw_cfg = {.max_depth = JW_DEFAULT_DEPTH};
+/* The newest generation window_publish announced (generations are process-wide and only grow):
+ * frames unwound without a table are stamped with it, so user space names them by the code that
+ * was published at the time of the sample (docs/jitwalk.md, "Symbolization"). */
+__u64 jw_latest_gen = 0;
 
 /* ---- maps ---- */
 
@@ -247,6 +251,7 @@ static long walk_step(__u32 index, struct walk_ctx* c) {
   }
   __u64 pc = s->pc, sp = s->sp, fp = s->fp;
   s->st.frames[d].pc = pc;
+  s->st.frames[d].stamp = 0;
   s->st.depth = d + 1;
   mix(s, pc);
 
@@ -319,6 +324,11 @@ static long walk_step(__u32 index, struct walk_ctx* c) {
   }
 
   if (method != JW_M_TABLE) {
+    /* No usable rows for this PC (none, a gap, a freed window's): the code there may be newer
+     * than any table, so the frame carries the publication it must be named by. */
+    __u32 stamp = (__u32)jw_latest_gen;
+    s->st.frames[d].stamp = stamp;
+    mix(s, stamp);
     /* Frame-pointer fallback: [fp] = caller's fp, [fp + 8] = return address. */
     s->st.fallback = 1;
     if (fp == 0) {
@@ -586,6 +596,8 @@ int BPF_USDT(jw_window_publish, __u64 id, __u64 generation, __u64 text, __u64 te
              __u64 sframe, __u64 sframe_len) {
   if (!is_target()) return 0;
   stat_add(JW_STAT_EVENTS, 1);
+  __u64 latest = jw_latest_gen;
+  if (generation > latest) __sync_val_compare_and_swap(&jw_latest_gen, latest, generation);
   struct jw_window_state* w = bpf_map_lookup_elem(&jw_windows, &id);
   if (w) {
     w->published_gen = generation;
@@ -656,7 +668,8 @@ int BPF_USDT(jw_window_free, __u64 id, __u64 generation) {
 }
 
 SEC("usdt")
-int BPF_USDT(jw_code_add, __u64 addr, __u64 size, __u64 name, __u64 window_id) {
+int BPF_USDT(jw_code_add, __u64 addr, __u64 size, __u64 name, __u64 window_id,
+             __u64 generation) {
   if (!is_target()) return 0;
   stat_add(JW_STAT_EVENTS, 1);
   struct jw_code_event* e = bpf_ringbuf_reserve(&jw_events, sizeof(*e), 0);
@@ -668,6 +681,7 @@ int BPF_USDT(jw_code_add, __u64 addr, __u64 size, __u64 name, __u64 window_id) {
   e->addr = addr;
   e->size = size;
   e->window_id = window_id;
+  e->generation = generation; /* 0 from an SDK older than this argument */
   if (bpf_probe_read_user_str(e->name, sizeof(e->name), (void*)name) < 0) e->name[0] = 0;
   bpf_ringbuf_submit(e, 0);
   return 0;

@@ -167,7 +167,10 @@ enum jw_stat {
 struct jw_frame {
   __u64 pc;   /* frames[0].pc = interrupted PC, then return addresses */
   __u32 meta; /* JW_META */
-  __u32 reserved;
+  /* Frames stepped without a table row (method JW_M_FP*): the low 32 bits of the newest
+   * publication generation announced when the walk ran (window_publish), so the frame is named
+   * by the code published at that moment; 0 otherwise. Part of the stack's hash. */
+  __u32 stamp;
 };
 JW_STATIC_ASSERT(sizeof(struct jw_frame) == 16, "jw_frame layout");
 
@@ -226,9 +229,10 @@ struct jw_code_event {
   __u64 addr;
   __u64 size;
   __u64 window_id;
+  __u64 generation; /* the publication that made it visible; 0: not given (older SDKs) */
   char name[JW_NAME_LEN];
 };
-JW_STATIC_ASSERT(sizeof(struct jw_code_event) == 24 + 24 + JW_NAME_LEN, "jw_code_event layout");
+JW_STATIC_ASSERT(sizeof(struct jw_code_event) == 24 + 32 + JW_NAME_LEN, "jw_code_event layout");
 
 /* A checkpoint: a variable-size record. After the fixed part come truth_n ground-truth
  * addresses (u64), fp_n PCs of the kernel's frame-pointer walk (u64), then walk_depth frames of

@@ -61,14 +61,15 @@ const std::string& aggregator::thread_name(uint32_t tgid, uint32_t tid) {
   return thread_names_.emplace(key, name).first->second;
 }
 
-uint32_t aggregator::user_frame(uint64_t pc, bool caller, uint32_t uid, bool* entry) {
-  const uint64_t before = uid ? tr_.freed_time(uid) : UINT64_MAX;
-  auto key = std::make_tuple(pc, caller, before);
+uint32_t aggregator::user_frame(const jw_frame& frame, bool caller, bool* entry) {
+  const uint64_t pc = frame.pc;
+  const jit_when when = tr_.naming(frame);
+  auto key = std::make_tuple(pc, caller, when);
   if (auto it = frame_cache_.find(key); it != frame_cache_.end()) {
     *entry = it->second.entry;
     return it->second.id;
   }
-  frame_desc d = sym_.user_frame(pc, caller, before);
+  frame_desc d = sym_.user_frame(pc, caller, when);
   profile_frame f;
   f.name = d.name;
   f.kind = d.kind;
@@ -95,7 +96,7 @@ const aggregator::known_stack& aggregator::know(uint64_t hash, const jw_stack* s
   k.frames.reserve(depth);
   for (uint32_t i = 0; i < depth; ++i) {
     const uint32_t meta = st->frames[i].meta;
-    k.frames.push_back(user_frame(st->frames[i].pc, i > 0, JW_META_UID(meta), &last_entry));
+    k.frames.push_back(user_frame(st->frames[i], i > 0, &last_entry));
     const unsigned method = JW_META_METHOD(meta), kind = JW_META_KIND(meta);
     size_t slot = 4;
     if (i + 1 < depth || method != JW_M_END) {

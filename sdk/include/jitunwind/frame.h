@@ -18,6 +18,7 @@
 #include <optional>
 #include <span>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace jitunwind {
@@ -123,9 +124,15 @@ JITUNWIND_API result<void> validate(abi a, const function_desc& f);
 ///
 /// Every directive takes the code offset (`at`) of the first instruction the new rule applies
 /// to, i.e. the offset right after the instruction that changed the frame. Offsets must not
-/// decrease. The first invalid directive makes the builder fail: later directives are ignored,
-/// `ok()` turns false and `finish` returns that error (with the directive's position and
-/// offset), so a code generator can chain calls and check once.
+/// decrease. Like `.cfi_*` directives, several directives at one offset together make one row,
+/// and the row is checked against the ABI's rules only once it is complete: when a directive at
+/// a later offset arrives, or at `finish`. So directives that change different parts of the row
+/// (the CFA, the saved FP, the RA) can come in any order — `stack_free` then `restore(fp)` at a
+/// `pop rbp` is the same row as `restore(fp)` then `stack_free`; directives that change the same
+/// part apply in order, as in CFI. The first invalid directive or row makes the builder fail:
+/// later directives are ignored, `ok()` turns false and `finish` returns that error, naming the
+/// directive(s) with their positions and the offset, so a code generator can chain calls and
+/// check once.
 class JITUNWIND_API frame_builder {
  public:
   explicit frame_builder(abi a = abi::amd64);
@@ -171,9 +178,11 @@ class JITUNWIND_API frame_builder {
   /// SP moved up by `bytes` (pop, `add rsp, N`); only changes the CFA while it is SP-based.
   frame_builder& stack_free(uint32_t at, int32_t bytes);
 
-  bool ok() const noexcept { return !error_.has_value(); }
-  /// The first error, or null.
-  const error* first_error() const noexcept { return error_ ? &*error_ : nullptr; }
+  /// False after an invalid directive, or when the rules at the last directive's offset, as
+  /// they stand now, break the ABI's rules (a later directive at the same offset may fix them).
+  bool ok() const noexcept;
+  /// The first error (as `ok()` sees it), or null. Valid until the next call on the builder.
+  const error* first_error() const noexcept;
   /// The rules in effect after the last directive.
   const frame_row& current() const noexcept { return current_; }
 
@@ -188,12 +197,15 @@ class JITUNWIND_API frame_builder {
  private:
   bool begin(uint32_t at, const char* directive);
   bool begin(uint32_t at, const char* directive, reg r);  // also: r is sp, fp or ra
-  void commit(uint32_t at);
   void fail(const char* directive, uint32_t at, std::string message);
+  // stack_alloc / stack_free under their own names.
+  frame_builder& move_sp(uint32_t at, int32_t bytes, const char* directive);
+  // The row at last_at_ (current_) checked as complete: its error, if any.
+  std::optional<error> check_pending() const;
 
   abi abi_;
-  frame_row current_;
-  std::vector<frame_row> rows_;
+  frame_row current_;            // the rules from last_at_ on (the pending row)
+  std::vector<frame_row> rows_;  // complete rows, before last_at_
   std::vector<frame_row> saved_states_;
   // Callee-saved registers: the rule in effect per register, the changes recorded for
   // finish(), and the rules at each remember_state (parallel to saved_states_).
@@ -202,6 +214,9 @@ class JITUNWIND_API frame_builder {
   std::vector<saved_register> saved_changes_;
   std::vector<std::vector<saved_register>> saved_now_states_;
   std::optional<error> error_;
+  mutable std::optional<error> pending_error_;  // first_error()'s answer for the pending row
+  // The directives that made the pending row: (position, name), for messages.
+  std::vector<std::pair<uint32_t, const char*>> pending_directives_;
   uint32_t last_at_ = 0;
   uint32_t directive_count_ = 0;
 };
@@ -229,9 +244,8 @@ JITUNWIND_API result<function_desc> frame_pointer(abi a, uint64_t start, uint32_
 /// storage: no allocation once `out.rows` has the capacity. The caller owns `out`; no state is
 /// kept; thread-safe for different `out`s. Errors: as above (`errc::invalid_argument` with the
 /// same messages); `out` is unchanged on error.
-JITUNWIND_API result<void> frame_pointer(function_desc& out, abi a, uint64_t start,
-                                         uint32_t size, uint32_t after_push,
-                                         uint32_t after_set_fp,
+JITUNWIND_API result<void> frame_pointer(function_desc& out, abi a, uint64_t start, uint32_t size,
+                                         uint32_t after_push, uint32_t after_set_fp,
                                          std::span<const epilogue> epilogues);
 
 /// sub rsp, frame_bytes; [body]; (add rsp, frame_bytes; ret)+ — no frame pointer.

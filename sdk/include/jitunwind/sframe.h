@@ -106,6 +106,11 @@ class JITUNWIND_API encoder {
   /// for one code window can serve the next without growing its buffers again.
   void clear() noexcept;
 
+  /// Takes out the function that starts at `start` (its FDE and FREs; O(functions + FRE
+  /// bytes)). Sections written before no longer match: write the next one whole
+  /// (`write_update` with `written` 0). `not_found` if no function starts there.
+  result<void> remove(uint64_t start);
+
   /// The section will live at another address: recompute FDE start offsets (O(functions)).
   /// `out_of_range` if some function is then out of reach; the encoder is unchanged then.
   result<void> relocate(uint64_t new_section_address);

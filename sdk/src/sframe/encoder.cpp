@@ -294,6 +294,26 @@ void encoder::clear() noexcept {
   last_uses_fp_ = false;
 }
 
+result<void> encoder::remove(uint64_t start) {
+  auto it = std::lower_bound(fdes_.begin(), fdes_.end(), start,
+                             [](const fde_entry& e, uint64_t a) { return e.start < a; });
+  if (it == fdes_.end() || it->start != start)
+    return make_error(errc::not_found, "sframe encoder: no function starts at 0x%llx",
+                      static_cast<ull>(start));
+  // FRE bytes are laid out in FDE order (append copies a shared shape): cut this function's
+  // and move the later functions' offsets down.
+  const uint32_t from = it->fre_offset;
+  const uint32_t to =
+      it + 1 != fdes_.end() ? (it + 1)->fre_offset : static_cast<uint32_t>(fres_.size());
+  fres_.erase(fres_.begin() + from, fres_.begin() + to);
+  fre_total_ -= it->fre_count;
+  for (auto later = it + 1; later != fdes_.end(); ++later) later->fre_offset -= to - from;
+  fdes_.erase(it);
+  last_type_ = 0xff;  // the cached shape's bytes may have moved
+  // all_keep_fp_ stays: it can only be too cautious (FRAME_POINTER flag not set).
+  return {};
+}
+
 result<void> encoder::relocate(uint64_t new_section_address) {
   encoder_options moved = options_;
   moved.section_address = new_section_address;

@@ -13,6 +13,7 @@
 #include "jitdump/jitdump_writer.hpp"
 #include "perfmap/flusher.hpp"
 #include "perfmap/perfmap_writer.hpp"
+#include "support/jit_program.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -46,20 +47,8 @@ extern "C" __attribute__((noinline)) void native_breakpoint(uint64_t n) {
 
 namespace {
 
-[[noreturn]] void die(const std::string& what) {
-  std::fprintf(stderr, "testjit: %s\n", what.c_str());
-  std::exit(2);
-}
-
-template <class T>
-T must(result<T> r, const char* what) {
-  if (!r) die(std::string(what) + ": " + r.error().message());
-  return std::move(r).value();
-}
-
-void must(result<void> r, const char* what) {
-  if (!r) die(std::string(what) + ": " + r.error().message());
-}
+using test::die;
+using test::must;
 
 struct code_buffer {
   std::vector<uint8_t> bytes;
@@ -353,16 +342,17 @@ void check_publishers(const session& s) {
   std::vector<std::thread> threads;
   for (int t = 0; t < o.stress_threads; ++t) {
     threads.emplace_back([&, t] {
-      window* w = must(s->create_owned_window({.code_capacity = 64 << 20, .dual_mapping = true}),
-                       "window");
+      window* w = must(
+          s->create_owned_window({.code_capacity = 64 << 20, .layout = code_layout::memfd_alias}),
+          "window");
       for (uint64_t i = 0; go.load(std::memory_order_relaxed); ++i) {
         auto space = must(w->allocate(16), "allocate");
         std::memcpy(space.writable.data(), tramp, sizeof tramp);
         char name[96];
         std::snprintf(name, sizeof name, "stress_t%d_fn%llu_with_a_longer_name", t,
                       static_cast<unsigned long long>(i));
-        must(w->append(name, must(recipes::trampoline(abi::amd64, space.address, 16, 4, 8, 14),
-                                  "rows")),
+        must(w->append(name,
+                       must(recipes::trampoline(abi::amd64, space.address, 16, 4, 8, 14), "rows")),
              "append");
         if ((i + 1) % static_cast<uint64_t>(o.batch) == 0) {
           must(w->publish(), "publish");
@@ -408,6 +398,7 @@ std::vector<jit_function> publish_with_session(const options& o, std::unique_ptr
 }  // namespace
 
 int main(int argc, char** argv) {
+  test::program_name = "testjit";
   const options o = parse(argc, argv);
   if (o.stress_threads > 0) stress(o);
   std::unique_ptr<session> s;

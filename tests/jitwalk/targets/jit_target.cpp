@@ -61,6 +61,7 @@
 #include <vector>
 
 #include "hostile.hpp"
+#include "support/jit_program.hpp"
 #include "usdt_events/events.hpp"
 
 using namespace jitunwind;
@@ -168,7 +169,7 @@ void publish(window& w, const std::vector<uint8_t>& code, const std::vector<emit
   w.generation = registry_write(w.slot, w.id, JITUNWIND_WINDOW_LIVE, text, code.size(), sframe_addr,
                                 sframe_size);
   for (const auto& f : fns) {
-    ev::code_add(f.frames.start, f.frames.size, f.name.c_str(), w.id);
+    ev::code_add(f.frames.start, f.frames.size, f.name.c_str(), w.id, w.generation);
     if (g_perfmap != nullptr) {
       std::fprintf(g_perfmap, "%llx %x %s\n", static_cast<unsigned long long>(f.frames.start),
                    f.frames.size, f.name.c_str());
@@ -192,17 +193,7 @@ void retire_and_free(window& w) {
 // ---------------------------------------------------------------------------------------------
 // Code generation.
 
-struct code_buf {
-  std::vector<uint8_t> b;
-  void put(std::initializer_list<uint8_t> v) { b.insert(b.end(), v); }
-  void u32(uint32_t v) {
-    for (int i = 0; i < 4; ++i) b.push_back(static_cast<uint8_t>(v >> (8 * i)));
-  }
-  void u64(uint64_t v) {
-    for (int i = 0; i < 8; ++i) b.push_back(static_cast<uint8_t>(v >> (8 * i)));
-  }
-  uint32_t at() const { return static_cast<uint32_t>(b.size()); }
-};
+using jitunwind::test::code_buf;
 
 bool g_fp = false;
 uint32_t g_spin = 20000;
