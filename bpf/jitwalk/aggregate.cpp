@@ -25,6 +25,8 @@ const char* stop_name(unsigned stop) noexcept {
       return "table update race";
     case JW_STOP_NO_USER:
       return "no user context";
+    case JW_STOP_UNSUPPORTED_RULE:
+      return "unwind rule the walker cannot follow (SFrame v3 FLEX, needs another register)";
     default:
       return "?";
   }

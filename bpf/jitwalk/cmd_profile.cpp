@@ -322,11 +322,11 @@ int cmd_profile(int argc, char** argv) {
                pct(sum.frames[0], frames_total), pct(sum.frames[1], frames_total),
                pct(sum.frames[2], frames_total), pct(sum.frames[3], frames_total));
   std::fprintf(stderr,
-               "jitwalk:   tables: %zu objects (%zu with .sframe: %zu v1, %zu v2; %zu without "
+               "jitwalk:   tables: %zu objects (%zu with .sframe: %zu v1, %zu v2, %zu v3; %zu without "
                "tables); JIT windows: %zu loaded, %zu rejected, %zu freed, %zu gone before "
                "they could be read; freed-window rows refused %llu times\n",
                ts.objects, ts.objects_sframe, ts.objects_sframe_v1, ts.objects_sframe_v2,
-               ts.objects_without, ts.windows_loaded, ts.windows_rejected, ts.windows_freed,
+               ts.objects_sframe_v3, ts.objects_without, ts.windows_loaded, ts.windows_rejected, ts.windows_freed,
                ts.windows_vanished, static_cast<unsigned long long>(bs[JW_STAT_STALE_REJECT]));
   std::fprintf(stderr,
                "jitwalk:   BPF: %llu samples of the target, %llu of other tasks, %llu lost (maps "

@@ -64,7 +64,7 @@ TEST_CASE("build: JSON errors name the path and the value") {
   expect_error(dir, R"({"abi": "amd64", "functions": [], "extra": 1})",
                R"((top level): unknown key "extra")");
   expect_error(dir, R"({"version": 1, "abi": "amd64", "functions": []})",
-               "version: only version 2 can be encoded, got 1");
+               "version: only versions 2 and 3 can be encoded, got 1");
   expect_error(
       dir, R"({"abi": "amd64", "flags": ["SORTED"], "functions": []})",
       R"(flags[0]: expected "FDE_SORTED", "FRAME_POINTER" or "FDE_FUNC_START_PCREL", got "SORTED")");

@@ -131,7 +131,7 @@ void profile_native(const std::string& program, const char* version) {
 
 TEST_CASE("profile: a native program without frame pointers unwinds to main through .sframe v1") {
   if (!jt::may_run_privileged("jitwalk profile")) return;
-  profile_native(native_target(), "1 v1, 0 v2");
+  profile_native(native_target(), "1 v1, 0 v2, 0 v3");
 }
 
 TEST_CASE("profile: the same program with an LLVM-made .sframe v2") {
@@ -144,7 +144,21 @@ TEST_CASE("profile: the same program with an LLVM-made .sframe v2") {
     REQUIRE(ro.exit_code == 0);
     CHECK_THAT(ro.out, Catch::Contains("Version: V2"));
   }
-  profile_native(native_target() + "_v2", "0 v1, 1 v2");
+  profile_native(native_target() + "_v2", "0 v1, 1 v2, 0 v3");
+#endif
+}
+
+TEST_CASE("profile: the same program with its .sframe converted to v3") {
+#ifndef JITWALK_HAVE_SFRAME_V3_TARGET
+  jt::skip_or_fail("jitwalk_native_target_v3 was not built (needs objcopy and the jitunwind CLI)");
+#else
+  if (!jt::may_run_privileged("jitwalk profile")) return;
+  // `jitunwind sframe convert` made the section from gas's v1 one (tests/jitwalk/CMakeLists.txt).
+  auto d = jt::run(
+      {jt::binary_path("tools/jitunwind/jitunwind"), "sframe", "check", native_target() + "_v3"});
+  REQUIRE(d.exit_code == 0);
+  CHECK_THAT(d.out, Catch::Contains("SFrame v3"));
+  profile_native(native_target() + "_v3", "0 v1, 0 v2, 1 v3");
 #endif
 }
 

@@ -168,3 +168,69 @@ TEST_CASE("our v3 encoder reproduces every binutils 2.46 section byte for byte")
   CHECK(reordered == std::vector<std::string>{"test-fp-x86_64-2.46", "test-x86_64-2.46"});
   CHECK(exact == 29);
 }
+
+// The same test program assembled by binutils 2.40 (v1), 2.41-2.45 (v2) and 2.46 (v3): every
+// function that two versions both describe (same start: the programs link at the same
+// addresses, or all shifted alike) has the same size and rows wherever the older version can
+// express the newer one's rows. A newer ld describing more functions (ld 2.44 adds an FDE for
+// .plt.got) is counted, not a disagreement.
+TEST_CASE("the versions of one test program agree wherever they can express the same rows") {
+  const auto all = vectors();
+  if (all.empty()) return;
+  std::map<std::string, std::vector<const sframe_vector*>> by_stem;
+  for (const auto& v : all)
+    if (!v.content.empty() && !v.binutils.empty()) by_stem[v.stem].push_back(&v);
+  size_t pairs = 0, functions = 0, not_expressible = 0, only_one = 0;
+  std::vector<std::string> differing;
+  for (const auto& [stem, vs] : by_stem) {
+    for (size_t a = 0; a + 1 < vs.size(); ++a) {
+      const sframe_vector& older = *vs[a];
+      const sframe_vector& newer = *vs[a + 1];
+      auto da = decode(older.content, older.section_base);
+      auto db = decode(newer.content, newer.section_base);
+      REQUIRE(da.ok());
+      REQUIRE(db.ok());
+      INFO(older.name << " vs " << newer.name);
+      ++pairs;
+      std::map<uint64_t, const function_desc*> by_start;
+      for (const auto& f : da->functions) by_start[f.start] = &f;
+      // Usually linked at the same addresses; otherwise (AArch64 2.43 -> 2.44) the whole text
+      // moved: match with the shift of the first functions.
+      uint64_t shift = 0;
+      bool any = false;
+      for (const function_desc& fb : db->functions) any |= by_start.count(fb.start) != 0;
+      if (!any && !da->functions.empty() && !db->functions.empty())
+        shift = db->functions.front().start - da->functions.front().start;
+      size_t common = 0;
+      for (const function_desc& fb : db->functions) {
+        auto it = by_start.find(fb.start - shift);
+        if (it == by_start.end()) {
+          ++only_one;
+          continue;
+        }
+        ++common;
+        const function_desc& fa = *it->second;
+        bool expressible = !fb.signal_frame;
+        for (const auto& r : fb.rows) expressible &= default_expressible(db->info.target, r);
+        if (!expressible) {
+          ++not_expressible;
+          continue;
+        }
+        ++functions;
+        if (!(fa.size == fb.size && fa.rows == fb.rows && fa.pcmask_rep == fb.pcmask_rep &&
+              fa.pauth_key == fb.pauth_key))
+          differing.push_back(older.name + " vs " + newer.name + ": function at " +
+                              std::to_string(fb.start));
+      }
+      only_one += da->functions.size() - common;
+      CHECK(common > 0);
+    }
+  }
+  std::printf(
+      "SFrame vectors across versions: %zu pairs, %zu functions equal, %zu described "
+      "by one version only, %zu the older version cannot express\n",
+      pairs, functions, only_one, not_expressible);
+  for (const auto& d : differing) std::printf("  differs: %s\n", d.c_str());
+  CHECK(pairs > 20);
+  CHECK(differing == std::vector<std::string>{});
+}

@@ -443,7 +443,7 @@ typedef struct jitunwind_remote_window {
   uint64_t entry_address;    /* its entry, and the entry's sequence value when copied: */
   uint64_t sequence;         /*   jitunwind_remote_read_sframe re-checks them */
   uint32_t slot;
-  uint32_t reserved;
+  uint32_t sframe_version;   /* 2 or 3 as the writer says; 0 if not said (older writers) */
 } jitunwind_remote_window;
 
 /* Reads the live and retired windows of every jitunwind registry in process `pid` (consistent

@@ -61,9 +61,6 @@ struct section_info {
 
 struct encoder_options {
   abi target = abi::amd64;
-  /// SFrame version to write: 3 (the default: binutils 2.46, the kernel series since v13) or 2
-  /// (binutils 2.41-2.45, LLVM, kernels before v13).
-  uint8_t version = version_3;
   /// Address of the section's first byte where it will be used (in the process, or in the ELF
   /// image). FDE start addresses are stored as offsets from it (or from each FDE's own start
   /// field with `pcrel`): 32-bit in v2, so every function must lie within ±2 GiB of the
@@ -76,17 +73,20 @@ struct encoder_options {
   /// FP-based CFA in some row, i.e. the whole section keeps frame pointers). v3 has no such
   /// flag: `true` is refused there.
   std::optional<bool> frame_pointer;
+  /// true: every function must pass `jitunwind::validate` (what a code generator should
+  /// produce). false: accept any function SFrame can express on the ABI (rows sorted and inside
+  /// the function, offsets that fit the FRE layout), e.g. to re-encode a foreign section whose
+  /// rows our stricter rules reject (see `decoded_section::nonconforming`).
+  bool strict = true;
+  /// SFrame version to write: 3 (the default: binutils 2.46, the kernel series since v13) or 2
+  /// (binutils 2.41-2.45, LLVM, kernels before v13).
+  uint8_t version = version_3;
   /// v3: a function with a row that a DEFAULT FDE cannot hold (CFA from another register or
   /// from memory, RA/FP rules naming registers, AMD64 RA not at CFA-8) is written as a FLEX FDE.
   /// false: such a function is refused (`invalid_argument` naming the function, the row and what
   /// needs FLEX) — for runtimes that register with kernels whose v3 reader drops a whole
   /// section when it meets a FLEX FDE. v2 cannot express these rows at all.
   bool allow_flex = true;
-  /// true: every function must pass `jitunwind::validate` (what a code generator should
-  /// produce). false: accept any function SFrame can express on the ABI (rows sorted and inside
-  /// the function, offsets that fit the FRE layout), e.g. to re-encode a foreign section whose
-  /// rows our stricter rules reject (see `decoded_section::nonconforming`).
-  bool strict = true;
 };
 
 /// Builds a v3 (or v2) section incrementally: functions are appended in address order and the
@@ -103,7 +103,8 @@ class JITUNWIND_API encoder {
   /// than 2 and 3, or `frame_pointer = true` with version 3.
   static result<encoder> create(const encoder_options& options);
 
-  /// Validates `f` (`jitunwind::validate`) and appends it. Errors: `invalid_argument` for bad
+  /// Validates `f` (`jitunwind::validate`; in v3 a function without rows is checked as an
+  /// outermost function) and appends it. Errors: `invalid_argument` for bad
   /// rows, a row the version cannot express (v2: the v3 rules and signal frames; v3 without
   /// `allow_flex`: rows that need FLEX; v3: more than 65535 rows), or a function that starts
   /// before the end of the previous one (overlap / out of order); `out_of_range` when (v2) its
@@ -236,6 +237,19 @@ JITUNWIND_API result<decoded_section> decode(std::span<const uint8_t> bytes,
 
 /// Only validates (same rules and messages as `decode`, no allocation of rows).
 JITUNWIND_API result<section_info> check(std::span<const uint8_t> bytes, uint64_t section_address);
+
+/// Re-encodes a section (v1, v2 or v3, at `section_address`) as `options.version`, for
+/// `options.section_address`, with `options.target` taken from the section. Rows are kept as
+/// they are (`strict` is ignored: the encoding is non-strict, so foreign rows such as gas's
+/// "FP saved" after an epilogue survive). A function without rows means "outermost frame" in v3
+/// and nothing before v3, so going to v2 it becomes one outermost row, and coming from v1/v2 it
+/// is left out. Errors: the decoder's for the input; `unsupported` for
+/// s390x; the encoder's for what the target version cannot express (naming the function and
+/// row: v3 rules or signal frames in v2, FLEX with `allow_flex = false`, more than 65535 rows in
+/// v3) or cannot reach (v2: ±2 GiB).
+JITUNWIND_API result<std::vector<uint8_t>> convert(std::span<const uint8_t> bytes,
+                                                   uint64_t section_address,
+                                                   const encoder_options& options);
 
 // ---------------------------------------------------------------------------------------------
 // Lookup

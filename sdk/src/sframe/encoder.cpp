@@ -117,7 +117,12 @@ result<void> encoder::append(const function_desc& f) {
   // below, as for any function).
   const bool same_shape = has_last_shape(f, type);
   if (!same_shape) {
-    if (options_.strict) {
+    if (options_.strict && v3 && f.rows.empty()) {
+      // v3: a function without rows is an outermost frame; check it as one.
+      function_desc outermost = f;
+      outermost.rows.push_back(outermost_row(0));
+      if (auto v = validate(a, outermost); !v) return v;
+    } else if (options_.strict) {
       if (auto v = validate(a, f); !v) return v;
     } else if (auto v = check_format(f); !v) {
       return v;
