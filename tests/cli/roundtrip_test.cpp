@@ -223,39 +223,39 @@ TEST_CASE("build: hexadecimal strings for addresses and stdin input") {
 }
 
 TEST_CASE("round trip: v3 rules, signal frames, B key and outermost functions") {
+  // clang-format off
   // A DRAP prologue (FLEX), a signal trampoline, and an outermost function without rows.
-  const char* amd64_v3 = R"({"version": 3, "abi": "amd64", "functions": [
+  const char* amd64_v3 = R"j({"version": 3, "abi": "amd64", "functions": [
     {"start": 4198400, "size": 95, "rows": [
       {"pc": 0, "cfa": "sp+8"}, {"pc": 9, "cfa": "r10+0"},
       {"pc": 24, "cfa": "r10+0", "fp": "*(fp+0)"}, {"pc": 26, "cfa": "*(fp-8)", "fp": "*(fp+0)"},
-      {"pc": 82, "cfa": "r10+0", "fp": "*(fp+0)"}, {"pc": 94, "cfa": "sp+8"}]
-},
+      {"pc": 82, "cfa": "r10+0", "fp": "*(fp+0)"}, {"pc": 94, "cfa": "sp+8"}]},
     {"start": 4198496, "size": 16, "signal": true, "rows": [
       {"pc": 0, "cfa": "sp+8"}, {"pc": 4, "cfa": "sp+16", "ra": "r3+0"}]},
     {"start": 4198512, "size": 8, "rows": []}
-  ]
-})";
-  check_round_trip(amd64_v3, 0x500000, 0x1 | 0x4);
-const char* aarch64_v3 = R"({"version": 3, "abi": "aarch64-le", "functions": [
+  ]})j";
+  const char* aarch64_v3 = R"j({"version": 3, "abi": "aarch64-le", "functions": [
     {"start": 4198400, "size": 32, "pauth_key": "b", "rows": [
       {"pc": 0, "cfa": "sp+0"}, {"pc": 4, "cfa": "sp+16", "fp": -16, "ra_mangled": true},
       {"pc": 8, "cfa": "sp+16", "ra": -8, "fp": -16, "ra_mangled": true}]}
-  ]})";
-check_round_trip(aarch64_v3, 0x500000, 0x1 | 0x4);
-// v2 and --no-flex refuse what they cannot hold, naming the function and row.
-temp_dir dir;
-REQUIRE(write_file(dir / "v3.json", amd64_v3));
-auto r = run_tool(
-    {"sframe", "build", "-i", dir / "v3.json", "--raw", dir / "o", "--sframe-version", "2"});
-CHECK(r.exit_code == 1);
-CHECK_THAT(r.err, Catch::Contains("function at 0x401000: row 1 (offset 9): the CFA is based on "
-                                  "a register other than SP and FP: SFrame v2 cannot express "
-                                  "it (write version 3)"));
-r = run_tool({"sframe", "build", "-i", dir / "v3.json", "--raw", dir / "o", "--no-flex"});
-CHECK(r.exit_code == 1);
-CHECK_THAT(r.err, Catch::Contains("function at 0x401000: row 1 (offset 9): the CFA is based on "
-                                  "a register other than SP and FP: needs a flexible (FLEX) "
-                                  "FDE"));
-auto c = run_tool({"sframe", "check", "--raw", "--address", "0x500000", dir / "o"});
-CHECK(c.exit_code == 1);  // nothing was written
+  ]})j";
+  // clang-format on
+  check_round_trip(amd64_v3, 0x500000, 0x1 | 0x4);
+  check_round_trip(aarch64_v3, 0x500000, 0x1 | 0x4);
+  // v2 and --no-flex refuse what they cannot hold, naming the function and row.
+  temp_dir dir;
+  REQUIRE(write_file(dir / "v3.json", amd64_v3));
+  auto r = run_tool(
+      {"sframe", "build", "-i", dir / "v3.json", "--raw", dir / "o", "--sframe-version", "2"});
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains("function at 0x401000: row 1 (offset 9): the CFA is based on "
+                                    "a register other than SP and FP: SFrame v2 cannot express "
+                                    "it (write version 3)"));
+  r = run_tool({"sframe", "build", "-i", dir / "v3.json", "--raw", dir / "o", "--no-flex"});
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains("function at 0x401000: row 1 (offset 9): the CFA is based on "
+                                    "a register other than SP and FP: needs a flexible (FLEX) "
+                                    "FDE"));
+  auto c = run_tool({"sframe", "check", "--raw", "--address", "0x500000", dir / "o"});
+  CHECK(c.exit_code == 1);  // nothing was written
 }

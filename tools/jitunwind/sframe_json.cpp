@@ -101,7 +101,7 @@ struct reg_expr {
   bool deref = false;
 };
 
-std::optional<reg_expr> parse_reg_expr(abi target, std::string s) {
+std::optional<reg_expr> parse_reg_expr(abi target, std::string s, bool* too_large = nullptr) {
   reg_expr e;
   if (s.size() > 3 && s.compare(0, 2, "*(") == 0 && s.back() == ')') {
     e.deref = true;
@@ -132,8 +132,10 @@ std::optional<reg_expr> parse_reg_expr(abi target, std::string s) {
   e.is_fp = e.reg == regs.fp;
   int64_t v = std::stoll(digits);
   if (s[op] == '-') v = -v;
-  if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max())
+  if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max()) {
+    if (too_large != nullptr) *too_large = true;
     return std::nullopt;
+  }
   e.offset = static_cast<int32_t>(v);
   return e;
 }
@@ -147,7 +149,9 @@ result<void> parse_cfa(const json& j, const std::string& path, abi target, frame
                           shown(j));
   };
   if (!j.is_string()) return bad();
-  auto e = parse_reg_expr(target, j.get<std::string>());
+  bool too_large = false;
+  auto e = parse_reg_expr(target, j.get<std::string>(), &too_large);
+  if (too_large) return path_error(path, "offset in " + shown(j) + " does not fit in 32 bits");
   if (!e) return bad();
   row.cfa = e->is_sp ? cfa_base::sp : e->is_fp ? cfa_base::fp : cfa_base::reg;
   row.cfa_reg = row.cfa == cfa_base::reg ? e->reg : 0;
@@ -159,7 +163,9 @@ result<void> parse_cfa(const json& j, const std::string& path, abi target, frame
 /// The string form of an RA or FP rule naming a register: "r3+0" (the value of register 3 plus
 /// 0), "*(fp+0)" (in memory at fp + 0).
 result<reg_expr> parse_register_rule(const json& j, const std::string& path, abi target) {
-  auto e = parse_reg_expr(target, j.get<std::string>());
+  bool too_large = false;
+  auto e = parse_reg_expr(target, j.get<std::string>(), &too_large);
+  if (too_large) return path_error(path, "offset in " + shown(j) + " does not fit in 32 bits");
   if (!e)
     return path_error(
         path, "expected an offset from the CFA, \"rREG+N\" or \"*(rREG+N)\", got " + shown(j));

@@ -56,9 +56,9 @@ result<void> validate_window(const registry_window& w) {
                       static_cast<unsigned long long>(w.text_start),
                       static_cast<unsigned long long>(w.text_size));
   }
-  if (w.sframe_size != 0 && (w.sframe_version < 1 || w.sframe_version > 3)) {
+  if (w.sframe_version > 3) {
     return make_error(errc::invalid_argument,
-                      "registry: window %llu: SFrame version %u (1, 2 or 3 with a section)",
+                      "registry: window %llu: SFrame version %u (0 = not said, 1, 2 or 3)",
                       static_cast<unsigned long long>(w.window_id), w.sframe_version);
   }
   if ((w.sframe_address == 0) != (w.sframe_size == 0) ||
