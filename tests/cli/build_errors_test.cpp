@@ -38,8 +38,9 @@ std::string one_function(const std::string& rows, const std::string& extra = "")
 
 TEST_CASE("build: JSON errors name the path and the value") {
   temp_dir dir;
-  expect_error(dir, one_function(R"({"pc": 0, "cfa": "sp+8"}, {"pc": 4, "cfa": "x+1"})"),
-               R"m(functions[0].rows[1].cfa: expected "sp+N", "fp+N", "rREG+N" or "*(...)" of one of them, got "x+1")m");
+  expect_error(
+      dir, one_function(R"({"pc": 0, "cfa": "sp+8"}, {"pc": 4, "cfa": "x+1"})"),
+      R"m(functions[0].rows[1].cfa: expected "sp+N", "fp+N", "rREG+N" or "*(...)" of one of them, got "x+1")m");
   expect_error(dir, one_function(R"({"pc": 0, "cfa": "sp+8", "fq": -16})"),
                R"(functions[0].rows[0]: unknown key "fq")");
   expect_error(dir, one_function(R"({"pc": 0})"),
@@ -57,17 +58,19 @@ TEST_CASE("build: JSON errors name the path and the value") {
   expect_error(dir, R"({"abi": "amd64", "functions": [{"size": 4, "rows": []}]})",
                R"(functions[0]: missing "start")");
   // No rows: a v3 outermost function; v2 cannot say it.
-  expect_error(dir,
-               R"({"version": 2, "abi": "amd64", "functions": [{"start": 1, "size": 4, "rows": []}]})",
-               "functions[0].rows: an empty array (an outermost function without rows) needs "
-               "version 3");
+  expect_error(
+      dir, R"({"version": 2, "abi": "amd64", "functions": [{"start": 1, "size": 4, "rows": []}]})",
+      "functions[0].rows: an empty array (an outermost function without rows) needs "
+      "version 3");
   expect_error(dir, R"({"abi": "amd64", "functions": [{"start": 1, "size": 4, "rows": {}}]})",
                "functions[0].rows: expected an array of rows, got {}");
-  expect_error(dir, one_function(R"({"pc": 0, "cfa": "sp+8", "ra": "r3"})"),
-               R"m(functions[0].rows[0].ra: expected an offset from the CFA, "rREG+N" or "*(rREG+N)", got "r3")m");
+  expect_error(
+      dir, one_function(R"({"pc": 0, "cfa": "sp+8", "ra": "r3"})"),
+      R"m(functions[0].rows[0].ra: expected an offset from the CFA, "rREG+N" or "*(rREG+N)", got "r3")m");
   expect_error(dir, one_function(R"({"pc": 0, "cfa": "sp+8"})", R"(, "pauth_key": "c")"),
                R"(functions[0].pauth_key: expected "a" or "b", got "c")");
-  expect_error(dir, R"({"version": 3, "abi": "amd64", "flags": ["FRAME_POINTER"], "functions": []})",
+  expect_error(dir,
+               R"({"version": 3, "abi": "amd64", "flags": ["FRAME_POINTER"], "functions": []})",
                R"(flags: "FRAME_POINTER" does not exist in SFrame version 3)");
   expect_error(dir, R"({"abi": "riscv", "functions": []})",
                R"(abi: expected "amd64", "aarch64-le" or "aarch64-be", got "riscv")");
@@ -102,10 +105,11 @@ TEST_CASE("build: frame-model and layout errors") {
                "past the function's end");
   expect_error(dir, one_function(R"({"pc": 0, "cfa": "sp+8", "ra": -12})"), "functions[0]: ");
   // An AMD64 RA away from CFA-8 needs a v3 FLEX FDE: v2 refuses it, naming function and row.
-  expect_error(dir,
-               R"({"version": 2, "abi": "amd64", "functions": [{"start": 4096, "size": 32, "rows": [{"pc": 0, "cfa": "sp+24", "ra": -16}]}]})",
-               "function at 0x1000: row 0 (offset 0): AMD64 SFrame fixes the return address at "
-               "CFA-8: SFrame v2 cannot express it (write version 3)");
+  expect_error(
+      dir,
+      R"({"version": 2, "abi": "amd64", "functions": [{"start": 4096, "size": 32, "rows": [{"pc": 0, "cfa": "sp+24", "ra": -16}]}]})",
+      "function at 0x1000: row 0 (offset 0): AMD64 SFrame fixes the return address at "
+      "CFA-8: SFrame v2 cannot express it (write version 3)");
   expect_error(dir, R"({"abi": "amd64", "functions": [
       {"start": 4096, "size": 32, "rows": [{"pc": 0, "cfa": "sp+8"}]},
       {"start": 4112, "size": 32, "rows": [{"pc": 0, "cfa": "sp+8"}]}]})",

@@ -112,7 +112,8 @@ const command_spec convert_spec{
     "so that binaries of binutils 2.40-2.45 can be tried with v3 readers, and v3 sections with "
     "v2 readers. What the target version cannot express is refused with the function and row "
     "named (v2: the v3 rules, signal frames; v3 with --no-flex: rows that need FLEX). A v3 "
-    "function without rows (an outermost frame) becomes one outermost row in v2. Rows are kept "
+    "function without rows (an outermost frame) becomes one outermost row in v2; a v1/v2 "
+    "function without rows (it says nothing) is left out of a v3 section. Rows are kept "
     "as they are, also those our code-generation rules would not write (e.g. gas's \"FP saved\" "
     "after an epilogue). With --raw the output is the bare section, for --address (default: "
     "where IN's section was); with --elf an ELF image laid out like `sframe build --elf`.",
