@@ -209,6 +209,17 @@ int run_check(const std::string& program, const parsed_args& args) {
   return status;
 }
 
+// --address of an output section (--raw only); the usage error if it is wrong.
+std::optional<std::string> output_address(const parsed_args& args, bool raw,
+                                          std::optional<uint64_t>& address) {
+  auto a = args.value("address");
+  if (!a) return std::nullopt;
+  if (!raw) return "--address applies to --raw only (the ELF layout decides it)";
+  address = parse_u64(*a);
+  if (!address) return "--address: not a number: '" + *a + "'";
+  return std::nullopt;
+}
+
 // --sframe-version: 2 or 3 if given; `*bad` says why not.
 std::optional<uint8_t> version_option(const parsed_args& args, std::string* bad) {
   auto v = args.value("sframe-version");
@@ -235,13 +246,8 @@ int run_build(const std::string& program, const parsed_args& args) {
   if (raw_out.has_value() == elf_out.has_value())
     return report(program, "give exactly one of --raw OUT and --elf OUT", exit_usage);
   std::optional<uint64_t> address;
-  if (auto a = args.value("address")) {
-    if (!raw_out)
-      return report(program, "--address applies to --raw only (the ELF layout decides it)",
-                    exit_usage);
-    address = parse_u64(*a);
-    if (!address) return report(program, "--address: not a number: '" + *a + "'", exit_usage);
-  }
+  if (auto bad_address = output_address(args, raw_out.has_value(), address))
+    return report(program, *bad_address, exit_usage);
 
   std::string bad;
   const auto version_arg = version_option(args, &bad);
@@ -323,13 +329,8 @@ int run_convert(const std::string& program, const parsed_args& args) {
     if (!in.address) return report(program, "--in-address: not a number: '" + *a + "'", exit_usage);
   }
   std::optional<uint64_t> address;
-  if (auto a = args.value("address")) {
-    if (!raw_out)
-      return report(program, "--address applies to --raw only (the ELF layout decides it)",
-                    exit_usage);
-    address = parse_u64(*a);
-    if (!address) return report(program, "--address: not a number: '" + *a + "'", exit_usage);
-  }
+  if (auto bad_address = output_address(args, raw_out.has_value(), address))
+    return report(program, *bad_address, exit_usage);
   const std::string& path = args.operands[0];
   auto source = load_sframe_source(path, in);
   if (!source) return report(program, source.error().message(), exit_failure);

@@ -80,6 +80,23 @@ uint64_t plus(uint64_t base, int32_t offset) {
   return base + static_cast<uint64_t>(static_cast<int64_t>(offset));
 }
 
+// A v3 rule naming a register (RA or FP): its value plus `offset`, or the word there when
+// `saved`. Nothing (and `why`) if the step lacks the register or cannot read the word.
+bool register_rule(abi target, uint8_t reg, int32_t offset, bool saved, const regs& callee,
+                   bool innermost, const memory_reader& reader, uint64_t& out, stop_reason& why) {
+  uint64_t base = 0;
+  if (!register_value(target, reg, callee, innermost, base)) {
+    why = stop_reason::unsupported_rule;
+    return false;
+  }
+  out = plus(base, offset);
+  if (saved && !read_word(reader, out, detail::big_endian(target), out)) {
+    why = stop_reason::unreadable;
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 step_result step(abi target, const frame_row& row, const regs& callee, bool innermost,
@@ -121,12 +138,10 @@ step_result step(abi target, const frame_row& row, const regs& callee, bool inne
       break;
     case ra_rule::register_value:
     case ra_rule::register_saved: {
-      uint64_t base = 0;
-      if (!register_value(target, row.ra_reg, callee, innermost, base))
-        return stop(callee, stop_reason::unsupported_rule);
-      ra = plus(base, row.ra_offset);
-      if (row.ra == ra_rule::register_saved && !read_word(reader, ra, big, ra))
-        return stop(callee, stop_reason::unreadable);
+      stop_reason why = stop_reason::bad_rule;
+      if (!register_rule(target, row.ra_reg, row.ra_offset, row.ra == ra_rule::register_saved,
+                         callee, innermost, reader, ra, why))
+        return stop(callee, why);
       break;
     }
     case ra_rule::undefined:
@@ -144,12 +159,10 @@ step_result step(abi target, const frame_row& row, const regs& callee, bool inne
       break;
     case fp_rule::register_value:
     case fp_rule::register_saved: {
-      uint64_t base = 0;
-      if (!register_value(target, row.fp_reg, callee, innermost, base))
-        return stop(callee, stop_reason::unsupported_rule);
-      fp = plus(base, row.fp_offset);
-      if (row.fp == fp_rule::register_saved && !read_word(reader, fp, big, fp))
-        return stop(callee, stop_reason::unreadable);
+      stop_reason why = stop_reason::bad_rule;
+      if (!register_rule(target, row.fp_reg, row.fp_offset, row.fp == fp_rule::register_saved,
+                         callee, innermost, reader, fp, why))
+        return stop(callee, why);
       break;
     }
   }

@@ -339,16 +339,17 @@ extern "C" __attribute__((noinline)) void jw_helper() {
 // Hostile windows.
 
 void patch_bad_counts(std::vector<uint8_t>& s, const window&) {
-  // Header: num_fdes (u32) at offset 8 of the v2 header.
+  // Header: num_fdes (u32) at offset 8 of the header (the same in v2 and v3).
   const uint32_t fdes = 1000;
   std::memcpy(s.data() + 8, &fdes, 4);
 }
 
 void patch_row_past_end(std::vector<uint8_t>& s, const window& w) {
-  auto info = sframe::check(s, reinterpret_cast<uint64_t>(w.base) + kCodeSize);
-  if (!info) std::abort();
-  // The second FRE of the first (only) FDE: 1-byte start address after the 3 bytes of FRE 0.
-  const size_t fres = 28 + info->fre_off;
+  auto d = sframe::decode(s, reinterpret_cast<uint64_t>(w.base) + kCodeSize);
+  if (!d) std::abort();
+  // The second FRE of the first (only) FDE: 1-byte start address after the 3 bytes of FRE 0
+  // (the layout says where its FREs are: in v3 after the function's attribute record).
+  const size_t fres = 28 + d->info.fre_off + d->layout[0].fre_offset;
   s[fres + 3] = 0xF0;  // start offset 240 >= function size
 }
 
