@@ -38,8 +38,14 @@ struct fake_stack {
 }
 
 const frame_row* model_find(const decoded_section& d, uint64_t pc) {
+  static const frame_row outermost = outermost_row(0);
   for (const auto& f : d.functions) {
     if (pc < f.start || pc - f.start >= f.size) continue;
+    // v3: a DEFAULT FDE without FREs is an outermost frame (FLEX without FREs says nothing).
+    if (f.rows.empty() && d.info.version >= version_3) {
+      const size_t i = static_cast<size_t>(&f - d.functions.data());
+      return d.layout[i].fde_type == 0 ? &outermost : nullptr;
+    }
     uint64_t off = pc - f.start;
     if (f.pcmask_rep) off %= f.pcmask_rep;
     const frame_row* best = nullptr;

@@ -165,12 +165,18 @@ class frame_gen {
   bool v3_ = false;
 };
 
-/// The row covering `pc` by a linear search of the model (reference for table::find).
+/// The row covering `pc` by a linear search of the model (reference for table::find). With
+/// `rowless_outermost` (v3 DEFAULT FDEs), a function without rows is an outermost frame.
 inline const frame_row* model_find(const std::vector<function_desc>& fs, uint64_t pc,
-                                   size_t* index = nullptr) {
+                                   size_t* index = nullptr, bool rowless_outermost = false) {
+  static const frame_row outermost = outermost_row(0);
   for (size_t i = 0; i < fs.size(); ++i) {
     const auto& f = fs[i];
     if (pc < f.start || pc - f.start >= f.size) continue;
+    if (f.rows.empty() && rowless_outermost) {
+      if (index) *index = i;
+      return &outermost;
+    }
     uint64_t off = pc - f.start;
     if (f.pcmask_rep) off %= f.pcmask_rep;
     const frame_row* best = nullptr;
