@@ -38,6 +38,7 @@ struct corpus {
   std::string name;
   std::vector<std::vector<function_desc>> sections;  ///< each encoded on its own
   std::vector<abi> targets;
+  std::vector<uint64_t> addresses;  ///< where each section is encoded for
   size_t functions = 0;
 };
 
@@ -83,6 +84,7 @@ corpus toyjit_corpus(bool frame_pointers) {
   c.functions = fs.size();
   c.sections.push_back(std::move(fs));
   c.targets.push_back(abi::amd64);
+  c.addresses.push_back(0x7f0000800000);
   return c;
 }
 #endif
@@ -113,6 +115,7 @@ corpus vectors_corpus() {
     if (!v2_can) continue;
     c.functions += d->functions.size();
     c.targets.push_back(d->info.target);
+    c.addresses.push_back(j["section_base"].get<uint64_t>());
     c.sections.push_back(std::move(d->functions));
   }
   return c;
@@ -125,8 +128,8 @@ const corpus& corpus_for(int which) {
     v.push_back(toyjit_corpus(true));
     v.push_back(toyjit_corpus(false));
 #else
-    v.push_back(corpus{"toy-jit (not built)", {}, {}, 0});
-    v.push_back(corpus{"toy-jit (not built)", {}, {}, 0});
+    v.push_back(corpus{"toy-jit (not built)", {}, {}, {}, 0});
+    v.push_back(corpus{"toy-jit (not built)", {}, {}, {}, 0});
 #endif
     v.push_back(vectors_corpus());
     return v;
@@ -148,12 +151,15 @@ void encode_version(benchmark::State& state, uint8_t version) {
       encoder_options o;
       o.target = c.targets[s];
       o.version = version;
-      o.section_address = 0x7f0000800000;
+      o.section_address = c.addresses[s];
       o.strict = false;
       auto enc = encoder::create(o).value();
       for (const auto& f : c.sections[s]) {
         auto r = enc.append(f);
-        benchmark::DoNotOptimize(r);
+        if (!r) {
+          state.SkipWithError(r.error().message().c_str());
+          return;
+        }
       }
       bytes += enc.size();
     }
