@@ -12,6 +12,10 @@ PACKAGES=(
   nlohmann-json3-dev catch2 libbenchmark-dev
   # real peers the tests compare against
   binutils elfutils llvm-22 gdb linux-perf bpftrace protobuf-compiler chromium
+  # CFI -> SFrame differential tests: random C programs, LLVM's own --gsframe through clang
+  csmith libcsmith-dev clang-22
+  # the optional LLVM ORC plugin (jitunwind::orc) and its example
+  llvm-22-dev
   # examples
   libasmjit-dev
   # eBPF walker and fuzzers

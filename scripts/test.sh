@@ -5,6 +5,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh || exit 1
+bash scripts/prepare-host.sh || exit 1
 
 failed=()
 for stage in scripts/test.d/*.sh; do

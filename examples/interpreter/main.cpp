@@ -39,6 +39,9 @@ constexpr const char* usage =
     "                        (default: every publisher available, or $JITUNWIND_PUBLISH)\n"
     "  --wait-for-tracer[=S] after loading the probes, wait (at most S seconds, default 30)\n"
     "                        until a tracer attaches to one of them\n"
+    "  --wait-for-probes=LIST the same, until every probe in LIST (comma-separated:\n"
+    "                        function__entry, function__return, line, checkpoint) is\n"
+    "                        enabled: a tracer attaches its probes one at a time\n"
     "  --stats               print calls per function to stderr after the run (and how\n"
     "                        the probes are checked: one word, or probe by probe)\n"
     "  --verify-unwind       at every checkpoint, unwind this thread's stack in-process with\n"
@@ -55,7 +58,8 @@ constexpr const char* usage =
 struct options {
   std::optional<jitunwind::publisher_set> publishers;
   bool verify_unwind = false;
-  int wait_for_tracer = 0;  // seconds, 0 = do not wait
+  int wait_for_tracer = 0;                   // seconds, 0 = do not wait
+  std::vector<std::string> wait_for_probes;  // all of them, not only one
   bool trampolines = true;
   bool probes = true;
   bool stats = false;
@@ -78,6 +82,19 @@ options parse_command_line(int argc, char** argv) {
       o.publishers = s.publishers();
     } else if (flag == "--wait-for-tracer") {
       o.wait_for_tracer = s.has_value() ? s.seconds() : 30;
+    } else if (flag == "--wait-for-probes" && s.has_value()) {
+      std::string_view list = s.value();
+      while (!list.empty()) {
+        const size_t comma = list.find(',');
+        const std::string name(list.substr(0, comma));
+        const auto& known = toyinterp::probes::probe_names;
+        if (std::find(std::begin(known), std::end(known), name) == std::end(known))
+          s.error("--wait-for-probes: no probe named '" + name + "'");
+        o.wait_for_probes.push_back(name);
+        list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
+      }
+      if (o.wait_for_probes.empty()) s.error("--wait-for-probes needs probe names");
+      if (o.wait_for_tracer == 0) o.wait_for_tracer = 30;
     } else if (a == "--verify-unwind") {
       o.verify_unwind = true;
     } else if (a == "--stats") {
@@ -193,7 +210,7 @@ int main(int argc, char** argv) {
   };
   toyinterp::interpreter interp(program, std::move(iopts), probes.get());
   if (opt.wait_for_tracer != 0 && probes &&
-      !probes->wait_for_tracer(std::chrono::seconds(opt.wait_for_tracer))) {
+      !probes->wait_for_tracer(std::chrono::seconds(opt.wait_for_tracer), opt.wait_for_probes)) {
     return fatal("--wait-for-tracer: no tracer attached within " +
                  std::to_string(opt.wait_for_tracer) + " s");
   }

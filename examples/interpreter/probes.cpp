@@ -4,6 +4,8 @@
 
 #include "usdt_support.h"
 
+#include <algorithm>
+
 namespace toyinterp {
 
 namespace {
@@ -72,9 +74,15 @@ class dynamic_probes final : public probes {
   void checkpoint(int64_t tag, std::span<const uint64_t> addrs) override {
     toylang::fire_checkpoint(checkpoint_, tag, addrs);
   }
-  bool wait_for_tracer(std::chrono::seconds timeout) override {
+  bool wait_for_tracer(std::chrono::seconds timeout,
+                       const std::vector<std::string>& all_of) override {
     const jitunwind::usdt::probe all[] = {entry_, return_, line_, checkpoint_};
-    return toylang::wait_for_tracer("toy-interp", provider_, all, timeout);
+    if (all_of.empty()) return toylang::wait_for_tracer("toy-interp", provider_, all, timeout);
+    std::vector<jitunwind::usdt::probe> named;
+    for (const auto& p : all) {
+      if (std::find(all_of.begin(), all_of.end(), p.name()) != all_of.end()) named.push_back(p);
+    }
+    return toylang::wait_for_tracer("toy-interp", provider_, named, timeout, true);
   }
   std::string describe() const override {
     return "dynamic USDT provider toyinterp in " + provider_.object_path();

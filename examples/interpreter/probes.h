@@ -13,6 +13,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace toyinterp {
 
@@ -46,8 +47,13 @@ class probes {
   virtual void line(const char* name, int64_t line) = 0;
   /// Fires `checkpoint` when traced and the chain has at most 512 entries (the protocol).
   virtual void checkpoint(int64_t tag, std::span<const uint64_t> addrs) = 0;
-  /// Waits until a tracer has attached to one of the probes (--wait-for-tracer).
-  virtual bool wait_for_tracer(std::chrono::seconds timeout) = 0;
+  /// Waits until a tracer has attached to one of the probes (--wait-for-tracer), or to every
+  /// probe named in `all_of` (--wait-for-probes; names from `probe_names`, checked by the caller).
+  virtual bool wait_for_tracer(std::chrono::seconds timeout,
+                               const std::vector<std::string>& all_of) = 0;
+  /// The probes' names, in the provider's order.
+  static constexpr const char* probe_names[] = {"function__entry", "function__return", "line",
+                                                "checkpoint"};
 
   /// Where the probes can be found, for messages ("static probes in /proc/self/exe", ...).
   virtual std::string describe() const = 0;

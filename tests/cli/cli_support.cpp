@@ -67,7 +67,9 @@ std::string tool_path() {
 run_result run_tool(const std::vector<std::string>& args, const std::string& input) {
   std::vector<std::string> argv{tool_path()};
   argv.insert(argv.end(), args.begin(), args.end());
-  return run(argv, input, std::chrono::seconds(60));
+  // Longer than any limit of the tool itself (unwind check stops at 60 s by default), so that the
+  // tool ends first and says why.
+  return run(argv, input, std::chrono::seconds(300));
 }
 
 sframe_dump llvm_readobj_sframe(const std::string& path) {

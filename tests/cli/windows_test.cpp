@@ -26,12 +26,31 @@ using json = nlohmann::json;
 
 namespace {
 
+// Runs `windows watch ARGS` in a shell and sends it Ctrl-C once it is running: once `ready`
+// ("out" or "err") has something in it. A fixed sleep is not enough: until its handler is
+// installed, a background command of sh ignores SIGINT, and the watch would never end.
+run_result interrupt_watch(const std::string& args, const char* ready) {
+  temp_dir dir;
+  const std::string out = dir / "out", err = dir / "err";
+  const std::string file = std::string(ready) == "out" ? out : err;
+  return run_shell("'" + tool_path() + "' windows watch " + args + " > '" + out + "' 2> '" + err +
+                       "' & p=$!; i=0; until [ -s '" + file +
+                       "' ] || [ $i -ge 1200 ]; do sleep 0.05; i=$((i+1)); done; kill -INT $p; "
+                       "wait $p; rc=$?; cat '" +
+                       err + "' >&2; exit $rc",
+                   std::chrono::seconds(90));
+}
+
 // A runtime started in the background (output to /dev/null), killed and reaped at the end.
 // `reap_in_background` waits for it on a thread, as a shell would: a process that ends is then
 // gone, not a zombie of the test.
 class background {
  public:
   explicit background(const std::vector<std::string>& argv, bool reap_in_background = false) {
+    // The constructor returns once the child has exec'd (the close-on-exec pipe reads end of
+    // file): until then the pid is a copy of this test, whose registry a tool would find.
+    int exec_pipe[2] = {-1, -1};
+    REQUIRE(pipe2(exec_pipe, O_CLOEXEC) == 0);
     pid_ = fork();
     if (pid_ == 0) {
       const int null = open("/dev/null", O_WRONLY);
@@ -42,6 +61,11 @@ class background {
       execv(args[0], args.data());
       _exit(127);
     }
+    close(exec_pipe[1]);
+    char byte;
+    while (pid_ > 0 && read(exec_pipe[0], &byte, 1) < 0 && errno == EINTR) {
+    }
+    close(exec_pipe[0]);
     // A signal through a pidfd never reaches another process that got the pid after the
     // reaper thread reaped this one.
     if (pid_ > 0) pidfd_ = static_cast<int>(syscall(SYS_pidfd_open, pid_, 0));
@@ -211,15 +235,16 @@ TEST_CASE("windows list: toy-jit's windows and functions, as its perf map and ma
 TEST_CASE("windows watch: toy-jit recompiling: windows published, updated, retired, freed") {
   // Each recompiled function is published into the current window, one 4 KiB page per publish
   // (W^X: published pages are not written again), so a 64 KiB window takes 16 publishes before
-  // it is full and a new one opens; here a window fills in ~8 ms. Polls every 5 ms see windows
-  // published, updated while they fill (with 16 KiB windows and 20 ms polls a fast machine
-  // filled every window between two polls: no update seen), retired and freed (~250 of each).
-  background jit({TOY_JIT, "--frame-pointers=off", "--windows=64k", "--recompile-every=100000",
+  // it is full and a new one opens; here a window fills in ~80 ms, ~5 ms per publish. Polls
+  // every 5 ms see windows published, updated while they fill, retired and freed (~35 of each).
+  // The margin matters: with windows filled in 8 ms a fast or loaded machine could fill a window
+  // between two polls, and no update was seen.
+  background jit({TOY_JIT, "--frame-pointers=off", "--windows=64k", "--recompile-every=1000000",
                   programs + "recompile.toy", "300000000"});
   REQUIRE(jit.pid() > 0);
   list_when(jit.pid(), [](const json& d) { return !d["windows"].empty(); });
   auto r = run_tool({"windows", "watch", "-p", std::to_string(jit.pid()), "--json", "--seconds",
-                     "2", "--interval-ms", "5"});
+                     "3", "--interval-ms", "5"});
   INFO(r.out << r.err);
   CHECK(r.exit_code == 0);
   CHECK(r.err.find("time limit after") != std::string::npos);
@@ -277,10 +302,10 @@ TEST_CASE("windows watch: toy-jit recompiling: windows published, updated, retir
 TEST_CASE("windows watch: a process that loads the SDK later, and one that execs a runtime") {
   // A shell that becomes toy-jit a moment later: no registry at first, so watch waits.
   background later({"/bin/sh", "-c",
-                    "sleep 1; exec '" + std::string(TOY_JIT) + "' --frame-pointers=off '" +
+                    "sleep 3; exec '" + std::string(TOY_JIT) + "' --frame-pointers=off '" +
                         programs + "spin.toy' 0"});
   REQUIRE(later.pid() > 0);
-  auto w = run_tool({"windows", "watch", "-p", std::to_string(later.pid()), "--seconds", "6"});
+  auto w = run_tool({"windows", "watch", "-p", std::to_string(later.pid()), "--seconds", "8"});
   INFO(w.out << w.err);
   CHECK(w.exit_code == 0);
   CHECK(w.err.find("waiting for the process to load the jitunwind SDK") != std::string::npos);
@@ -291,14 +316,11 @@ TEST_CASE("windows watch: a process that loads the SDK later, and one that execs
   // gone; exit 0 with the summary (nothing unusable was seen).
   background sleeper({"/bin/sleep", "30"});
   const std::string sleeping = std::to_string(sleeper.pid());
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // exec'd by now
   const auto t0 = std::chrono::steady_clock::now();
   auto limit = run_tool({"windows", "watch", "-p", sleeping, "--seconds", "1"});
   CHECK(limit.exit_code == 0);
   CHECK(limit.err.find("time limit after") != std::string::npos);
-  auto ctrl_c = run_shell(
-      "'" + tool_path() + "' windows watch -p " + sleeping + " & sleep 1; kill -INT $!; wait $!",
-      std::chrono::seconds(20));
+  auto ctrl_c = interrupt_watch("-p " + sleeping, "err");  // "waiting for the process ..."
   INFO(ctrl_c.err);
   CHECK(ctrl_c.exit_code == 0);
   CHECK(ctrl_c.err.find("interrupted after") != std::string::npos);
@@ -307,8 +329,7 @@ TEST_CASE("windows watch: a process that loads the SDK later, and one that execs
   INFO(closed.err);
   CHECK(closed.err.find("the output was closed") != std::string::npos);
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10));
-  background short_sleep({"/bin/sleep", "1"}, /*reap_in_background=*/true);
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  background short_sleep({"/bin/sleep", "3"}, /*reap_in_background=*/true);
   auto gone = run_tool({"windows", "watch", "-p", std::to_string(short_sleep.pid())});
   INFO(gone.err);
   CHECK(gone.exit_code == 0);
@@ -329,8 +350,9 @@ TEST_CASE("windows watch: a process that loads the SDK later, and one that execs
     return run_tool(watch);
   };
   // Into toy-jit: its registry (in libjitunwind) must be found.
-  auto e = watch_exec_later("1500", {TOY_JIT, "--frame-pointers=off", programs + "spin.toy", "0"},
-                            {"--seconds", "6"});
+  // 3 s: the watch must have taken its first look before the exec, however loaded the machine.
+  auto e = watch_exec_later("3000", {TOY_JIT, "--frame-pointers=off", programs + "spin.toy", "0"},
+                            {"--seconds", "8"});
   INFO(e.out << e.err);
   CHECK(e.exit_code == 0);
   CHECK(e.out.find("published window 1 (generation") != std::string::npos);
@@ -395,7 +417,6 @@ TEST_CASE("windows watch: ends with the process, and usage errors") {
   CHECK(run_tool({"windows", "watch", "-p", "1", "--seconds", "x"}).exit_code == 2);
   // A process without the SDK, and one that does not exist (the reaped target).
   background sleeper({"/bin/sleep", "30"});
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // exec'd by now
   auto none = run_tool({"windows", "list", "-p", std::to_string(sleeper.pid())});
   INFO(none.err);
   CHECK(none.exit_code == 1);
@@ -464,10 +485,7 @@ TEST_CASE("windows list/watch: perf maps given by hand, odd names, a closed outp
 
   // Ctrl-C (SIGINT) with a long interval ends the watch at once.
   const auto t1 = std::chrono::steady_clock::now();
-  auto interrupted =
-      run_shell("'" + tool_path() + "' windows watch -p " + pid +
-                    " --interval-ms 60000 > /dev/null & sleep 1; kill -INT $!; wait $!",
-                std::chrono::seconds(30));
+  auto interrupted = interrupt_watch("-p " + pid + " --interval-ms 60000", "out");  // "present"
   INFO(interrupted.err);
   CHECK(interrupted.exit_code == 0);
   CHECK(interrupted.err.find("interrupted after") != std::string::npos);

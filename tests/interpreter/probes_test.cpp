@@ -47,7 +47,13 @@ TEST_CASE("bpftrace counts of function__entry by name equal the interpreter's ca
   for (const sample& s : {sample{"mutual.toy", {"300"}, ""}, sample{"fib.toy", {"15"}, ""}}) {
     INFO(s.file);
     jitunwind::test::temp_dir dir;
-    waiting_runtime rt(command(TOY_INTERP, {"--wait-for-tracer=60", "--stats"}, s), dir);
+    // bpftrace attaches the two probes one after the other: the runtime must wait for both, or
+    // the first calls are counted by one probe and not the other.
+    waiting_runtime rt(command(TOY_INTERP,
+                               {"--wait-for-tracer=60",
+                                "--wait-for-probes=function__entry,function__return", "--stats"},
+                               s),
+                       dir);
     REQUIRE(rt.pid > 0);
     const std::string script =
         "usdt:*:toyinterp:function__entry { @entries[str(arg0)] = count(); } "

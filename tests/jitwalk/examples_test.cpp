@@ -94,10 +94,12 @@ TEST_CASE("acceptance: toy-jit recompiling into small windows retired and reused
 TEST_CASE("acceptance: profile toy-jit: toy chains in folded stacks, SVG in Chromium, pprof") {
   if (!jt::may_run_privileged("jitwalk profile")) return;
   jt::temp_dir dir;
-  auto r = jt::run({jitwalk(), "profile", "-F", "499", "-d", "3", "--folded", dir / "f.txt",
-                    "--svg", dir / "f.svg", "--pprof", dir / "p.pb.gz", "--", toy_jit(),
-                    "--frame-pointers=off", program("spin.toy"), "0"},
-                   {}, std::chrono::seconds(120));
+  // A fixed amount of work (~2.5 s of CPU here), not a duration: a profile at a fixed rate of
+  // CPU time then has as many samples however loaded the machine is.
+  auto r = jt::run({jitwalk(), "profile", "-F", "499", "--folded", dir / "f.txt", "--svg",
+                    dir / "f.svg", "--pprof", dir / "p.pb.gz", "--", toy_jit(),
+                    "--frame-pointers=off", program("spin.toy"), "150000"},
+                   {}, std::chrono::seconds(300));
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   const auto folded = parse_folded(jt::read_file(dir / "f.txt"));

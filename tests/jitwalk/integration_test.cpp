@@ -207,11 +207,12 @@ TEST_CASE("profile: attaching to a running JIT process with -p") {
   if (!jt::may_run_privileged("jitwalk profile")) return;
   jt::temp_dir dir;
   // The target runs on its own; jitwalk finds its registry, windows and perf map after the fact.
+  // It runs for longer than the profile however loaded the machine is, and is ended after it.
   auto r = jt::run_shell(jit_target() +
-                             " deep --seconds 6 --depth 25 --no-checkpoint & pid=$!; "
+                             " deep --seconds 60 --depth 25 --no-checkpoint & pid=$!; "
                              "sleep 1; " +
                              jitwalk() + " profile -p $pid -d 2 -F 499 --folded " + dir / "p.txt" +
-                             "; rc=$?; wait $pid; exit $rc",
+                             "; rc=$?; kill $pid; wait $pid; exit $rc",
                          std::chrono::seconds(120));
   INFO(r.err);
   REQUIRE(r.exit_code == 0);

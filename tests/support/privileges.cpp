@@ -2,9 +2,13 @@
 
 #include <catch2/catch.hpp>
 
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <unistd.h>
 
 namespace jitunwind::test {
 
@@ -30,6 +34,16 @@ bool tool_available(const std::string& program) {
   std::string cmd = "command -v '" + program + "' >/dev/null 2>&1";
   if (std::system(cmd.c_str()) == 0) return true;
   return skip_or_fail(program + " is not installed (scripts/install-deps.sh installs it)");
+}
+
+bool ensure_tracefs(std::string* why) {
+  struct stat st {};
+  if (stat("/sys/kernel/tracing/uprobe_events", &st) == 0) return true;
+  if (mount("nodev", "/sys/kernel/tracing", "tracefs", 0, nullptr) == 0) return true;
+  if (why != nullptr)
+    *why = std::string("tracefs is not mounted on /sys/kernel/tracing and mounting it failed: ") +
+           std::strerror(errno) + " (scripts/prepare-host.sh mounts it, as root)";
+  return false;
 }
 
 }  // namespace jitunwind::test

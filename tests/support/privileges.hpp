@@ -21,4 +21,9 @@ bool skip_or_fail(const std::string& reason);
 /// printed reason, or fail when JITUNWIND_REQUIRE_BPF=1 (CI installs every tool).
 bool tool_available(const std::string& program);
 
+/// Mounts tracefs on /sys/kernel/tracing if it is not there (a fresh machine may not have it):
+/// bpftrace's tracepoints and kprobes, perf probe and uprobe_events need it. Returns false with
+/// a reason in `why` if it cannot (not root, or the mount failed).
+bool ensure_tracefs(std::string* why);
+
 }  // namespace jitunwind::test

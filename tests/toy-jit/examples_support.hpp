@@ -1,6 +1,7 @@
 // Shared by the tests of the example runtimes (tests/toy-jit, tests/interpreter).
 #pragma once
 
+#include "support/privileges.hpp"
 #include "support/process.hpp"
 
 #include <catch2/catch.hpp>
@@ -112,8 +113,11 @@ struct waiting_runtime {
 };
 
 /// A bpftrace probe that ends the script when process `pid` exits (bpftrace -p keeps running
-/// after its target is gone).
+/// after its target is gone). The tracepoint needs tracefs, which a fresh machine may not have
+/// mounted: it is mounted here when absent.
 inline std::string exit_with(int pid) {
+  std::string why;
+  if (!jitunwind::test::ensure_tracefs(&why)) FAIL(why);
   return " tracepoint:sched:sched_process_exit /pid == " + std::to_string(pid) + "/ { exit(); }";
 }
 

@@ -162,12 +162,21 @@ TEST_CASE("unload and reload while bpftrace is attached: no crash, the old probe
   REQUIRE(old_probe.ok());
   REQUIRE(prov->load().ok());
 
-  // bpftrace prints every event and stays attached for 4 s (its interval probe ends it).
+  // bpftrace prints every event and stays attached until a probe of another provider, which
+  // stays loaded, tells it to end (a timer would start before the probes are attached).
+  const std::string control_name = unique_provider("reload_ctl");
+  auto control = provider::create(control_name);
+  REQUIRE(control.ok());
+  auto stop = control->add_probe("stop", {arg_type::i32});
+  REQUIRE(stop.ok());
+  REQUIRE(control->load().ok());
   background_run tracer(bpftrace_command("usdt:*:" + name +
                                              ":old { printf(\"old %d\\n\", arg0); } "
-                                             "interval:s:4 { exit(); }",
+                                             "usdt:*:" +
+                                             control_name + ":stop { exit(); }",
                                          getpid()),
                         60s);
+  REQUIRE(wait_until([&] { return stop->enabled() || tracer.done(); }, 60s));
   REQUIRE(wait_until([&] { return old_probe->enabled() || tracer.done(); }, 60s));
   // Fire for ~300 ms so that bpftrace's program is attached and sees events.
   for (int i = 0; i < 150; ++i) {
@@ -193,6 +202,12 @@ TEST_CASE("unload and reload while bpftrace is attached: no crash, the old probe
   CHECK(listing.out.find(name + ":fresh") != std::string::npos);
   CHECK(listing.out.find(name + ":old") == std::string::npos);
   REQUIRE(prov->unload().ok());
+  CHECK(wait_until(
+      [&] {
+        stop->fire(0);
+        return tracer.done();
+      },
+      60s));
   const run_result& r = tracer.wait();
   INFO(r.out << r.err);
   // It saw old events (the last ones at least) and never the stale fire (-1).

@@ -162,12 +162,19 @@ TEST_CASE("jitunwind usdt list shows providers, probes and whether each is enabl
   CHECK(listing.out.find("/memfd:jitunwind-usdt:" + name) != std::string::npos);
   CHECK(listing.out.find(name + ":evt  disabled  [-4@%edi 8@%rsi -2@%dx]") != std::string::npos);
 
-  background_run tracer(
-      bpftrace_command("usdt:*:" + name + ":evt { } interval:s:3 { exit(); }", getpid()), 60s);
+  // bpftrace stays attached until the probe fires (a timer would start before the probe is
+  // attached, and a slow attach could use it up before the listing).
+  background_run tracer(bpftrace_command("usdt:*:" + name + ":evt { exit(); }", getpid()), 60s);
   REQUIRE(wait_until([&] { return p.enabled() || tracer.done(); }, 60s));
   listing = run({cli(), "usdt", "list", "-p", std::to_string(getpid())});
   INFO(listing.out << listing.err);
   CHECK(listing.out.find(name + ":evt  enabled (semaphore 1)") != std::string::npos);
+  CHECK(wait_until(
+      [&] {
+        p.fire(int32_t{-5}, UINT64_MAX, int16_t{-2});
+        return tracer.done();
+      },
+      60s));
   tracer.wait();
 }
 

@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -34,14 +33,6 @@ bool wait_until(const std::function<bool()>& cond, std::chrono::milliseconds tim
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   return true;
-}
-
-bool ensure_tracefs(std::string* why) {
-  struct stat st {};
-  if (stat("/sys/kernel/tracing/uprobe_events", &st) == 0) return true;
-  if (mount("nodev", "/sys/kernel/tracing", "tracefs", 0, nullptr) == 0) return true;
-  if (why != nullptr) *why = std::string("cannot mount tracefs: ") + std::strerror(errno);
-  return false;
 }
 
 uprobe_events_lock::uprobe_events_lock() {

@@ -2,6 +2,7 @@
 // traced process) fires probes, and waiting for conditions without blind sleeps.
 #pragma once
 
+#include "support/privileges.hpp"
 #include "support/process.hpp"
 
 #include <atomic>
@@ -31,10 +32,6 @@ class background_run {
 
 /// Polls `cond` every millisecond until it is true or `timeout` passes.
 bool wait_until(const std::function<bool()>& cond, std::chrono::milliseconds timeout);
-
-/// Mounts tracefs on /sys/kernel/tracing if it is not (perf probe and bcc's fallback paths
-/// use uprobe_events). Returns false with a reason in `why` if it cannot.
-bool ensure_tracefs(std::string* why);
 
 /// Held while a test defines, uses and deletes uprobe events with `perf probe` or by writing
 /// uprobe_events: perf probe refuses to add an event whose name another test process defined

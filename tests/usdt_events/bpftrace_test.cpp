@@ -8,9 +8,13 @@
 #include "support/process.hpp"
 #include "usdt_events/events.hpp"
 
+#include <sched.h>
 #include <unistd.h>
+
 #include <chrono>
 #include <climits>
+#include <iterator>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -48,6 +52,53 @@ bool wait_for(F&& condition, std::chrono::seconds limit) {
   return condition();
 }
 
+// Keeps the calling thread on the CPU it runs on while alive: bpftrace reads one buffer per CPU,
+// so events fired from one CPU are printed in the order they were fired.
+class pinned_to_this_cpu {
+ public:
+  pinned_to_this_cpu() {
+    saved_ok_ = sched_getaffinity(0, sizeof saved_, &saved_) == 0;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(sched_getcpu(), &one);
+    REQUIRE(sched_setaffinity(0, sizeof one, &one) == 0);
+  }
+  ~pinned_to_this_cpu() {
+    if (saved_ok_) sched_setaffinity(0, sizeof saved_, &saved_);
+  }
+  pinned_to_this_cpu(const pinned_to_this_cpu&) = delete;
+  pinned_to_this_cpu& operator=(const pinned_to_this_cpu&) = delete;
+
+ private:
+  cpu_set_t saved_{};
+  bool saved_ok_ = false;
+};
+
+// A raised semaphore says the uprobe exists, not that bpftrace's program is attached to it yet
+// (that comes a moment later, probe by probe). Fires one sentinel event of every probe until
+// bpftrace printed each, then a marker, and reads up to the marker: what follows is complete.
+void wait_until_every_probe_prints(test::child_process& bpftrace) {
+  const std::string kinds[] = {"publish",     "retire",    "free",       "code_add",
+                               "code_remove", "usdt_load", "usdt_unload"};
+  std::set<std::string> seen;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (seen.size() < std::size(kinds) && std::chrono::steady_clock::now() < deadline) {
+    ev::window_publish(998, 0, 0, 0, 0, 0);
+    ev::window_retire(998, 0);
+    ev::window_free(998, 0);
+    ev::code_add(0, 0, "sentinel", 998);
+    ev::code_remove(0, 0, 998);
+    ev::usdt_load("sentinel", 0, "sentinel");
+    ev::usdt_unload("sentinel", 0);
+    for (std::string l; !(l = bpftrace.read_line(std::chrono::milliseconds(100))).empty();)
+      seen.insert(l.substr(0, l.find(' ')));
+  }
+  REQUIRE(seen.size() == std::size(kinds));
+  ev::window_free(997, 0);
+  std::string l;
+  while ((l = bpftrace.read_line(std::chrono::seconds(30))) != "free 997 0") REQUIRE(!l.empty());
+}
+
 }  // namespace
 
 TEST_CASE("bpftrace sees every event with its arguments, semaphores count attachment") {
@@ -80,6 +131,8 @@ TEST_CASE("bpftrace sees every event with its arguments, semaphores count attach
   REQUIRE(wait_for(all_enabled, std::chrono::seconds(30)));
   auto s = ev::semaphores();
   CHECK(s.window_publish >= 1);
+  pinned_to_this_cpu pin;
+  wait_until_every_probe_prints(bpftrace);
 
   std::ostringstream expected;
   char buf[256];

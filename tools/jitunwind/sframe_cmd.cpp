@@ -1,6 +1,7 @@
 // Command group `jitunwind sframe`: dump, check and build SFrame sections.
 #include "cli.hpp"
 #include "sframe_elf.hpp"
+#include "sframe_from_eh_frame.hpp"
 #include "sframe_input.hpp"
 #include "sframe_json.hpp"
 #include "sframe_text.hpp"
@@ -94,11 +95,14 @@ const command_spec build_spec{
      {"section-relative", 0, "",
       "Encode FDE start addresses relative to the section start instead of to each FDE's own "
       "field (clears FDE_FUNC_START_PCREL; the kernel's v3 reader refuses such sections)."},
+     from_eh_frame_option(),
+     cfi_section_option(),
      sframe_version_option,
      no_flex_option},
     0,
     0,
     "jitunwind sframe build --input examples/demo/jit-functions.json --elf jit.so\n"
+    "jitunwind sframe build --from-eh-frame app.o --elf app-sframe.so\n"
     "jitunwind sframe build -i rows.json --raw window.sframe --address 0x7f0000100000\n"
     "jitunwind sframe build -i rows.json --sframe-version 2 --raw window-v2.sframe"};
 
@@ -239,6 +243,7 @@ result<std::string> read_text_input(const std::string& path) {
 }
 
 int run_build(const std::string& program, const parsed_args& args) {
+  if (args.value("from-eh-frame")) return run_build_from_eh_frame(program, args);
   const auto input = args.value("input");
   if (!input) return report(program, "--input FILE is required", exit_usage);
   const auto raw_out = args.value("raw");

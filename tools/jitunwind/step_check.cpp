@@ -135,18 +135,26 @@ std::optional<mismatch> compare(const published_code& code, const frame_oracle& 
                  ", but the last function entered and not left "
                  "starts at " +
                  hex_text(want.function_start));
+    // The CFA is compared before anything is read through it: a wrong CFA makes the step read
+    // the return address from a stale stack slot, and what that slot happens to hold (zero, a
+    // pointer) must not decide which error is reported.
+    if (row.row.ra != ra_rule::undefined) {
+      const bool from_sp = row.row.cfa == cfa_base::sp;
+      const uint64_t base = from_sp ? cur.sp : cur.fp;
+      const uint64_t cfa = base + static_cast<uint64_t>(static_cast<int64_t>(row.row.cfa_offset));
+      if (cfa != want.cfa) {
+        // In the row's own terms: what offset from its base register would have been right.
+        const int64_t right = static_cast<int64_t>(want.cfa - base);
+        return bad("caller's stack pointer (CFA): expected " + hex_text(want.cfa) +
+                   ", unwound " + hex_text(cfa) + "\n  published row: " +
+                   row_text(row.row) + "; the true CFA is " + (from_sp ? "rsp" : "rbp") +
+                   signed_text(right));
+      }
+    }
     const sframe::step_result s = sframe::step(abi::amd64, row.row, cur, depth == 0, memory);
     if (!s.ok)
       return bad(std::string("the unwind stopped (") + sframe::to_string(s.reason) +
                  ") where the caller at " + hex_text(want.ra) + " was expected");
-    if (s.caller.sp != want.cfa) {
-      // In the row's own terms: what offset from its base register would have been right.
-      const bool from_sp = row.row.cfa == cfa_base::sp;
-      const int64_t right = static_cast<int64_t>(want.cfa - (from_sp ? cur.sp : cur.fp));
-      return bad("caller's stack pointer (CFA): expected " + hex_text(want.cfa) + ", unwound " +
-                 hex_text(s.caller.sp) + "\n  published row: " + row_text(row.row) +
-                 "; the true CFA is " + (from_sp ? "rsp" : "rbp") + signed_text(right));
-    }
     if (s.caller.pc != want.ra)
       return bad("return address: expected " + hex_text(want.ra) + ", unwound " +
                  hex_text(s.caller.pc) + "\n  published row: " + row_text(row.row));

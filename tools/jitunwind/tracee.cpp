@@ -1,10 +1,13 @@
 #include "tracee.hpp"
 
+#include "proc_files.hpp"
+
 #include <jitunwind/registry_abi.h>
 
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/ptrace.h>
+#include <sys/syscall.h>
 #include <sys/user.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -30,7 +33,100 @@ uint64_t dr7_enable(int n, uint64_t rw_len) {
   return (uint64_t{1} << (n * 2)) | (rw_len << (16 + n * 4));
 }
 
+// The 8-byte word of the target's memory that holds the byte at `address`.
+uint64_t word_of(uint64_t address) {
+  return address & ~uint64_t{7};
+}
+
 }  // namespace
+
+bool debug_registers_work() {
+  static const bool works = [] {
+    static volatile uint64_t word = 0;
+    const pid_t child = fork();
+    if (child < 0) return true;  // cannot tell: assume what most machines do
+    if (child == 0) {
+      ptrace(PTRACE_TRACEME, 0, nullptr, nullptr);
+      raise(SIGSTOP);
+      word = word + 1;
+      _exit(0);
+    }
+    int st = 0;
+    bool trapped = false;
+    if (waitpid(child, &st, __WALL) == child && WIFSTOPPED(st) &&
+        ptrace(PTRACE_POKEUSER, child, debug_register(0), &word) == 0 &&
+        ptrace(PTRACE_POKEUSER, child, debug_register(7), dr7_enable(0, 0b1001)) == 0 &&
+        ptrace(PTRACE_CONT, child, nullptr, 0) == 0 && waitpid(child, &st, __WALL) == child)
+      trapped = WIFSTOPPED(st) && WSTOPSIG(st) == SIGTRAP;
+    kill(child, SIGKILL);
+    while (waitpid(child, &st, __WALL) == child && WIFSTOPPED(st)) {
+    }
+    return trapped;
+  }();
+  return works;
+}
+
+bool software_breakpoints::insert(pid_t pid, uint64_t address) {
+  if (saved_.count(address) != 0) return false;
+  errno = 0;
+  const long word = ptrace(PTRACE_PEEKTEXT, pid, word_of(address), nullptr);
+  if (errno != 0) return false;
+  const unsigned shift = static_cast<unsigned>(address - word_of(address)) * 8;
+  const auto original = static_cast<uint8_t>(static_cast<uint64_t>(word) >> shift);
+  const uint64_t patched =
+      (static_cast<uint64_t>(word) & ~(uint64_t{0xff} << shift)) | (uint64_t{0xcc} << shift);
+  if (ptrace(PTRACE_POKETEXT, pid, word_of(address), patched) != 0) return false;
+  saved_[address] = original;
+  return true;
+}
+
+bool software_breakpoints::remove(pid_t pid, uint64_t address) {
+  const auto it = saved_.find(address);
+  if (it == saved_.end()) return false;
+  errno = 0;
+  const long word = ptrace(PTRACE_PEEKTEXT, pid, word_of(address), nullptr);
+  if (errno == 0) {
+    const unsigned shift = static_cast<unsigned>(address - word_of(address)) * 8;
+    const uint64_t restored = (static_cast<uint64_t>(word) & ~(uint64_t{0xff} << shift)) |
+                              (uint64_t{it->second} << shift);
+    ptrace(PTRACE_POKETEXT, pid, word_of(address), restored);
+  }
+  saved_.erase(it);
+  return true;
+}
+
+void software_breakpoints::remove_all(pid_t pid) {
+  while (!saved_.empty()) remove(pid, saved_.begin()->first);
+}
+
+std::optional<uint64_t> software_breakpoints::hit(pid_t pid, uint64_t rip) const {
+  if (rip == 0 || saved_.count(rip - 1) == 0) return std::nullopt;
+  siginfo_t info{};
+  if (ptrace(PTRACE_GETSIGINFO, pid, nullptr, &info) != 0 || info.si_code != SI_KERNEL)
+    return std::nullopt;
+  return rip - 1;
+}
+
+bool creates_task_at_entry(pid_t pid, int status) {
+  if (!is_syscall_stop(status)) return false;
+  __ptrace_syscall_info info{};
+  if (ptrace(PTRACE_GET_SYSCALL_INFO, pid, sizeof info, &info) <= 0) {
+    // Before Linux 5.3: rax is -ENOSYS at an entry stop.
+    user_regs_struct r{};
+    if (ptrace(PTRACE_GETREGS, pid, nullptr, &r) != 0 || static_cast<long>(r.rax) != -ENOSYS)
+      return false;
+    info.op = PTRACE_SYSCALL_INFO_ENTRY;
+    info.entry.nr = r.orig_rax;
+  }
+  if (info.op != PTRACE_SYSCALL_INFO_ENTRY) return false;
+  const auto nr = static_cast<long>(info.entry.nr);
+  return nr == SYS_clone || nr == SYS_clone3 || nr == SYS_fork || nr == SYS_vfork;
+}
+
+int thread_count(pid_t pid) {
+  // At an exit stop /proc/PID/task may list fewer threads than "Threads:" counts.
+  return static_cast<int>(status_field(pid, "Threads:", 1));
+}
 
 std::string wait_text(int status) {
   if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
@@ -178,7 +274,60 @@ bool wait_stop(pid_t pid, int& status, bool may_interrupt) {
   }
 }
 
+namespace {
+
+// run_to_return without debug registers: int3 at `ra`, the thread running from system call to
+// system call so that it is stopped before it creates another task (which would share, or copy,
+// the patched code).
+run_end run_to_return_by_int3(pid_t pid, uint64_t ra, uint64_t sp_after, int& pending,
+                              int& status) {
+  software_breakpoints bp;
+  if (thread_count(pid) != 1 || !bp.insert(pid, ra)) return run_end::step_instead;
+  for (;;) {
+    if ((ptrace(PTRACE_SYSCALL, pid, nullptr, pending) != 0 && errno != ESRCH) ||
+        !wait_stop(pid, status, true))
+      return run_end::ended;
+    pending = 0;
+    if (!WIFSTOPPED(status)) return run_end::ended;
+    const int event = status >> 16;
+    if (event == PTRACE_EVENT_EXEC) return run_end::exec;  // the patched memory is gone
+    if (event == PTRACE_EVENT_EXIT) {
+      bp.remove_all(pid);
+      return run_end::exiting;
+    }
+    if (event != 0) {  // PTRACE_INTERRUPT, or a group stop
+      if (!stop_requested) continue;
+      bp.remove_all(pid);
+      return run_end::stopped;
+    }
+    if (is_syscall_stop(status)) {
+      if (!creates_task_at_entry(pid, status)) continue;
+      bp.remove_all(pid);
+      return run_end::step_instead;
+    }
+    user_regs_struct regs{};
+    if (WSTOPSIG(status) != SIGTRAP || ptrace(PTRACE_GETREGS, pid, nullptr, &regs) != 0 ||
+        !bp.hit(pid, regs.rip)) {
+      pending = signal_to_deliver(pid, status);
+      continue;
+    }
+    // Ours: the instruction at ra is to run, with its own byte back.
+    bp.remove(pid, ra);
+    regs.rip = ra;
+    ptrace(PTRACE_SETREGS, pid, nullptr, &regs);
+    if (regs.rsp == sp_after) return run_end::returned;
+    // A nested call's return through the same address: past it, then armed again.
+    if (ptrace(PTRACE_SINGLESTEP, pid, nullptr, 0) != 0 || !wait_stop(pid, status, false) ||
+        !WIFSTOPPED(status))
+      return run_end::ended;
+    if ((status >> 16) != 0 || !bp.insert(pid, ra)) return run_end::step_instead;
+  }
+}
+
+}  // namespace
+
 run_end run_to_return(pid_t pid, uint64_t ra, uint64_t sp_after, int& pending, int& status) {
+  if (!debug_registers_work()) return run_to_return_by_int3(pid, ra, sp_after, pending, status);
   if (ptrace(PTRACE_POKEUSER, pid, debug_register(0), ra) != 0 ||
       ptrace(PTRACE_POKEUSER, pid, debug_register(7), dr7_enable(0, 0b0000)) != 0)
     return run_end::stopped;

@@ -1,6 +1,7 @@
 // Controlling the thread `jitunwind unwind check` watches: starting or seizing it, waiting for
 // its stops, x86 debug registers (data watchpoints on the registry, an execute breakpoint to run
-// native callees at full speed), and CPU pinning while it is single-stepped.
+// native callees at full speed) or, where they do not work, software breakpoints, and CPU
+// pinning while it is single-stepped.
 #pragma once
 
 #include <jitunwind/remote.h>
@@ -12,6 +13,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -49,21 +51,60 @@ std::optional<int> exit_stop(pid_t pid, int status);
 /// False if it cannot be waited for.
 bool wait_stop(pid_t pid, int& status, bool may_interrupt);
 
+/// Whether the x86 debug registers work for a traced thread on this machine. Some virtual
+/// machines (paravirtualized guests such as PVM) accept them through ptrace but never raise
+/// the trap: a watchpoint there is silently never hit. Found out once per run, with a
+/// watchpoint on a word a short-lived child writes.
+bool debug_registers_work();
+
+/// Software breakpoints: int3 written over the first byte of an instruction in the target's
+/// code (the thread must be stopped). Unlike debug registers they are seen by every thread of
+/// the process, and a thread that is not traced dies of the SIGTRAP: the caller inserts them
+/// only while the traced thread is the process's only one, and removes them before it can
+/// create another (a clone or fork system call) and before it detaches.
+class software_breakpoints {
+ public:
+  /// False if the byte cannot be read or written (or `address` already has one).
+  bool insert(pid_t pid, uint64_t address);
+  /// Writes the original byte back; false if `address` has none of ours.
+  bool remove(pid_t pid, uint64_t address);
+  void remove_all(pid_t pid);
+  /// The address of ours that a thread stopped by SIGTRAP at `rip` just hit (int3 leaves rip
+  /// one byte past it), if that is what happened (the siginfo says int3).
+  std::optional<uint64_t> hit(pid_t pid, uint64_t rip) const;
+  bool empty() const noexcept { return saved_.empty(); }
+  /// Forgets all of them without writing (after exec: the memory is gone).
+  void forget() noexcept { saved_.clear(); }
+
+ private:
+  std::map<uint64_t, uint8_t> saved_;  // address -> original byte
+};
+
 /// Data watchpoints on the change counters of up to four registries (debug registers 0-3);
 /// the thread must be stopped. `unwatch` clears debug register 7.
 void watch_registries(pid_t pid, const remote::registry_reader& reader);
 void unwatch(pid_t pid);
 
 /// How run_to_return ended.
-enum class run_end { returned, ended, exec, exiting, stopped };
+enum class run_end { returned, ended, exec, exiting, stopped, step_instead };
 
 /// Lets the stopped thread run at full speed until it executes `ra` with stack pointer
 /// `sp_after` (the return of the call it just made), with an execute breakpoint in debug
 /// register 0 (no code is modified: other threads are unaffected). A hit at another stack
 /// depth (the same return address reached by a nested call) runs on. Signals for the thread
 /// are passed on. `ended`: `status` says how; `exiting`: `status` is an exit stop;
-/// `stopped`: stop_requested.
+/// `stopped`: stop_requested. Without working debug registers, a software breakpoint at `ra`
+/// does it while the thread is its process's only one, and the thread runs from system call to
+/// system call; `step_instead` (the thread is stopped where it was, or at a clone or fork it
+/// was about to make, with the breakpoint removed) says the rest must be single-stepped.
 run_end run_to_return(pid_t pid, uint64_t ra, uint64_t sp_after, int& pending, int& status);
+
+/// Whether a system call stop is the entry of one that creates a thread or process (clone,
+/// clone3, fork, vfork): software breakpoints must be gone before it runs.
+bool creates_task_at_entry(pid_t pid, int status);
+
+/// The number of threads of the process of `pid` (1 if it cannot be read).
+int thread_count(pid_t pid);
 
 // Tracer and thread on one CPU while stepping: every step wakes the other side twice, and a
 // wake-up across CPUs costs several times more (a bare step-and-wait loop on this project's

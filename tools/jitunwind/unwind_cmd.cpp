@@ -9,6 +9,9 @@
 #include "tracee.hpp"
 
 #include <jitunwind/registry_abi.h>
+#include <jitunwind/usdt.h>
+
+#include "elf/elf_reader.hpp"
 
 #include <fcntl.h>
 #include <sched.h>
@@ -110,11 +113,6 @@ bool parse_limit(const parsed_args& a, const char* name, uint64_t min, uint64_t 
 
 // ---- waiting for the first publication ----
 
-// At an exit stop /proc/PID/task may list fewer threads than "Threads:" counts.
-int thread_count(pid_t pid) {
-  return static_cast<int>(status_field(pid, "Threads:", 1));
-}
-
 // The files mapped into the process ("device inode" of each), from /proc/PID/maps.
 std::set<std::string> mapped_files(pid_t pid) {
   std::set<std::string> files;
@@ -158,6 +156,106 @@ syscall_stop syscall_at(pid_t pid) {
   return s;
 }
 
+// Without working debug registers (tracee::debug_registers_work), the first publication is
+// caught with software breakpoints on the SDK's USDT probe jitunwind:window_publish, which the
+// SDK fires after every other publisher (registry first): in the objects that define the
+// registries, each probe site (a one-byte nop) gets an int3 and each probe's semaphore is raised
+// so that the SDK fires it. Only while the traced thread is its process's only thread (see
+// software_breakpoints); otherwise the thread is stopped at its system calls only, and code it
+// publishes and runs before its next system call is not seen from its first instruction.
+class publish_traps {
+ public:
+  // Finds the probe sites of the registries' objects (once per reader) and arms them.
+  void arm(pid_t pid, const remote::registry_reader& reader) {
+    if (sites_.empty()) find_sites(pid, reader);
+    if (armed_ || sites_.empty() || tracee::thread_count(pid) != 1) return;
+    for (const site& s : sites_) {
+      if (!breakpoints_.insert(pid, s.pc)) continue;
+      if (s.semaphore != 0) add_to_semaphore(pid, s.semaphore, 1);
+    }
+    armed_ = !breakpoints_.empty();
+    ever_armed_ = ever_armed_ || armed_;
+  }
+  void disarm(pid_t pid) {
+    if (!armed_) return;
+    for (const site& s : sites_) {
+      if (breakpoints_.remove(pid, s.pc) && s.semaphore != 0)
+        add_to_semaphore(pid, s.semaphore, -1);
+    }
+    armed_ = false;
+  }
+  // After exec: the patched memory and the objects are gone.
+  void forget() {
+    breakpoints_.forget();
+    sites_.clear();
+    armed_ = false;
+  }
+  bool armed() const { return armed_; }
+  bool ever_armed() const { return ever_armed_; }
+  // Whether the thread, stopped by SIGTRAP, hit one of the probe sites.
+  bool hit(pid_t pid, int status) const {
+    if (!armed_ || !WIFSTOPPED(status) || WSTOPSIG(status) != SIGTRAP || (status >> 16) != 0)
+      return false;
+    user_regs_struct r{};
+    return ptrace(PTRACE_GETREGS, pid, nullptr, &r) == 0 && breakpoints_.hit(pid, r.rip);
+  }
+
+ private:
+  struct site {
+    uint64_t pc = 0, semaphore = 0;
+  };
+
+  void find_sites(pid_t pid, const remote::registry_reader& reader) {
+    for (const remote::registry_location& r : reader.registries()) {
+      auto bytes =
+          detail::read_whole_file("/proc/" + std::to_string(pid) + "/root" + r.object_path);
+      if (!bytes) continue;
+      auto elf = detail::elf_image::parse(*bytes);
+      auto notes = usdt::read_sdt_notes(*bytes);
+      if (!elf || !notes) continue;
+      // The load bias, from the registry symbol's run-time and link-time addresses.
+      std::optional<uint64_t> bias;
+      for (const detail::elf_section& sec : elf->sections()) {
+        if (sec.type != detail::elf_sht_dynsym && sec.type != detail::elf_sht_symtab) continue;
+        auto symbols = elf->symbols(sec);
+        if (!symbols) continue;
+        for (const detail::elf_symbol& sym : *symbols) {
+          if (sym.name == "jitunwind_registry" && sym.value != 0) bias = r.address - sym.value;
+        }
+        if (bias) break;
+      }
+      if (!bias) continue;
+      for (const usdt::sdt_note& n : *notes) {
+        if (n.provider != "jitunwind" || n.name != "window_publish") continue;
+        const uint64_t pc = n.pc + *bias;
+        errno = 0;
+        const long word = ptrace(PTRACE_PEEKTEXT, pid, pc & ~uint64_t{7}, nullptr);
+        const auto byte = static_cast<uint8_t>(static_cast<uint64_t>(word) >> ((pc & 7) * 8));
+        if (errno != 0 || byte != 0x90) continue;  // a probe site is a one-byte nop
+        sites_.push_back({pc, n.semaphore != 0 ? n.semaphore + *bias : 0});
+      }
+    }
+  }
+
+  // Semaphores are 16-bit counters that tracers raise while attached.
+  static void add_to_semaphore(pid_t pid, uint64_t address, int delta) {
+    const uint64_t word_address = address & ~uint64_t{7};
+    errno = 0;
+    const long word = ptrace(PTRACE_PEEKDATA, pid, word_address, nullptr);
+    if (errno != 0) return;
+    const unsigned shift = static_cast<unsigned>(address - word_address) * 8;
+    const auto value = static_cast<uint16_t>((static_cast<uint64_t>(word) >> shift) +
+                                             static_cast<unsigned>(delta));
+    const uint64_t updated =
+        (static_cast<uint64_t>(word) & ~(uint64_t{0xffff} << shift)) | (uint64_t{value} << shift);
+    ptrace(PTRACE_POKEDATA, pid, word_address, updated);
+  }
+
+  std::vector<site> sites_;
+  tracee::software_breakpoints breakpoints_;
+  bool armed_ = false, ever_armed_ = false;
+};
+
 // How waiting for the first publication left the thread, when it found none.
 struct wait_failure {
   std::optional<int> ended;  // the thread was reaped: its wait status
@@ -174,7 +272,9 @@ struct wait_failure {
 // publication by another thread (debug registers are per thread) is found by polling. `stop`
 // receives the status of the stop the thread is left in.
 result<stepcheck::published_code> wait_for_code(pid_t pid, bool spawned, seconds patience,
-                                                wait_failure& failure, int& stop) {
+                                                publish_traps& traps, wait_failure& failure,
+                                                int& stop) {
+  const bool watchpoints = debug_registers_work();
   bool execed = false;
   const auto deadline = steady_clock::now() + patience;
   std::optional<stepcheck::published_code> code;
@@ -207,7 +307,10 @@ result<stepcheck::published_code> wait_for_code(pid_t pid, bool spawned, seconds
       last_error = reader.error().message();
       return;
     }
-    watch_registries(pid, *reader);
+    if (watchpoints)
+      watch_registries(pid, *reader);
+    else
+      traps.arm(pid, *reader);
     code.emplace(std::move(reader).value());
   };
   auto has_code = [&]() {
@@ -239,6 +342,7 @@ result<stepcheck::published_code> wait_for_code(pid_t pid, bool spawned, seconds
         const bool thread_only = ptrace(PTRACE_GETREGS, pid, nullptr, &regs) == 0 &&
                                  static_cast<long>(regs.orig_rax) == SYS_exit;
         const int others = thread_only ? thread_count(pid) - 1 : 0;
+        traps.disarm(pid);
         ptrace(PTRACE_DETACH, pid, nullptr, 0);
         failure.detached = true;
         if (spawned && !execed) return error(errc::not_found, "the command could not be started");
@@ -253,8 +357,12 @@ result<stepcheck::published_code> wait_for_code(pid_t pid, bool spawned, seconds
       if ((status >> 16) == PTRACE_EVENT_EXEC) {
         execed = true;
         code.reset();
+        traps.forget();
         look = true;
       }
+      // Before a new thread or process shares (or copies) the patched code.
+      if (traps.armed() && creates_task_at_entry(pid, status)) traps.disarm(pid);
+      const bool trapped = traps.hit(pid, status);
       if (is_syscall_stop(status)) {
         // Anonymous mappings (heaps, stacks, JIT code) cannot bring a registry.
         const syscall_stop sc = syscall_at(pid);
@@ -267,11 +375,15 @@ result<stepcheck::published_code> wait_for_code(pid_t pid, bool spawned, seconds
         open_at_stop();
       }
       if (has_code()) {
-        unwatch(pid);
-        stop = status;
+        if (watchpoints) unwatch(pid);
+        traps.disarm(pid);
+        // Our trap is not the program's: handed on as a ptrace stop (no signal to pass on).
+        stop = trapped ? (PTRACE_EVENT_STOP << 16) | (SIGTRAP << 8) | 0x7f : status;
         return std::move(*code);
       }
-      ptrace(code ? PTRACE_CONT : PTRACE_SYSCALL, pid, nullptr, signal_to_deliver(pid, status));
+      // Without watchpoints the thread is stopped at each system call to look again.
+      ptrace(code && watchpoints ? PTRACE_CONT : PTRACE_SYSCALL, pid, nullptr,
+             trapped ? 0 : signal_to_deliver(pid, status));
     } else if (code ? has_code() : (look && !spawned)) {
       // Published by another thread; or --pid, not looked at yet: stop it to look.
       ptrace(PTRACE_INTERRUPT, pid, nullptr, nullptr);
@@ -307,6 +419,8 @@ std::string location_text(const perf_map_names& names, uint64_t start, uint64_t 
 
 struct tally {
   uint64_t steps = 0, jit_steps = 0, unwatched = 0, frames = 0, mismatches = 0, native_runs = 0;
+  uint64_t native_stepped = 0;  // --skip-native calls that had to be stepped (see run_to_return)
+  std::string watch_note;       // how the first publication was caught, when not by watchpoints
   uint64_t registry_errors = 0;
   std::unordered_set<uint64_t> pcs, bad_pcs;
   std::set<uint64_t> functions;
@@ -355,9 +469,10 @@ bool check_stop(stepcheck::published_code& code, stepcheck::frame_oracle& oracle
   return true;
 }
 
-void print_report(const std::string& program, pid_t pid, pid_t process, const tally& t,
-                  const stepcheck::frame_oracle& oracle, const stepcheck::published_code& code) {
-  perf_map_names names(perf_map_path(process, live_task(process, pid)));
+void print_report(const std::string& program, pid_t pid, const std::string& perf_map,
+                  const tally& t, const stepcheck::frame_oracle& oracle,
+                  const stepcheck::published_code& code) {
+  perf_map_names names(perf_map);
   names.update();
   std::printf("%s: thread %d\n", program.c_str(), pid);
   std::printf("  single steps:      %llu (%s)\n", static_cast<unsigned long long>(t.steps),
@@ -372,6 +487,12 @@ void print_report(const std::string& program, pid_t pid, pid_t process, const ta
   if (t.native_runs > 0)
     std::printf("  native calls run:  %llu at full speed (--skip-native)\n",
                 static_cast<unsigned long long>(t.native_runs));
+  if (t.native_stepped > 0)
+    std::printf(
+        "  native calls stepped: %llu (--skip-native: no working debug registers here, and a "
+        "software breakpoint is not safe while other threads run)\n",
+        static_cast<unsigned long long>(t.native_stepped));
+  if (!t.watch_note.empty()) std::printf("  first publication: %s\n", t.watch_note.c_str());
   if (t.unwatched > 0)
     std::printf(
         "  not comparable:    %llu instructions in functions entered before the thread "
@@ -461,10 +582,21 @@ bool step_thread(const std::string& program, pid_t pid, stepcheck::published_cod
         next_progress = now + seconds(1);
       }
     }
-    if (lim.skip_native && was_in_jit && !in_jit && just_called) {  // a call out of JIT code
+    // A call out of JIT code (--skip-native): run at full speed to its return where that can
+    // be done, else stepped like the rest.
+    bool run_free = lim.skip_native && was_in_jit && !in_jit && just_called;
+    run_end r = run_end::step_instead;
+    if (run_free) {
       pinned.unpin_thread();  // threads it creates meanwhile inherit its own mask
-      const run_end r = run_to_return(pid, pushed, regs.rsp + 8, pending, status);
+      r = run_to_return(pid, pushed, regs.rsp + 8, pending, status);
       pinned.repin_thread();
+      if (r == run_end::step_instead) {
+        ++t.native_stepped;
+        run_free = false;
+        just_called = false;  // the call is being stepped: not a new one at the next stop
+      }
+    }
+    if (run_free) {
       if (r == run_end::ended) {
         t.stopped_because = "the target " + wait_text(status);
         alive = false;
@@ -589,7 +721,8 @@ int run_check(const std::string& program, const parsed_args& a) {
 
   wait_failure failed;
   int status = 0;
-  auto code = wait_for_code(pid, spawned, seconds(lim.wait), failed, status);
+  publish_traps traps;
+  auto code = wait_for_code(pid, spawned, seconds(lim.wait), traps, failed, status);
   if (!code) {
     if (!failed.ended && !failed.detached) {
       ptrace(PTRACE_INTERRUPT, pid, nullptr, nullptr);
@@ -598,7 +731,9 @@ int run_check(const std::string& program, const parsed_args& a) {
         failed.ended = st;  // ended meanwhile: reaped, its pid may be reused
       } else {
         unwatch(pid);
-        ptrace(PTRACE_DETACH, pid, nullptr, signal_to_deliver(pid, st));
+        const bool ours = traps.hit(pid, st);
+        traps.disarm(pid);
+        ptrace(PTRACE_DETACH, pid, nullptr, ours ? 0 : signal_to_deliver(pid, st));
       }
     }
     // A command that published nothing in time is not left running on its own.
@@ -609,10 +744,21 @@ int run_check(const std::string& program, const parsed_args& a) {
 
   // The thread is stopped: step it from here.
   tally t;
+  if (!debug_registers_work())
+    t.watch_note =
+        traps.ever_armed()
+            ? "caught at the SDK's probe jitunwind:window_publish (software breakpoint: this "
+              "machine's debug registers do not trap)"
+            : "seen at a system call or by polling (this machine's debug registers do not "
+              "trap, and no window_publish probe could be used): code run before that was not "
+              "checked";
   stepcheck::frame_oracle oracle;
-  const pid_t process = process_of(pid);  // while the thread still exists
+  // Where the perf map is depends on the process's environment (JITUNWIND_DIR), readable only
+  // while it lives: found now, read when reporting.
+  const pid_t process = process_of(pid);
+  const std::string perf_map = perf_map_path(process, live_task(process, pid));
   const bool alive = step_thread(program, pid, *code, oracle, lim, status, t);
-  print_report(program, pid, process, t, oracle, *code);
+  print_report(program, pid, perf_map, t, oracle, *code);
   std::fflush(stdout);
   finish_command(alive ? std::nullopt : std::optional<int>(status));
   if (!code->unusable().empty()) {

@@ -33,6 +33,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace jitunwind::cfi {
@@ -153,5 +154,81 @@ struct sections {
 JITUNWIND_API result<sections> encode(const encoder_options& options,
                                       std::span<const function_desc> functions,
                                       std::optional<uint64_t> hdr_address = std::nullopt);
+
+// ---------------------------------------------------------------------------------------------
+// Decoding: the CFI a compiler or another JIT wrote -> the frame model
+
+/// Which DWARF call frame section the bytes are.
+enum class section_kind : uint8_t {
+  eh_frame = 0,     ///< `.eh_frame` (LSB): CIE id 0, CIE pointers relative, pointer encodings
+  debug_frame = 1,  ///< `.debug_frame` (DWARF 2-5): CIE id ~0, CIE pointers from the start
+};
+
+struct decoder_options {
+  /// How register numbers are read (AMD64 or little-endian AArch64; `unsupported` otherwise).
+  abi target = abi::amd64;
+  section_kind kind = section_kind::eh_frame;
+  /// Address of the section's first byte (base of PC-relative pointers).
+  uint64_t section_address = 0;
+  /// Bases of DW_EH_PE_textrel and DW_EH_PE_datarel pointers; an FDE that needs a base not
+  /// given is left out.
+  std::optional<uint64_t> text_address;
+  std::optional<uint64_t> data_address;
+  /// Check that the returned rows are ones SFrame can express (and leave the others out). With
+  /// false, rows are only required to fit the frame model.
+  bool sframe_expressible = true;
+};
+
+/// A function the decoder could not turn into rows, and why.
+struct left_out_function {
+  uint64_t start = 0;       ///< 0 when the FDE's address could not be read
+  uint64_t size = 0;
+  uint32_t fde_offset = 0;  ///< of the FDE's length field in the section
+  /// `unsupported`: well-formed CFI the frame model or SFrame cannot express (a CFA computed by
+  /// a DWARF expression, a register-based CFA other than SP/FP, ...) — the function is left
+  /// out as gas and LLVM do with `--gsframe`; `malformed`: the FDE or its CIE is broken.
+  errc code = errc::unsupported;
+  /// What and where: "at +0x5: CFA = r10 + 0 (SFrame bases the CFA on SP or FP only)".
+  std::string reason;
+};
+
+/// A decoded function whose rows `jitunwind::validate` rejects but SFrame expresses (e.g.
+/// compilers keep "FP saved at CFA-16" after the epilogue's `pop rbp`).
+struct nonconforming_rows {
+  size_t index = 0;  ///< into `decoded_cfi::functions`
+  std::string reason;
+};
+
+struct decoded_cfi {
+  /// One per FDE that converted, sorted by start address, non-overlapping; rows plus the
+  /// callee-saved registers (`function_desc::saved_registers`).
+  std::vector<function_desc> functions;
+  /// Parallel to `functions`: offset of each function's FDE in the section.
+  std::vector<uint32_t> fde_offsets;
+  /// In section order.
+  std::vector<left_out_function> left_out;
+  std::vector<nonconforming_rows> nonconforming;
+  size_t cie_count = 0;
+  size_t fde_count = 0;
+  /// Bytes read (up to the terminator, if any).
+  size_t section_size = 0;
+};
+
+/// Decodes a whole `.eh_frame` or `.debug_frame` section: CIEs (versions 1, 3, 4; augmentations
+/// z, R, P, L, S, B, G), FDEs with every DW_EH_PE pointer encoding, and the call frame
+/// instructions compilers emit (advance_loc*, set_loc, def_cfa*, offset*, restore*,
+/// remember/restore_state, register, same_value, undefined, val_offset*, expression,
+/// val_expression, GNU_args_size, GNU_negative_offset_extended, AArch64 negate_ra_state).
+/// The input is hostile: every read is bounded by its entry, the work by the section size.
+///
+/// A zero length ends the section (the terminator `__register_frame` sections carry). An FDE
+/// whose rows cannot be expressed (see `left_out_function`), that overlaps an earlier one in
+/// address order, covers no code or more than 4 GiB is listed in `left_out`, never converted
+/// wrongly. Errors: `malformed` when the section's entries cannot be walked (a length past the
+/// end: "cfi: entry at offset 0x40: length 4096 runs past the section (200 bytes)"),
+/// `unsupported` for an ABI other than AMD64 and little-endian AArch64.
+/// Thread-safe (no state).
+JITUNWIND_API result<decoded_cfi> decode(std::span<const uint8_t> section,
+                                         const decoder_options& options);
 
 }  // namespace jitunwind::cfi

@@ -110,6 +110,27 @@ JITUNWIND_API frame_row entry_row(abi a) noexcept;
 /// The canonical form of an outermost-frame row (RA undefined; no CFA, no FP).
 JITUNWIND_API frame_row outermost_row(uint32_t pc_offset) noexcept;
 
+/// What a callee-saved register other than SP, FP and RA holds for the caller (`.eh_frame`
+/// publishers re-emit these, so debuggers show the caller's registers correctly; SFrame has no
+/// place for them and ignores them).
+enum class saved_rule : uint8_t {
+  at_cfa = 0,     ///< the caller's value is in memory at CFA + `cfa_offset`
+  unchanged = 1,  ///< back in (or never moved out of) the register: the entry rule
+  undefined = 2,  ///< not recoverable here (e.g. the foreign CFI used a rule we do not carry)
+};
+
+/// From `pc_offset` on (until the next entry for the same register), register `dwarf_reg` of
+/// the caller is found as `rule` says. Registers are DWARF numbers (AMD64: rbx 3, r12-r15
+/// 12-15; AArch64: x19-x28 19-28, d8-d15 72-79); SP, FP and RA are described by the rows.
+struct saved_register {
+  uint32_t pc_offset = 0;
+  uint16_t dwarf_reg = 0;
+  saved_rule rule = saved_rule::at_cfa;
+  int32_t cfa_offset = 0;  ///< meaningful only for `saved_rule::at_cfa`
+
+  bool operator==(const saved_register&) const = default;
+};
+
 /// A function: its address range and rows.
 struct function_desc {
   uint64_t start = 0;
@@ -125,6 +146,11 @@ struct function_desc {
   bool signal_frame = false;
   /// AArch64 pointer-authentication key that signs return addresses: 0 = A, 1 = B.
   uint8_t pauth_key = 0;
+  /// Optional: callee-saved registers other than FP (sorted by `pc_offset`; at most one entry
+  /// per register and offset; not for PCMASK functions). Only the `.eh_frame` publishers
+  /// (jitdump, GDB) use them; empty means "the registers keep their values", which is right
+  /// for code that saves nothing but the frame pointer.
+  std::vector<saved_register> saved_registers;
 
   bool operator==(const function_desc&) const = default;
 };
@@ -170,6 +196,11 @@ class JITUNWIND_API frame_builder {
   frame_builder& undefined(uint32_t at, reg r);
   /// AArch64: the saved return address is signed from here (`.cfi_negate_ra_state` toggles).
   frame_builder& negate_ra_state(uint32_t at);
+  /// Callee-saved register `dwarf_reg` (not SP, FP or RA: use `offset` for those) is saved at
+  /// CFA + offset (`.cfi_offset rbx, -24`). Kept in `function_desc::saved_registers`.
+  frame_builder& save_register(uint32_t at, uint16_t dwarf_reg, int32_t cfa_relative);
+  /// Callee-saved register `dwarf_reg` holds the caller's value again (`.cfi_restore rbx`).
+  frame_builder& restore_register(uint32_t at, uint16_t dwarf_reg);
   /// Pushes the current rules (`.cfi_remember_state`), typically before a mid-function epilogue.
   frame_builder& remember_state();
   /// Pops the rules pushed by `remember_state` and makes them current at `at`.
@@ -212,6 +243,12 @@ class JITUNWIND_API frame_builder {
   frame_row current_;
   std::vector<frame_row> rows_;
   std::vector<frame_row> saved_states_;
+  // Callee-saved registers: the rule in effect per register, the changes recorded for
+  // finish(), and the rules at each remember_state (parallel to saved_states_).
+  void set_saved(uint32_t at, const saved_register& rule);
+  std::vector<saved_register> saved_now_;
+  std::vector<saved_register> saved_changes_;
+  std::vector<std::vector<saved_register>> saved_now_states_;
   std::optional<error> error_;
   uint32_t last_at_ = 0;
   uint32_t directive_count_ = 0;

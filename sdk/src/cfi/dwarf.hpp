@@ -15,18 +15,47 @@ inline constexpr uint8_t cfa_nop = 0x00;
 inline constexpr uint8_t cfa_advance_loc1 = 0x02;
 inline constexpr uint8_t cfa_advance_loc2 = 0x03;
 inline constexpr uint8_t cfa_advance_loc4 = 0x04;
+inline constexpr uint8_t cfa_set_loc = 0x01;
+inline constexpr uint8_t cfa_offset_extended = 0x05;
+inline constexpr uint8_t cfa_restore_extended = 0x06;
 inline constexpr uint8_t cfa_undefined = 0x07;
+inline constexpr uint8_t cfa_same_value = 0x08;
+inline constexpr uint8_t cfa_register = 0x09;
+inline constexpr uint8_t cfa_remember_state = 0x0a;
+inline constexpr uint8_t cfa_restore_state = 0x0b;
+inline constexpr uint8_t cfa_def_cfa_expression = 0x0f;
+inline constexpr uint8_t cfa_expression = 0x10;
+inline constexpr uint8_t cfa_offset_extended_sf = 0x11;
+inline constexpr uint8_t cfa_def_cfa_sf = 0x12;
+inline constexpr uint8_t cfa_def_cfa_offset_sf = 0x13;
+inline constexpr uint8_t cfa_val_offset = 0x14;
+inline constexpr uint8_t cfa_val_offset_sf = 0x15;
+inline constexpr uint8_t cfa_val_expression = 0x16;
+inline constexpr uint8_t cfa_gnu_args_size = 0x2e;
+inline constexpr uint8_t cfa_gnu_negative_offset_extended = 0x2f;
 inline constexpr uint8_t cfa_def_cfa = 0x0c;
 inline constexpr uint8_t cfa_def_cfa_register = 0x0d;
 inline constexpr uint8_t cfa_def_cfa_offset = 0x0e;
 inline constexpr uint8_t cfa_aarch64_negate_ra_state = 0x2d;
 
-// Pointer encodings (LSB "DWARF Extensions").
+// Pointer encodings (LSB "DWARF Extensions"): a format in the low nibble, an application in
+// bits 4-6, "indirect" in bit 7; 0xff means omitted.
 inline constexpr uint8_t pe_absptr = 0x00;
+inline constexpr uint8_t pe_uleb128 = 0x01;
+inline constexpr uint8_t pe_udata2 = 0x02;
 inline constexpr uint8_t pe_udata4 = 0x03;
+inline constexpr uint8_t pe_udata8 = 0x04;
+inline constexpr uint8_t pe_sleb128 = 0x09;
+inline constexpr uint8_t pe_sdata2 = 0x0a;
 inline constexpr uint8_t pe_sdata4 = 0x0b;
+inline constexpr uint8_t pe_sdata8 = 0x0c;
 inline constexpr uint8_t pe_pcrel = 0x10;
+inline constexpr uint8_t pe_textrel = 0x20;
 inline constexpr uint8_t pe_datarel = 0x30;
+inline constexpr uint8_t pe_funcrel = 0x40;
+inline constexpr uint8_t pe_aligned = 0x50;
+inline constexpr uint8_t pe_indirect = 0x80;
+inline constexpr uint8_t pe_omit = 0xff;
 
 // DWARF register numbers.
 inline constexpr uint8_t amd64_rbp = 6;
@@ -97,6 +126,15 @@ inline void put_u32(raw_out& out, uint32_t v) {
 inline void put_u64(raw_out& out, uint64_t v) {
   store_u64(out.p, v);
   out.p += 8;
+}
+inline void put_sleb(raw_out& out, int64_t v) {
+  bool more = true;
+  while (more) {
+    uint8_t byte = v & 0x7f;
+    v >>= 7;
+    more = !((v == 0 && !(byte & 0x40)) || (v == -1 && (byte & 0x40)));
+    *out.p++ = more ? (byte | 0x80) : byte;
+  }
 }
 inline void put_uleb(raw_out& out, uint64_t v) {
   do {

@@ -122,6 +122,45 @@ void emit_transition(Out& out, abi a, frame_row& s, const frame_row& to) {
   s = want;
 }
 
+// Most bytes one saved-register change can emit: an advance (5) + an opcode, a register and a
+// factored offset (1 + 10 + 10).
+constexpr size_t max_saved_register_bytes = 26;
+
+// The rule of a callee-saved register other than SP, FP and RA (see saved_register).
+template <class Out>
+void emit_saved_register(Out& out, const saved_register& s) {
+  switch (s.rule) {
+    case saved_rule::at_cfa: {
+      const int64_t factored = s.cfa_offset / data_alignment;  // validate: a multiple of 8
+      if (factored >= 0 && s.dwarf_reg < 64) {
+        dwarf::put_u8(out, static_cast<uint8_t>(dwarf::cfa_offset | s.dwarf_reg));
+        dwarf::put_uleb(out, static_cast<uint64_t>(factored));
+      } else if (factored >= 0) {
+        dwarf::put_u8(out, dwarf::cfa_offset_extended);
+        dwarf::put_uleb(out, s.dwarf_reg);
+        dwarf::put_uleb(out, static_cast<uint64_t>(factored));
+      } else {
+        dwarf::put_u8(out, dwarf::cfa_offset_extended_sf);
+        dwarf::put_uleb(out, s.dwarf_reg);
+        dwarf::put_sleb(out, factored);
+      }
+      break;
+    }
+    case saved_rule::unchanged:
+      if (s.dwarf_reg < 64) {
+        dwarf::put_u8(out, static_cast<uint8_t>(dwarf::cfa_restore | s.dwarf_reg));
+      } else {
+        dwarf::put_u8(out, dwarf::cfa_restore_extended);
+        dwarf::put_uleb(out, s.dwarf_reg);
+      }
+      break;
+    case saved_rule::undefined:
+      dwarf::put_u8(out, dwarf::cfa_undefined);
+      dwarf::put_uleb(out, s.dwarf_reg);
+      break;
+  }
+}
+
 void emit_cie(std::vector<uint8_t>& out, abi a, uint8_t fde_encoding) {
   const size_t start = out.size();
   const registers regs = cfi_registers(a);
@@ -207,7 +246,8 @@ result<void> encoder::append_fde(uint64_t start, uint64_t size, const function_d
   const size_t bound =
       4 + 4 + 16 + 1 +
       (cached_body != nullptr ? cached_body->size()
-                              : static_cast<size_t>(repeat) * f.rows.size() * max_row_bytes + 7);
+                              : static_cast<size_t>(repeat) * f.rows.size() * max_row_bytes +
+                                    f.saved_registers.size() * max_saved_register_bytes + 7);
   bytes_.resize(fde_start + bound);
   uint8_t* const begin = bytes_.data() + fde_start;
   dwarf::raw_out out{begin};
@@ -232,15 +272,28 @@ result<void> encoder::append_fde(uint64_t start, uint64_t size, const function_d
   } else {
     frame_row state = entry_row(options_.target);
     uint64_t at = 0;
+    // Saved registers exist only on plain functions (validate), so they interleave with the
+    // rows of the one block: at one offset the row's transition comes first.
+    const saved_register* saved = f.saved_registers.data();
+    const saved_register* const saved_end = saved + f.saved_registers.size();
+    auto emit_saved_before = [&](uint64_t limit) {
+      for (; saved != saved_end && saved->pc_offset < limit; ++saved) {
+        emit_advance(out, static_cast<uint32_t>(saved->pc_offset - at));
+        at = saved->pc_offset;
+        emit_saved_register(out, *saved);
+      }
+    };
     for (uint32_t k = 0; k < repeat; ++k) {
       const uint64_t base = static_cast<uint64_t>(k) * block_size;
       for (const frame_row& r : f.rows) {
         if (r.pc_offset >= block_size || base + r.pc_offset >= size) break;
+        emit_saved_before(base + r.pc_offset);
         emit_advance(out, static_cast<uint32_t>(base + r.pc_offset - at));
         at = base + r.pc_offset;
         emit_transition(out, options_.target, state, r);
       }
     }
+    emit_saved_before(size);
     while (out.size_from(begin) % 8 != 0) dwarf::put_u8(out, dwarf::cfa_nop);
   }
   const size_t length =
@@ -255,7 +308,7 @@ result<void> encoder::append(const function_desc& f) {
   // A plain function with the rows of the last one (most JIT functions share their shape):
   // those rows passed validate and their instructions are known; what validate checks beyond
   // the rows is checked here, the reach of the start in append_fde as for any function.
-  if (f.pcmask_rep == 0 && has_last_body_ && f.size != 0 &&
+  if (f.pcmask_rep == 0 && has_last_body_ && f.size != 0 && f.saved_registers.empty() &&
       f.start <= std::numeric_limits<uint64_t>::max() - f.size && !f.rows.empty() &&
       f.rows.back().pc_offset < f.size && detail::same_rows(f.rows, last_rows_)) {
     const size_t old_bytes = bytes_.size();
@@ -287,7 +340,7 @@ result<void> encoder::append(const function_desc& f) {
     // A single row holds in every block, so one FDE covers the whole PCMASK range too.
     if (auto r = append_fde(f.start, f.size, f, f.size, 1); !r)
       return rollback(std::move(r).error());
-    if (f.pcmask_rep == 0) {
+    if (f.pcmask_rep == 0 && f.saved_registers.empty()) {
       // Remember the instructions and padding (after the length, CIE pointer, start, size
       // and augmentation length) for the next function of this shape.
       const size_t header =

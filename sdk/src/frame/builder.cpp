@@ -3,6 +3,7 @@
 #include "common/error.hpp"
 #include "frame/row_rules.hpp"
 
+#include <algorithm>
 #include <limits>
 
 namespace jitunwind {
@@ -41,6 +42,9 @@ void frame_builder::reset() {
   current_ = entry_row(abi_);
   rows_.assign(1, current_);
   saved_states_.clear();
+  saved_now_.clear();
+  saved_changes_.clear();
+  saved_now_states_.clear();
   error_.reset();
   last_at_ = 0;
   directive_count_ = 0;
@@ -191,10 +195,64 @@ frame_builder& frame_builder::negate_ra_state(uint32_t at) {
   return *this;
 }
 
+// Records `rule` for its register from `at` on (a change only if it differs from the rule in
+// effect).
+void frame_builder::set_saved(uint32_t at, const saved_register& rule) {
+  auto it = std::find_if(saved_now_.begin(), saved_now_.end(), [&](const saved_register& s) {
+    return s.dwarf_reg == rule.dwarf_reg;
+  });
+  saved_register now = rule;
+  now.pc_offset = 0;
+  if (it != saved_now_.end()) {
+    if (*it == now) return;
+    *it = now;
+  } else {
+    if (rule.rule == saved_rule::unchanged) return;  // the entry rule already
+    saved_now_.push_back(now);
+  }
+  now.pc_offset = at;
+  // A second change of the same register at the same offset replaces the first.
+  for (auto c = saved_changes_.rbegin(); c != saved_changes_.rend() && c->pc_offset == at; ++c) {
+    if (c->dwarf_reg == now.dwarf_reg) {
+      *c = now;
+      return;
+    }
+  }
+  saved_changes_.push_back(now);
+}
+
+frame_builder& frame_builder::save_register(uint32_t at, uint16_t dwarf_reg,
+                                            int32_t cfa_relative) {
+  if (!begin(at, "save_register")) return *this;
+  if (detail::is_frame_register(abi_, dwarf_reg)) {
+    fail("save_register", at,
+         format("DWARF register %u is SP, FP or RA; use offset/def_cfa", dwarf_reg));
+    return *this;
+  }
+  if (cfa_relative % 8 != 0) {
+    fail("save_register", at, format("offset %d is not a multiple of 8", cfa_relative));
+    return *this;
+  }
+  set_saved(at, {at, dwarf_reg, saved_rule::at_cfa, cfa_relative});
+  return *this;
+}
+
+frame_builder& frame_builder::restore_register(uint32_t at, uint16_t dwarf_reg) {
+  if (!begin(at, "restore_register")) return *this;
+  if (detail::is_frame_register(abi_, dwarf_reg)) {
+    fail("restore_register", at,
+         format("DWARF register %u is SP, FP or RA; use restore/def_cfa", dwarf_reg));
+    return *this;
+  }
+  set_saved(at, {at, dwarf_reg, saved_rule::unchanged, 0});
+  return *this;
+}
+
 frame_builder& frame_builder::remember_state() {
   if (error_) return *this;
   ++directive_count_;
   saved_states_.push_back(current_);
+  saved_now_states_.push_back(saved_now_);
   return *this;
 }
 
@@ -206,6 +264,16 @@ frame_builder& frame_builder::restore_state(uint32_t at) {
   }
   current_ = saved_states_.back();
   saved_states_.pop_back();
+  // Saved registers go back to their remembered rules (as changes at `at`).
+  std::vector<saved_register> then = std::move(saved_now_states_.back());
+  saved_now_states_.pop_back();
+  for (const saved_register& now : std::vector<saved_register>(saved_now_)) {
+    const bool kept = std::any_of(then.begin(), then.end(), [&](const saved_register& t) {
+      return t.dwarf_reg == now.dwarf_reg;
+    });
+    if (!kept) set_saved(at, {at, now.dwarf_reg, saved_rule::unchanged, 0});
+  }
+  for (const saved_register& t : then) set_saved(at, t);
   commit(at);
   return *this;
 }
@@ -279,6 +347,14 @@ result<function_desc> frame_builder::finish(uint64_t start, uint32_t size) const
       if (same == f.rows.back()) continue;
     }
     f.rows.push_back(r);
+  }
+  for (const saved_register& c : saved_changes_) {
+    if (c.pc_offset > size)
+      return detail::make_error(errc::invalid_argument,
+                                "function at 0x%llx: a register save at offset %u is past the "
+                                "function end (size %u)",
+                                static_cast<unsigned long long>(start), c.pc_offset, size);
+    if (c.pc_offset < size) f.saved_registers.push_back(c);
   }
   if (auto v = validate(abi_, f); !v) return std::move(v).error();
   return f;

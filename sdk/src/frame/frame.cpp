@@ -198,6 +198,43 @@ std::optional<std::string> check_row_rules(abi a, const frame_row& r) {
   return check_fp(a, r);
 }
 
+result<void> check_saved_registers(abi a, const function_desc& f) {
+  const auto start = static_cast<unsigned long long>(f.start);
+  if (f.pcmask_rep != 0)
+    return make_error(errc::invalid_argument,
+                      "function at 0x%llx: saved registers are not supported on a PCMASK "
+                      "function",
+                      start);
+  for (size_t i = 0; i < f.saved_registers.size(); ++i) {
+    const saved_register& s = f.saved_registers[i];
+    auto bad = [&](const char* why) {
+      return make_error(errc::invalid_argument,
+                        "function at 0x%llx: saved register %zu (DWARF %u at offset %u): %s",
+                        start, i, s.dwarf_reg, s.pc_offset, why);
+    };
+    if (s.pc_offset >= f.size) return bad("offset past the function end");
+    if (i > 0) {
+      const saved_register& p = f.saved_registers[i - 1];
+      if (s.pc_offset < p.pc_offset) return bad("offsets must not decrease");
+      if (s.pc_offset == p.pc_offset && s.dwarf_reg <= p.dwarf_reg)
+        return bad("entries at one offset must be sorted by register, each register once");
+    }
+    if (is_frame_register(a, s.dwarf_reg)) return bad("SP, FP and RA are described by the rows");
+    switch (s.rule) {
+      case saved_rule::at_cfa:
+        if (s.cfa_offset % 8 != 0) return bad("CFA offset not a multiple of 8");
+        break;
+      case saved_rule::unchanged:
+      case saved_rule::undefined:
+        if (s.cfa_offset != 0) return bad("CFA offset given for a rule that has none");
+        break;
+      default:
+        return bad("unknown rule");
+    }
+  }
+  return {};
+}
+
 }  // namespace detail
 
 result<void> validate(abi a, const function_desc& f) {
@@ -252,6 +289,7 @@ result<void> validate(abi a, const function_desc& f) {
       return make_error(errc::invalid_argument, "function at 0x%llx: row %zu (offset %u): %s",
                         static_cast<unsigned long long>(f.start), i, r.pc_offset, why->c_str());
   }
+  if (!f.saved_registers.empty()) return detail::check_saved_registers(a, f);
   return {};
 }
 

@@ -27,6 +27,15 @@ inline bool amd64_row_obviously_valid(const frame_row& r) noexcept {
          (r.cfa != cfa_base::sp || r.fp_offset >= -r.cfa_offset);
 }
 
+/// SP, FP or RA as a DWARF register number: the rows describe them, saved_registers the others.
+inline bool is_frame_register(abi a, uint16_t dwarf_reg) noexcept {
+  if (a == abi::amd64) return dwarf_reg == 6 || dwarf_reg == 7 || dwarf_reg == 16;
+  return dwarf_reg == 29 || dwarf_reg == 30 || dwarf_reg == 31;
+}
+
+/// The `saved_registers` part of `validate`.
+result<void> check_saved_registers(abi a, const function_desc& f);
+
 /// check_row_rules(a, r) has nothing to say.
 inline bool row_rules_hold(abi a, const frame_row& r) {
   if (a == abi::amd64 && amd64_row_obviously_valid(r)) return true;

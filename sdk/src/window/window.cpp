@@ -212,10 +212,14 @@ void window_impl::add_pending(std::string_view name, const function_desc& frames
   pf.name_size = static_cast<uint32_t>(name.size());
   pf.frames.start = frames.start;
   pf.frames.size = frames.size;
-  if (session_.rows_needed())
+  if (session_.rows_needed()) {
     pf.frames.rows.assign(frames.rows.begin(), frames.rows.end());
-  else
+    pf.frames.saved_registers.assign(frames.saved_registers.begin(),
+                                     frames.saved_registers.end());
+  } else {
     pf.frames.rows.clear();
+    pf.frames.saved_registers.clear();
+  }
   pf.frames.pcmask_rep = frames.pcmask_rep;
   pf.moved_from = moved_from;
   pf.name_only = name_only;

@@ -21,9 +21,12 @@
 //                          tracer must then look for the new image's registries)
 //   exec-later MS PROGRAM [ARG...]  the same, MS milliseconds after initializing the registry
 // options: --depth N (100) --iterations N (200) --spin N (20000) --recycle-every N (10)
-//          --fp (keep frame pointers) --no-checkpoint --seconds S (run for S seconds instead)
+//          --fp (keep frame pointers) --no-checkpoint --seconds S (run for S seconds of this
+//          thread's CPU time instead: a fixed-rate profile gets as many samples on a loaded
+//          machine)
 //          --lie (every 10th checkpoint claims one JIT frame too many: verify must fail)
 //          --forget-epilogue (without --fp: rows miss the epilogues' `add rsp, 16`)
+//          --zero-locals (each frame's local slots hold 0)
 //          --new-ids (recycle: the reused memory gets a new window id each time)
 //          --jit-thread (all of it on a second thread, which starts once the main thread has
 //          left by pthread_exit)
@@ -39,6 +42,7 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/sdt.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -219,6 +223,9 @@ void prologue(code_buf& c) {
 // one instruction before `pop rbp` the CFA is 16 bytes off). Call-site checks cannot see it;
 // `jitunwind unwind check` must.
 bool g_forget_epilogue = false;
+// --zero-locals: each frame's two local slots hold 0 (with --forget-epilogue, the slot the wrong
+// row reads the return address from is then known: what a checker reports must not depend on it).
+bool g_zero_locals = false;
 // --raise-sigtrap: the program's own SIGTRAPs (a tracer must pass them on, not take them).
 bool g_raise_sigtrap = false;
 std::atomic<int> g_sigtraps{0};
@@ -256,6 +263,11 @@ std::vector<emitted_function> gen_rec(window& w, unsigned pad, std::vector<uint8
   const uint64_t base = reinterpret_cast<uint64_t>(w.base);
   prologue(c);                      // 0..4
   c.put({0x48, 0x83, 0xEC, 0x10});  // sub rsp, 16 -> 8
+  if (g_zero_locals) {
+    c.put({0x48, 0x31, 0xC0});              // xor rax, rax
+    c.put({0x48, 0x89, 0x04, 0x24});        // mov [rsp], rax
+    c.put({0x48, 0x89, 0x44, 0x24, 0x08});  // mov [rsp + 8], rax
+  }
   for (unsigned i = 0; i < pad; ++i) c.put({0x90});
   c.put({0x48, 0x85, 0xFF});  // test rdi, rdi
   c.put({0x74, 0x00});        // jz base (patched)
@@ -309,6 +321,13 @@ std::vector<emitted_function> gen_entry(window& w, std::vector<uint8_t>& out) {
 
 // ---------------------------------------------------------------------------------------------
 // Ground truth.
+
+// --seconds counts this thread's CPU time (see the usage above).
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
 
 uint64_t g_truth[512];
 uint64_t g_truth_count = 0;
@@ -443,6 +462,8 @@ int main(int argc, char** argv) {
       g_new_ids = true;
     else if (a == "--forget-epilogue")
       g_forget_epilogue = true;
+    else if (a == "--zero-locals")
+      g_zero_locals = true;
     else if (a == "--lie")
       g_lie = true;
     else if (a == "--jit-thread")
@@ -539,12 +560,11 @@ int main(int argc, char** argv) {
     publish(rec, code, fns);
     hostile_loop_fn(loop);
     // Half of the time in good code (with checkpoints), half in the self-referencing frames.
-    const auto t0 = std::chrono::steady_clock::now();
-    auto elapsed = [&] {
-      return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    };
+    const double t0 = thread_cpu_seconds();
+    auto elapsed = [&] { return thread_cpu_seconds() - t0; };
     unsigned long good = 0, looped = 0;
-    for (unsigned i = 0; seconds > 0 ? elapsed() < seconds / 2 : i < iterations; ++i, ++good) {
+    for (unsigned i = 0; seconds > 0 ? i % 256 != 0 || elapsed() < seconds / 2 : i < iterations;
+         ++i, ++good) {
       reinterpret_cast<void (*)(uint64_t)>(entry.base)(g_depth);
     }
     const double half = elapsed();
@@ -557,13 +577,12 @@ int main(int argc, char** argv) {
   }
 
   using entry_fn = void (*)(uint64_t);
-  const auto start = std::chrono::steady_clock::now();
+  const double start = thread_cpu_seconds();
   unsigned long calls = 0;
   for (unsigned i = 0;; ++i) {
     if (seconds > 0) {
-      if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >=
-          seconds)
-        break;
+      // The CPU clock is a system call: read once per 256 calls, not to show up in profiles.
+      if (i % 256 == 0 && thread_cpu_seconds() - start >= seconds) break;
     } else if (i >= iterations) {
       break;
     }

@@ -1,7 +1,9 @@
 /* A native program for jitwalk's tests, built with -O2 -fomit-frame-pointer -Wa,--gsframe: no
  * frame pointers anywhere in its own code, only the .sframe section gas emits (SFrame v1 with
  * binutils 2.40). Usage: native_target [SECONDS [THREADS]] (default 2 s, 1 thread: main alone;
- * more threads run the same loop from native_thread). */
+ * more threads run the same loop from native_thread). SECONDS is CPU time of each thread, not
+ * wall-clock time: a profile at a fixed rate then gets the same number of samples however loaded
+ * the machine is. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,17 +25,17 @@ __attribute__((noinline)) long native_top(long x) {
   return r;
 }
 
-static double now(void) {
+static double thread_cpu_seconds(void) {
   struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static double g_end;
+static double g_seconds;
 
 static long spin(void) {
   long t = 0;
-  while (now() < g_end) {
+  while (thread_cpu_seconds() < g_seconds) {
     for (int i = 0; i < 1000; i++) t += native_top(1000);
   }
   return t;
@@ -49,7 +51,7 @@ int main(int argc, char** argv) {
   int threads = argc > 2 ? atoi(argv[2]) : 1;
   if (threads < 1) threads = 1;
   if (threads > 64) threads = 64;
-  g_end = now() + seconds;
+  g_seconds = seconds;
   pthread_t tid[64];
   long result[64] = {0};
   for (int i = 1; i < threads; i++) pthread_create(&tid[i], NULL, native_thread, &result[i]);
