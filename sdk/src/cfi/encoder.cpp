@@ -319,11 +319,17 @@ result<void> encoder::append(const function_desc& f) {
     return {};
   }
   if (auto v = validate(options_.target, f); !v) return std::move(v).error();
-  // The SFrame v3 rules (a CFA from another register or from memory, RA/FP rules naming a
-  // register, an AMD64 RA away from CFA-8) would need DWARF expressions this encoder does not
-  // write yet: refuse them by name rather than describe the function wrongly.
+  // The SFrame v3 rules that name registers (a CFA from another register or from memory, RA/FP
+  // in or relative to a register) would need DWARF expressions this encoder does not write yet:
+  // refuse them by name rather than describe the function wrongly. (An RA saved at another CFA
+  // offset is a plain DW_CFA_offset.)
+  const auto names_registers = [](const frame_row& r) {
+    return r.cfa == cfa_base::reg || r.cfa_deref || r.ra == ra_rule::register_value ||
+           r.ra == ra_rule::register_saved || r.fp == fp_rule::register_value ||
+           r.fp == fp_rule::register_saved;
+  };
   for (size_t i = 0; i < f.rows.size(); ++i)
-    if (!default_expressible(options_.target, f.rows[i]))
+    if (names_registers(f.rows[i]))
       return make_error(errc::unsupported,
                         "cfi: function at 0x%llx: row %zu (offset %u) uses an SFrame v3 rule "
                         "(register or dereference) that the .eh_frame encoder does not write",

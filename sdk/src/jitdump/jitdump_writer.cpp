@@ -255,6 +255,11 @@ result<uint64_t> jitdump_writer::append_unwinding(uint64_t code_addr, uint64_t c
   const size_t at = buffer_.size();
   append_pod(buffer_, head);  // filled in below
   auto hdr = append_unwinding_data(*cfi_, code_addr, code_size, frame, buffer_);
+  if (!hdr && hdr.error().code() == errc::unsupported && frame != nullptr) {
+    // Rows .eh_frame cannot carry yet (SFrame v3 register rules): this function gets no
+    // unwinding data (perf falls back to frame pointers for it), the others still do.
+    hdr = append_unwinding_data(*cfi_, code_addr, code_size, nullptr, buffer_);
+  }
   if (!hdr) {
     buffer_.resize(at);
     return std::move(hdr).error();
