@@ -279,6 +279,21 @@ TEST_CASE("verify: deep JIT recursion without frame pointers matches exactly") {
   CHECK_THAT(r.out, Catch::Contains("result: PASS"));
 }
 
+TEST_CASE("verify: a stack-realigning (DRAP) JIT function walked with SFrame v3 flexible rows") {
+  if (!jt::may_run_privileged("jitwalk verify")) return;
+  jt::run_result r;
+  // f's body rows: CFA = *(rbp - 8), the caller's rbp at *(rbp + 0) (JW_ROW_CFA_DEREF,
+  // JW_ROW_FP_AT_FP); every f frame at a checkpoint is in its body.
+  auto j = verify_jit_target({"deep", "--drap", "--depth", "100", "--iterations", "100"}, &r);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(j["checkpoints"] == 100);
+  CHECK(j["exact"] == 100);
+  CHECK(j["max_truth"].get<int>() == 102);
+  CHECK(j["stale_uses"] == 0);
+  CHECK_THAT(r.out, Catch::Contains("result: PASS"));
+}
+
 TEST_CASE("verify: windows retired, freed and reused while sampling") {
   if (!jt::may_run_privileged("jitwalk verify")) return;
   jt::run_result r;
