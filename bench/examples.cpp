@@ -5,7 +5,12 @@
 //   toy-interp: probes compiled in but untraced vs not compiled in (toy-interp-noprobes)
 //   toy-interp: trampolines on vs off
 //   toy-jit's code generator: SDK publication cost per function vs asmjit compile time
-//            (in-process, 400 generated functions, one publish or one per function)
+//            (in-process, 400 generated functions, one publish or one per function; the file
+//            publishers sync or batched)
+//   toy-interp trampolines on fib.toy: ns per toy call against the floor of a trampoline (one
+//            extra call and return per call: C recursion through a stub vs direct, same run);
+//            probes compiled in but untraced: instructions per call (callgrind, if valgrind is
+//            installed) next to the time ratio
 //
 // Whole-program comparisons run the real binaries as child processes, alternating measured
 // and baseline runs (so drift on a shared machine hits both alike), and compare the medians
@@ -21,6 +26,7 @@
 #include <spawn.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -187,6 +193,140 @@ void BM_interp_trampolines_on_vs_off_spin(benchmark::State& state) {
   trampolines_on_vs_off(state, "spin.toy", "6000");
 }
 
+// ---- the floor of a trampoline ----
+//
+// A trampoline adds one call and one return per interpreted call. The floor: naive recursive
+// fib in C, every recursive call direct or through a stub (sub rsp, 8; call; add rsp, 8; ret)
+// in .text next to it, as the interpreter's stubs sit near its eval loop. (floor_stub) - (direct)
+// per call is what any trampoline costs at least.
+extern "C" long floor_fib_stubbed(long n);
+extern "C" long floor_stub(long n);
+asm(R"(
+  .text
+  .p2align 4
+  .globl floor_stub
+  .type floor_stub, @function
+floor_stub:
+  sub $8, %rsp
+  call floor_fib_stubbed
+  add $8, %rsp
+  ret
+  .size floor_stub, .-floor_stub
+)");
+
+extern "C" __attribute__((noinline)) long floor_fib_stubbed(long n) {
+  return n < 2 ? n : floor_stub(n - 1) + floor_stub(n - 2);
+}
+
+__attribute__((noinline)) long floor_fib_direct(long n) {
+  return n < 2 ? n : floor_fib_direct(n - 1) + floor_fib_direct(n - 2);
+}
+
+double process_cpu_s() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// Calls naive fib(n) makes: 2 fib(n + 1) - 1.
+double fib_calls(int n) {
+  double a = 0, b = 1;
+  for (int i = 0; i < n + 1; ++i) {
+    const double c = a + b;
+    a = b;
+    b = c;
+  }
+  return 2 * a - 1;
+}
+
+// Trampolines on fib.toy 32 (calls only), per toy call, against the floor; both alternated in
+// the same run. Counters: ns_per_call (on - off, per toy call; mean over layouts), floor_ns
+// (stub - direct, per C call), ratio (target <= 1.1).
+void BM_interp_trampolines_vs_floor(benchmark::State& state) {
+  const int n = 32;
+  const double calls = fib_calls(n);
+  const size_t layouts = interp_layouts.size();
+  std::vector<std::vector<double>> on(layouts), off(layouts);
+  std::vector<double> floors;
+  size_t i = 0;
+  for (auto _ : state) {
+    const size_t k = i++ % layouts;
+    const double t_on = run_child(
+        state, {interp_layouts[k], "--trampolines=on", "--probes=off", program("fib.toy"), "32"});
+    const double t_off = run_child(
+        state, {interp_layouts[k], "--trampolines=off", "--probes=off", program("fib.toy"), "32"});
+    double t0 = process_cpu_s();
+    benchmark::DoNotOptimize(floor_fib_stubbed(n));
+    const double t_stub = process_cpu_s() - t0;
+    t0 = process_cpu_s();
+    benchmark::DoNotOptimize(floor_fib_direct(n));
+    const double t_direct = process_cpu_s() - t0;
+    on[k].push_back(t_on);
+    off[k].push_back(t_off);
+    floors.push_back((t_stub - t_direct) / calls * 1e9);
+    state.SetIterationTime(t_on + t_off + t_stub + t_direct);
+  }
+  double diff = 0;
+  size_t used = 0;
+  for (size_t k = 0; k < layouts; ++k) {
+    if (on[k].empty()) continue;
+    diff += median(on[k]) - median(off[k]);
+    ++used;
+  }
+  const double per_call = used == 0 ? 0 : diff / static_cast<double>(used) / calls * 1e9;
+  const double floor = median(floors);
+  state.counters["ns_per_call"] = per_call;
+  state.counters["floor_ns"] = floor;
+  state.counters["ratio"] = floor > 0 ? per_call / floor : 0;
+}
+
+// Instructions per toy call of fib.toy, probes compiled in (untraced) vs not, by callgrind: the
+// difference of runs at n = 18 and n = 24 divided by the difference of their calls (start-up
+// cancels out). Skipped without valgrind. Counter `ratio` (target <= 1.02); the time ratio is
+// BM_interp_probes_untraced_vs_compiled_out_fib's.
+double callgrind_instructions(const std::string& binary, int n) {
+  char out[] = "/tmp/bench_examples.cg.XXXXXX";
+  const int fd = mkstemp(out);
+  if (fd < 0) return -1;
+  close(fd);
+  const std::string cmd = "valgrind --tool=callgrind --callgrind-out-file=" + std::string(out) +
+                          " " + binary + " --trampolines=off " + program("fib.toy") + " " +
+                          std::to_string(n) + " >/dev/null 2>&1";
+  double total = -1;
+  if (std::system(cmd.c_str()) == 0) {
+    std::ifstream f(out);
+    std::string line;
+    while (std::getline(f, line))
+      if (line.rfind("summary: ", 0) == 0) total = std::stod(line.substr(9));
+  }
+  std::remove(out);
+  return total;
+}
+
+void BM_interp_probes_instructions(benchmark::State& state) {
+  if (std::system("valgrind --version >/dev/null 2>&1") != 0) {
+    state.SkipWithError("valgrind is not installed");
+    return;
+  }
+  double per_call[2] = {0, 0};
+  for (auto _ : state) {
+    const std::string bins[2] = {interp_layouts[0], interp_noprobes_layouts[0]};
+    for (int b = 0; b < 2; ++b) {
+      const double lo = callgrind_instructions(bins[b], 18),
+                   hi = callgrind_instructions(bins[b], 24);
+      if (lo < 0 || hi < 0) {
+        state.SkipWithError("callgrind failed");
+        return;
+      }
+      per_call[b] = (hi - lo) / (fib_calls(24) - fib_calls(18));
+    }
+    state.SetIterationTime(1);
+  }
+  state.counters["instructions_per_call"] = per_call[0];
+  state.counters["noprobes_instructions_per_call"] = per_call[1];
+  state.counters["ratio"] = per_call[1] > 0 ? per_call[0] / per_call[1] : 0;
+}
+
 // ---- compile time vs SDK publication cost, in-process ----
 //
 // The toy-jit code generator (toyjit_core) compiles a generated program of 400 functions; the
@@ -198,9 +338,13 @@ void BM_interp_trampolines_on_vs_off_spin(benchmark::State& state) {
 //              or after every function); the window is then retired and freed, so from the
 //              second iteration on its memory is recycled (the median), the first is reported
 //              on its own
-// SDK cost per function = (windowed - copy) / 400; ratio = SDK cost / asmjit cost.
+// SDK cost per function = (windowed - copy) / 400; ratio = SDK cost / asmjit cost. The file
+// publishers are sync or batched (second argument); under batched the session is flushed at the
+// end of the windowed part, so every record's write is counted. Times are CPU time of the
+// process (the flusher thread's writes count).
 // With jitdump on, `jitdump_floor_ratio` is what writing the dump's new bytes with plain
-// write() calls (as many as publishes) costs against asmjit: the least any jitdump can add.
+// write() calls (as many as publishes under sync; one per 64 KiB under batched) costs against
+// asmjit: the least any jitdump can add.
 
 std::string generated_source(int n) {
   std::string out;
@@ -238,8 +382,14 @@ struct compiled_program {
   }
 };
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+double cpu_now() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+double seconds_since(double t0) {
+  return cpu_now() - t0;
 }
 
 // Size of this process's jitdump in $JITDUMPDIR (0 if there is none yet).
@@ -260,7 +410,7 @@ double timed_plain_writes(uintmax_t bytes, size_t writes) {
   const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
   if (fd < 0) std::abort();
   const std::vector<char> data(static_cast<size_t>(bytes / writes) + 1, 'x');
-  const auto t0 = std::chrono::steady_clock::now();
+  const double t0 = cpu_now();
   for (size_t i = 0; i < writes; ++i) {
     const size_t n = static_cast<size_t>(bytes / writes) + (i < bytes % writes ? 1 : 0);
     if (write(fd, data.data(), n) != static_cast<ssize_t>(n)) std::abort();
@@ -278,9 +428,12 @@ const char* const publisher_sets[] = {"default", "none",    "registry", "usdt-ev
 void publication_vs_compile(benchmark::State& state, bool publish_each) {
   static const compiled_program prog;
   const char* publishers = publisher_sets[state.range(0)];
-  state.SetLabel(publishers);
+  const auto mode =
+      state.range(1) == 0 ? jitunwind::durability::sync : jitunwind::durability::batched;
+  state.SetLabel(std::string(publishers) + "/" + to_string(mode));
   auto so = jitunwind::session_options::from_env();
   so->publishers = jitunwind::parse_publishers(publishers).value();
+  so->perfmap_durability = so->jitdump_durability = mode;
   auto session = jitunwind::session::create(*so);
   if (!session) {
     state.SkipWithError(session.error().message().c_str());
@@ -293,14 +446,14 @@ void publication_vs_compile(benchmark::State& state, bool publish_each) {
   const double n = static_cast<double>(prog.program.functions.size());
   for (auto _ : state) {
     // asmjit: generate + place into a plain buffer.
-    auto t0 = std::chrono::steady_clock::now();
+    double t0 = cpu_now();
     auto code = prog.generate_all();
     for (auto& g : code) {
       if (!g->place(reinterpret_cast<uint64_t>(scratch.data()), scratch)) std::abort();
     }
     const double t_asmjit = seconds_since(t0);
     // copy alone.
-    t0 = std::chrono::steady_clock::now();
+    t0 = cpu_now();
     for (auto& g : code) {
       if (!g->place(reinterpret_cast<uint64_t>(scratch.data()), scratch)) std::abort();
     }
@@ -314,7 +467,7 @@ void publication_vs_compile(benchmark::State& state, bool publish_each) {
       return;
     }
     const uintmax_t dump_before = jitdump_size();
-    t0 = std::chrono::steady_clock::now();
+    t0 = cpu_now();
     size_t i = 0;
     for (auto& g : code) {
       auto space = (*w)->allocate(g->size());
@@ -323,10 +476,14 @@ void publication_vs_compile(benchmark::State& state, bool publish_each) {
       if (publish_each && !(*w)->publish().ok()) std::abort();
     }
     if (!(*w)->publish().ok()) std::abort();
+    if (!(*session)->flush().ok()) std::abort();  // batched: the last records' write counts too
     const double t_windowed = seconds_since(t0);
     if (jitdump_on) {
-      const double t_floor =
-          timed_plain_writes(jitdump_size() - dump_before, publish_each ? code.size() : 1);
+      const uintmax_t grown = jitdump_size() - dump_before;
+      const size_t writes = mode == jitunwind::durability::sync
+                                ? (publish_each ? code.size() : 1)
+                                : static_cast<size_t>(grown / so->flush_bytes + 1);
+      const double t_floor = timed_plain_writes(grown, writes);
       floor_us.push_back(t_floor / n * 1e6);
       floor_ratio.push_back(t_floor / t_asmjit);
     }
@@ -359,12 +516,21 @@ void BM_publication_vs_asmjit_publish_each(benchmark::State& s) {
 constexpr int pairs = 15;
 // Four layouts (0, 16, 32, 48 bytes) of each interpreter build, five pairs each.
 constexpr int layout_pairs = 20;
+// Arguments: publisher set (publisher_sets), durability (0 sync, 1 batched; only the sets with
+// a file publisher get both).
+void publication_args(benchmark::internal::Benchmark* b) {
+  for (int set = 0; set < 7; ++set) {
+    const bool files = set == 0 || set == 4 || set == 5;  // default, perfmap, jitdump
+    b->Args({set, 0});
+    if (files) b->Args({set, 1});
+  }
+}
 BENCHMARK(BM_publication_vs_asmjit_one_publish)
-    ->DenseRange(0, 6)
+    ->Apply(publication_args)
     ->UseManualTime()
     ->Iterations(pairs);
 BENCHMARK(BM_publication_vs_asmjit_publish_each)
-    ->DenseRange(0, 6)
+    ->Apply(publication_args)
     ->UseManualTime()
     ->Iterations(pairs);
 BENCHMARK(BM_toyjit_fp_off_vs_on_spin)
@@ -395,6 +561,11 @@ BENCHMARK(BM_interp_trampolines_on_vs_off_spin)
     ->UseManualTime()
     ->Iterations(layout_pairs)
     ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_interp_trampolines_vs_floor)
+    ->UseManualTime()
+    ->Iterations(layout_pairs)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_interp_probes_instructions)->UseManualTime()->Iterations(1);
 
 }  // namespace
 

@@ -22,15 +22,29 @@
 //   BM_publish_dual/...  the same with dual-mapped owned windows (no protection changes)
 //   BM_publish_owned/... the same in windows the SDK owns (allocate + copy, W^X: each publish
 //                        makes the new code executable with mprotect).
+//   .../<mode>           the file publishers' durability (docs/publishers.md#durability): sync
+//                        (written before publish returns), batched (one write per 64 KiB or
+//                        10 ms, the flusher thread on), batched-nothread (no flusher thread).
+// Floors, measured in the same run (the "overhead over the floor"):
+//   BM_floor/file/<perfmap|jitdump>/<N>/<mode>
+//                        one `write` of the same bytes per batch, prepared ahead: under sync a
+//                        batch is one publish (N functions' lines or records), under batched one
+//                        flush (64 KiB); bytes per function are those the publishers wrote in
+//                        this run (BM_publish/default/64).
+//   BM_latency/...       publish one function, then wait until the perf map has grown: how long
+//                        a record waits under batched when nothing else is published.
 // The publishers write into a temporary directory (removed at exit). The kernel publisher is not
 // measured: this kernel has no SFrame registration.
 //
-// Time is CPU time of the benchmark thread (user + system): on a shared 2-core machine wall time
-// is mostly waiting. The kernel's later write-back of the perf map and jitdump pages to disk runs
-// in kernel threads and is not counted. Each benchmark reports the median of its repetitions;
-// the table at the end divides by the medians of the baselines.
+// Time is CPU time of the whole process (user + system of every thread, so the flusher
+// thread's writes count): on a shared 2-core machine wall time is mostly waiting. The kernel's
+// later write-back of the perf map and jitdump pages to disk runs in kernel threads and is not
+// counted. Each benchmark reports the median of its repetitions; the tables at the end divide by
+// the medians of the baselines and floors, and the last one lists the targets.
 #include <jitunwind/frame.h>
 #include <jitunwind/window.h>
+
+#include "growing_file.hpp"
 
 #include <asmjit/x86.h>
 #include <benchmark/benchmark.h>
@@ -39,13 +53,17 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace jitunwind;
@@ -260,11 +278,40 @@ const publisher_config configs[] = {
 
 const int batches[] = {1, 8, 64};
 
-std::unique_ptr<session> make_session(benchmark::State& state, publisher_set set) {
+// The file publishers' durability.
+struct mode_config {
+  const char* name;
+  durability mode;
+  bool thread;
+};
+const mode_config modes[] = {{"sync", durability::sync, true},
+                             {"batched", durability::batched, true},
+                             {"batched-nothread", durability::batched, false}};
+
+bool writes_files(publisher_set set) {
+  return contains(set, publisher::perfmap) || contains(set, publisher::jitdump);
+}
+
+// Bytes per function the perf map and the jitdump grew by in the last BM_publish run that wrote
+// them (the floors write as many); defaults until a run has measured them.
+double perfmap_bytes_per_fn = 64, jitdump_bytes_per_fn = 330;
+
+uintmax_t scratch_bytes(const char* prefix) {
+  uintmax_t n = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(scratch_dir(), ec))
+    if (e.path().filename().string().starts_with(prefix)) n += e.file_size(ec);
+  return n;
+}
+
+std::unique_ptr<session> make_session(benchmark::State& state, publisher_set set,
+                                      const mode_config& mode = modes[0]) {
   session_options o;
   o.publishers = set;
   o.perfmap_dir = scratch_dir();
   o.jitdump_dir = scratch_dir();
+  o.perfmap_durability = o.jitdump_durability = mode.mode;
+  o.flush_thread = mode.thread;
   auto s = session::create(o);
   if (!s) {
     state.SkipWithError(s.error().message().c_str());
@@ -370,18 +417,81 @@ class publish_loop {
   int pending_ = 0;
 };
 
-void BM_publish(benchmark::State& state, publisher_set set, int batch, memory_kind owned) {
+void BM_publish(benchmark::State& state, publisher_set set, int batch, memory_kind owned,
+                const mode_config& mode) {
   {
-    auto s = make_session(state, set);
+    auto s = make_session(state, set, mode);
     if (!s) return;
     publish_loop loop(std::move(s), batch, owned);
     for (auto _ : state) loop.add();
     loop.finish_window();
     if (!all_active(state, loop.sess())) return;
+  }  // the session's end writes what is still buffered
+  const double n = static_cast<double>(state.iterations());
+  if (contains(set, publisher::perfmap) && n > 10000) {
+    perfmap_bytes_per_fn = static_cast<double>(scratch_bytes("perf-")) / n;
+    state.counters["perfmap_bytes_per_fn"] = perfmap_bytes_per_fn;
+  }
+  if (contains(set, publisher::jitdump) && n > 10000) {
+    jitdump_bytes_per_fn = static_cast<double>(scratch_bytes("jit-")) / n;
+    state.counters["jitdump_bytes_per_fn"] = jitdump_bytes_per_fn;
   }
   clear_scratch();
   state.SetItemsProcessed(state.iterations());
   state.SetLabel("ratio_to=BM_asmjit/assembler");
+}
+
+// The floor of a file publisher: one write of the same bytes per batch, prepared ahead (sync: a
+// publish of `batch` functions; batched: a flush of 64 KiB). Items are functions.
+void BM_floor_file(benchmark::State& state, bool jitdump, int batch, const mode_config& mode) {
+  const double per_fn = jitdump ? jitdump_bytes_per_fn : perfmap_bytes_per_fn;
+  const size_t functions = mode.mode == durability::sync
+                               ? static_cast<size_t>(batch)
+                               : static_cast<size_t>(std::ceil(
+                                     static_cast<double>(session_options{}.flush_bytes) / per_fn));
+  const std::vector<char> bytes(static_cast<size_t>(per_fn * static_cast<double>(functions)), 'x');
+  growing_file file(scratch_dir() + "/floor");
+  for (auto _ : state) {
+    if (::write(file.fd(), bytes.data(), bytes.size()) != static_cast<ssize_t>(bytes.size()))
+      std::abort();
+    file.grew(state, bytes.size());
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * functions));
+}
+
+// How long a published function waits before it is in the perf map when nothing else is
+// published (wall time): the flusher thread writes it. `after_idle`: 150 ms without publishing
+// before each publish, so the thread has ended (flusher::linger) and a new one starts.
+void BM_latency(benchmark::State& state, bool after_idle) {
+  auto s = make_session(state, publisher::perfmap | publisher::registry, modes[1]);
+  if (!s) return;
+  const code_region& r = region();
+  described_window_options o;
+  o.text_start = reinterpret_cast<uint64_t>(r.base);
+  o.text_size = window_bytes;
+  window* w = s->describe_window(o).value();
+  const std::string map = scratch_dir() + "/perf-" + std::to_string(::getpid()) + ".map";
+  function_desc desc;
+  std::vector<double> waits;
+  size_t slot = 0;
+  for (auto _ : state) {
+    if (after_idle) std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    const uintmax_t before = std::filesystem::exists(map) ? std::filesystem::file_size(map) : 0;
+    describe_into(desc, o.text_start + slot * slot_bytes, r.shape);
+    if (!w->append(names()[slot], desc) || !w->publish()) std::abort();
+    const auto t0 = std::chrono::steady_clock::now();
+    while (std::filesystem::file_size(map) == before) std::this_thread::yield();
+    const double wait =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    state.SetIterationTime(wait);
+    waits.push_back(wait * 1e3);
+    if (++slot == functions_per_window) std::abort();
+  }
+  std::sort(waits.begin(), waits.end());
+  state.counters[after_idle ? "idle_median_ms" : "median_ms"] = waits[waits.size() / 2];
+  state.counters[after_idle ? "idle_max_ms" : "max_ms"] = waits.back();
+  s.reset();
+  clear_scratch();
 }
 
 // Baselines: compile into the same region, slot after slot.
@@ -474,14 +584,24 @@ class ratio_reporter : public benchmark::ConsoleReporter {
       const bool median = r.run_type == Run::RT_Aggregate && r.aggregate_name == "median";
       if (!median && r.run_type != Run::RT_Iteration) continue;
       if (r.run_type == Run::RT_Iteration && r.repetitions > 1) continue;  // aggregates follow
+      for (const char* c : {"median_ms", "max_ms", "idle_median_ms", "idle_max_ms"})
+        if (const auto l = r.counters.find(c); l != r.counters.end()) latency_[c] = l->second.value;
       const auto it = r.counters.find("items_per_second");
       if (it == r.counters.end() || it->second.value <= 0) continue;
-      // items_per_second is computed from CPU time (no UseRealTime).
-      ns_[r.run_name.str()] = 1e9 / it->second.value;
+      // items_per_second is computed from CPU time (no UseRealTime). Keyed by the registered
+      // name and arguments, without "/process_time" and the like.
+      const std::string& args = r.run_name.args;
+      ns_[r.run_name.function_name + (args.empty() ? "" : "/" + args)] = 1e9 / it->second.value;
     }
   }
 
   void print_table() const {
+    print_cost_table();
+    print_floor_table();
+    print_targets();
+  }
+
+  void print_cost_table() const {
     const double assembler = get("BM_asmjit/assembler");
     const double compiler = get("BM_asmjit/compiler");
     const double copy = get("BM_copy");
@@ -497,31 +617,126 @@ class ratio_reporter : public benchmark::ConsoleReporter {
     for (const char* family : {"BM_publish", "BM_publish_owned", "BM_publish_dual"}) {
       std::printf(
           "\n%s: what the SDK adds per function, and that as a share of assembling "
-          "(Assembler) / compiling (Compiler) the function\n\n| publishers |",
+          "(Assembler) / compiling (Compiler) the function\n\n| publishers | durability |",
           family);
       for (int b : batches) std::printf(" %d fn/publish | %% Asm | %% Comp |", b);
-      std::printf("\n|---|");
+      std::printf("\n|---|---|");
       for (size_t i = 0; i < std::size(batches); ++i) std::printf("---:|---:|---:|");
       std::printf("\n");
       for (const publisher_config& c : configs) {
-        std::string line = "| " + std::string(c.name) + " |";
-        bool any = false;
-        for (int b : batches) {
-          const double v = get(std::string(family) + "/" + c.name + "/" + std::to_string(b));
-          char cell[96];
-          if (v > 0) {
-            any = true;
-            const double sdk = v - copy;
-            std::snprintf(cell, sizeof cell, " %.0f ns | %.1f | %.2f |", sdk, 100 * sdk / assembler,
-                          100 * sdk / compiler);
-          } else {
-            std::snprintf(cell, sizeof cell, " - | - | - |");
+        for (const mode_config& m : modes) {
+          std::string line = "| " + std::string(c.name) + " | " + m.name + " |";
+          bool any = false;
+          for (int b : batches) {
+            const double v = sdk_ns(family, c.name, b, m.name);
+            char cell[96];
+            if (v > 0) {
+              any = true;
+              std::snprintf(cell, sizeof cell, " %.0f ns | %.1f | %.2f |", v, 100 * v / assembler,
+                            100 * v / compiler);
+            } else {
+              std::snprintf(cell, sizeof cell, " - | - | - |");
+            }
+            line += cell;
           }
-          line += cell;
+          if (any) std::printf("%s\n", line.c_str());
         }
-        if (any) std::printf("%s\n", line.c_str());
       }
     }
+  }
+
+  // Each file publisher's share (its row minus "none") against the floor of its files.
+  void print_floor_table() const {
+    std::printf(
+        "\nFile publishers over their floor (one write of the same bytes per batch, prepared "
+        "ahead; %.0f bytes per perf map line, %.0f per function in the jitdump): the "
+        "publisher's share = its row minus \"none\", same mode and batch\n\n"
+        "| publisher | durability | fn/publish | share ns | floor ns | ratio |\n"
+        "|---|---|---:|---:|---:|---:|\n",
+        perfmap_bytes_per_fn, jitdump_bytes_per_fn);
+    for (const char* p : {"perfmap", "jitdump"}) {
+      for (const mode_config& m : modes) {
+        if (!m.thread) continue;
+        for (int b : batches) {
+          const auto [share, floor] = share_and_floor(p, b, m.name);
+          if (floor <= 0) continue;
+          std::printf("| %s | %s | %d | %.0f | %.0f | %.2f |\n", p, m.name, b, share, floor,
+                      share / floor);
+        }
+      }
+    }
+  }
+
+  // The targets, each next to what it is measured against in this run.
+  void print_targets() const {
+    const double compiler = get("BM_asmjit/compiler");
+    const auto pct = [&](double ns) { return 100 * ns / compiler; };
+    const double def1 = sdk_ns("BM_publish", "default", 1, "batched");
+    const double def64 = sdk_ns("BM_publish", "default", 64, "batched");
+    const double pmr1 = sdk_ns("BM_publish", "perfmap+registry", 1, "batched");
+    const double none1 = sdk_ns("BM_publish", "none", 1, "batched");
+    const double reg1 = sdk_ns("BM_publish", "registry", 1, "batched");
+    const double reg64 = sdk_ns("BM_publish", "registry", 64, "batched");
+    const double gdb1 = sdk_ns("BM_publish", "gdb", 1, "batched") - none1;
+    const double jd1 = get("BM_floor/file/jitdump/1/batched");
+    const double pm1 = get("BM_floor/file/perfmap/1/batched");
+    if (compiler <= 0 || def1 <= 0) return;
+    std::printf(
+        "\nTargets (asmjit Compiler %.0f ns per function)\n\n"
+        "| target | measured | floor / baseline in this run | met |\n|---|---|---|---|\n",
+        compiler);
+    std::printf(
+        "| 1a. default publishers, 1 fn/publish, batched <= 5 %% of Compiler | %.0f ns = "
+        "%.1f %% | windows' own path (none) %.1f %%, GDB object per publish %.1f %%, "
+        "jitdump write floor %.1f %%, perf map write floor %.2f %% | %s |\n",
+        def1, pct(def1), pct(none1), pct(gdb1), pct(jd1), pct(pm1), pct(def1) <= 5 ? "yes" : "no");
+    std::printf("| 1b. the same <= 1.5x its cost at 64 fn/publish | %.2fx | %.0f ns at 64 | %s |\n",
+                def1 / def64, def64, def1 <= 1.5 * def64 ? "yes" : "no");
+    std::printf(
+        "| 2. perf map + SFrame + registry, 1 fn/publish, batched <= 2 %% | %.0f ns = %.1f %% "
+        "| windows' own path (none) %.1f %%, perf map write floor %.2f %% | %s |\n",
+        pmr1, pct(pmr1), pct(none1), pct(pm1), pct(pmr1) <= 2 ? "yes" : "no");
+    for (const char* p : {"perfmap", "jitdump"}) {
+      double worst = 0;
+      for (const mode_config& m : modes) {
+        if (!m.thread) continue;
+        for (int b : batches) {
+          const auto [share, floor] = share_and_floor(p, b, m.name);
+          if (floor > 0) worst = std::max(worst, share / floor);
+        }
+      }
+      std::printf(
+          "| 3. %s: share <= 1.3x its write floor, every batch, both modes | worst %.2fx | "
+          "see the table above | %s |\n",
+          p, worst, worst <= 1.3 ? "yes" : "no");
+    }
+    if (latency_.count("median_ms") != 0 && latency_.count("idle_median_ms") != 0)
+      std::printf(
+          "| latency bound 10 ms when nothing else is published (flusher thread) | median %.1f "
+          "ms, max %.1f ms of 30; after 150 ms idle (a new thread): %.1f / %.1f ms | the bound "
+          "| %s |\n",
+          latency_.at("median_ms"), latency_.at("max_ms"), latency_.at("idle_median_ms"),
+          latency_.at("idle_max_ms"),
+          latency_.at("median_ms") <= 11 && latency_.at("idle_median_ms") <= 11 ? "yes (medians)"
+                                                                                : "no");
+    std::printf(
+        "| 3. windows' own path (rows, append, SFrame, registry) <= 1 %% at 64, <= 2 %% at 1 "
+        "| %.2f %% at 64, %.2f %% at 1 | none: %.2f %% at 1 | %s |\n",
+        pct(reg64), pct(reg1), pct(none1), pct(reg64) <= 1 && pct(reg1) <= 2 ? "yes" : "no");
+  }
+
+  // A file publisher's share (its row minus "none") and the floor of its writes.
+  std::pair<double, double> share_and_floor(const char* publisher, int batch,
+                                            const char* mode) const {
+    return {
+        sdk_ns("BM_publish", publisher, batch, mode) - sdk_ns("BM_publish", "none", batch, mode),
+        get(std::string("BM_floor/file/") + publisher + "/" + std::to_string(batch) + "/" + mode)};
+  }
+
+  double sdk_ns(const char* family, const char* config, int batch, const char* mode) const {
+    const double v =
+        get(std::string(family) + "/" + config + "/" + std::to_string(batch) + "/" + mode);
+    return v > 0 ? v - get("BM_copy") : 0;
   }
 
  private:
@@ -534,35 +749,79 @@ class ratio_reporter : public benchmark::ConsoleReporter {
     return it == ns_.end() ? 0 : it->second;
   }
   std::map<std::string, double> ns_;
+  std::map<std::string, double> latency_;  // BM_latency's counters
 };
 
 void register_all() {
-  benchmark::RegisterBenchmark("BM_asmjit/assembler",
-                               [](benchmark::State& s) { BM_asmjit<assemble_only>(s); });
-  benchmark::RegisterBenchmark("BM_asmjit/compiler",
-                               [](benchmark::State& s) { BM_asmjit<compile_at>(s); });
-  benchmark::RegisterBenchmark("BM_copy", BM_copy);
-  benchmark::RegisterBenchmark("BM_floor/syscall", BM_floor_syscall);
-  benchmark::RegisterBenchmark("BM_floor/write", BM_floor_write)->Arg(64)->Arg(4096);
-  benchmark::RegisterBenchmark("BM_describe", BM_describe);
-  benchmark::RegisterBenchmark("BM_describe/reuse", BM_describe_reuse);
+  // Process CPU time everywhere (single-threaded baselines: the same as the thread's).
+  benchmark::RegisterBenchmark("BM_asmjit/assembler", [](benchmark::State& s) {
+    BM_asmjit<assemble_only>(s);
+  })->MeasureProcessCPUTime();
+  benchmark::RegisterBenchmark("BM_asmjit/compiler", [](benchmark::State& s) {
+    BM_asmjit<compile_at>(s);
+  })->MeasureProcessCPUTime();
+  benchmark::RegisterBenchmark("BM_copy", BM_copy)->MeasureProcessCPUTime();
+  benchmark::RegisterBenchmark("BM_floor/syscall", BM_floor_syscall)->MeasureProcessCPUTime();
+  benchmark::RegisterBenchmark("BM_floor/write", BM_floor_write)
+      ->Arg(64)
+      ->Arg(4096)
+      ->MeasureProcessCPUTime();
+  benchmark::RegisterBenchmark("BM_describe", BM_describe)->MeasureProcessCPUTime();
+  benchmark::RegisterBenchmark("BM_describe/reuse", BM_describe_reuse)->MeasureProcessCPUTime();
+  // Process CPU time: the flusher thread's writes are part of the cost.
   for (const publisher_config& c : configs)
     for (int b : batches)
-      benchmark::RegisterBenchmark(
-          ("BM_publish/" + std::string(c.name) + "/" + std::to_string(b)).c_str(),
-          [set = c.set, b](benchmark::State& s) { BM_publish(s, set, b, memory_kind::described); });
+      for (const mode_config& m : modes) {
+        // Without file publishers the mode changes nothing (sync and batched rows show the
+        // noise); the thread only matters for the sets the targets name.
+        if (!m.thread && c.set != default_publishers &&
+            c.set != (publisher::perfmap | publisher::registry))
+          continue;
+        benchmark::RegisterBenchmark(
+            ("BM_publish/" + std::string(c.name) + "/" + std::to_string(b) + "/" + m.name).c_str(),
+            [set = c.set, b, &m](benchmark::State& s) {
+              BM_publish(s, set, b, memory_kind::described, m);
+            })
+            ->MeasureProcessCPUTime();
+      }
   for (const publisher_config& c : configs) {
     if (c.set != 0 && c.set != default_publishers) continue;
     for (const auto& [family, kind] : {std::pair{"BM_publish_owned", memory_kind::owned},
                                        std::pair{"BM_publish_dual", memory_kind::owned_dual}})
       for (int b : batches)
-        benchmark::RegisterBenchmark(
-            (std::string(family) + "/" + c.name + "/" + std::to_string(b)).c_str(),
-            [set = c.set, b, kind = kind](benchmark::State& s) { BM_publish(s, set, b, kind); });
+        for (const mode_config& m : modes) {
+          if (!m.thread || (c.set == 0 && m.mode != durability::sync)) continue;
+          benchmark::RegisterBenchmark(
+              (std::string(family) + "/" + c.name + "/" + std::to_string(b) + "/" + m.name).c_str(),
+              [set = c.set, b, kind = kind, &m](benchmark::State& s) {
+                BM_publish(s, set, b, kind, m);
+              })
+              ->MeasureProcessCPUTime();
+        }
   }
+  // After the publish benchmarks, which measure the bytes per function the floors write.
+  for (const bool jitdump : {false, true})
+    for (int b : batches)
+      for (const mode_config& m : modes) {
+        if (!m.thread) continue;
+        benchmark::RegisterBenchmark(
+            (std::string("BM_floor/file/") + (jitdump ? "jitdump" : "perfmap") + "/" +
+             std::to_string(b) + "/" + m.name)
+                .c_str(),
+            [jitdump, b, &m](benchmark::State& s) { BM_floor_file(s, jitdump, b, m); })
+            ->MeasureProcessCPUTime();
+      }
+  for (const bool idle : {false, true})
+    benchmark::RegisterBenchmark(idle ? "BM_latency/batched/after-idle" : "BM_latency/batched",
+                                 [idle](benchmark::State& s) { BM_latency(s, idle); })
+        ->UseManualTime()
+        ->Iterations(30)
+        ->Repetitions(1)
+        ->Unit(benchmark::kMillisecond);
 }
 
-// --profile PUBLISHERS BATCH N [owned|dual]: publishes N functions and nothing else, for profilers:
+// --profile PUBLISHERS BATCH N [described|owned|dual] [sync|batched]: publishes N functions and
+// nothing else (file publishers batched unless told), for profilers:
 //   valgrind --tool=callgrind --toggle-collect='*run_profile*' \
 //       build/bench/bench_publish_cost --profile default 64 20000
 // (instructions per function = Ir / N; the session's setup and the files' removal are outside).
@@ -586,7 +845,9 @@ __attribute__((noinline)) void run_asmjit_profile(bool compiler, long n) {
 
 int profile(int argc, char** argv) {
   if (argc < 5) {
-    std::fprintf(stderr, "usage: %s --profile PUBLISHERS BATCH N [owned|dual]\n", argv[0]);
+    std::fprintf(stderr,
+                 "usage: %s --profile PUBLISHERS BATCH N [described|owned|dual] [sync|batched]\n",
+                 argv[0]);
     return 2;
   }
   if (std::strncmp(argv[2], "asmjit-", 7) == 0) {
@@ -611,6 +872,14 @@ int profile(int argc, char** argv) {
   o.publishers = c->set;
   o.perfmap_dir = scratch_dir();
   o.jitdump_dir = scratch_dir();
+  if (argc > 6) {
+    auto mode = parse_durability(argv[6]);
+    if (!mode) {
+      std::fprintf(stderr, "%s\n", mode.error().message().c_str());
+      return 2;
+    }
+    o.perfmap_durability = o.jitdump_durability = *mode;
+  }
   auto s = session::create(o);
   if (!s) return 1;
   {

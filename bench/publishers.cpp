@@ -12,12 +12,18 @@
 #include "jitdump/jitdump_writer.hpp"
 #include "perfmap/perfmap_writer.hpp"
 
+#include "growing_file.hpp"
+
 #include <asmjit/x86.h>
 #include <benchmark/benchmark.h>
+#include <fcntl.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -161,11 +167,13 @@ void BM_jitdump_load_without_unwinding(benchmark::State& state) {
 BENCHMARK(BM_jitdump_load_with_unwinding);
 BENCHMARK(BM_jitdump_load_without_unwinding);
 
-// 64 functions' CODE_UNWINDING_INFO + CODE_LOAD with one write (write_batch), per function.
-void BM_jitdump_write_batch_of_64_with_unwinding(benchmark::State& state) {
+// 64 functions' CODE_UNWINDING_INFO + CODE_LOAD per write_batch call, per function: sync (one
+// write per call) or batched (built straight into the 64 KiB buffer, one write per flush).
+void run_write_batch_of_64(benchmark::State& state, pid_t pid, durability mode) {
   jitdump_options o;
   o.dir = scratch_dir();
-  o.pid = 5;
+  o.pid = pid;
+  o.policy.mode = mode;
   auto w = jitdump_writer::create(o).value();
   std::vector<sample_function> fs;
   for (int i = 0; i < 64; ++i) fs.push_back(make_sample(0x7f0000000000 + 256 * i));
@@ -182,7 +190,83 @@ void BM_jitdump_write_batch_of_64_with_unwinding(benchmark::State& state) {
   }
   state.counters["functions_per_iteration"] = 64;
 }
+void BM_jitdump_write_batch_of_64_with_unwinding(benchmark::State& state) {
+  run_write_batch_of_64(state, 5, durability::sync);
+}
 BENCHMARK(BM_jitdump_write_batch_of_64_with_unwinding);
+void BM_jitdump_write_batch_of_64_batched(benchmark::State& state) {
+  run_write_batch_of_64(state, 6, durability::batched);
+}
+BENCHMARK(BM_jitdump_write_batch_of_64_batched);
+
+// ---- jitdump: where the code bytes travel on their way to the file ----
+//
+// Every function's records are a head (CODE_UNWINDING_INFO with its .eh_frame, then the
+// CODE_LOAD header and name; ~250 bytes here) and the code bytes. The heads are built into a
+// buffer whatever the layout; the code can be
+//   copy:   copied after its head, one write of the buffer (what the writer does: records built
+//           straight into the write buffer);
+//   double: the same built into a batch buffer, then copied into a second (write) buffer, one
+//           write (building records apart and appending them to a pending buffer);
+//   writev: left in place, one writev of (head, code) pairs (IOV_MAX = 1024 entries a call).
+// Per function, for 64 functions per write and for a 64 KiB flush, with 81 and 1024 code
+// bytes. The file is truncated (untimed) every 256 MiB.
+enum class layout { copy, twice, writev };
+
+void BM_jitdump_layout(benchmark::State& state, layout how, size_t code_size, bool flush_sized) {
+  constexpr size_t head = 250;
+  const size_t per_fn = head + code_size;
+  const size_t n = flush_sized ? (size_t{64} << 10) / per_fn + 1 : 64;
+  std::vector<uint8_t> heads(n * head, 0x11), code(n * code_size, 0x90);
+  std::vector<uint8_t> buf(n * per_fn), second(n * per_fn);
+  std::vector<iovec> iov(2 * n);
+  growing_file file(scratch_dir() + "/layout");
+  const int fd = file.fd();
+  for (auto _ : state) {
+    if (how == layout::writev) {
+      // Heads built contiguously, code referenced where it lies.
+      for (size_t i = 0; i < n; ++i) {
+        std::memcpy(buf.data() + i * head, heads.data() + i * head, head);
+        iov[2 * i] = {buf.data() + i * head, head};
+        iov[2 * i + 1] = {code.data() + i * code_size, code_size};
+      }
+      for (size_t at = 0; at < iov.size(); at += 1024) {
+        const int count = static_cast<int>(std::min<size_t>(1024, iov.size() - at));
+        if (::writev(fd, iov.data() + at, count) < 0) std::abort();
+      }
+    } else {
+      for (size_t i = 0; i < n; ++i) {
+        std::memcpy(buf.data() + i * per_fn, heads.data() + i * head, head);
+        std::memcpy(buf.data() + i * per_fn + head, code.data() + i * code_size, code_size);
+      }
+      const uint8_t* out = buf.data();
+      if (how == layout::twice) {
+        std::memcpy(second.data(), buf.data(), buf.size());
+        out = second.data();
+      }
+      if (::write(fd, out, buf.size()) != static_cast<ssize_t>(buf.size())) std::abort();
+    }
+    benchmark::ClobberMemory();
+    file.grew(state, n * per_fn);
+  }
+  state.counters["functions_per_iteration"] = static_cast<double>(n);
+}
+
+void register_layouts() {
+  for (const auto& [name, how] :
+       {std::pair{"copy", layout::copy}, std::pair{"double", layout::twice},
+        std::pair{"writev", layout::writev}})
+    for (const size_t code_size : {size_t{81}, size_t{1024}})
+      for (const bool flush_sized : {false, true})
+        benchmark::RegisterBenchmark(
+            (std::string("BM_jitdump_layout/") + name + "/code_" + std::to_string(code_size) +
+             (flush_sized ? "/64KiB" : "/64fn"))
+                .c_str(),
+            [how = how, code_size, flush_sized](benchmark::State& s) {
+              BM_jitdump_layout(s, how, code_size, flush_sized);
+            })
+            ->MeasureProcessCPUTime();
+}
 
 void BM_gdb_register_and_unregister(benchmark::State& state) {
   auto reg = gdbjit::registrar::create({}).value();
@@ -232,6 +316,7 @@ class ratio_reporter : public benchmark::ConsoleReporter {
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  register_layouts();
   ratio_reporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   reporter.print_ratios();

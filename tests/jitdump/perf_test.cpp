@@ -2,7 +2,7 @@
 // less JIT code: names come from CODE_LOAD, callers of JIT frames from CODE_UNWINDING_INFO.
 #include "jitdump/jitdump_format.hpp"
 #include "jitdump/jitdump_parser.hpp"
-#include "support/killed_perf_map.hpp"
+#include "support/perf_map_text.hpp"
 #include "support/perf_script.hpp"
 #include "support/privileges.hpp"
 #include "support/process.hpp"
@@ -97,29 +97,20 @@ TEST_CASE("perf inject --jit: JIT names and DWARF-unwound callers of FP-less JIT
   CHECK(chains_with(without.chains, {"jit_inner", "jit_outer"}, "main") == 0);
 }
 
-TEST_CASE("a cut perf map line is recognised only as the start of a stress line") {
-  for (const char* ok :
-       {"", "7f3a", "7f3a ", "7f3a 1", "7f3a 10 st", "7f3a 10 stress_t3", "7f3a 10 stress_t3_f",
-        "7f3a 10 stress_t3_fn12", "7f3a 10 stress_t3_fn12_with_a_lo",
-        "7f3a 10 stress_t3_fn12_with_a_longer_name_bb?"}) {
-    INFO(ok);
-    CHECK(is_start_of_stress_line(ok, {"_a", "_bb?cc"}));
-  }
-  for (const char* bad : {"7f3a 11", "7f3a 10 x", "7f3a 10 stress_tx", "7f3a 10 stress_t3_fnx",
-                          "7f3a 10 stress_t3_fn_", "7f3a 10 stress_t3_fn1_with_a_longer_name_c",
-                          "7f3a 10 stress_t3_fn1_with_a_longer_name_ab"}) {
-    INFO(bad);
-    CHECK_FALSE(is_start_of_stress_line(bad, {"_a", "_bb?cc"}));
-  }
-  // A cut is accepted only at a page boundary of the file.
+TEST_CASE("perf map text: padding only up to page boundaries, no line across one") {
   const std::string line = "7f3a 10 stress_t1_fn2_with_a_longer_name_a\n";
   std::string pages;
   while (pages.size() + line.size() <= 4096) pages += line;
-  const std::string at_boundary = pages + std::string(line, 0, 4096 - pages.size());
-  CHECK(split_killed_perf_map(at_boundary, {"_a"}).problem.empty());
-  CHECK(split_killed_perf_map(at_boundary, {"_a"}).lines == pages);
-  CHECK_FALSE(split_killed_perf_map(at_boundary + "7", {"_a"}).problem.empty());
-  CHECK(split_killed_perf_map(pages, {"_a"}).tail.empty());
+  const std::string padded = pages + std::string(4096 - pages.size(), '\n') + line;
+  const perf_map_text ok = parse_perf_map_text(padded);
+  CHECK(ok.problem.empty());
+  CHECK(ok.lines.size() == pages.size() / line.size() + 1);
+  // A line across the boundary, a cut line, padding that ends elsewhere.
+  CHECK_FALSE(parse_perf_map_text(pages + line).problem.empty());
+  CHECK_FALSE(parse_perf_map_text(pages + "7f3a 10 st").problem.empty());
+  CHECK_FALSE(parse_perf_map_text(line + "\n\n" + line).problem.empty());
+  // Cut right after the padding: whole lines only.
+  CHECK(parse_perf_map_text(pages + std::string(4096 - pages.size(), '\n')).problem.empty());
 }
 
 TEST_CASE("kill -9 during heavy publishing: complete perf map lines, parseable dump") {
@@ -143,18 +134,17 @@ TEST_CASE("kill -9 during heavy publishing: complete perf map lines, parseable d
 
   const std::string whole = read_file(map);
   REQUIRE_FALSE(whole.empty());
-  // Whole lines, and possibly the start of one cut by SIGKILL (support/killed_perf_map.hpp).
-  const killed_perf_map cut = split_killed_perf_map(whole, {"_a", "_bb?cc"});
-  INFO("unterminated tail: '" << cut.tail << "'");
-  CHECK(cut.problem.empty());
-  const std::string& text = cut.lines;
+  // Whole lines only: none crosses a page boundary, where SIGKILL can cut a write.
+  const perf_map_text text = parse_perf_map_text(whole);
+  INFO(text.problem);
+  CHECK(text.problem.empty());
   static const std::regex line_re(
       R"(^[0-9a-f]+ 10 stress_t\d_fn\d+_with_a_longer_name_(a|bb\?cc)$)");
   size_t lines = 0;
-  std::stringstream s(text);
-  for (std::string line; std::getline(s, line); ++lines) {
+  for (const std::string& line : text.lines) {
     INFO("line " << lines << ": " << line);
     REQUIRE(std::regex_match(line, line_re));
+    ++lines;
   }
   INFO("perf map lines: " << lines);
   CHECK(lines > 1000);

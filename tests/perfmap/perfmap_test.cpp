@@ -1,6 +1,7 @@
 // The perf map writer: line format, sanitizing, errors, file safety, concurrency.
 #include "perfmap/perfmap_writer.hpp"
 
+#include "support/perf_map_text.hpp"
 #include "support/process.hpp"
 
 #include <sys/stat.h>
@@ -22,12 +23,12 @@ namespace {
 
 constexpr uid_t nobody = 65534;
 
+// The lines of a map, checking the writer's page rule (support/perf_map_text.hpp).
 std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream s(text);
-  std::string line;
-  while (std::getline(s, line)) out.push_back(line);
-  return out;
+  perf_map_text t = parse_perf_map_text(text);
+  INFO(t.problem);
+  CHECK(t.problem.empty());
+  return std::move(t.lines);
 }
 
 mode_t current_umask() {

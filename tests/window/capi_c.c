@@ -3,6 +3,7 @@
 #include <jitunwind/jitunwind.h>
 
 #include <string.h>
+#include <sys/stat.h>
 
 static int log_calls;
 static void count_log(void* user, int level, const char* message, size_t length) {
@@ -77,5 +78,63 @@ int window_capi_c_scenario(char* message, size_t message_size) {
   if (jitunwind_window_generation(w) != 2) return 18;
   if (jitunwind_window_publish(NULL, &err) != JITUNWIND_E_INVALID_ARGUMENT) return 19;
   jitunwind_session_destroy(s);
+  return 0;
+}
+
+/* Durability through the C API: a batched perf map is written by jitunwind_session_flush, a
+   sync one by the publish; unknown modes are refused. `map` is DIR/perf-PID.map. */
+
+static long file_size(const char* path) {
+  struct stat st;
+  return stat(path, &st) == 0 ? (long)st.st_size : -1;
+}
+
+static int publish_one(jitunwind_session* s, jitunwind_error* err) {
+  jitunwind_window* w = NULL;
+  if (jitunwind_session_create_owned_window(s, 4096, 0, 0, &w, err) != JITUNWIND_OK) return 1;
+  uint64_t address = 0;
+  void* writable = NULL;
+  if (jitunwind_window_allocate(w, 16, 16, &address, &writable, err) != JITUNWIND_OK) return 1;
+  memset(writable, 0xc3, 16);
+  jitunwind_frame_builder* b = NULL;
+  if (jitunwind_frame_builder_create(JITUNWIND_ABI_AMD64, &b, err) != JITUNWIND_OK) return 1;
+  jitunwind_function f;
+  int rc = jitunwind_frame_builder_finish(b, address, 16, &f, err) != JITUNWIND_OK ||
+           jitunwind_window_append(w, "c_function", &f, 0, err) != JITUNWIND_OK ||
+           jitunwind_window_publish(w, err) != JITUNWIND_OK;
+  jitunwind_frame_builder_destroy(b);
+  return rc;
+}
+
+int window_capi_c_durability(const char* dir, const char* map) {
+  jitunwind_error err;
+  jitunwind_session_options o;
+  memset(&o, 0, sizeof o);
+  o.publishers = JITUNWIND_PUBLISH_PERFMAP;
+  o.perfmap_dir = dir;
+  o.perfmap_durability = JITUNWIND_DURABILITY_BATCHED;
+  o.flush_latency_ms = 60000;
+  o.no_flush_thread = 1;
+  jitunwind_session* s = NULL;
+  if (jitunwind_session_create(&o, &s, &err) != JITUNWIND_OK) return 1;
+  if (publish_one(s, &err) != 0) return 2;
+  if (file_size(map) != 0) return 3;
+  if (jitunwind_session_flush(s, &err) != JITUNWIND_OK) return 4;
+  if (file_size(map) <= 0) return 5;
+  jitunwind_session_destroy(s);
+  if (jitunwind_session_flush(NULL, &err) != JITUNWIND_E_INVALID_ARGUMENT) return 6;
+
+  const long before = file_size(map);
+  o.perfmap_durability = JITUNWIND_DURABILITY_SYNC;
+  if (jitunwind_session_create(&o, &s, &err) != JITUNWIND_OK) return 7;
+  if (publish_one(s, &err) != 0) return 8;
+  if (file_size(map) <= before) return 9;
+  jitunwind_session_destroy(s);
+
+  o.perfmap_durability = (jitunwind_durability)9;
+  if (jitunwind_session_create(&o, &s, &err) != JITUNWIND_E_INVALID_ARGUMENT) return 10;
+  o.perfmap_durability = JITUNWIND_DURABILITY_DEFAULT;
+  o.flush_bytes = 10;
+  if (jitunwind_session_create(&o, &s, &err) != JITUNWIND_E_INVALID_ARGUMENT) return 11;
   return 0;
 }

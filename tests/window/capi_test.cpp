@@ -1,5 +1,11 @@
 #include <catch2/catch.hpp>
 
+#include "support/process.hpp"
+
+#include <unistd.h>
+
+#include <string>
+
 extern "C" int window_capi_c_scenario(char* message, size_t message_size);
 
 TEST_CASE("session and window C API from C") {
@@ -7,4 +13,12 @@ TEST_CASE("session and window C API from C") {
   const int failed_step = window_capi_c_scenario(message, sizeof message);
   INFO("failed at step " << failed_step << ": " << message);
   CHECK(failed_step == 0);
+}
+
+extern "C" int window_capi_c_durability(const char* dir, const char* map);
+
+TEST_CASE("durability from C: batched written by jitunwind_session_flush, sync by publish") {
+  jitunwind::test::temp_dir dir;
+  const std::string map = dir / ("perf-" + std::to_string(::getpid()) + ".map");
+  CHECK(window_capi_c_durability(dir.path().c_str(), map.c_str()) == 0);
 }

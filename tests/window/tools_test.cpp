@@ -1,11 +1,9 @@
 // The session/window API end to end with the real tools: perf (perf map names with frame
-// pointers; perf inject --jit with DWARF unwinding of FP-less code), gdb, and kill -9 safety.
+// pointers; perf inject --jit with DWARF unwinding of FP-less code) and gdb. What kill -9 loses
+// is tested in tests/perfmap/crash_test.cpp.
 // The program is tests/jitdump/testjit --session: main -> jit_outer -> jit_inner -> native code
 // in an owned window.
-#include "jitdump/jitdump_format.hpp"
-#include "jitdump/jitdump_parser.hpp"
 #include "support/gdb.hpp"
-#include "support/killed_perf_map.hpp"
 #include "support/perf_script.hpp"
 #include "support/privileges.hpp"
 #include "support/process.hpp"
@@ -17,10 +15,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <regex>
-#include <sstream>
 
 using namespace jitunwind::test;
-namespace jd = jitunwind::detail::jitdump;
 
 namespace {
 
@@ -111,44 +107,6 @@ TEST_CASE("session: gdb bt walks through FP-less JIT frames to main") {
   REQUIRE_FALSE(after.empty());
   CHECK(after[0] == "native_breakpoint");
   CHECK(std::find(after.begin(), after.end(), "jit_inner") == after.end());
-}
-
-TEST_CASE("session: kill -9 while threads publish leaves complete lines and a parseable dump") {
-  // A publish per function, and one per 16 functions (one write per publisher and publish).
-  const std::string batch = GENERATE(as<std::string>{}, "1", "16");
-  INFO("batch " << batch);
-  temp_dir dir;
-  const run_result r = run({testjit(), "--session", "--stress", "4", "--kill-after-ms", "400",
-                            "--batch", batch, "--perfmap", dir.path(), "--jitdump", dir.path()});
-  INFO(r.out << r.err);
-  REQUIRE(r.exit_code == 128 + 9);
-  const std::string map = file_starting_with(dir.path(), "perf-");
-  const std::string dump = file_starting_with(dir.path(), "jit-");
-  REQUIRE_FALSE(map.empty());
-  REQUIRE_FALSE(dump.empty());
-  const std::string whole = read_file(map);
-  REQUIRE_FALSE(whole.empty());
-  // Whole lines, and possibly the start of one cut by SIGKILL (support/killed_perf_map.hpp).
-  const killed_perf_map cut = split_killed_perf_map(whole, {""});
-  INFO("unterminated tail: '" << cut.tail << "'");
-  CHECK(cut.problem.empty());
-  const std::string& text = cut.lines;
-  static const std::regex line_re(R"(^[0-9a-f]+ 10 stress_t\d_fn\d+_with_a_longer_name$)");
-  size_t lines = 0;
-  std::stringstream s(text);
-  for (std::string line; std::getline(s, line); ++lines) {
-    INFO("line " << lines << ": " << line);
-    REQUIRE(std::regex_match(line, line_re));
-  }
-  CHECK(lines > 100);
-  const std::string bytes = read_file(dump);
-  auto d = jd::parse(std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
-  INFO((d.ok() ? std::string() : d.error().message()));
-  REQUIRE(d.ok());
-  size_t loads = 0;
-  for (const auto& rec : d->records) loads += rec.id == jd::code_load;
-  INFO("perf map lines " << lines << ", jitdump loads " << loads);
-  CHECK(loads > 100);
 }
 
 TEST_CASE("session: an unusable perf map directory fails that publisher only") {

@@ -353,7 +353,16 @@ typedef enum jitunwind_window_state {
    `message` is not NUL-terminated. */
 typedef void (*jitunwind_log_fn)(void* user, int level, const char* message, size_t length);
 
-/* Options of jitunwind_session_create. Strings are copied; NULL means the default. */
+/* Durability of the file publishers (jitunwind::durability; docs/publishers.md#durability). */
+typedef enum jitunwind_durability {
+  JITUNWIND_DURABILITY_DEFAULT = 0, /* batched */
+  JITUNWIND_DURABILITY_SYNC = 1,    /* every record in the file when publish returns */
+  JITUNWIND_DURABILITY_BATCHED = 2  /* buffered; written by size, latency bound, seal/retire/
+                                       free, jitunwind_session_flush, destroy, exit */
+} jitunwind_durability;
+
+/* Options of jitunwind_session_create. Strings are copied; NULL means the default; zero in the
+   durability fields means the default. */
 typedef struct jitunwind_session_options {
   jitunwind_abi abi;           /* 0 = AMD64 */
   uint32_t publishers;         /* JITUNWIND_PUBLISH_* bits */
@@ -363,10 +372,19 @@ typedef struct jitunwind_session_options {
   jitunwind_log_fn log;        /* NULL = no logging */
   void* log_user;
   int log_min_level;           /* 0 debug .. 3 error */
+  /* Durability of the perf map and of the jitdump (0 = batched). */
+  jitunwind_durability perfmap_durability;
+  jitunwind_durability jitdump_durability;
+  /* batched: write at this many buffered bytes (0 = 64 KiB); the longest a record waits
+     (0 = 10 ms); non-zero: no background flusher thread (see jitunwind/window.h). */
+  size_t flush_bytes;
+  uint32_t flush_latency_ms;
+  int no_flush_thread;
 } jitunwind_session_options;
 
 /* The defaults overridden by the environment (JITUNWIND_PUBLISH, JITUNWIND_DIR, JITDUMPDIR,
-   JITUNWIND_KERNEL_SFRAME), as jitunwind::session_options::from_env; `options` NULL = the
+   JITUNWIND_KERNEL_SFRAME, JITUNWIND_DURABILITY, JITUNWIND_FLUSH_MS, JITUNWIND_FLUSH_BYTES,
+   JITUNWIND_FLUSH_THREAD), as jitunwind::session_options::from_env; `options` NULL = the
    defaults without the environment. The strings of `options` are not used with from_env. */
 JITUNWIND_API jitunwind_status jitunwind_session_create(const jitunwind_session_options* options,
                                                         jitunwind_session** out,
@@ -383,8 +401,14 @@ JITUNWIND_API void jitunwind_session_destroy(jitunwind_session* session);
 JITUNWIND_API jitunwind_publisher_state jitunwind_session_publisher_state(
     const jitunwind_session* session, uint32_t publisher, char* message, size_t message_size);
 
-/* Runs due grace-period callbacks; returns how many windows were freed or kept for reuse. */
+/* Runs due grace-period callbacks; returns how many windows were freed or kept for reuse.
+   Batched file publishers: also writes records that have waited the latency bound. */
 JITUNWIND_API size_t jitunwind_session_poll(jitunwind_session* session);
+
+/* Writes every buffered perf map line and jitdump record now (batched durability). A file that
+   cannot be written marks its publisher failed; its error is returned. */
+JITUNWIND_API jitunwind_status jitunwind_session_flush(jitunwind_session* session,
+                                                       jitunwind_error* error);
 
 JITUNWIND_API jitunwind_status jitunwind_session_create_owned_window(
     jitunwind_session* session, size_t code_capacity, size_t sframe_capacity, int dual_mapping,

@@ -72,9 +72,48 @@ JITUNWIND_API const char* to_string(publisher p) noexcept;
 /// Parses a comma-separated list ("perfmap,jitdump", "all", "none", "default").
 JITUNWIND_API result<publisher_set> parse_publishers(std::string_view list);
 
+/// How the file publishers (perf map, jitdump) put their records into their files. The in-memory
+/// publishers (registry, SFrame, USDT events, GDB JIT interface, kernel) are always immediate:
+/// an external unwinder or debugger sees a window the moment `publish` returns.
+enum class durability : uint8_t {
+  /// Every record is in the file (the page cache) when `publish` returns: one `write` per file
+  /// and publish. `kill -9` loses nothing that was published.
+  sync = 0,
+  /// Records are built into a per-file buffer and written with one `write` when the buffer holds
+  /// `flush_bytes`, when its oldest record is `flush_latency` old, when a window is sealed,
+  /// retired or freed, on `session::flush()`, when the session is destroyed and at normal
+  /// process exit (`exit`, return from `main`). `kill -9` (or `_exit`, or a crash) loses the
+  /// records not written yet, at most `flush_latency` worth, never part of one. The default.
+  batched = 1,
+};
+/// "sync", "batched".
+JITUNWIND_API const char* to_string(durability d) noexcept;
+/// Parses "sync" or "batched".
+JITUNWIND_API result<durability> parse_durability(std::string_view text);
+
+/// Limits of `session_options::flush_bytes` and `flush_latency` (checked by `session::create`).
+inline constexpr size_t min_flush_bytes = 4096;
+inline constexpr size_t max_flush_bytes = size_t{64} << 20;
+inline constexpr std::chrono::milliseconds min_flush_latency{1};
+inline constexpr std::chrono::milliseconds max_flush_latency{60000};
+
 struct session_options {
   abi target = abi::amd64;
   publisher_set publishers = default_publishers;
+  /// Durability of the perf map and of the jitdump (docs/publishers.md#durability).
+  durability perfmap_durability = durability::batched;
+  durability jitdump_durability = durability::batched;
+  /// batched: a file's buffer is written once it holds this many bytes (at least 4096).
+  size_t flush_bytes = size_t{64} << 10;
+  /// batched: the longest a published record waits before it is written (at least 1 ms).
+  std::chrono::milliseconds flush_latency{10};
+  /// batched: a small background thread ("jitunwind-flush", all signals blocked), started at
+  /// the first buffered record and ended after 100 ms without any, writes records that reach
+  /// `flush_latency` while the runtime publishes nothing. false (runtimes that allow no threads of
+  /// others): no thread; the bound then holds only while the runtime publishes or calls
+  /// `session::poll()` or `session::flush()`; otherwise records wait for the next of those, a seal,
+  /// retire or free, the session's end or process exit.
+  bool flush_thread = true;
   /// Directory of perf-PID.map. perf reads /tmp only; change it for tests or containers.
   std::string perfmap_dir = "/tmp";
   /// Directory of jit-PID.dump; empty: $JITDUMPDIR if set, else /tmp (perf's DWARF unwinder
@@ -96,7 +135,10 @@ struct session_options {
 
   /// Defaults overridden by the environment: JITUNWIND_PUBLISH (publisher list),
   /// JITUNWIND_DIR (perf map and jitdump directory), JITDUMPDIR, JITUNWIND_KERNEL_SFRAME,
-  /// JITUNWIND_SFRAME_VERSION (2 or 3), JITUNWIND_SFRAME_FLEX (0 refuses FLEX, 1 allows it).
+  /// JITUNWIND_SFRAME_VERSION (2 or 3), JITUNWIND_SFRAME_FLEX (0 refuses FLEX, 1 allows it),
+  /// JITUNWIND_DURABILITY ("sync", "batched", or per file "perfmap:sync,jitdump:batched"),
+  /// JITUNWIND_FLUSH_MS (flush_latency, 1..60000), JITUNWIND_FLUSH_BYTES (flush_bytes, with an
+  /// optional k or m suffix), JITUNWIND_FLUSH_THREAD ("on"/"off", "1"/"0").
   /// `invalid_argument` naming the variable for a value that does not parse.
   JITUNWIND_API static result<session_options> from_env();
 };
@@ -230,7 +272,9 @@ class JITUNWIND_API session {
   /// Validates the options and starts the requested publishers. A publisher that cannot start
   /// (an unwritable directory, a kernel publisher without or with an unparsable
   /// `kernel_sframe`) is marked failed/unsupported and logged; the session is still created.
-  /// `invalid_argument` for an unknown ABI or publisher bits outside `publisher`.
+  /// `invalid_argument` for an unknown ABI or durability, publisher bits outside `publisher`,
+  /// or flush limits outside [min_flush_bytes, max_flush_bytes] / [min_flush_latency,
+  /// max_flush_latency].
   static result<std::unique_ptr<session>> create(const session_options& options);
   virtual ~session() = default;
 
@@ -239,8 +283,14 @@ class JITUNWIND_API session {
   virtual result<window*> describe_window(const described_window_options& options) = 0;
 
   /// Runs due grace-period callbacks and frees retired windows. Call it regularly (e.g. from the
-  /// runtime's safepoint). Returns the number of windows freed or kept for reuse.
+  /// runtime's safepoint). Returns the number of windows freed or kept for reuse. With
+  /// `batched` file publishers it also writes records that have waited `flush_latency`.
   virtual size_t poll() = 0;
+
+  /// Writes every buffered perf map line and jitdump record now (one `write` per file); a no-op
+  /// under `sync`. A file that cannot be written marks its publisher failed, as a publish would,
+  /// and the first such error is returned (`io_error`).
+  virtual result<void> flush() = 0;
 
   virtual std::vector<publisher_status> status() const = 0;
   virtual const session_options& options() const noexcept = 0;

@@ -67,6 +67,19 @@ jitunwind_status jitunwind_session_create(const jitunwind_session_options* optio
       if (options->perfmap_dir != nullptr) o.perfmap_dir = options->perfmap_dir;
       if (options->jitdump_dir != nullptr) o.jitdump_dir = options->jitdump_dir;
       if (options->kernel_sframe != nullptr) o.kernel_sframe = options->kernel_sframe;
+      for (const auto& [from, to] :
+           {std::pair{options->perfmap_durability, &o.perfmap_durability},
+            std::pair{options->jitdump_durability, &o.jitdump_durability}}) {
+        const int raw = capi::raw_value(from);
+        if (raw < 0 || raw > JITUNWIND_DURABILITY_BATCHED)
+          return fail(error, errc::invalid_argument, "unknown durability");
+        if (raw != JITUNWIND_DURABILITY_DEFAULT)
+          *to = raw == JITUNWIND_DURABILITY_SYNC ? durability::sync : durability::batched;
+      }
+      if (options->flush_bytes != 0) o.flush_bytes = options->flush_bytes;
+      if (options->flush_latency_ms != 0)
+        o.flush_latency = std::chrono::milliseconds(options->flush_latency_ms);
+      o.flush_thread = options->no_flush_thread == 0;
       o.log = c_sink(options->log, options->log_user, options->log_min_level);
     }
     return make_session(o, out, error);
@@ -111,6 +124,14 @@ jitunwind_publisher_state jitunwind_session_publisher_state(const jitunwind_sess
 }
 
 size_t jitunwind_session_poll(jitunwind_session* s) { return s == nullptr ? 0 : S(s)->poll(); }
+
+jitunwind_status jitunwind_session_flush(jitunwind_session* s, jitunwind_error* error) {
+  return guard(error, [&] {
+    if (s == nullptr) return fail(error, errc::invalid_argument, "session is NULL");
+    if (auto r = S(s)->flush(); !r) return fail(error, r.error());
+    return succeed(error);
+  });
+}
 
 jitunwind_status jitunwind_session_create_owned_window(jitunwind_session* s, size_t code_capacity,
                                                        size_t sframe_capacity, int dual_mapping,

@@ -26,15 +26,9 @@ namespace jd = jitdump;
 
 namespace {
 
-uint64_t monotonic_ns() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
-}
-
 // A thread's id never changes; asking the kernel costs a system call per publish otherwise.
-// (A child created by fork starts with its parent thread's cached value; a forked child writing
-// into its parent's dump — whose header carries the parent's pid — is not supported anyway.)
+// (A child created by fork starts with its parent thread's cached value; a forked child never
+// writes into its parent's dump: record_file::check_owner.)
 uint32_t current_tid() {
   thread_local const auto tid = static_cast<uint32_t>(::syscall(SYS_gettid));
   return tid;
@@ -130,20 +124,21 @@ result<std::unique_ptr<jitdump_writer>> jitdump_writer::create(const jitdump_opt
   w->cfi_.emplace(std::move(*enc));
   w->pid_ = options.pid != 0 ? options.pid : ::getpid();
   w->path_ = dir + "/jit-" + std::to_string(w->pid_) + ".dump";
-  auto fd = open_owned_file(w->path_, /*append=*/false, "jitdump");
-  if (!fd) return std::move(fd).error();
-  w->fd_ = *fd;
+  auto opened = open_owned_file(w->path_, /*append=*/false, "jitdump");
+  if (!opened) return std::move(opened).error();
+  const int fd = *opened;
   // Failing from here on: close without writing CODE_CLOSE (the destructor would), and remove
   // the file: it is ours, empty or a bare header, and would only make perf inject look for code
   // that was never recorded.
-  const auto fail = [&w](error e) -> result<std::unique_ptr<jitdump_writer>> {
-    ::close(w->fd_);
-    w->fd_ = -1;
+  const auto fail = [&w, fd](error e) -> result<std::unique_ptr<jitdump_writer>> {
+    if (w->marker_ != nullptr) ::munmap(w->marker_, w->marker_len_);
+    w->marker_ = nullptr;
+    ::close(fd);
     ::unlink(w->path_.c_str());
     return e;
   };
   // The file is ours (checked above): a stale dump of an earlier process with our PID goes.
-  if (::ftruncate(w->fd_, 0) != 0) {
+  if (::ftruncate(fd, 0) != 0) {
     const int e = errno;
     return fail(make_error(errc::io_error, "jitdump %s: truncate failed: %s", w->path_.c_str(),
                            std::strerror(e)));
@@ -159,14 +154,14 @@ result<std::unique_ptr<jitdump_writer>> jitdump_writer::create(const jitdump_opt
   h.timestamp = monotonic_ns();
   h.flags = 0;
   iovec iov{&h, sizeof h};
-  if (auto r = append_whole(w->fd_, &iov, 1, w->end_, w->path_); !r)
-    return fail(std::move(r).error());
+  off_t end = 0;
+  if (auto r = append_whole(fd, &iov, 1, end, w->path_); !r) return fail(std::move(r).error());
 
   // perf record learns about the dump from this mapping (its MMAP event carries the path);
   // perf inject then reads the file.
   const long page = ::sysconf(_SC_PAGESIZE);
   w->marker_len_ = page > 0 ? static_cast<size_t>(page) : 4096;
-  void* m = ::mmap(nullptr, w->marker_len_, PROT_READ | PROT_EXEC, MAP_PRIVATE, w->fd_, 0);
+  void* m = ::mmap(nullptr, w->marker_len_, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
   if (m == MAP_FAILED) {
     const int e = errno;
     return fail(make_error(e == EPERM || e == EACCES ? errc::unsupported : errc::io_error,
@@ -175,25 +170,20 @@ result<std::unique_ptr<jitdump_writer>> jitdump_writer::create(const jitdump_opt
                            w->path_.c_str(), dir.c_str(), std::strerror(e)));
   }
   w->marker_ = m;
+  w->file_ = std::make_unique<record_file>(fd, w->path_, end, options.policy);
   return w;
 }
 
 jitdump_writer::~jitdump_writer() {
-  if (fd_ >= 0) {
+  if (file_ && !file_->closed()) {
     if (auto r = close(); !r) options_.log(log_level::warning, r.error().message());
   }
 }
 
 uint64_t jitdump_writer::records_written() const noexcept {
-  std::lock_guard lock(mu_);
+  if (!file_->check_owner()) return records_;
+  auto lock = file_->lock();
   return records_;
-}
-
-result<void> jitdump_writer::write_records(std::vector<iovec>& iov, uint64_t records) {
-  if (auto r = append_whole(fd_, iov.data(), static_cast<int>(iov.size()), end_, path_); !r)
-    return r;
-  records_ += records;
-  return {};
 }
 
 void jitdump_writer::warn_on_overlap(uint64_t code_addr, uint64_t code_size, uint64_t mapped_size) {
@@ -246,34 +236,35 @@ void append_pod(std::vector<uint8_t>& out, const T& v) {
 
 }  // namespace
 
-result<uint64_t> jitdump_writer::append_unwinding(uint64_t code_addr, uint64_t code_size,
-                                                  const function_desc* frame, uint64_t timestamp) {
+result<uint64_t> jitdump_writer::append_unwinding(std::vector<uint8_t>& out, uint64_t code_addr,
+                                                  uint64_t code_size, const function_desc* frame,
+                                                  uint64_t timestamp) {
   struct {
     jd::record_header h;
     jd::unwinding_body b;
   } head{};
-  const size_t at = buffer_.size();
-  append_pod(buffer_, head);  // filled in below
-  auto hdr = append_unwinding_data(*cfi_, code_addr, code_size, frame, buffer_);
+  const size_t at = out.size();
+  append_pod(out, head);  // filled in below
+  auto hdr = append_unwinding_data(*cfi_, code_addr, code_size, frame, out);
   if (!hdr && hdr.error().code() == errc::unsupported && frame != nullptr) {
     // Rows .eh_frame cannot carry yet (SFrame v3 register rules): this function gets no
     // unwinding data (perf falls back to frame pointers for it), the others still do.
-    hdr = append_unwinding_data(*cfi_, code_addr, code_size, nullptr, buffer_);
+    hdr = append_unwinding_data(*cfi_, code_addr, code_size, nullptr, out);
   }
   if (!hdr) {
-    buffer_.resize(at);
+    out.resize(at);
     return std::move(hdr).error();
   }
-  const size_t data = buffer_.size() - at - sizeof head;
+  const size_t data = out.size() - at - sizeof head;
   const size_t unpadded = sizeof head + data;
-  buffer_.resize(at + jd::align8(unpadded), 0);
+  out.resize(at + jd::align8(unpadded), 0);
   head.h.id = jd::code_unwinding_info;
   head.h.total_size = static_cast<uint32_t>(jd::align8(unpadded));
   head.h.timestamp = timestamp;
   head.b.unwinding_size = data;
   head.b.eh_frame_hdr_size = *hdr;
   head.b.mapped_size = frame != nullptr ? round_up(data, 16) : 0;
-  std::memcpy(buffer_.data() + at, &head, sizeof head);
+  std::memcpy(out.data() + at, &head, sizeof head);
   return head.b.mapped_size;
 }
 
@@ -298,11 +289,15 @@ result<void> jitdump_writer::move(uint64_t code_index, uint64_t old_addr, uint64
 
 result<void> jitdump_writer::write_batch(std::span<const jitdump_entry> entries,
                                          std::vector<uint64_t>* indices) {
+  if (auto r = file_->check_owner(); !r) return r;
   for (const jitdump_entry& e : entries) {
     if (auto r = check_entry(e); !r) return r;
   }
-  std::lock_guard lock(mu_);
-  if (fd_ < 0) return make_error(errc::bad_state, "jitdump %s: already closed", path_.c_str());
+  // The records are built straight into the file's buffer (batched) or its scratch buffer
+  // (sync): no second copy of the code bytes before the write.
+  record_file::batch b(*file_);
+  if (file_->closed())
+    return make_error(errc::bad_state, "jitdump %s: already closed", path_.c_str());
   for (const jitdump_entry& e : entries) {
     if (e.move_index && *e.move_index >= next_index_)
       return make_error(errc::invalid_argument,
@@ -312,10 +307,10 @@ result<void> jitdump_writer::write_batch(std::span<const jitdump_entry> entries,
   }
   if (entries.empty()) return {};
   // One timestamp (taken under the lock, so timestamps never decrease in file order) and one
-  // thread id for the whole batch.
+  // thread id for the whole batch: the time of the publish, whenever the bytes are written.
   const uint64_t timestamp = monotonic_ns();
   const uint32_t tid = current_tid();
-  buffer_.clear();
+  std::vector<uint8_t>& out = b.bytes();
   uint64_t next_index = next_index_;
   bool unconsumed = unconsumed_unwinding_;
   uint64_t records = 0;
@@ -329,7 +324,8 @@ result<void> jitdump_writer::write_batch(std::span<const jitdump_entry> entries,
     if (rows || (!e.move_index && unconsumed)) {
       // Without rows: perf would attach the unwinding data left by the last MOVE to this
       // LOAD, so replace it with an empty one (a CIE and no FDE, mapped_size 0).
-      auto m = append_unwinding(l.code_addr, l.code.size(), rows ? l.frame : nullptr, timestamp);
+      auto m =
+          append_unwinding(out, l.code_addr, l.code.size(), rows ? l.frame : nullptr, timestamp);
       if (!m) return std::move(m).error();
       mapped = *m;
       ++records;
@@ -350,7 +346,7 @@ result<void> jitdump_writer::write_batch(std::span<const jitdump_entry> entries,
       rec.b.new_code_addr = l.code_addr;
       rec.b.code_size = l.code.size();
       rec.b.code_index = *e.move_index;
-      append_pod(buffer_, rec);
+      append_pod(out, rec);
       if (rows) unconsumed = true;
       if (indices != nullptr) indices->push_back(*e.move_index);
       continue;
@@ -370,53 +366,57 @@ result<void> jitdump_writer::write_batch(std::span<const jitdump_entry> entries,
     head.b.code_addr = l.code_addr;
     head.b.code_size = l.code.size();
     head.b.code_index = index;
-    append_pod(buffer_, head);
-    const size_t name_at = buffer_.size();
-    buffer_.resize(name_at + name_bytes + l.code.size());
+    append_pod(out, head);
+    const size_t name_at = out.size();
+    out.resize(name_at + name_bytes + l.code.size());
     if (l.clean_name)
-      std::memcpy(buffer_.data() + name_at, l.name.data(), l.name.size());
+      std::memcpy(out.data() + name_at, l.name.data(), l.name.size());
     else
-      copy_sanitized(reinterpret_cast<char*>(buffer_.data() + name_at), l.name);
-    buffer_[name_at + l.name.size()] = 0;
+      copy_sanitized(reinterpret_cast<char*>(out.data() + name_at), l.name);
+    out[name_at + l.name.size()] = 0;
     const size_t code_at = name_at + name_bytes;
-    std::memcpy(buffer_.data() + code_at, l.code.data(), l.code.size());
+    std::memcpy(out.data() + code_at, l.code.data(), l.code.size());
     if (options_.unique_build_ids) {
       const size_t n = std::min<size_t>(8, l.code.size());
       const uint64_t mark = salt_ ^ (index * 0x9e3779b97f4a7c15ull);
-      uint8_t* tail = buffer_.data() + code_at + l.code.size() - n;
+      uint8_t* tail = out.data() + code_at + l.code.size() - n;
       for (size_t i = 0; i < n; ++i) tail[i] ^= static_cast<uint8_t>(mark >> (8 * i));
     }
     unconsumed = false;
     loads.push_back({l.code_addr, l.code.size(), mapped});
     if (indices != nullptr) indices->push_back(index);
   }
-  iovec iov{buffer_.data(), buffer_.size()};
-  auto r = append_whole(fd_, &iov, 1, end_, path_);
-  if (buffer_.size() > (size_t{1} << 20)) buffer_ = {};  // one huge batch: do not keep it
-  if (!r) {
+  if (auto r = b.commit_locked(timestamp); !r) {
     if (indices != nullptr) indices->clear();
     return r;
   }
+  // In the file's order (still under its lock).
   records_ += records;
   next_index_ = next_index;
   unconsumed_unwinding_ = unconsumed;
   for (const load_done& d : loads) warn_on_overlap(d.addr, d.size, d.mapped);
-  return {};
+  return b.release();
 }
 
 result<void> jitdump_writer::close() {
-  std::lock_guard lock(mu_);
-  if (fd_ < 0) return make_error(errc::bad_state, "jitdump %s: already closed", path_.c_str());
-  jd::record_header h{};
-  h.id = jd::code_close;
-  h.total_size = sizeof h;
-  h.timestamp = monotonic_ns();
-  std::vector<iovec> iov{{&h, sizeof h}};
-  auto r = write_records(iov, 1);
+  if (!file_ || file_->closed())
+    return make_error(errc::bad_state, "jitdump %s: already closed", path_.c_str());
+  result<void> r;
+  if (file_->check_owner()) {
+    record_file::batch b(*file_);
+    jd::record_header h{};
+    h.id = jd::code_close;
+    h.total_size = sizeof h;
+    h.timestamp = monotonic_ns();
+    append_pod(b.bytes(), h);
+    r = b.commit_locked(h.timestamp);
+    if (r) ++records_;
+    if (auto released = b.release(); r && !released) r = std::move(released);
+  }
+  // Writes what is still buffered (CODE_CLOSE last); a forked child writes nothing.
+  if (auto closed = file_->close(); r && !closed) r = std::move(closed);
   if (marker_ != nullptr) ::munmap(marker_, marker_len_);
   marker_ = nullptr;
-  ::close(fd_);
-  fd_ = -1;
   return r;
 }
 

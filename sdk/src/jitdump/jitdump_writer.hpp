@@ -13,6 +13,8 @@
 #include <jitunwind/log.h>
 #include <jitunwind/result.h>
 
+#include "perfmap/record_file.hpp"
+
 #include <sys/types.h>
 #include <sys/uio.h>
 
@@ -45,6 +47,10 @@ struct jitdump_options {
   /// shows the altered bytes).
   bool unique_build_ids = false;
   log_sink log;
+  /// When records reach the file (perfmap/record_file.hpp). The writer's default is sync;
+  /// sessions pass their durability (batched by default). Either way each record's timestamp
+  /// is the time of the call that made it (perf inject matches samples by it).
+  file_policy policy;
 };
 
 /// One function to announce.
@@ -82,12 +88,14 @@ result<jitdump_unwinding> make_jitdump_unwinding(abi target, uint64_t code_addr,
                                                  const function_desc* frame);
 
 /// Writes DIR/jit-PID.dump. The file stays mapped (PROT_READ|PROT_EXEC, MAP_PRIVATE) while the
-/// writer lives so that `perf record` sees its path. Thread-safe: the records of each call are
-/// written whole by one `write` under a mutex (CODE_UNWINDING_INFO together with its CODE_LOAD
-/// or CODE_MOVE; a batch's records all together); a failed write leaves the file ending at the
-/// previous call's records. A process killed in the middle of a write that spans pages can
-/// leave a cut-off last record (the kernel checks for fatal signals between pages): perf and
-/// `jitdump::parse` read a file up to its last complete record.
+/// writer lives so that `perf record` sees its path. Thread-safe: the records of each call stay
+/// together (CODE_UNWINDING_INFO with its CODE_LOAD or CODE_MOVE; a batch's records all
+/// together), in call order; under sync they are written with one `write` before the call
+/// returns, under batched with other calls' records later, built straight into the write buffer
+/// (record_file.hpp). A failed write leaves the file ending at a complete record. A process
+/// killed in the middle of a write that spans pages can leave a cut-off last record (the kernel
+/// checks for fatal signals between pages): perf and `jitdump::parse` read a file up to its
+/// last complete record.
 class jitdump_writer {
  public:
   /// Creates/truncates the dump (same safety rules as the perf map: no symlinks, regular file,
@@ -121,29 +129,35 @@ class jitdump_writer {
   result<void> write_batch(std::span<const jitdump_entry> entries,
                            std::vector<uint64_t>* indices = nullptr);
 
-  /// Writes CODE_CLOSE, unmaps and closes. Further calls return bad_state.
+  /// Writes the buffered records (batched) now; see record_file::flush.
+  result<void> flush() { return file_->flush(); }
+  /// Writes them if the oldest is due at `now_ns` (CLOCK_MONOTONIC).
+  result<void> flush_if_due(uint64_t now_ns) { return file_->flush_if_due(now_ns); }
+
+  /// Writes CODE_CLOSE (after everything buffered), unmaps and closes. Further calls return
+  /// bad_state. In a forked child nothing is written (the dump is the parent's).
   result<void> close();
 
   const std::string& path() const noexcept { return path_; }
+  /// Records made so far (written, or buffered under batched).
   uint64_t records_written() const noexcept;
 
  private:
   jitdump_writer() = default;
   result<void> check_entry(const jitdump_entry& e) const;
-  /// Appends a CODE_UNWINDING_INFO record to buffer_ (caller holds mu_); returns mapped_size.
-  result<uint64_t> append_unwinding(uint64_t code_addr, uint64_t code_size,
-                                    const function_desc* frame, uint64_t timestamp);
-  /// Writes `records` complete records held in `iov` with one writev (caller holds mu_).
-  result<void> write_records(std::vector<iovec>& iov, uint64_t records);
+  /// Appends a CODE_UNWINDING_INFO record to `out` (caller holds the file's lock); returns
+  /// mapped_size.
+  result<uint64_t> append_unwinding(std::vector<uint8_t>& out, uint64_t code_addr,
+                                    uint64_t code_size, const function_desc* frame,
+                                    uint64_t timestamp);
   void warn_on_overlap(uint64_t code_addr, uint64_t code_size, uint64_t mapped_size);
 
-  mutable std::mutex mu_;
   jitdump_options options_;
   std::string path_;
-  int fd_ = -1;
+  /// The dump after its header; its lock guards the state below.
+  std::unique_ptr<record_file> file_;
   void* marker_ = nullptr;
   size_t marker_len_ = 0;
-  off_t end_ = 0;
   uint64_t next_index_ = 0;
   uint64_t records_ = 0;
   uint64_t salt_ = 0;
@@ -153,14 +167,12 @@ class jitdump_writer {
   bool unconsumed_unwinding_ = false;
   /// [start, end) perf maps for the last CODE_LOAD: code + ALIGN_8 padding + mapped_size.
   uint64_t last_map_start_ = 0, last_map_end_ = 0;
-  /// Reused for every CODE_UNWINDING_INFO (guarded by mu_): the CIE is built once.
+  /// Reused for every CODE_UNWINDING_INFO: the CIE is built once.
   std::optional<cfi::encoder> cfi_;
-  /// The records of one call (guarded by mu_; keeps its capacity).
-  std::vector<uint8_t> buffer_;
   struct load_done {
     uint64_t addr, size, mapped;
   };
-  std::vector<load_done> loads_;  // loads of one call, for the overlap warnings (mu_)
+  std::vector<load_done> loads_;  // loads of one call, for the overlap warnings
 };
 
 }  // namespace jitunwind::detail

@@ -3,6 +3,7 @@
 #include "common/error.hpp"
 #include "common/names.hpp"
 #include "perfmap/owned_file.hpp"
+#include "perfmap/record_file.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -35,14 +36,19 @@ result<std::unique_ptr<perfmap_writer>> perfmap_writer::create(const perfmap_opt
     return make_error(errc::io_error, "perf map %s: fstat failed: %s", path.c_str(),
                       std::strerror(e));
   }
-  return std::unique_ptr<perfmap_writer>(new perfmap_writer(*fd, std::move(path), st.st_size));
+  return std::unique_ptr<perfmap_writer>(
+      new perfmap_writer(*fd, std::move(path), st.st_size, options.policy));
 }
 
 perfmap_writer::~perfmap_writer() {
-  if (fd_ >= 0) ::close(fd_);
+  (void)file_.close();
 }
 
 namespace {
+
+int hex_digits(uint64_t v) {
+  return v == 0 ? 1 : (67 - __builtin_clzll(v)) / 4;
+}
 
 // Lower-case hex without leading zeros ("0" for 0), at `out`; returns the end.
 // Two digits per step (one table load per byte): every line has two numbers.
@@ -57,7 +63,7 @@ char* put_hex(char* out, uint64_t v) {
     return t;
   }();
   static const char digits[] = "0123456789abcdef";
-  const int nibbles = v == 0 ? 1 : (67 - __builtin_clzll(v)) / 4;
+  const int nibbles = hex_digits(v);
   int i = nibbles;
   for (; i >= 2; i -= 2, v >>= 8) std::memcpy(out + i - 2, &pairs[2 * (v & 0xff)], 2);
   if (i == 1) out[0] = digits[v & 0xf];
@@ -69,19 +75,19 @@ char* put_hex(char* out, uint64_t v) {
 result<void> perfmap_writer::check(const perfmap_entry& e) const {
   if (e.size == 0)
     return make_error(errc::invalid_argument, "perf map %s: symbol at 0x%" PRIx64 " has size 0",
-                      path_.c_str(), e.start);
+                      path().c_str(), e.start);
   if (e.start > UINT64_MAX - e.size)
     return make_error(errc::out_of_range,
                       "perf map %s: symbol at 0x%" PRIx64 " size 0x%" PRIx64
                       " wraps the address space",
-                      path_.c_str(), e.start, e.size);
+                      path().c_str(), e.start, e.size);
   if (e.name.empty())
     return make_error(errc::invalid_argument, "perf map %s: symbol at 0x%" PRIx64 " has no name",
-                      path_.c_str(), e.start);
+                      path().c_str(), e.start);
   if (e.name.size() > perfmap_max_name)
     return make_error(errc::invalid_argument,
                       "perf map %s: name of symbol at 0x%" PRIx64 " is %zu bytes (limit %zu)",
-                      path_.c_str(), e.start, e.name.size(), perfmap_max_name);
+                      path().c_str(), e.start, e.name.size(), perfmap_max_name);
   return {};
 }
 
@@ -91,16 +97,37 @@ result<void> perfmap_writer::add(uint64_t start, uint64_t size, std::string_view
 }
 
 result<void> perfmap_writer::add_batch(std::span<const perfmap_entry> entries) {
-  size_t bytes = 0;
+  if (auto r = file_.check_owner(); !r) return r;
   for (const perfmap_entry& e : entries) {
     if (auto r = check(e); !r) return r;
-    bytes += 16 + 1 + 16 + 1 + e.name.size() + 1;  // at most
   }
   if (entries.empty()) return {};
-  std::lock_guard lock(mu_);
-  if (buffer_.size() < bytes) buffer_.resize(bytes);
-  char* p = buffer_.data();
+  record_file::batch b(file_);
+  std::vector<uint8_t>& buf = b.bytes();
+  const size_t at = buf.size();
+  // Lines that would cross a page boundary of the file start on the next page instead (see the
+  // class comment); the first pass sizes the buffer exactly, the second writes into it.
+  constexpr uint64_t page = 4096;
+  const auto length = [](const perfmap_entry& e) {
+    return static_cast<uint64_t>(hex_digits(e.start) + hex_digits(e.size)) + e.name.size() + 3;
+  };
+  const auto padding = [](uint64_t offset, uint64_t line) {
+    const uint64_t in_page = offset % page;
+    return line <= page && in_page + line > page ? page - in_page : 0;
+  };
+  uint64_t offset = b.file_offset(at);
   for (const perfmap_entry& e : entries) {
+    const uint64_t line = length(e);
+    offset += padding(offset, line) + line;
+  }
+  buf.resize(at + static_cast<size_t>(offset - b.file_offset(at)));
+  char* p = reinterpret_cast<char*>(buf.data() + at);
+  offset = b.file_offset(at);
+  for (const perfmap_entry& e : entries) {
+    const uint64_t line = length(e);
+    const uint64_t pad = padding(offset, line);
+    std::memset(p, '\n', pad);
+    p += pad;
     p = put_hex(p, e.start);
     *p++ = ' ';
     p = put_hex(p, e.size);
@@ -111,11 +138,9 @@ result<void> perfmap_writer::add_batch(std::span<const perfmap_entry> entries) {
       copy_sanitized(p, e.name);
     p += e.name.size();
     *p++ = '\n';
+    offset += pad + line;
   }
-  iovec iov{buffer_.data(), static_cast<size_t>(p - buffer_.data())};
-  auto r = append_whole(fd_, &iov, 1, end_, path_);
-  if (buffer_.size() > (size_t{1} << 20)) buffer_ = {};  // one huge batch: do not keep it
-  return r;
+  return b.commit();
 }
 
 }  // namespace jitunwind::detail

@@ -7,21 +7,25 @@
 
 #include <jitunwind/result.h>
 
+#include "perfmap/record_file.hpp"
+
 #include <sys/types.h>
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
-#include <vector>
 
 namespace jitunwind::detail {
 
 struct perfmap_options {
   std::string dir = "/tmp";  ///< where perf looks: /tmp (inside the process's mount namespace)
   pid_t pid = 0;             ///< 0: getpid()
+  /// When lines reach the file (record_file.hpp). The writer's default is sync; sessions pass
+  /// their durability (batched by default).
+  file_policy policy;
 };
 
 /// Longest name `add` accepts, in bytes.
@@ -42,11 +46,13 @@ struct perfmap_entry {
   bool clean = false;
 };
 
-/// Appends lines to DIR/perf-PID.map. Thread-safe: each call writes its lines whole with one
-/// `write` under a mutex (O_APPEND), so lines never interleave; a failed write leaves no partial
-/// line. (A process killed by a signal in the middle of a write that spans pages can leave the
-/// file cut at a page boundary — the kernel checks for fatal signals between pages; perf then
-/// reads a truncated last line.)
+/// Appends lines to DIR/perf-PID.map. Thread-safe: the lines of each call stay together, in call
+/// order; under sync they are written with one `write` before the call returns, under batched
+/// with many other calls' lines later (record_file.hpp). A failed write leaves no partial line.
+/// No line of at most 4096 bytes crosses a 4096-byte boundary of the file: newlines pad the
+/// previous line up to the boundary (readers skip empty lines: perf, bcc, blazesym, ours). So
+/// `kill -9` in the middle of a `write` — which the kernel can stop only where it moves to the
+/// next page of the file — never leaves part of a line behind.
 class perfmap_writer {
  public:
   /// Opens (creates, mode 0644) the map safely: never follows a symlink, refuses a non-regular
@@ -63,23 +69,27 @@ class perfmap_writer {
   result<void> add(uint64_t start, uint64_t size, std::string_view name);
 
   /// Writes one line per entry, all with one `write` (one system call for the batch instead of
-  /// one per line). Every entry is checked first, as `add` does; if any is bad, nothing is
-  /// written. An empty batch writes nothing.
+  /// one per line) under sync, into the buffer under batched. Every entry is checked first, as
+  /// `add` does; if any is bad, nothing is written. An empty batch writes nothing. `bad_state`
+  /// in a forked child (the map is the parent's) and after close().
   result<void> add_batch(std::span<const perfmap_entry> entries);
 
-  const std::string& path() const noexcept { return path_; }
+  /// Writes the buffered lines (batched) now; see record_file::flush.
+  result<void> flush() { return file_.flush(); }
+  /// Writes them if the oldest is due at `now_ns` (CLOCK_MONOTONIC).
+  result<void> flush_if_due(uint64_t now_ns) { return file_.flush_if_due(now_ns); }
+  /// flush(), then closes the file. Also done by the destructor.
+  result<void> close() { return file_.close(); }
+
+  const std::string& path() const noexcept { return file_.path(); }
 
  private:
-  perfmap_writer(int fd, std::string path, off_t end)
-      : fd_(fd), path_(std::move(path)), end_(end) {}
+  perfmap_writer(int fd, std::string path, off_t end, const file_policy& policy)
+      : file_(fd, std::move(path), end, policy) {}
 
   result<void> check(const perfmap_entry& e) const;
 
-  std::mutex mu_;
-  int fd_;
-  std::string path_;
-  off_t end_;
-  std::vector<char> buffer_;  // the lines of one call (guarded by mu_; keeps its capacity)
+  record_file file_;
 };
 
 }  // namespace jitunwind::detail

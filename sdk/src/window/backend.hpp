@@ -73,6 +73,18 @@ class publisher_backend {
     (void)w;
     return {};
   }
+  /// The window was sealed (after its last publish).
+  virtual result<void> on_seal(const window_view& w) {
+    (void)w;
+    return {};
+  }
+  /// Writes what a file publisher has buffered (durability::batched); `due_only`: only if its
+  /// oldest record has waited the latency bound at `now_ns` (CLOCK_MONOTONIC).
+  virtual result<void> flush(bool due_only, uint64_t now_ns) {
+    (void)due_only;
+    (void)now_ns;
+    return {};
+  }
 };
 
 }  // namespace jitunwind::detail

@@ -7,9 +7,12 @@
 
 namespace jitunwind::detail {
 
+class flusher;
+
 /// The backend of publisher `p`, or `unsupported`/another error saying why it cannot run.
-result<std::unique_ptr<publisher_backend>> make_backend(publisher p,
-                                                        const session_options& options);
+/// `background`: the session's flusher for batched file publishers (null: none).
+result<std::unique_ptr<publisher_backend>> make_backend(publisher p, const session_options& options,
+                                                        flusher* background);
 
 namespace kernel {
 class syscall_layer;

@@ -16,6 +16,13 @@ namespace jitunwind::detail {
 
 namespace {
 
+// The file publishers' buffered records (durability::batched) are written when a window is
+// sealed, retired or freed, besides the writers' own triggers (size, latency bound).
+template <class Writer>
+result<void> flush_writer(Writer& w, bool due_only, uint64_t now_ns) {
+  return due_only ? w.flush_if_due(now_ns) : w.flush();
+}
+
 // perf map lines are never withdrawn: perf takes the last line for an address, so a reused
 // range simply gets new lines.
 class perfmap_backend final : public publisher_backend {
@@ -23,24 +30,32 @@ class perfmap_backend final : public publisher_backend {
   explicit perfmap_backend(std::unique_ptr<perfmap_writer> w) : writer_(std::move(w)) {}
   publisher kind() const noexcept override { return publisher::perfmap; }
   std::string note() const override { return "writing " + writer_->path(); }
+  result<void> on_seal(const window_view&) override { return writer_->flush(); }
+  result<void> on_free(const window_view&) override { return writer_->flush(); }
+  result<void> flush(bool due_only, uint64_t now_ns) override {
+    return flush_writer(*writer_, due_only, now_ns);
+  }
 
-  // All lines of a publish go out with one write.
+  // All lines of a publish stay together (one write under sync). The entries of a small publish
+  // live on the stack: no lock of our own (the writer orders concurrent publishes).
   result<void> on_publish(const window_view& w) override {
-    std::lock_guard lock(mutex_);
-    batch_.clear();
+    constexpr size_t small = 8;
+    perfmap_entry local[small];
+    std::vector<perfmap_entry> large;
+    if (w.added.size() > small) large.resize(w.added.size());
+    perfmap_entry* out = w.added.size() > small ? large.data() : local;
+    size_t n = 0;
     for (const published_function& f : w.added) {
       if (!f.named()) continue;  // stub arrays: their stubs are named one by one
       // window::append and name_range reject names with control bytes.
-      batch_.push_back({f.frames.start, f.frames.size, f.name, /*clean=*/true});
+      out[n++] = {f.frames.start, f.frames.size, f.name, /*clean=*/true};
     }
-    return writer_->add_batch(batch_);
+    return writer_->add_batch(std::span<const perfmap_entry>(out, n));
   }
-  result<void> on_retire(const window_view&) override { return {}; }
+  result<void> on_retire(const window_view&) override { return writer_->flush(); }
 
  private:
   std::unique_ptr<perfmap_writer> writer_;
-  std::mutex mutex_;  // windows of one session may publish from several threads
-  std::vector<perfmap_entry> batch_;
 };
 
 class jitdump_backend final : public publisher_backend {
@@ -49,8 +64,13 @@ class jitdump_backend final : public publisher_backend {
   ~jitdump_backend() override { (void)writer_->close(); }
   publisher kind() const noexcept override { return publisher::jitdump; }
   std::string note() const override { return "writing " + writer_->path(); }
+  result<void> on_seal(const window_view&) override { return writer_->flush(); }
+  result<void> flush(bool due_only, uint64_t now_ns) override {
+    return flush_writer(*writer_, due_only, now_ns);
+  }
 
-  // All records of a publish go out with one write (jitdump_writer::write_batch).
+  // All records of a publish go out together (jitdump_writer::write_batch): one write under
+  // sync, or into the buffer under batched.
   result<void> on_publish(const window_view& w) override {
     std::lock_guard lock(mutex_);
     batch_.clear();
@@ -75,25 +95,33 @@ class jitdump_backend final : public publisher_backend {
     }
     if (batch_.empty()) return {};
     if (auto r = writer_->write_batch(batch_, &indices_); !r) return r;
-    auto& known = windows_[w.text_start];
-    known.id = w.id;
-    known.end = w.text_start + w.text_size;
-    ids_[w.id] = w.text_start;
+    // A runtime publishes the same window many times in a row: keep its entry at hand.
+    if (last_ == nullptr || last_id_ != w.id) {
+      last_ = &windows_[w.text_start];
+      last_->id = w.id;
+      last_->end = w.text_start + w.text_size;
+      ids_[w.id] = w.text_start;
+      last_id_ = w.id;
+    }
     for (size_t i = 0; i < batch_.size(); ++i)
-      known.functions.emplace_back(batch_[i].load.code_addr, indices_[i]);
+      last_->functions.emplace_back(batch_[i].load.code_addr, indices_[i]);
     return {};
   }
 
-  result<void> on_retire(const window_view&) override { return {}; }
+  result<void> on_retire(const window_view&) override { return writer_->flush(); }
 
   // After the grace period the code is gone: its index can no longer be the source of a move.
   result<void> on_free(const window_view& w) override {
-    std::lock_guard lock(mutex_);
-    auto id = ids_.find(w.id);
-    if (id == ids_.end()) return {};
-    windows_.erase(id->second);
-    ids_.erase(id);
-    return {};
+    {
+      std::lock_guard lock(mutex_);
+      auto id = ids_.find(w.id);
+      if (id != ids_.end()) {
+        windows_.erase(id->second);
+        ids_.erase(id);
+      }
+      if (last_id_ == w.id) last_ = nullptr;
+    }
+    return writer_->flush();
   }
 
  private:
@@ -120,6 +148,8 @@ class jitdump_backend final : public publisher_backend {
   std::mutex mutex_;
   std::map<uint64_t, per_window> windows_;      // by text start
   std::unordered_map<uint64_t, uint64_t> ids_;  // window id -> text start
+  per_window* last_ = nullptr;                  // of the last publish (map nodes do not move)
+  uint64_t last_id_ = 0;
   std::vector<jitdump_entry> batch_;            // one publish (mutex_)
   std::vector<uint64_t> indices_;               // its code indices (mutex_)
 };
@@ -178,17 +208,34 @@ class gdb_backend final : public publisher_backend {
 
 }  // namespace
 
-result<std::unique_ptr<publisher_backend>> make_perfmap_backend(const session_options& o) {
+namespace {
+
+file_policy policy_for(durability mode, const session_options& o, flusher* background) {
+  file_policy p;
+  p.mode = mode;
+  p.flush_bytes = o.flush_bytes;
+  p.latency_ns = static_cast<uint64_t>(o.flush_latency.count()) * 1000000u;
+  p.background = mode == durability::batched ? background : nullptr;
+  return p;
+}
+
+}  // namespace
+
+result<std::unique_ptr<publisher_backend>> make_perfmap_backend(const session_options& o,
+                                                                flusher* background) {
   perfmap_options po;
   po.dir = o.perfmap_dir.empty() ? "/tmp" : o.perfmap_dir;
+  po.policy = policy_for(o.perfmap_durability, o, background);
   auto w = perfmap_writer::create(po);
   if (!w) return std::move(w).error();
   return std::unique_ptr<publisher_backend>(std::make_unique<perfmap_backend>(std::move(*w)));
 }
 
-result<std::unique_ptr<publisher_backend>> make_jitdump_backend(const session_options& o) {
+result<std::unique_ptr<publisher_backend>> make_jitdump_backend(const session_options& o,
+                                                                flusher* background) {
   jitdump_options jo;
   jo.dir = o.jitdump_dir;
+  jo.policy = policy_for(o.jitdump_durability, o, background);
   jo.target = o.target;
   jo.log = o.log;
   auto w = jitdump_writer::create(jo);

@@ -54,6 +54,24 @@ const char* to_string(window_state s) noexcept {
   return "unknown";
 }
 
+const char* to_string(durability d) noexcept {
+  switch (d) {
+    case durability::sync:
+      return "sync";
+    case durability::batched:
+      return "batched";
+  }
+  return "unknown";
+}
+
+result<durability> parse_durability(std::string_view text) {
+  text = trim(text);
+  if (text == "sync") return durability::sync;
+  if (text == "batched") return durability::batched;
+  return make_error(errc::invalid_argument, "unknown durability '%.*s' (known: sync, batched)",
+                    static_cast<int>(text.size()), text.data());
+}
+
 result<publisher_set> parse_publishers(std::string_view list) {
   publisher_set set = 0;
   list = trim(list);
@@ -91,6 +109,64 @@ result<publisher_set> parse_publishers(std::string_view list) {
   return set;
 }
 
+namespace {
+
+// "sync", "batched", or per file: "perfmap:sync,jitdump:batched" (files not named keep theirs).
+result<void> parse_durability_list(std::string_view list, session_options& o) {
+  list = trim(list);
+  if (list.find(':') == std::string_view::npos) {
+    auto d = parse_durability(list);
+    if (!d) return std::move(d).error();
+    o.perfmap_durability = o.jitdump_durability = *d;
+    return {};
+  }
+  for (bool more = true; more;) {
+    const size_t comma = list.find(',');
+    const std::string_view item = trim(list.substr(0, comma));
+    more = comma != std::string_view::npos;
+    list = more ? list.substr(comma + 1) : std::string_view{};
+    const size_t colon = item.find(':');
+    const std::string_view file = trim(item.substr(0, colon));
+    if (colon == std::string_view::npos || (file != "perfmap" && file != "jitdump"))
+      return make_error(errc::invalid_argument,
+                        "'%.*s' is not FILE:MODE with FILE perfmap or jitdump",
+                        static_cast<int>(item.size()), item.data());
+    auto d = parse_durability(item.substr(colon + 1));
+    if (!d) return std::move(d).error();
+    (file == "perfmap" ? o.perfmap_durability : o.jitdump_durability) = *d;
+  }
+  return {};
+}
+
+// A whole decimal number in [lo, hi]; with `sizes`, optionally followed by k (KiB) or m (MiB).
+result<uint64_t> parse_number(std::string_view text, uint64_t lo, uint64_t hi, bool sizes) {
+  text = trim(text);
+  uint64_t scale = 1;
+  if (sizes && !text.empty() && (text.back() == 'k' || text.back() == 'K')) scale = 1024;
+  if (sizes && !text.empty() && (text.back() == 'm' || text.back() == 'M')) scale = 1024 * 1024;
+  if (scale != 1) text.remove_suffix(1);
+  uint64_t v = 0;
+  bool ok = !text.empty() && text.size() <= 12;
+  for (char c : text) {
+    ok = ok && c >= '0' && c <= '9';
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  if (ok) v *= scale;
+  if (!ok || v < lo || v > hi)
+    return make_error(errc::invalid_argument, "'%.*s' is not a number from %llu to %llu%s",
+                      static_cast<int>(text.size()), text.data(),
+                      static_cast<unsigned long long>(lo), static_cast<unsigned long long>(hi),
+                      sizes ? " (bytes; k and m suffixes allowed)" : "");
+  return v;
+}
+
+const char* env(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? v : nullptr;
+}
+
+}  // namespace
+
 result<session_options> session_options::from_env() {
   session_options o;
   // An empty variable counts as unset, as for the others.
@@ -116,14 +192,14 @@ result<session_options> session_options::from_env() {
       if (publish == nullptr) o.publishers |= static_cast<uint32_t>(publisher::kernel);
     }
   }
-  if (const char* v = std::getenv("JITUNWIND_SFRAME_VERSION"); v != nullptr && *v != '\0') {
+  if (const char* v = env("JITUNWIND_SFRAME_VERSION")) {
     const std::string_view value = trim(v);
     if (value != "2" && value != "3")
       return make_error(errc::invalid_argument, "JITUNWIND_SFRAME_VERSION: '%s' (expected 2 or 3)",
                         v);
     o.sframe_version = static_cast<uint8_t>(value[0] - '0');
   }
-  if (const char* v = std::getenv("JITUNWIND_SFRAME_FLEX"); v != nullptr && *v != '\0') {
+  if (const char* v = env("JITUNWIND_SFRAME_FLEX")) {
     const std::string_view value = trim(v);
     if (value != "0" && value != "1")
       return make_error(errc::invalid_argument,
@@ -131,6 +207,37 @@ result<session_options> session_options::from_env() {
                         "them)",
                         v);
     o.sframe_allow_flex = value == "1";
+  }
+  if (const char* v = env("JITUNWIND_DURABILITY")) {
+    if (auto r = parse_durability_list(v, o); !r)
+      return make_error(errc::invalid_argument, "JITUNWIND_DURABILITY: %s",
+                        r.error().message().c_str());
+  }
+  if (const char* v = env("JITUNWIND_FLUSH_MS")) {
+    auto ms = parse_number(v, static_cast<uint64_t>(min_flush_latency.count()),
+                           static_cast<uint64_t>(max_flush_latency.count()), false);
+    if (!ms)
+      return make_error(errc::invalid_argument, "JITUNWIND_FLUSH_MS: %s",
+                        ms.error().message().c_str());
+    o.flush_latency = std::chrono::milliseconds(*ms);
+  }
+  if (const char* v = env("JITUNWIND_FLUSH_BYTES")) {
+    auto bytes = parse_number(v, min_flush_bytes, max_flush_bytes, true);
+    if (!bytes)
+      return make_error(errc::invalid_argument, "JITUNWIND_FLUSH_BYTES: %s",
+                        bytes.error().message().c_str());
+    o.flush_bytes = *bytes;
+  }
+  if (const char* v = env("JITUNWIND_FLUSH_THREAD")) {
+    const std::string_view t = trim(v);
+    if (t == "on" || t == "1") {
+      o.flush_thread = true;
+    } else if (t == "off" || t == "0") {
+      o.flush_thread = false;
+    } else {
+      return make_error(errc::invalid_argument,
+                        "JITUNWIND_FLUSH_THREAD: '%s' is not on, off, 1 or 0", v);
+    }
   }
   return o;
 }

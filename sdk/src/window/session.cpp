@@ -1,6 +1,7 @@
 #include "window/session_impl.hpp"
 
 #include "common/error.hpp"
+#include "perfmap/record_file.hpp"
 #include "window/backends.hpp"
 
 #include <algorithm>
@@ -22,6 +23,21 @@ result<std::unique_ptr<session>> session::create(const session_options& options)
   if ((options.publishers & ~known) != 0)
     return detail::make_error(errc::invalid_argument, "session: unknown publisher bits 0x%x",
                               options.publishers & ~known);
+  for (const durability d : {options.perfmap_durability, options.jitdump_durability}) {
+    if (d != durability::sync && d != durability::batched)
+      return detail::make_error(errc::invalid_argument, "session: unknown durability %d",
+                                static_cast<int>(d));
+  }
+  if (options.flush_bytes < min_flush_bytes || options.flush_bytes > max_flush_bytes)
+    return detail::make_error(errc::invalid_argument,
+                              "session: flush_bytes %zu is outside [%zu, %zu]", options.flush_bytes,
+                              min_flush_bytes, max_flush_bytes);
+  if (options.flush_latency < min_flush_latency || options.flush_latency > max_flush_latency)
+    return detail::make_error(errc::invalid_argument,
+                              "session: flush_latency %lld ms is outside [%lld, %lld] ms",
+                              static_cast<long long>(options.flush_latency.count()),
+                              static_cast<long long>(min_flush_latency.count()),
+                              static_cast<long long>(max_flush_latency.count()));
   auto s = std::make_unique<detail::session_impl>(options);
   s->start_publishers();
   return std::unique_ptr<session>(std::move(s));
@@ -45,6 +61,7 @@ session_impl::~session_impl() {
   for (auto& w : windows) w->shutdown();
   windows.clear();
   slots_.clear();  // backends flush and close their files (jitdump CODE_CLOSE)
+  flusher_.reset();
 }
 
 void session_impl::start_publishers() {
@@ -52,6 +69,12 @@ void session_impl::start_publishers() {
   // any announcement arrives), the kernel, the name publishers, and the USDT events last.
   const publisher order[] = {publisher::registry, publisher::kernel,  publisher::perfmap,
                              publisher::jitdump,  publisher::gdb,     publisher::usdt_events};
+  const bool perfmap_batched = contains(options_.publishers, publisher::perfmap) &&
+                               options_.perfmap_durability == durability::batched;
+  const bool jitdump_batched = contains(options_.publishers, publisher::jitdump) &&
+                               options_.jitdump_durability == durability::batched;
+  batched_files_ = perfmap_batched || jitdump_batched;
+  if (batched_files_ && options_.flush_thread) flusher_ = std::make_unique<flusher>();
   for (publisher p : order) {
     slot s;
     s.kind = p;
@@ -59,7 +82,7 @@ void session_impl::start_publishers() {
       slots_.push_back(std::move(s));
       continue;
     }
-    auto backend = make_backend(p, options_);
+    auto backend = make_backend(p, options_, flusher_.get());
     if (backend) {
       s.backend = std::move(backend).value();
       s.state = publisher_state::active;
@@ -88,8 +111,10 @@ void session_impl::start_publishers() {
 }
 
 void session_impl::mark_failed(slot& s, const char* what, uint64_t window_id, const error& e) {
-  std::string message = std::string(to_string(s.kind)) + ": " + what + " of window " +
-                        std::to_string(window_id) + " failed: " + e.message();
+  // Window id 0: not about a window (session::flush, poll).
+  std::string message = std::string(to_string(s.kind)) + ": " + what +
+                        (window_id != 0 ? " of window " + std::to_string(window_id) : "") +
+                        " failed: " + e.message();
   {
     std::lock_guard lock(mutex_);
     if (s.state != publisher_state::active) return;
@@ -229,7 +254,22 @@ size_t session_impl::poll() {
     std::lock_guard lock(mutex_);
     std::erase_if(live_, [](const window_impl* w) { return w->state() == window_state::freed; });
   }
+  // Without a flusher thread, a runtime's regular poll keeps the batched files' latency bound.
+  if (batched_files_) {
+    const uint64_t now_ns = monotonic_ns();
+    for_each_backend("flush", 0, [&](publisher_backend& b) { return b.flush(true, now_ns); });
+  }
   return acted;
+}
+
+result<void> session_impl::flush() {
+  result<void> first;
+  for_each_backend("flush", 0, [&](publisher_backend& b) {
+    result<void> r = b.flush(false, 0);
+    if (!r && first) first = r;
+    return r;
+  });
+  return first;
 }
 
 std::vector<publisher_status> session_impl::status() const {

@@ -4,6 +4,7 @@
 #include <jitunwind/sframe.h>
 #include <jitunwind/window.h>
 
+#include "perfmap/flusher.hpp"
 #include "window/backend.hpp"
 #include "window/code_memory.hpp"
 
@@ -141,6 +142,7 @@ class session_impl final : public session {
   result<window*> create_owned_window(const owned_window_options& options) override;
   result<window*> describe_window(const described_window_options& options) override;
   size_t poll() override;
+  result<void> flush() override;
   std::vector<publisher_status> status() const override;
   const session_options& options() const noexcept override { return options_; }
 
@@ -184,6 +186,11 @@ class session_impl final : public session {
   void mark_failed(slot& s, const char* what, uint64_t window_id, const error& e);
 
   session_options options_;
+  // Keeps the batched files' latency bound while the runtime publishes nothing (thread started
+  // lazily); outlives the backends, which stop using it when they close their files.
+  std::unique_ptr<flusher> flusher_;
+  // A file publisher is batched: poll() checks its latency bound.
+  bool batched_files_ = false;
   std::vector<slot> slots_;  // publishing order
   mutable std::mutex mutex_;  // guards slots_' state/message, windows_ and live_
   // Bit i set: slots_[i] is active. Read without the lock on every publish (a publish would

@@ -299,6 +299,8 @@ result<void> window_impl::seal() {
                       static_cast<unsigned long long>(id_), to_string(state()));
   if (auto ok = publish(); !ok) return ok;
   state_.store(window_state::sealed, std::memory_order_release);
+  const window_view v = view(false);
+  session_.for_each_backend("seal", id_, [&](publisher_backend& b) { return b.on_seal(v); });
   return {};
 }
 

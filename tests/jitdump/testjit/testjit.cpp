@@ -11,8 +11,10 @@
 
 #include "gdbjit/gdbjit.hpp"
 #include "jitdump/jitdump_writer.hpp"
+#include "perfmap/flusher.hpp"
 #include "perfmap/perfmap_writer.hpp"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -132,6 +134,11 @@ struct options {
   int stress_pause_us = 0;
   int batch = 1;
   bool session = false;
+  durability mode = durability::sync;  // --session: the session's default unless given
+  bool mode_given = false;
+  int flush_ms = 10;
+  bool flush_thread = true;
+  std::string progress;
 };
 
 void usage() {
@@ -151,7 +158,13 @@ void usage() {
       "  --batch N      (with --stress) publish N functions at a time: perfmap_writer::add_batch\n"
       "                and jitdump_writer::write_batch, or one window publish per N appends\n"
       "  --session      publish through jitunwind::session and an owned window (the public\n"
-      "                API) instead of the publisher components");
+      "                API) instead of the publisher components\n"
+      "  --durability sync|batched  when perf map lines and jitdump records reach the files\n"
+      "                (default: sync for the components, the session's default with --session)\n"
+      "  --flush-ms MS  batched: latency bound (default 10)\n"
+      "  --no-flush-thread  batched: no background flusher\n"
+      "  --progress FILE  (with --stress) FILE holds one 64-bit count per thread, shared with\n"
+      "                whoever reads it after the kill: functions whose publication returned");
 }
 
 options parse(int argc, char** argv) {
@@ -191,11 +204,43 @@ options parse(int argc, char** argv) {
       o.stress_pause_us = std::atoi(next().c_str());
     } else if (a == "--batch") {
       o.batch = std::max(1, std::atoi(next().c_str()));
+    } else if (a == "--durability") {
+      o.mode = must(parse_durability(next()), "--durability");
+      o.mode_given = true;
+    } else if (a == "--flush-ms") {
+      o.flush_ms = std::max(1, std::atoi(next().c_str()));
+    } else if (a == "--no-flush-thread") {
+      o.flush_thread = false;
+    } else if (a == "--progress") {
+      o.progress = next();
     } else {
       die("unknown argument " + a + " (see --help)");
     }
   }
   return o;
+}
+
+// --progress: one counter per stress thread in a shared mapping of a file, so the counts survive
+// SIGKILL (they are in the page cache). Counter t is stored after thread t's publication of its
+// first N functions returned.
+std::atomic<uint64_t>* progress_counters(const options& o) {
+  if (o.progress.empty()) return nullptr;
+  const size_t bytes = sizeof(uint64_t) * static_cast<size_t>(std::max(1, o.stress_threads));
+  const int fd = ::open(o.progress.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0 || ::ftruncate(fd, static_cast<off_t>(bytes)) != 0) die("cannot create " + o.progress);
+  void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (m == MAP_FAILED) die("cannot map " + o.progress);
+  static_assert(sizeof(std::atomic<uint64_t>) == sizeof(uint64_t));
+  return static_cast<std::atomic<uint64_t>*>(m);
+}
+
+file_policy policy_for(const options& o, flusher* background) {
+  file_policy p;
+  p.mode = o.mode;
+  p.latency_ns = static_cast<uint64_t>(o.flush_ms) * 1000000u;
+  p.background = o.mode == durability::batched && o.flush_thread ? background : nullptr;
+  return p;
 }
 
 // Many threads publish many small fake functions as fast as they can; the process then kills
@@ -204,12 +249,18 @@ options parse(int argc, char** argv) {
 
 [[noreturn]] void stress(const options& o) {
   if (o.session) stress_session(o);
+  std::atomic<uint64_t>* progress = progress_counters(o);
+  static flusher background;  // started by the first buffered record (batched only)
   std::unique_ptr<perfmap_writer> map;
   std::unique_ptr<jitdump_writer> dump;
-  if (!o.perfmap_dir.empty()) map = must(perfmap_writer::create({o.perfmap_dir, 0}), "perf map");
+  if (!o.perfmap_dir.empty()) {
+    perfmap_options po{o.perfmap_dir, 0, policy_for(o, &background)};
+    map = must(perfmap_writer::create(po), "perf map");
+  }
   if (!o.jitdump_dir.empty()) {
     jitdump_options jo;
     jo.dir = o.jitdump_dir;
+    jo.policy = policy_for(o, &background);
     dump = must(jitdump_writer::create(jo), "jitdump");
   }
   // Real code bytes (a trampoline shape) at fake, non-overlapping addresses far from anything.
@@ -247,6 +298,8 @@ options parse(int argc, char** argv) {
           if (map) must(map->add_batch(lines), "perf map add_batch");
           if (dump) must(dump->write_batch(loads), "jitdump write_batch");
         }
+        if (progress != nullptr && k == batch - 1)
+          progress[t].store(i + 1, std::memory_order_release);
         if (o.stress_pause_us > 0)
           std::this_thread::sleep_for(std::chrono::microseconds(o.stress_pause_us));
       }
@@ -262,6 +315,9 @@ options parse(int argc, char** argv) {
 session_options session_options_for(const options& o) {
   session_options so;
   so.publishers = publisher::registry | publisher::usdt_events;
+  if (o.mode_given) so.perfmap_durability = so.jitdump_durability = o.mode;
+  so.flush_latency = std::chrono::milliseconds(o.flush_ms);
+  so.flush_thread = o.flush_thread;
   if (!o.perfmap_dir.empty()) {
     so.publishers |= static_cast<uint32_t>(publisher::perfmap);
     so.perfmap_dir = o.perfmap_dir;
@@ -289,6 +345,7 @@ void check_publishers(const session& s) {
 // Like stress(), through the public API: each thread has its own window and publishes one small
 // function at a time.
 [[noreturn]] void stress_session(const options& o) {
+  std::atomic<uint64_t>* progress = progress_counters(o);
   auto s = must(session::create(session_options_for(o)), "session");
   static const uint8_t tramp[16] = {0x48, 0x83, 0xec, 0x08, 0xe8, 0,    0,    0,
                                     0,    0x48, 0x83, 0xc4, 0x08, 0xc3, 0x90, 0x90};
@@ -307,7 +364,10 @@ void check_publishers(const session& s) {
         must(w->append(name, must(recipes::trampoline(abi::amd64, space.address, 16, 4, 8, 14),
                                   "rows")),
              "append");
-        if ((i + 1) % static_cast<uint64_t>(o.batch) == 0) must(w->publish(), "publish");
+        if ((i + 1) % static_cast<uint64_t>(o.batch) == 0) {
+          must(w->publish(), "publish");
+          if (progress != nullptr) progress[t].store(i + 1, std::memory_order_release);
+        }
         if (o.stress_pause_us > 0)
           std::this_thread::sleep_for(std::chrono::microseconds(o.stress_pause_us));
       }
