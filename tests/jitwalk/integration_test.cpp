@@ -291,7 +291,26 @@ TEST_CASE("verify: a stack-realigning (DRAP) JIT function walked with SFrame v3 
   CHECK(j["exact"] == 100);
   CHECK(j["max_truth"].get<int>() == 102);
   CHECK(j["stale_uses"] == 0);
+  CHECK(j["wrong_walks"] == 0);
   CHECK_THAT(r.out, Catch::Contains("result: PASS"));
+}
+
+TEST_CASE("verify: a JIT row the BPF walker cannot follow ends the walk, counted, never wrong") {
+  if (!jt::may_run_privileged("jitwalk verify")) return;
+  jt::run_result r;
+  // The helper's caller f is at a call whose row says CFA = r10 + 0: the walk names that one
+  // JIT frame (the helper's return address into f) and stops there with its reason.
+  auto j = verify_jit_target(
+      {"deep", "--drap", "--drap-register-call", "--depth", "20", "--iterations", "50"}, &r,
+      {"--min-match", "0"});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(j["checkpoints"] == 50);
+  CHECK(j["exact"] == 0);
+  CHECK(j["found_frames"] == 50);
+  CHECK(j["wrong_walks"] == 0);
+  CHECK(j["walk_stops"] == nlohmann::json{{"unsupported_rule", 50}});
+  CHECK_THAT(r.out, Catch::Contains("walks ended by: 50 unwind rule the walker cannot follow"));
 }
 
 TEST_CASE("verify: windows retired, freed and reused while sampling") {

@@ -37,6 +37,9 @@
 //          --drap (f realigns its stack the way GCC's DRAP prologues do: its body's rows are
 //          SFrame v3 flexible ones, CFA = *(rbp - 8) and the caller's rbp at *(rbp + 0); the
 //          prologue and epilogue rows name r10, which the BPF walker cannot follow)
+//          --drap-register-call (with --drap: f's base case loads r10 = CFA before it calls the
+//          helper, and the call's row says CFA = r10 + 0: the walk must end there, counted as a
+//          rule it cannot follow, after the one JIT frame it can name)
 #include <jitunwind/frame.h>
 #include <jitunwind/registry_abi.h>
 #include <jitunwind/sframe.h>
@@ -48,6 +51,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -232,6 +236,8 @@ bool g_forget_epilogue = false;
 bool g_zero_locals = false;
 // --drap: f is a stack-realigning function (see gen_rec_drap).
 bool g_drap = false;
+// --drap-register-call: see gen_rec_drap.
+bool g_drap_register_call = false;
 // --raise-sigtrap: the program's own SIGTRAPs (a tracer must pass them on, not take them).
 bool g_raise_sigtrap = false;
 std::atomic<int> g_sigtraps{0};
@@ -265,6 +271,38 @@ function_desc fn_rows(uint64_t start, uint32_t size, uint32_t after_alloc, int32
 
 std::vector<emitted_function> gen_rec_drap(window& w, unsigned pad, std::vector<uint8_t>& out);
 
+// f's recursion after `pad` nops: n ? f(n - 1) : base. Returns where the jz's displacement
+// byte is (emit_spin patches it) and the recursive call's return offset.
+struct rec_step {
+  uint32_t jz, ra;
+};
+rec_step emit_rec_step(code_buf& c, unsigned pad) {
+  for (unsigned i = 0; i < pad; ++i) c.put({0x90});
+  c.put({0x48, 0x85, 0xFF});  // test rdi, rdi
+  c.put({0x74, 0x00});        // jz base (patched)
+  const uint32_t jz = c.at() - 1;
+  c.put({0x48, 0xFF, 0xCF});  // dec rdi
+  c.put({0xE8});              // call f
+  c.u32(static_cast<uint32_t>(0 - (c.at() + 4)));
+  return {jz, c.at()};
+}
+
+// f's base case starts here (the jz of emit_rec_step jumps to it): a spin loop.
+void emit_spin(code_buf& c, uint32_t jz) {
+  c.b[jz] = static_cast<uint8_t>(c.at() - (jz + 1));
+  c.put({0xB9});  // mov ecx, spin
+  c.u32(g_spin ? g_spin : 1);
+  c.put({0xFF, 0xC9, 0x75, 0xFC});  // l: dec ecx; jnz l
+}
+
+// The call of the checkpoint helper; returns its return offset.
+uint32_t emit_helper_call(code_buf& c) {
+  c.put({0x48, 0xB8});  // mov rax, helper
+  c.u64(reinterpret_cast<uint64_t>(&jw_helper));
+  c.put({0xFF, 0xD0});  // call rax
+  return c.at();
+}
+
 // f(n) into window `w`, `pad` nops after the prologue (recycling changes the layout).
 std::vector<emitted_function> gen_rec(window& w, unsigned pad, std::vector<uint8_t>& out) {
   if (g_drap) return gen_rec_drap(w, pad, out);
@@ -277,28 +315,14 @@ std::vector<emitted_function> gen_rec(window& w, unsigned pad, std::vector<uint8
     c.put({0x48, 0x89, 0x04, 0x24});        // mov [rsp], rax
     c.put({0x48, 0x89, 0x44, 0x24, 0x08});  // mov [rsp + 8], rax
   }
-  for (unsigned i = 0; i < pad; ++i) c.put({0x90});
-  c.put({0x48, 0x85, 0xFF});  // test rdi, rdi
-  c.put({0x74, 0x00});        // jz base (patched)
-  const uint32_t jz = c.at() - 1;
-  c.put({0x48, 0xFF, 0xCF});  // dec rdi
-  c.put({0xE8});              // call f
-  c.u32(static_cast<uint32_t>(0 - (c.at() + 4)));
-  const uint32_t ra_rec = c.at();
+  const auto [jz, ra_rec] = emit_rec_step(c, pad);
   c.put({0x48, 0x83, 0xC4, 0x10});  // add rsp, 16
   const uint32_t ep1_add = c.at();
   c.put({0x5D});  // pop rbp
   const uint32_t ep1_pop = c.at();
   c.put({0xC3});  // ret
-  const uint32_t base_at = c.at();
-  c.b[jz] = static_cast<uint8_t>(base_at - (jz + 1));
-  c.put({0xB9});  // mov ecx, spin
-  c.u32(g_spin ? g_spin : 1);
-  c.put({0xFF, 0xC9, 0x75, 0xFC});  // l: dec ecx; jnz l
-  c.put({0x48, 0xB8});              // mov rax, helper
-  c.u64(reinterpret_cast<uint64_t>(&jw_helper));
-  c.put({0xFF, 0xD0});  // call rax
-  const uint32_t ra_base = c.at();
+  emit_spin(c, jz);
+  const uint32_t ra_base = emit_helper_call(c);
   c.put({0x48, 0x83, 0xC4, 0x10});  // add rsp, 16
   const uint32_t ep2_add = c.at();
   c.put({0x5D});
@@ -345,14 +369,7 @@ std::vector<emitted_function> gen_rec_drap(window& w, unsigned pad, std::vector<
   c.put({0x41, 0x52});  // push r10
   const uint32_t after_push_r10 = c.at();
   c.put({0x48, 0x83, 0xEC, 0x08});  // sub rsp, 8
-  for (unsigned i = 0; i < pad; ++i) c.put({0x90});
-  c.put({0x48, 0x85, 0xFF});  // test rdi, rdi
-  c.put({0x74, 0x00});        // jz base (patched)
-  const uint32_t jz = c.at() - 1;
-  c.put({0x48, 0xFF, 0xCF});  // dec rdi
-  c.put({0xE8});              // call f
-  c.u32(static_cast<uint32_t>(0 - (c.at() + 4)));
-  const uint32_t ra_rec = c.at();
+  const auto [jz, ra_rec] = emit_rec_step(c, pad);
   std::vector<std::array<uint32_t, 4>> epilogues;  // {after mov r10, after leave, after lea, end}
   auto epilogue = [&] {
     std::array<uint32_t, 4> e{};
@@ -367,15 +384,16 @@ std::vector<emitted_function> gen_rec_drap(window& w, unsigned pad, std::vector<
     epilogues.push_back(e);
   };
   epilogue();
-  const uint32_t base_at = c.at();
-  c.b[jz] = static_cast<uint8_t>(base_at - (jz + 1));
-  c.put({0xB9});  // mov ecx, spin
-  c.u32(g_spin ? g_spin : 1);
-  c.put({0xFF, 0xC9, 0x75, 0xFC});  // l: dec ecx; jnz l
-  c.put({0x48, 0xB8});              // mov rax, helper
-  c.u64(reinterpret_cast<uint64_t>(&jw_helper));
-  c.put({0xFF, 0xD0});  // call rax
-  const uint32_t ra_base = c.at();
+  emit_spin(c, jz);
+  uint32_t r10_loaded = 0;
+  if (g_drap_register_call) {
+    // The call's row names r10 (true when the call executes: r10 = CFA). r10 is not
+    // callee-saved, so no unwinder can trust it in the helper's caller: the BPF walker must
+    // stop at this frame rather than guess.
+    c.put({0x4C, 0x8B, 0x55, 0xF8});  // mov r10, [rbp - 8]
+    r10_loaded = c.at();
+  }
+  const uint32_t ra_base = emit_helper_call(c);
   epilogue();
   out = c.b;
   g_layout.f = base;
@@ -418,6 +436,14 @@ std::vector<emitted_function> gen_rec_drap(window& w, unsigned pad, std::vector<
       again.pc_offset = e[3];
       f.rows.push_back(again);
     }
+  }
+  if (r10_loaded != 0) {
+    frame_row again = body;
+    again.pc_offset = ra_base;
+    f.rows.push_back(fp_at(cfa_r10(row(r10_loaded)), regs.fp));
+    f.rows.push_back(again);
+    std::sort(f.rows.begin(), f.rows.end(),
+              [](const frame_row& a, const frame_row& b) { return a.pc_offset < b.pc_offset; });
   }
   if (auto ok = validate(abi::amd64, f); !ok) {
     std::fprintf(stderr, "jit_target: drap rows: %s\n", ok.error().message().c_str());
@@ -598,6 +624,8 @@ int main(int argc, char** argv) {
       g_raise_sigtrap = true;
     else if (a == "--drap")
       g_drap = true;
+    else if (a == "--drap-register-call")
+      g_drap_register_call = true;
     else {
       std::fprintf(stderr, "jit_target: unknown option %s\n", a.c_str());
       return 2;
