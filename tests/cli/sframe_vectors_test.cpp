@@ -122,7 +122,7 @@ TEST_CASE("sframe dump prints the rows objdump printed, for every vector of ever
 }
 
 TEST_CASE(
-    "sframe convert: every v1/v2 vector to v3 and back to v2 keeps its rows; "
+    "sframe convert: every v1/v2 vector to v3 and back to v2 keeps its rows, "
     "llvm-readobj-22 accepts every v2 we write") {
   const auto all = vectors();
   if (all.empty()) return;

@@ -238,7 +238,7 @@ TEST_CASE("SFrame memory gone: a change if the entry changed, a read error if it
   CHECK(changed.error().message().find("changed while its SFrame was read") != std::string::npos);
 }
 
-TEST_CASE("64-byte entries of older writers are read; the SFrame version is then not said") {
+TEST_CASE("64-byte entries of older writers are read, the SFrame version is then not said") {
   scripted_memory m;
   m.stride_64 = true;
   m.setup(3);

@@ -154,7 +154,7 @@ TEST_CASE("what a version or setting cannot hold is refused with the function an
   CHECK(!encoder::create(bad).ok());
 }
 
-TEST_CASE("a v3 function without rows is an outermost frame; before v3 it says nothing") {
+TEST_CASE("a v3 function without rows is an outermost frame, before v3 it says nothing") {
   function_desc entry;
   entry.start = 0x3000;
   entry.size = 16;
