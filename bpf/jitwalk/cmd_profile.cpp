@@ -8,6 +8,7 @@
 #include <cstring>
 #include <thread>
 
+#include "guarded/text.hpp"
 #include "jitwalk/aggregate.hpp"
 #include "jitwalk/cli.hpp"
 #include "jitwalk/native_tables.hpp"
@@ -49,11 +50,19 @@ options:
   --per-cpu-events       sample with one event per CPU, filtered by PID in BPF (default: one
                          event per target thread, inherited by the threads it creates)
   --rows N               capacity of the BPF row table (default 1048576)
+  --max-memory MIB       memory the target's data may take in jitwalk: symbols of its objects,
+                         its JIT names, copies being converted (default 1024); beyond it names
+                         or windows are left out, with a warning
+  --max-file MIB         the most read from the target's perf map or jitdump, and the largest
+                         section read from one of its objects (default 512)
   --window-state-limit N prune BPF window states of gone windows beyond N (default 32768)
   -q, --quiet            only errors and the summary;  -v, --verbose  details
   -h, --help             this text
 
 Progress and a summary (samples, unwound-to-root %, cut %, fallback %) go to stderr.
+Everything read from the target is treated as hostile (docs/jitwalk.md, "Reading hostile
+processes"); the output files are created beside PATH and renamed over it, and an existing
+symbolic link, FIFO or device at PATH is refused.
 )";
 
 struct profile_options {
@@ -155,6 +164,14 @@ int cmd_profile(int argc, char** argv) {
       auto v = a.integer(1, 60000);
       if (!v) return fail(v.error());
       o.run.tracker.window_state_limit = static_cast<size_t>(v.value());
+    } else if (a.is({"--max-memory"})) {
+      auto v = a.integer(1, 1 << 20);
+      if (!v) return fail(v.error());
+      o.run.max_memory = static_cast<uint64_t>(v.value()) << 20;
+    } else if (a.is({"--max-file"})) {
+      auto v = a.integer(1, 1 << 20);
+      if (!v) return fail(v.error());
+      o.run.max_file_bytes = static_cast<uint64_t>(v.value()) << 20;
     } else if (a.is({"--rows"})) {
       auto v = a.integer(1024, 1ll << 28);
       if (!v) return fail(v.error());
@@ -183,10 +200,9 @@ int cmd_profile(int argc, char** argv) {
         "~%.0f%% of its CPU time",
         o.hz, o.hz * 15e-6 * 100);
   // Find out now, not after the whole run, that an output cannot be written.
-  output_precheck outputs;
   for (const std::string* path : {&o.folded, &o.svg, &o.pprof}) {
     if (path->empty()) continue;
-    if (auto r = outputs.add(*path); !r) {
+    if (auto r = check_output(*path); !r) {
       report(r.error());
       return 1;
     }
@@ -230,6 +246,7 @@ int cmd_profile(int argc, char** argv) {
     report(r.error());
     return 1;
   }
+  const std::string shown_name = jitunwind::detail::terminal_text(s.process_name());
   note("profiling pid %d (%s) at %u Hz%s", s.pid(), s.process_name().c_str(), o.hz,
        o.run.duration_s > 0 ? format(" for %.1f s", o.run.duration_s).c_str() : "");
   unsigned ticks = 0;
@@ -260,7 +277,6 @@ int cmd_profile(int argc, char** argv) {
   prof.duration_ns = static_cast<uint64_t>(elapsed * 1e9);
 
   // ---- outputs ----
-  outputs.keep();
   int rc = 0;
   std::vector<std::string> wrote;
   if (!o.folded.empty()) {
@@ -300,8 +316,8 @@ int cmd_profile(int argc, char** argv) {
   auto bs = s.bpf().stats();
   const auto& ts = s.track().stats();
   std::fprintf(stderr, "jitwalk: %llu samples of pid %d (%s) in %.1f s at %u Hz; %s\n",
-               static_cast<unsigned long long>(sum.samples), s.pid(), s.process_name().c_str(),
-               elapsed, o.hz, s.stop_reason().c_str());
+               static_cast<unsigned long long>(sum.samples), s.pid(), shown_name.c_str(), elapsed,
+               o.hz, s.stop_reason().c_str());
   std::fprintf(stderr,
                "jitwalk:   unwound to the root: %.1f%%   cut: %.1f%%   frame-pointer fallback: "
                "%.1f%%\n",
@@ -334,6 +350,15 @@ int cmd_profile(int argc, char** argv) {
                static_cast<unsigned long long>(bs[JW_STAT_RACES]),
                static_cast<unsigned long long>(bs[JW_STAT_EVENTS]),
                static_cast<unsigned long long>(bs[JW_STAT_RINGBUF_FULL]));
+  if (ts.slots_skipped != 0 || s.budget().refusals() != 0 || s.sym().names().dropped() != 0) {
+    std::fprintf(stderr,
+                 "jitwalk:   target data: %zu registry entries skipped; memory budget: %s of %s "
+                 "used at most, %llu requests refused, %llu JIT names dropped\n",
+                 ts.slots_skipped, jitunwind::detail::size_text(s.budget().peak()).c_str(),
+                 jitunwind::detail::size_text(s.budget().limit()).c_str(),
+                 static_cast<unsigned long long>(s.budget().refusals()),
+                 static_cast<unsigned long long>(s.sym().names().dropped()));
+  }
   if (o.run.kernel_stacks && sum.kernel_stack_lost) {
     std::fprintf(stderr, "jitwalk:   kernel stacks lost: %llu\n",
                  static_cast<unsigned long long>(sum.kernel_stack_lost));

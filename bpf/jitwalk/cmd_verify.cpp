@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 
+#include "guarded/text.hpp"
 #include "jitwalk/aggregate.hpp"
 #include "jitwalk/cli.hpp"
 #include "jitwalk/native_tables.hpp"
@@ -144,9 +145,8 @@ int cmd_verify(int argc, char** argv) {
     return fail(error(errc::invalid_argument, "no command: -- COMMAND ARGS"));
 
   // An unwritable --json fails now, not after the whole run.
-  output_precheck outputs;
   if (!json_path.empty()) {
-    if (auto r = outputs.add(json_path); !r) {
+    if (auto r = check_output(json_path); !r) {
       report(r.error());
       return 1;
     }
@@ -310,8 +310,9 @@ int cmd_verify(int argc, char** argv) {
 
   const auto bs = s.bpf().stats();
   const auto& tst = s.track().stats();
-  std::printf("jitwalk verify: %s (pid %d): %llu checkpoints; %s\n", s.process_name().c_str(),
-              s.pid(), static_cast<unsigned long long>(v.checkpoints), s.stop_reason().c_str());
+  std::printf("jitwalk verify: %s (pid %d): %llu checkpoints; %s\n",
+              jitunwind::detail::terminal_text(s.process_name()).c_str(), s.pid(),
+              static_cast<unsigned long long>(v.checkpoints), s.stop_reason().c_str());
   std::printf("  %-24s %-22s %-18s %s\n", "", "exact matches", "complete (main)",
               "JIT frames found");
   std::printf("  %-24s %8llu %6.1f%%        %8llu %6.1f%%   %llu of %llu\n",
@@ -399,7 +400,6 @@ int cmd_verify(int argc, char** argv) {
   }
   std::printf("result: %s (%s)\n", pass ? "PASS" : "FAIL", verdict.c_str());
 
-  outputs.keep();
   if (!json_path.empty()) {
     nlohmann::json j;
     j["checkpoints"] = v.checkpoints;
@@ -433,12 +433,9 @@ int cmd_verify(int argc, char** argv) {
     j["fp_lost_at"] = lost;
     j["command_status"] = child_status;
     j["pass"] = pass;
-    std::ofstream f(json_path);
-    if (f) f << j.dump(2) << "\n";
-    if (!f || !f.flush()) {
+    if (auto w = write_output(json_path, j.dump(2) + "\n"); !w) {
       // The verdict was printed, but a caller reading the JSON would find none: a failure.
-      report(error(errc::io_error,
-                   format("cannot write %s: %s", json_path.c_str(), std::strerror(errno))));
+      report(w.error());
       return 1;
     }
   }

@@ -1,7 +1,7 @@
 #include "jitwalk/common.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
+#include "guarded/output.hpp"
+#include "guarded/text.hpp"
 
 #include <cerrno>
 #include <cstdarg>
@@ -13,8 +13,9 @@ namespace jitwalk {
 int g_verbosity = 1;
 
 namespace {
+// Messages carry what the target chose (paths, names): escaped for the terminal.
 void vprint(const char* prefix, const char* fmt, va_list ap) {
-  std::string text = jitunwind::detail::vformat(fmt, ap);
+  std::string text = jitunwind::detail::terminal_text(jitunwind::detail::vformat(fmt, ap));
   std::fprintf(stderr, "jitwalk: %s%s\n", prefix, text.c_str());
 }
 }  // namespace
@@ -43,7 +44,8 @@ void warn(const char* fmt, ...) {
 }
 
 void report(const error& e) {
-  std::fprintf(stderr, "jitwalk: error: %s\n", e.message().c_str());
+  std::fprintf(stderr, "jitwalk: error: %s\n",
+               jitunwind::detail::terminal_text(e.message()).c_str());
 }
 
 std::string hex(uint64_t v) {
@@ -52,21 +54,12 @@ std::string hex(uint64_t v) {
   return buf;
 }
 
-output_precheck::~output_precheck() {
-  for (const std::string& path : created_) ::unlink(path.c_str());
+result<void> check_output(const std::string& path, const char* what) {
+  return jitunwind::detail::check_output_path(path, what);
 }
 
-result<void> output_precheck::add(const std::string& path) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd >= 0) {
-    created_.push_back(path);
-  } else if (errno == EEXIST) {
-    fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-  }
-  if (fd < 0)
-    return make_error(errc::io_error, "cannot write %s: %s", path.c_str(), std::strerror(errno));
-  ::close(fd);
-  return {};
+result<void> write_output(const std::string& path, std::string_view contents, const char* what) {
+  return jitunwind::detail::replace_file(path, contents, what);
 }
 
 }  // namespace jitwalk

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace jitwalk {
@@ -36,23 +37,13 @@ inline double pct(uint64_t part, uint64_t whole) {
 /// "0x7f12..." for an address.
 std::string hex(uint64_t v);
 
-/// Output files checked before a run, so that an unwritable path fails at once and not after
-/// the whole run. A file that did not exist is created for the check and removed again when
-/// this goes out of scope, unless keep() was called: a run that fails before writing its
-/// outputs leaves no empty files behind (and an existing file is never truncated early).
-class output_precheck {
- public:
-  output_precheck() = default;
-  output_precheck(const output_precheck&) = delete;
-  output_precheck& operator=(const output_precheck&) = delete;
-  ~output_precheck();
-  /// io_error "cannot write PATH: reason".
-  result<void> add(const std::string& path);
-  /// The outputs are about to be written: nothing is removed.
-  void keep() noexcept { created_.clear(); }
-
- private:
-  std::vector<std::string> created_;
-};
+/// An output file checked before a run (guarded/output.hpp: an existing symbolic link, FIFO or
+/// device refused, the directory writable), so that a bad path fails at once and not after the
+/// whole run; nothing is created or touched. io_error / permission_denied naming it.
+result<void> check_output(const std::string& path, const char* what = "");
+/// Writes an output under the same policy: a new file renamed over PATH once complete (never
+/// written through a link; a failed run leaves PATH as it was).
+result<void> write_output(const std::string& path, std::string_view contents,
+                          const char* what = "");
 
 }  // namespace jitwalk

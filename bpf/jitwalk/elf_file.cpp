@@ -1,8 +1,5 @@
 #include "jitwalk/elf_file.hpp"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,62 +11,75 @@ namespace jitwalk {
 using jitunwind::detail::elf_image;
 using jitunwind::detail::elf_section;
 
-result<std::shared_ptr<elf_file>> elf_file::open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    return make_error(errc::io_error, "cannot open %s: %s", path.c_str(), std::strerror(errno));
-  }
-  struct stat st {};
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < 16) {
-    ::close(fd);
-    return make_error(errc::io_error, "%s: not a regular file of ELF size", path.c_str());
-  }
-  void* m = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);
-  if (m == MAP_FAILED) {
-    return make_error(errc::io_error, "cannot map %s: %s", path.c_str(), std::strerror(errno));
-  }
+result<std::shared_ptr<elf_file>> elf_file::open(const std::string& path,
+                                                 const elf_file_limits& limits) {
+  jitunwind::detail::open_rules rules;
+  rules.what = "ELF object";
+  rules.no_follow = limits.target_path;
+  rules.max_bytes = UINT64_MAX;  // read section by section, each at most limits.max_read
+  auto file = jitunwind::detail::guarded_file::open(path, rules);
+  if (!file) return file.error();
+  if (file->size() < 16)
+    return make_error(errc::malformed, "%s: %llu bytes, too short for ELF", path.c_str(),
+                      static_cast<unsigned long long>(file->size()));
+  jitunwind::detail::elf_read_limits el;
+  el.budget = limits.budget;
+  el.max_read = limits.max_read;
+  auto img = elf_image::open(std::move(*file), el);
+  if (!img) return img.error();
   std::shared_ptr<elf_file> f(new elf_file());
   f->path_ = path;
-  f->map_ = m;
-  f->map_size_ = static_cast<size_t>(st.st_size);
-  auto img = elf_image::parse({static_cast<const uint8_t*>(m), f->map_size_});
-  if (!img) {
-    return make_error(img.error().code(), "%s: %s", path.c_str(), img.error().message().c_str());
-  }
+  f->limits_ = limits;
   f->image_.emplace(std::move(img.value()));
   return f;
 }
 
-elf_file::~elf_file() {
-  if (map_ != nullptr) munmap(map_, map_size_);
+result<std::shared_ptr<elf_file>> elf_file::from_bytes(std::span<const uint8_t> bytes,
+                                                       const std::string& name) {
+  auto img = elf_image::parse(bytes);
+  if (!img)
+    return make_error(img.error().code(), "%s: %s", name.c_str(), img.error().message().c_str());
+  std::shared_ptr<elf_file> f(new elf_file());
+  f->path_ = name;
+  f->image_.emplace(std::move(img.value()));
+  return f;
 }
 
-std::span<const uint8_t> elf_file::section(const char* name, uint64_t* vaddr) const {
+jitunwind::detail::elf_data elf_file::section(const char* name, uint64_t* vaddr) const {
   const elf_section* s = image_->find_section(name);
   if (s == nullptr) return {};
   auto data = image_->section_data(*s);
   if (!data) return {};
   if (vaddr != nullptr) *vaddr = s->addr;
-  return data.value();
+  return std::move(data).value();
 }
 
 void elf_file::load_symbols_from(const elf_image& img, bool want_symtab) const {
-  for (const elf_section& s : img.sections()) {
-    if (s.type !=
-        (want_symtab ? jitunwind::detail::elf_sht_symtab : jitunwind::detail::elf_sht_dynsym)) {
-      continue;
+  // An object has one table of each kind: only the first is read (a file with thousands of
+  // symbol table headers over one table costs one table, not thousands).
+  const elf_section* s = img.first_section_of_type(want_symtab ? jitunwind::detail::elf_sht_symtab
+                                                               : jitunwind::detail::elf_sht_dynsym);
+  if (s == nullptr) return;
+  auto syms = img.symbols(*s);
+  if (!syms) {
+    warn("%s (no names from %s)", syms.error().message().c_str(), name().c_str());
+    return;
+  }
+  for (auto& sym : syms.value()) {
+    // STT_FUNC = 2, STT_GNU_IFUNC = 10; defined (shndx != 0).
+    if ((sym.type != 2 && sym.type != 10) || sym.shndx == 0 || sym.value == 0) continue;
+    if (sym.name.empty()) continue;
+    // "memcpy@@GLIBC_2.14" -> "memcpy": versions are noise in a profile.
+    if (size_t at = sym.name.find('@'); at != std::string::npos && at > 0) sym.name.resize(at);
+    // Kept for the whole run: charged to the budget; what does not fit goes unnamed.
+    if (auto r = symbols_charge_.grow(limits_.budget, sizeof(function_symbol) + sym.name.size(),
+                                      "symbols of " + name());
+        !r) {
+      warn("%s; the other functions of %s stay unnamed", r.error().message().c_str(),
+           name().c_str());
+      return;
     }
-    auto syms = img.symbols(s);
-    if (!syms) continue;
-    for (auto& sym : syms.value()) {
-      // STT_FUNC = 2, STT_GNU_IFUNC = 10; defined (shndx != 0).
-      if ((sym.type != 2 && sym.type != 10) || sym.shndx == 0 || sym.value == 0) continue;
-      if (sym.name.empty()) continue;
-      // "memcpy@@GLIBC_2.14" -> "memcpy": versions are noise in a profile.
-      if (size_t at = sym.name.find('@'); at != std::string::npos && at > 0) sym.name.resize(at);
-      symbols_.push_back({sym.value, sym.size, std::move(sym.name)});
-    }
+    symbols_.push_back({sym.value, sym.size, std::move(sym.name)});
   }
 }
 
@@ -85,7 +95,10 @@ const std::vector<function_symbol>& elf_file::symbols() const {
       std::string dbg =
           "/usr/lib/debug/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug";
       if (access(dbg.c_str(), R_OK) == 0) {
-        if (auto d = open(dbg); d) {
+        elf_file_limits dl = limits_;
+        dl.target_path = false;  // a system directory
+        dl.name.clear();
+        if (auto d = open(dbg, dl); d) {
           debug_file_ = d.value();
           load_symbols_from(debug_file_->image(), true);
         }
@@ -126,7 +139,7 @@ std::vector<sdt_probe> elf_file::sdt_probes() const {
   if (s == nullptr) return out;
   auto data = image_->section_data(*s);
   if (!data) return out;
-  std::span<const uint8_t> d = data.value();
+  std::span<const uint8_t> d = data->span();
   size_t pos = 0;
   auto u32 = [&](size_t at) { return static_cast<uint32_t>(image_->read_uint(d.data() + at, 4)); };
   auto align4 = [](size_t v) { return (v + 3) & ~size_t{3}; };
@@ -174,11 +187,16 @@ std::string elf_file::build_id() const {
 }
 
 std::string elf_file::compute_build_id() const {
+  // Note sections of a real object do not overlap: reading more than the file holds means they
+  // do (the same bytes claimed by thousands of headers), and the search stops.
+  uint64_t read = 0;
   for (const elf_section& s : image_->sections()) {
     if (s.type != 7 /* SHT_NOTE */) continue;
+    if (s.size > image_->file_size() - std::min(read, image_->file_size())) break;
+    read += s.size;
     auto data = image_->section_data(s);
     if (!data) continue;
-    std::span<const uint8_t> d = data.value();
+    std::span<const uint8_t> d = data->span();
     size_t pos = 0;
     while (pos + 12 <= d.size()) {
       uint32_t namesz = static_cast<uint32_t>(image_->read_uint(d.data() + pos, 4));

@@ -1,6 +1,9 @@
-// A read-only mmapped ELF object of the target (executable, shared library, memfd object) with
-// what jitwalk needs from it: function symbols, unwind sections, SDT probes, build id, program
-// interpreter. Parsing goes through the SDK's hostile-safe ELF reader.
+// An ELF object of the target (executable, shared library, memfd object) with what jitwalk needs
+// from it: function symbols, unwind sections, SDT probes, build id, program interpreter. The
+// object is the target's: it is read through the SDK's hostile-safe ELF reader with pread (a
+// file truncated meanwhile is an error, never SIGBUS), only the sections used, each read and
+// what is kept of it charged to the run's memory budget (docs/jitwalk.md, "Reading hostile
+// processes").
 #pragma once
 
 #include "elf/elf_reader.hpp"
@@ -29,29 +32,48 @@ struct sdt_probe {
   std::string args;
 };
 
+/// What reading the target's objects may cost.
+struct elf_file_limits {
+  jitunwind::detail::memory_budget* budget = nullptr;  ///< null: not counted
+  uint64_t max_read = uint64_t{512} << 20;             ///< largest section read at once
+  /// The path is the target's choice (not a /proc/PID/map_files link): links are not followed.
+  bool target_path = false;
+  /// How messages name the object (its path in the target's maps); empty: the path opened.
+  std::string name;
+};
+
 class elf_file {
  public:
-  /// Maps `path` read-only. `io_error` naming the path; `malformed` from the ELF reader.
-  static result<std::shared_ptr<elf_file>> open(const std::string& path);
-  ~elf_file();
+  /// Opens `path` (a regular file). Errors name the path: not_found, io_error (not a regular
+  /// file, changed while read), permission_denied (a link refused), `malformed` from the ELF
+  /// reader, limit_exceeded (the budget, a section above max_read).
+  static result<std::shared_ptr<elf_file>> open(const std::string& path,
+                                                const elf_file_limits& limits = {});
+  /// The same over bytes in memory (fuzzing, tests); they must outlive the object.
+  static result<std::shared_ptr<elf_file>> from_bytes(std::span<const uint8_t> bytes,
+                                                      const std::string& name);
   elf_file(const elf_file&) = delete;
   elf_file& operator=(const elf_file&) = delete;
 
   const std::string& path() const noexcept { return path_; }
+  /// What messages call it (elf_file_limits::name, or the path).
+  const std::string& name() const noexcept { return limits_.name.empty() ? path_ : limits_.name; }
   const jitunwind::detail::elf_image& image() const noexcept { return *image_; }
 
-  /// Bytes of a named section (empty span if absent, NOBITS or out of bounds), and its address.
-  std::span<const uint8_t> section(const char* name, uint64_t* vaddr = nullptr) const;
+  /// Bytes of a named section (empty if absent, NOBITS, out of bounds or unreadable), and its
+  /// address. The bytes live as long as the returned value.
+  jitunwind::detail::elf_data section(const char* name, uint64_t* vaddr = nullptr) const;
 
   /// Function symbols from .symtab (or, if absent, .dynsym), sorted; loaded on first use. A
   /// separate debug file found by build id (/usr/lib/debug/.build-id/xx/yyy.debug) is used when
-  /// the object itself has no .symtab.
+  /// the object itself has no .symtab. Only the first table of each kind is read (an object has
+  /// one); what is kept is charged to the budget, and symbols that do not fit are left out.
   const std::vector<function_symbol>& symbols() const;
   /// The symbol covering `vaddr`, or null.
   const function_symbol* find_symbol(uint64_t vaddr) const;
 
   std::vector<sdt_probe> sdt_probes() const;
-  /// Hex build id, or empty.
+  /// Hex build id (from the note sections, read up to their total size once), or empty.
   std::string build_id() const;
   /// PT_INTERP (the dynamic loader's path), or empty for static executables and libraries.
   std::string interpreter() const;
@@ -64,9 +86,9 @@ class elf_file {
  private:
   elf_file() = default;
   std::string path_;
-  void* map_ = nullptr;
-  size_t map_size_ = 0;
+  elf_file_limits limits_;
   std::optional<jitunwind::detail::elf_image> image_;
+  mutable jitunwind::detail::budget_charge symbols_charge_;
   mutable bool symbols_loaded_ = false;
   mutable std::vector<function_symbol> symbols_;
   mutable std::shared_ptr<elf_file> debug_file_;

@@ -1,17 +1,19 @@
 // Folded stacks: one line per distinct name path, "thread;root;...;leaf count".
 #include "jitwalk/profile_data.hpp"
 
-#include <fstream>
 #include <map>
+#include "common/names.hpp"
 
 namespace jitwalk {
 
 namespace {
-// ';' separates frames and the count follows the last space: keep names unambiguous.
+// ';' separates frames and the count follows the last space: keep names unambiguous. Other
+// control bytes (the target chose these names) become '?', as in the SDK's perf maps.
 void append_clean(std::string& out, const std::string& name) {
   for (char c : name) {
     if (c == ';') c = ':';
     if (c == '\n' || c == '\r') c = ' ';
+    if (jitunwind::detail::is_control_byte(static_cast<unsigned char>(c))) c = '?';
     out.push_back(c);
   }
 }
@@ -41,11 +43,7 @@ std::string folded_text(const profile_data& p) {
 }
 
 result<void> write_folded(const profile_data& p, const std::string& path) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f) return make_error(errc::io_error, "cannot write folded stacks to %s", path.c_str());
-  f << folded_text(p);
-  if (!f.flush()) return make_error(errc::io_error, "write error on %s", path.c_str());
-  return {};
+  return write_output(path, folded_text(p));
 }
 
 }  // namespace jitwalk

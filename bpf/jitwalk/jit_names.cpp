@@ -1,49 +1,136 @@
 #include "jitwalk/jit_names.hpp"
 
+#include <algorithm>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 namespace jitwalk {
 
-void jit_names::add(entry e) {
-  if (e.size == 0 || e.name.empty()) return;
+namespace {
+// Bytes read at a time from a perf map or jitdump (a record larger than this ends the reading
+// of that jitdump: code blobs of 16 MiB are not JIT functions).
+constexpr size_t read_chunk = size_t{16} << 20;
+// What one name costs beyond its bytes (map node, vector slot, entry).
+constexpr uint64_t entry_overhead = sizeof(jit_names::entry) + 64;
+}  // namespace
+
+void jit_names::set_limits(jitunwind::detail::memory_budget* budget, uint64_t max_file_bytes,
+                           std::optional<uid_t> owner) {
+  budget_ = budget;
+  max_file_bytes_ = max_file_bytes;
+  owner_ = owner;
+}
+
+bool jit_names::charge(uint64_t bytes) {
+  if (auto r = charge_.grow(budget_, bytes, "JIT function names"); !r) {
+    if (dropped_++ == 0) warn("%s; further JIT names are dropped", r.error().message().c_str());
+    return false;
+  }
+  return true;
+}
+
+bool jit_names::add(entry e) {
+  if (e.size == 0 || e.name.empty()) return false;
+  if (!charge(entry_overhead + e.name.size())) return false;
   if (e.size > max_size_) max_size_ = e.size;
   ++count_;
   auto& bucket = (e.from == origin::perfmap ? perfmap_ : timed_)[e.start];
   bucket.push_back(std::move(e));
+  return true;
 }
 
 const jit_names::entry* jit_names::find(uint64_t pc, uint64_t before) const {
-  // Newest covering entry; perf map entries are ordered by line number (their `time`).
+  // Newest covering entry; perf map entries are ordered by line number (their `time`). The
+  // names nearest below pc are looked at first, the newest of one address first, and at most
+  // max_examined of them: a target that stacks names over one address (huge sizes, one start
+  // repeated) costs each lookup a bounded time, not the count of its names.
+  size_t examined = 0;
   auto search = [&](const std::map<uint64_t, std::vector<entry>>& m, uint64_t limit) {
     const entry* best = nullptr;
     auto it = m.upper_bound(pc);
-    while (it != m.begin()) {
+    while (it != m.begin() && examined < max_examined) {
       --it;
       if (pc - it->first >= max_size_) break;  // nothing this far below can cover pc
-      for (const entry& e : it->second) {
-        if (pc - e.start >= e.size || e.time >= limit) continue;
-        if (!best || e.time >= best->time) best = &e;
+      for (auto e = it->second.rbegin(); e != it->second.rend() && examined < max_examined; ++e) {
+        ++examined;
+        if (pc - e->start >= e->size || e->time >= limit) continue;
+        if (!best || e->time > best->time) best = &*e;
       }
     }
+    examined_ += examined;
     return best;
   };
   if (const entry* e = search(timed_, before)) return e;
   return search(perfmap_, UINT64_MAX);
 }
 
-size_t jit_names::load_perf_map(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return 0;
-  size_t& done = consumed_[path];
-  f.seekg(static_cast<std::streamoff>(done));
-  std::stringstream ss;
-  ss << f.rdbuf();
-  size_t used = 0;
-  size_t n = parse_perf_map(ss.str(), used);
-  done += used;
+result<jitunwind::detail::guarded_file> jit_names::open_names_file(const std::string& path,
+                                                                   file_state& st, const char* what,
+                                                                   bool& restarted) {
+  jitunwind::detail::open_rules rules;
+  rules.what = what;
+  rules.no_follow = true;
+  rules.owner = owner_;
+  rules.max_bytes = UINT64_MAX;  // at most max_file_bytes_ of it are read, whatever its size
+  auto f = jitunwind::detail::guarded_file::open(path, rules);
+  if (!f) {
+    if (f.error().code() != errc::not_found && f.error().message() != st.refused) {
+      st.refused = f.error().message();
+      warn("%s: its names are not read", st.refused.c_str());
+    }
+    return f;
+  }
+  st.refused.clear();
+  restarted = f->device() != st.device || f->inode() != st.inode || f->size() < st.done;
+  if (restarted) {
+    // Replaced (a new process with the same pid, or a rewrite) or truncated: from the start.
+    st.device = f->device();
+    st.inode = f->inode();
+    st.done = 0;
+  }
+  return f;
+}
+
+result<size_t> jit_names::read_appended(const std::string& path, const char* what,
+                                        const appended_parser& parse) {
+  file_state& st = files_[path];
+  bool restarted = false;
+  auto f = open_names_file(path, st, what, restarted);
+  if (!f) return f.error();
+  size_t n = 0;
+  std::string buf;
+  while (st.done < f->size() && st.done < max_file_bytes_) {
+    const uint64_t want =
+        std::min<uint64_t>({f->size() - st.done, max_file_bytes_ - st.done, read_chunk});
+    buf.resize(static_cast<size_t>(want));
+    auto got = f->read_some(st.done, buf.data(), buf.size());
+    if (!got) return got.error();
+    if (*got == 0) break;
+    size_t used = 0;
+    auto entries = parse(std::string_view(buf.data(), *got), st.done, used);
+    if (!entries)
+      return make_error(entries.error().code(), "%s %s: %s", what, path.c_str(),
+                        entries.error().message().c_str());
+    n += *entries;
+    if (used == 0) break;  // a line or record still being written (or too large): next time
+    st.done += used;
+  }
+  if (st.done >= max_file_bytes_ && st.refused.empty()) {
+    st.refused = "read only";
+    warn("%s %s: only its first %s read", what, path.c_str(),
+         jitunwind::detail::size_text(max_file_bytes_).c_str());
+  }
   return n;
+}
+
+size_t jit_names::load_perf_map(const std::string& path) {
+  auto n = read_appended(path, "perf map",
+                         [&](std::string_view data, uint64_t, size_t& used) -> result<size_t> {
+                           const size_t entries = parse_perf_map(data, used);
+                           // No newline in a whole chunk: not a perf map line, skipped.
+                           if (used == 0 && data.size() == read_chunk) used = data.size();
+                           return entries;
+                         });
+  return n ? *n : 0;
 }
 
 size_t jit_names::parse_perf_map(std::string_view text, size_t& used) {
@@ -72,20 +159,16 @@ size_t jit_names::parse_perf_map(std::string_view text, size_t& used) {
 }
 
 result<size_t> jit_names::load_jitdump(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return make_error(errc::io_error, "cannot read jitdump %s", path.c_str());
-  size_t& done = consumed_[path];
-  std::stringstream ss;
-  if (done != 0) {
-    // Later calls read only what was appended (the file holds code bytes: it grows large).
-    f.seekg(static_cast<std::streamoff>(done));
-    ss << f.rdbuf();
-    return parse_jitdump_records(ss.str(), done);
-  }
-  ss << f.rdbuf();
-  auto n = parse_jitdump(ss.str(), done);
-  if (!n) return make_error(n.error().code(), "%s: %s", path.c_str(), n.error().message().c_str());
-  return n;
+  return read_appended(path, "jitdump",
+                       [&](std::string_view data, uint64_t offset, size_t& used) -> result<size_t> {
+                         // The header is read with the first records; later reads start at a
+                         // record.
+                         size_t done = static_cast<size_t>(offset);
+                         auto n = offset == 0 ? parse_jitdump(data, done)
+                                              : result<size_t>(parse_jitdump_records(data, done));
+                         used = done - static_cast<size_t>(offset);
+                         return n;
+                       });
 }
 
 result<size_t> jit_names::parse_jitdump(std::string_view data, size_t& done) {
@@ -128,8 +211,10 @@ size_t jit_names::parse_jitdump_records(std::string_view data, size_t& done) {
       const char* name = data.data() + body + 40;
       size_t max = total - 16 - 40;
       std::string nm(name, strnlen(name, max));
-      add({code_addr, code_size, nm, ts, origin::jitdump});
-      by_index[index] = {nm, code_size};
+      // Kept for a later CODE_MOVE only when the name fit the budget (the copy is charged too).
+      if (add({code_addr, code_size, nm, ts, origin::jitdump}) &&
+          charge(entry_overhead + nm.size()))
+        by_index[index] = {nm, code_size};
       ++n;
     } else if (id == 1 && total >= 16 + 48) {  // CODE_MOVE
       uint64_t new_addr = u64(body + 24), code_size = u64(body + 32), index = u64(body + 40);

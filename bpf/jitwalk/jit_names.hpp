@@ -6,12 +6,16 @@
 // published; a lookup asks for the newest name published before a given time.
 #pragma once
 
+#include "guarded/budget.hpp"
+#include "guarded/file.hpp"
 #include "jitwalk/common.hpp"
 
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,18 +34,35 @@ class jit_names {
     origin from = origin::event;
   };
 
-  void add(entry e);
-  /// The newest timed entry covering `pc` published before `before` (ns); else the last perf
-  /// map line covering it; else null.
-  const entry* find(uint64_t pc, uint64_t before = UINT64_MAX) const;
-  size_t size() const noexcept { return count_; }
+  /// The perf map and jitdump files are the target's (docs/jitwalk.md, "Reading hostile
+  /// processes"): opened without following a link and without blocking on a FIFO, only as
+  /// regular files owned by `owner` (if set), at most `max_file_bytes` read from each; every
+  /// name kept is charged to `budget` (null: not counted), and names that do not fit are
+  /// dropped (counted in dropped()).
+  void set_limits(jitunwind::detail::memory_budget* budget, uint64_t max_file_bytes,
+                  std::optional<uid_t> owner);
 
-  /// Reads what was appended to a perf map since the last call; lines that do not parse are
-  /// skipped. Returns entries read.
+  /// False if the entry is empty or did not fit the budget (then dropped).
+  bool add(entry e);
+  /// The newest timed entry covering `pc` published before `before` (ns); else the last perf
+  /// map line covering it; else null. At most `max_examined` entries are looked at, nearest
+  /// start below `pc` first (the newest of one start first): beyond that many names stacked
+  /// over one address, the newest of the nearest ones answers.
+  const entry* find(uint64_t pc, uint64_t before = UINT64_MAX) const;
+  static constexpr size_t max_examined = 256;
+  /// Entries looked at by all find() calls so far (how the bound above is tested).
+  uint64_t examined() const noexcept { return examined_; }
+  size_t size() const noexcept { return count_; }
+  /// Names not kept because the memory budget was reached.
+  uint64_t dropped() const noexcept { return dropped_; }
+
+  /// Reads what was appended to a perf map since the last call (from the start again if the
+  /// file was replaced or truncated); lines that do not parse are skipped. Returns entries
+  /// read. A file that cannot be read under the rules above is reported once (warning).
   size_t load_perf_map(const std::string& path);
   /// Reads the records appended to a jitdump file since the last call (CODE_LOAD, CODE_MOVE).
-  /// Returns entries read; `malformed` if the
-  /// header is not a jitdump header, `io_error` if unreadable.
+  /// Returns entries read; `malformed` if the header is not a jitdump header, `io_error` if
+  /// unreadable, the open errors of guarded_file.
   result<size_t> load_jitdump(const std::string& path);
 
   /// The parsers behind the loaders, on bytes already read. `done` / `used`: bytes consumed
@@ -56,9 +77,33 @@ class jit_names {
   std::map<uint64_t, std::vector<entry>> perfmap_;  // by start
   uint64_t max_size_ = 0;
   uint64_t perfmap_lines_ = 0;
-  std::map<std::string, size_t> consumed_;  // bytes already read per file (files only grow)
+  struct file_state {
+    uint64_t device = 0, inode = 0;
+    uint64_t done = 0;    // bytes consumed (whole lines or records)
+    std::string refused;  // the last reason the file was not read (reported once)
+  };
+  // Reads what was appended to `path` since the last call in pieces, each given to the parser
+  // with its file offset; the parser says how many bytes it used (whole lines or records: the
+  // rest is offered again next time) and returns how many entries it found.
+  using appended_parser =
+      std::function<result<size_t>(std::string_view data, uint64_t offset, size_t& used)>;
+  result<size_t> read_appended(const std::string& path, const char* what,
+                               const appended_parser& parse);
+  // The file at `path` under the rules, as `st` knew it: a replaced or truncated file is read
+  // from the start (`restarted`).
+  result<jitunwind::detail::guarded_file> open_names_file(const std::string& path, file_state& st,
+                                                          const char* what, bool& restarted);
+  std::map<std::string, file_state> files_;
+  jitunwind::detail::memory_budget* budget_ = nullptr;
+  uint64_t max_file_bytes_ = uint64_t{512} << 20;
+  std::optional<uid_t> owner_;
+  jitunwind::detail::budget_charge charge_;
+  uint64_t dropped_ = 0;
   std::map<uint64_t, std::pair<std::string, uint64_t>> jitdump_index_;  // code_index -> name, size
   size_t count_ = 0;
+  mutable uint64_t examined_ = 0;
+  // Charges `bytes` of names to the budget; false (counted in dropped_) if they do not fit.
+  bool charge(uint64_t bytes);
 };
 
 }  // namespace jitwalk

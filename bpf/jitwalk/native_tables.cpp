@@ -48,9 +48,9 @@ result<native_table> build_native_table(const elf_file& obj, uint64_t bias, uint
   std::vector<unwind_function> fns;
   if (policy.use_sframe) {
     uint64_t vaddr = 0;
-    std::span<const uint8_t> sec = obj.section(".sframe", &vaddr);
+    const auto sec = obj.section(".sframe", &vaddr);
     if (!sec.empty()) {
-      auto r = sframe_functions(sec, vaddr, table_source::sframe, &t.sframe_version);
+      auto r = sframe_functions(sec.span(), vaddr, table_source::sframe, &t.sframe_version);
       if (r) {
         fns = std::move(r.value());
         t.sframe_functions = fns.size();
@@ -61,9 +61,9 @@ result<native_table> build_native_table(const elf_file& obj, uint64_t bias, uint
   }
   if (policy.use_eh_frame) {
     uint64_t vaddr = 0;
-    std::span<const uint8_t> sec = obj.section(".eh_frame", &vaddr);
+    const auto sec = obj.section(".eh_frame", &vaddr);
     if (!sec.empty()) {
-      auto r = parse_eh_frame(sec, vaddr);
+      auto r = parse_eh_frame(sec.span(), vaddr);
       if (r) {
         for (const std::string& p : r->problems) t.problems.push_back(".eh_frame: " + p);
         // SFrame wins where both describe a function: keep only eh_frame functions that do not

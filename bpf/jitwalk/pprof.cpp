@@ -178,11 +178,8 @@ result<void> write_pprof(const profile_data& p, const std::string& path) {
   std::vector<uint8_t> bytes = pprof_bytes(p, true);
   if (bytes.empty())
     return make_error(errc::io_error, "gzip compression of the pprof profile failed");
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f) return make_error(errc::io_error, "cannot write pprof profile to %s", path.c_str());
-  f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  if (!f.flush()) return make_error(errc::io_error, "write error on %s", path.c_str());
-  return {};
+  return write_output(path,
+                      std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
 }
 
 }  // namespace jitwalk

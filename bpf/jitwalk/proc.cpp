@@ -1,5 +1,8 @@
 #include "jitwalk/proc.hpp"
 
+#include "guarded/file.hpp"
+#include "guarded/proc.hpp"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -12,7 +15,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <sstream>
 
 namespace jitwalk {
@@ -50,12 +52,10 @@ std::vector<mapping> parse_maps(const std::string& text) {
 
 result<std::vector<mapping>> read_maps(pid_t pid) {
   std::string path = format("/proc/%d/maps", pid);
-  std::ifstream f(path);
-  if (!f)
+  auto text = jitunwind::detail::read_proc_text(path);
+  if (!text)
     return make_error(errc::not_found, "cannot read %s (process %d gone?)", path.c_str(), pid);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return parse_maps(ss.str());
+  return parse_maps(*text);
 }
 
 std::string map_files_path(pid_t pid, const mapping& m) {
@@ -64,11 +64,10 @@ std::string map_files_path(pid_t pid, const mapping& m) {
 }
 
 std::string read_comm(pid_t pid, pid_t tid) {
-  std::string path = tid ? format("/proc/%d/task/%d/comm", pid, tid) : format("/proc/%d/comm", pid);
-  std::ifstream f(path);
-  std::string s;
-  if (!f || !std::getline(f, s) || s.empty()) return "?";
-  return s;
+  // From stat, not comm: a name holding a newline is whole there (between '(' and the last ')').
+  auto st = jitunwind::detail::read_proc_stat(pid, tid);
+  if (!st || st->comm.empty()) return "?";
+  return st->comm;
 }
 
 std::string read_exe(pid_t pid) {
@@ -93,12 +92,10 @@ std::vector<pid_t> list_threads(pid_t pid) {
 
 bool process_alive(pid_t pid) {
   if (kill(pid, 0) != 0 && errno == ESRCH) return false;
-  // A zombie still answers kill(); its maps are gone.
-  std::ifstream f(format("/proc/%d/stat", pid));
-  std::string stat;
-  if (!f || !std::getline(f, stat)) return false;
-  size_t paren = stat.rfind(')');
-  return paren == std::string::npos || paren + 2 >= stat.size() || stat[paren + 2] != 'Z';
+  // A zombie still answers kill(); its maps are gone. Its name may hold ')' and newlines: the
+  // state follows the last ')'.
+  auto st = jitunwind::detail::read_proc_stat(pid);
+  return st && st->state != 'Z';
 }
 
 result<child_process> child_process::spawn(const std::vector<std::string>& argv) {

@@ -53,6 +53,9 @@ bool stop_requested() {
 result<std::unique_ptr<run_session>> run_session::start(const run_options& o) {
   std::unique_ptr<run_session> s(new run_session());
   s->o_ = o;
+  s->budget_ = std::make_unique<jitunwind::detail::memory_budget>(o.max_memory,
+                                                                  "raise it with --max-memory");
+  s->o_.tracker.budget = s->budget_.get();
   if (o.target.command.empty() && o.target.pid <= 0) {
     return make_error(errc::invalid_argument, "no target: give -p PID or -- COMMAND");
   }
@@ -91,8 +94,9 @@ result<std::unique_ptr<run_session>> run_session::start(const run_options& o) {
   cfg.stop_on_loader = !o.target.command.empty();
 
   s->tables_ = std::make_unique<table_store>(s->bpf_->views());
-  s->sym_ = std::make_unique<symbolizer>(s->pid_);
-  s->tracker_ = std::make_unique<tracker>(*s->bpf_, *s->tables_, *s->sym_, s->pid_, o.tracker);
+  s->sym_ =
+      std::make_unique<symbolizer>(s->pid_, symbolizer_limits{s->budget_.get(), o.max_file_bytes});
+  s->tracker_ = std::make_unique<tracker>(*s->bpf_, *s->tables_, *s->sym_, s->pid_, s->o_.tracker);
 
   if (s->child_) {
     // The executable is not mapped yet: probes in it (static SDK) and the loader hook go in now.

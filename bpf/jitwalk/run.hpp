@@ -32,6 +32,12 @@ struct run_options {
   bool fp_only = false;      ///< walk with frame pointers only (our BPF walker)
   bool sync_tables = false;  ///< SIGSTOP the target on window_publish until its rows are loaded
   double duration_s = 0;     ///< 0 = until the command exits / Ctrl-C
+  /// What the target's data may make jitwalk hold (--max-memory): symbols of its objects, its
+  /// JIT names, section and SFrame copies being converted (docs/jitwalk.md, "Reading hostile
+  /// processes").
+  uint64_t max_memory = uint64_t{1} << 30;
+  /// The most read from one perf map or jitdump, and the largest ELF section read (--max-file).
+  uint64_t max_file_bytes = uint64_t{512} << 20;
 };
 
 /// A prepared session: BPF loaded, target started (gated) or attached, tables and probes set.
@@ -46,6 +52,7 @@ class run_session {
   pid_t pid() const { return pid_; }
   child_process* child() { return child_ ? &*child_ : nullptr; }
   const std::string& process_name() const { return process_name_; }
+  const jitunwind::detail::memory_budget& budget() const { return *budget_; }
 
   /// Lets a gated command run (no-op for -p). Errors name the command.
   result<void> go();
@@ -59,6 +66,7 @@ class run_session {
  private:
   run_session() = default;
   run_options o_;
+  std::unique_ptr<jitunwind::detail::memory_budget> budget_;
   std::unique_ptr<bpf_session> bpf_;
   std::unique_ptr<table_store> tables_;
   std::unique_ptr<symbolizer> sym_;

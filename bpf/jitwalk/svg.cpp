@@ -217,11 +217,7 @@ std::string flamegraph_svg(const profile_data& p, const svg_options& o) {
 }
 
 result<void> write_svg(const profile_data& p, const svg_options& o, const std::string& path) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f) return make_error(errc::io_error, "cannot write SVG flame graph to %s", path.c_str());
-  f << flamegraph_svg(p, o);
-  if (!f.flush()) return make_error(errc::io_error, "write error on %s", path.c_str());
-  return {};
+  return write_output(path, flamegraph_svg(p, o));
 }
 
 }  // namespace jitwalk

@@ -1,6 +1,7 @@
 #include "jitwalk/symbolizer.hpp"
 
 #include <cxxabi.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -33,8 +34,14 @@ std::string demangle(const std::string& name) {
   return s;
 }
 
-symbolizer::symbolizer(pid_t pid) : pid_(pid) {
+symbolizer::symbolizer(pid_t pid, const symbolizer_limits& limits) : pid_(pid), limits_(limits) {
   perf_map_path_ = format("/tmp/perf-%d.map", pid);
+  // The perf map and jitdump must be the target's own files (perf asks the same of a perf
+  // map): the owner of /proc/PID is the user the target runs as.
+  std::optional<uid_t> owner;
+  struct stat st {};
+  if (::stat(format("/proc/%d", pid).c_str(), &st) == 0) owner = st.st_uid;
+  names_.set_limits(limits.budget, limits.max_file_bytes, owner);
 }
 
 void symbolizer::refresh() {
@@ -73,15 +80,25 @@ std::shared_ptr<elf_file> symbolizer::object_for(const mapping& m) {
   const auto key = std::make_pair(m.dev, m.inode);
   if (auto it = objects_.find(key); it != objects_.end()) return it->second;
   if (failed_.count(key)) return nullptr;
-  auto f = elf_file::open(map_files_path(pid_, m));
-  if (!f && m.file_backed()) {
-    // The process may be gone; the file itself may still be there (not for memfds).
+  elf_file_limits lim;
+  lim.budget = limits_.budget;
+  lim.max_read = limits_.max_file_bytes;
+  lim.name = m.path;
+  auto f = elf_file::open(map_files_path(pid_, m), lim);  // the kernel's link: followed
+  if (!f && m.file_backed() && f.error().code() != errc::malformed &&
+      f.error().code() != errc::limit_exceeded) {
+    // The process may be gone; the file itself may still be there (not for memfds). That path
+    // is the target's choice: a link there is not followed.
     std::string path = m.path;
     if (path.size() > 10 && path.compare(path.size() - 10, 10, " (deleted)") == 0) path.clear();
-    if (!path.empty()) f = elf_file::open(path);
+    lim.target_path = true;
+    if (!path.empty()) f = elf_file::open(path, lim);
   }
   if (!f) {
     failed_[key] = true;
+    // Not ELF at all (a data file mapped executable) is no news; anything else is.
+    if (f.error().message().find("no ELF magic") == std::string::npos)
+      warn("%s (no symbols or tables from %s)", f.error().message().c_str(), m.path.c_str());
     return nullptr;
   }
   objects_[key] = f.value();

@@ -31,9 +31,16 @@ struct frame_desc {
   bool has_symbol = false;
 };
 
+/// What the target's files may cost the symbolizer (docs/jitwalk.md, "Reading hostile
+/// processes").
+struct symbolizer_limits {
+  jitunwind::detail::memory_budget* budget = nullptr;  ///< ELF sections, symbols, JIT names
+  uint64_t max_file_bytes = uint64_t{512} << 20;       ///< per perf map / jitdump; per ELF section
+};
+
 class symbolizer {
  public:
-  explicit symbolizer(pid_t pid);
+  explicit symbolizer(pid_t pid, const symbolizer_limits& limits = {});
 
   /// Re-reads /proc/PID/maps and the perf map / jitdump files (incrementally). When the process
   /// is gone the last known state is kept.
@@ -49,13 +56,15 @@ class symbolizer {
   /// The mapping containing pc in the last known state, or null.
   const mapping* find_mapping(uint64_t pc) const;
   /// The ELF object behind a file-backed mapping (opened through /proc/PID/map_files while the
-  /// process lives), cached by device and inode; null if it cannot be opened.
+  /// process lives), cached by device and inode; null if it cannot be opened (said once, with
+  /// the reason, unless it is simply not ELF).
   std::shared_ptr<elf_file> object_for(const mapping& m);
 
  private:
   void load_kallsyms();
 
   pid_t pid_;
+  symbolizer_limits limits_;
   std::vector<mapping> maps_;  // sorted by start
   std::map<std::pair<uint64_t, uint64_t>, std::shared_ptr<elf_file>> objects_;
   std::map<std::pair<uint64_t, uint64_t>, bool> failed_;

@@ -13,6 +13,13 @@ using jitunwind::remote::registry_reader;
 using jitunwind::remote::window_record;
 using jitunwind::remote::window_state;
 
+namespace {
+// What following one window costs (its entries in windows_ / rejected_ and bookkeeping).
+constexpr uint64_t per_window_cost = 256;
+constexpr size_t max_rejections_named = 100;
+constexpr uint64_t max_windows_followed = 65536;  // jw_windows in walker.bpf.c
+}  // namespace
+
 tracker::tracker(bpf_session& bpf, table_store& tables, symbolizer& sym, pid_t pid,
                  tracker_options o)
     : bpf_(bpf), tables_(tables), sym_(sym), pid_(pid), o_(std::move(o)) {}
@@ -158,7 +165,12 @@ void tracker::scan_objects() {
 void tracker::sync_registry() {
   if (!o_.jit) return;
   if (!reader_) {
-    auto r = registry_reader::open(pid_);
+    jitunwind::remote::read_options options;
+    options.only_used_sframe = true;  // a claimed size over untouched memory costs its header
+    // The walker follows at most this many (its window map); a registry claiming a million
+    // windows costs the snapshot of these, not of all.
+    options.max_windows = max_windows_followed;
+    auto r = registry_reader::open(pid_, options);
     if (!r) {
       detail("no jitunwind registry in process %d yet: %s", pid_, r.error().message().c_str());
       return;
@@ -174,6 +186,14 @@ void tracker::sync_registry() {
     return;
   }
   ++stats_.registry_reads;
+  // Entries the reader left out (stuck mid-update, impossible values): said once each; the
+  // other windows are used.
+  for (const auto& k : snap->skipped) {
+    if (!skipped_.emplace(k.registry_address, k.slot, k.reason).second) continue;
+    stats_.slots_skipped += k.entries;
+    warn("registry at %s: entry %u skipped: %s", hex(k.registry_address).c_str(), k.slot,
+         k.reason.c_str());
+  }
   std::set<uint64_t> present;
   for (const window_record& w : snap->windows) {
     if (w.state == window_state::free) continue;
@@ -184,6 +204,14 @@ void tracker::sync_registry() {
       continue;
     }
     if (rejected_.count({w.window_id, w.generation})) continue;
+    // What following a window costs jitwalk is charged: a registry of a million windows stops
+    // at the budget, not at the machine's memory.
+    if (!track_charge_.grow(o_.budget, per_window_cost, "the target's JIT windows")) {
+      if (stats_.windows_untracked++ == 0)
+        warn("memory budget reached: JIT windows beyond %zu are not followed",
+             windows_.size() + rejected_.size());
+      continue;
+    }
     load_window(w);
   }
   for (auto it = windows_.begin(); it != windows_.end();) {
@@ -196,6 +224,7 @@ void tracker::sync_registry() {
       ++it;
     }
   }
+  track_charge_.shrink_to(per_window_cost * (windows_.size() + rejected_.size()));
 }
 
 void tracker::load_window(const window_record& w) {
@@ -219,12 +248,31 @@ void tracker::load_window(const window_record& w) {
         "window %llu (generation %llu, text %s+%llu): SFrame rejected: %s",
         static_cast<unsigned long long>(w.window_id), static_cast<unsigned long long>(w.generation),
         hex(w.text_start).c_str(), static_cast<unsigned long long>(w.text_size), why.c_str());
-    warn("%s", msg.c_str());
-    rejections_.push_back(std::move(msg));
+    // A target can publish any number of bad windows: the first ones are named, the rest
+    // counted (in the summary).
+    if (rejections_.size() < max_rejections_named) {
+      warn("%s", msg.c_str());
+      rejections_.push_back(std::move(msg));
+    } else if (rejections_.size() == max_rejections_named) {
+      warn("more windows rejected: counted in the summary only");
+      rejections_.push_back("...");
+    }
   };
   if (w.code_abi != jitunwind::abi::amd64) {
     reject(format("ABI %s (this walker unwinds AMD64)", jitunwind::to_string(w.code_abi)));
     return;
+  }
+  // The copy is charged while it is converted (its rows then live in the BPF tables).
+  jitunwind::detail::budget_charge copy_charge;
+  if (w.sframe_size <= jitunwind::remote::read_options{}.max_sframe_size) {
+    auto c = jitunwind::detail::budget_charge::take(
+        o_.budget, w.sframe_size,
+        format("the SFrame of window %llu", static_cast<unsigned long long>(w.window_id)));
+    if (!c) {
+      reject(c.error().message());
+      return;
+    }
+    copy_charge = std::move(*c);
   }
   auto bytes = reader_->read_sframe(w);
   if (!bytes) {

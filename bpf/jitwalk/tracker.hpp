@@ -12,6 +12,7 @@
 
 #include <jitunwind/remote.h>
 
+#include "guarded/budget.hpp"
 #include "jitwalk/bpf_session.hpp"
 #include "jitwalk/native_tables.hpp"
 #include "jitwalk/symbolizer.hpp"
@@ -26,6 +27,7 @@
 #include <set>
 #include <span>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace jitwalk {
@@ -39,6 +41,9 @@ struct tracker_options {
   /// jw_windows (BPF, 65536 entries) is pruned of windows that are gone once the USDT handlers
   /// have created more entries than this.
   size_t window_state_limit = 32768;
+  /// The run's memory budget: a window's SFrame copy is charged while it is converted (null:
+  /// not counted).
+  jitunwind::detail::memory_budget* budget = nullptr;
 };
 
 struct window_info {
@@ -67,7 +72,9 @@ struct tracker_stats {
   size_t windows_loaded = 0;     ///< window generations loaded
   size_t windows_rejected = 0;   ///< window generations refused (hostile / invalid SFrame)
   size_t windows_freed = 0;
-  size_t windows_vanished = 0;   ///< changed or freed before their SFrame could be read
+  size_t windows_vanished = 0;      ///< changed or freed before their SFrame could be read
+  size_t slots_skipped = 0;         ///< registry entries the reader left out (said once each)
+  size_t windows_untracked = 0;     ///< windows not followed: the memory budget was reached
   size_t window_states_pruned = 0;  ///< jw_windows entries deleted for windows that are gone
   size_t registry_reads = 0;
   size_t probes_attached = 0;
@@ -100,7 +107,7 @@ class tracker {
   /// Time (bpf_ktime ns) the window behind range `uid` was freed; UINT64_MAX if not freed.
   uint64_t freed_time(uint32_t uid) const;
   const tracker_stats& stats() const noexcept { return stats_; }
-  /// Rejections so far: "window 7 (generation 12): <reason>".
+  /// Rejections so far: "window 7 (generation 12): <reason>" (the first 100, then "...").
   const std::vector<std::string>& rejections() const noexcept { return rejections_; }
 
  private:
@@ -122,13 +129,15 @@ class tracker {
   std::map<object_key, uint32_t> objects_;          // executable mapping -> uid (0: no table)
   std::set<std::pair<uint64_t, uint64_t>> probed_;  // (dev, inode) whose probes are attached
   std::optional<jitunwind::remote::registry_reader> reader_;
-  std::map<uint64_t, window_info> windows_;           // by window id
-  std::set<std::pair<uint64_t, uint64_t>> rejected_;  // (id, generation)
-  std::map<uint32_t, uint64_t> freed_at_;             // uid -> time
-  std::set<uint64_t> bpf_window_ids_;                 // ids the USDT handlers made entries for
-  std::map<uint64_t, uint64_t> max_loaded_gen_;       // id -> newest generation ever loaded
-  std::map<uint64_t, size_t> dropped_at_commit_;      // id -> table commit count when dropped
+  std::map<uint64_t, window_info> windows_;                        // by window id
+  std::set<std::pair<uint64_t, uint64_t>> rejected_;               // (id, generation)
+  std::set<std::tuple<uint64_t, uint32_t, std::string>> skipped_;  // registry, slot, reason
+  std::map<uint32_t, uint64_t> freed_at_;                          // uid -> time
+  std::set<uint64_t> bpf_window_ids_;             // ids the USDT handlers made entries for
+  std::map<uint64_t, uint64_t> max_loaded_gen_;   // id -> newest generation ever loaded
+  std::map<uint64_t, size_t> dropped_at_commit_;  // id -> table commit count when dropped
   std::vector<std::string> rejections_;
+  jitunwind::detail::budget_charge track_charge_;
   tracker_stats stats_;
   mutable std::vector<std::pair<uint64_t, const window_info*>> window_index_;  // by text start
   mutable bool window_index_dirty_ = true;

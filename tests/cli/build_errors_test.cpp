@@ -174,7 +174,7 @@ TEST_CASE("inputs that never end are refused, and long names are dumped whole") 
   temp_dir dir;
   auto zero = run_tool({"sframe", "check", "/dev/zero"});
   CHECK(zero.exit_code == 1);
-  CHECK(zero.out + zero.err == "/dev/zero: is a device, not a file\n");
+  CHECK(zero.out + zero.err == "/dev/zero: is a character device, not a regular file\n");
   // A 700-byte symbol name (long C++ names are common) in the text dump, not cut at 511 bytes.
   const std::string name = "_Z" + std::string(700, 'a');
   REQUIRE(write_file(dir / "long.json",

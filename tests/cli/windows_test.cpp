@@ -2,6 +2,7 @@
 // against its perf map and /proc/PID/maps, independent of the registry), jitwalk's test JIT
 // with corrupt windows, and toy-jit recompiling into new windows for watch.
 #include "cli/cli_support.hpp"
+#include "support/background.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -41,68 +42,6 @@ run_result interrupt_watch(const std::string& args, const char* ready) {
                    std::chrono::seconds(90));
 }
 
-// A runtime started in the background (output to /dev/null), killed and reaped at the end.
-// `reap_in_background` waits for it on a thread, as a shell would: a process that ends is then
-// gone, not a zombie of the test.
-class background {
- public:
-  explicit background(const std::vector<std::string>& argv, bool reap_in_background = false) {
-    // The constructor returns once the child has exec'd (the close-on-exec pipe reads end of
-    // file): until then the pid is a copy of this test, whose registry a tool would find.
-    int exec_pipe[2] = {-1, -1};
-    REQUIRE(pipe2(exec_pipe, O_CLOEXEC) == 0);
-    pid_ = fork();
-    if (pid_ == 0) {
-      const int null = open("/dev/null", O_WRONLY);
-      dup2(null, 1);
-      std::vector<char*> args;
-      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-      args.push_back(nullptr);
-      execv(args[0], args.data());
-      _exit(127);
-    }
-    close(exec_pipe[1]);
-    char byte;
-    while (pid_ > 0 && read(exec_pipe[0], &byte, 1) < 0 && errno == EINTR) {
-    }
-    close(exec_pipe[0]);
-    // A signal through a pidfd never reaches another process that got the pid after the
-    // reaper thread reaped this one.
-    if (pid_ > 0) pidfd_ = static_cast<int>(syscall(SYS_pidfd_open, pid_, 0));
-    if (reap_in_background && pid_ > 0)
-      reaper_ = std::thread([this] {
-        int st = 0;
-        while (waitpid(pid_, &st, 0) < 0 && errno == EINTR) {
-        }
-        status_ = st;
-      });
-  }
-  ~background() {
-    if (pid_ <= 0) return;
-    if (pidfd_ >= 0) {
-      syscall(SYS_pidfd_send_signal, pidfd_, SIGKILL, nullptr, 0);
-      close(pidfd_);
-    } else if (!reaper_.joinable()) {
-      kill(pid_, SIGKILL);  // not reaped yet: the pid is still ours
-    }
-    if (reaper_.joinable())
-      reaper_.join();
-    else
-      waitpid(pid_, nullptr, 0);
-  }
-  pid_t pid() const { return pid_; }
-  /// The wait status, once the reaper thread has it.
-  int join() {
-    if (reaper_.joinable()) reaper_.join();
-    return status_;
-  }
-
- private:
-  pid_t pid_ = -1;
-  int pidfd_ = -1;
-  int status_ = -1;
-  std::thread reaper_;
-};
 
 // `windows list --json` once the process lists a window that `ready` accepts (10 s at most).
 json list_when(pid_t pid, const std::function<bool(const json&)>& ready,

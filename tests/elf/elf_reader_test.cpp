@@ -246,6 +246,6 @@ TEST_CASE("ELF reader rejects hostile images cleanly") {
 TEST_CASE("read_whole_file reports missing files") {
   auto r = read_whole_file("/nonexistent/jitunwind-test");
   REQUIRE(!r.ok());
-  CHECK(r.error().code() == errc::io_error);
+  CHECK(r.error().code() == errc::not_found);
   CHECK(r.error().message().find("/nonexistent/jitunwind-test") != std::string::npos);
 }

@@ -134,7 +134,7 @@ void compare_with_readelf(const std::string& path, size_t min_rows) {
   uint64_t vaddr = 0;
   auto sec = obj.value()->section(".eh_frame", &vaddr);
   REQUIRE(!sec.empty());
-  auto parsed = parse_eh_frame(sec, vaddr);
+  auto parsed = parse_eh_frame(sec.span(), vaddr);
   REQUIRE(parsed.ok());
   INFO(path << ": " << parsed->fdes << " FDEs, " << parsed->skipped << " skipped");
   for (const auto& p : parsed->problems) WARN(p);

@@ -2,6 +2,9 @@
 #include <catch2/catch.hpp>
 
 #ifndef JITWALK_TESTS_DISABLED
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstring>
 
 #include "jitwalk/jit_names.hpp"
@@ -117,5 +120,97 @@ TEST_CASE("perf maps and jitdump files are read incrementally") {
   auto bad = other.load_jitdump(dump);
   REQUIRE_FALSE(bad.ok());
   CHECK_THAT(bad.error().message(), Catch::Contains("jit-1234.dump") && Catch::Contains("JiTD"));
+}
+
+TEST_CASE("perf maps the target replaces, truncates or turns into a FIFO or a link") {
+  jt::temp_dir dir;
+  const std::string map = dir / "perf-2.map";
+  jit_names n;
+  jitunwind::detail::memory_budget budget(1 << 20);
+  n.set_limits(&budget, 4096, ::geteuid());
+  REQUIRE(jt::write_file(map, "1000 20 a\n2000 20 b\n"));
+  CHECK(n.load_perf_map(map) == 2);
+  CHECK(budget.used() > 0);
+  // Truncated and rewritten shorter: read again from the start (the old lines stay older).
+  REQUIRE(jt::write_file(map, "3000 20 c\n"));
+  CHECK(n.load_perf_map(map) == 1);
+  CHECK(n.find(0x3004)->name == "c");
+  // Replaced by another file (rename): read from its start.
+  REQUIRE(jt::write_file(dir / "next", "4000 20 d\n5000 20 e\n"));
+  REQUIRE(::rename((dir / "next").c_str(), map.c_str()) == 0);
+  CHECK(n.load_perf_map(map) == 2);
+  // A FIFO and a link are not read (and do not block).
+  ::unlink(map.c_str());
+  REQUIRE(::mkfifo(map.c_str(), 0600) == 0);
+  CHECK(n.load_perf_map(map) == 0);
+  ::unlink(map.c_str());
+  REQUIRE(::symlink("/dev/zero", map.c_str()) == 0);
+  CHECK(n.load_perf_map(map) == 0);
+  ::unlink(map.c_str());
+  // Read up to the cap (4096 bytes here), whatever the file's size.
+  std::string many;
+  for (int i = 0; i < 1000; ++i) many += "a000 10 name\n";
+  REQUIRE(jt::write_file(map, many));
+  CHECK(n.load_perf_map(map) == 4096 / 13);
+  // Names beyond the budget are dropped, not kept.
+  jit_names small;
+  jitunwind::detail::memory_budget tiny(1000);
+  small.set_limits(&tiny, 1 << 20, std::nullopt);
+  for (uint64_t i = 0; i < 100; ++i)
+    small.add({0x1000 + i * 16, 16, "f" + std::to_string(i), i, jit_names::origin::event});
+  CHECK(small.dropped() > 0);
+  CHECK(small.size() + small.dropped() == 100);
+  CHECK(tiny.used() <= 1000);
+}
+
+TEST_CASE("names stacked over one address cost each lookup a bounded time") {
+  jit_names n;
+  // A perf map whose every line covers the whole address space from a rising start, and as
+  // many lines for one start: before the bound, each lookup looked at all of them.
+  std::string map;
+  char line[64];
+  for (int i = 0; i < 20000; ++i) {
+    std::snprintf(line, sizeof line, "%x ffffffffffff f\n", 0x1000 + 16 * i);
+    map += line;
+  }
+  for (int i = 0; i < 20000; ++i) map += "100000 ffffffffffff same" + std::to_string(i) + "\n";
+  size_t used = 0;
+  REQUIRE(n.parse_perf_map(map, used) == 40000);
+  for (uint64_t pc = 0x200000; pc < 0x200000 + 1000 * 64; pc += 64) {
+    const auto* e = n.find(pc);
+    REQUIRE(e != nullptr);
+    CHECK(e->name == "same19999");  // the newest line of the nearest start
+  }
+  CHECK(n.examined() <= 1000 * jit_names::max_examined);
+  // Timed names at one start (an address reused many times): the newest before the time.
+  for (uint64_t t = 1; t <= 20000; ++t)
+    n.add({0x7000, 16, "gen" + std::to_string(t), t, jit_names::origin::event});
+  CHECK(n.find(0x7004)->name == "gen20000");
+  CHECK(n.find(0x7004, 20000)->name == "gen19999");
+}
+
+TEST_CASE("jitdump code indexes are charged with their names") {
+  // The name copy kept for a later CODE_MOVE costs as much as the name itself.
+  jitunwind::detail::memory_budget names_only(1 << 20), with_index(1 << 20);
+  jit_names plain, dumped;
+  plain.set_limits(&names_only, 1 << 20, std::nullopt);
+  dumped.set_limits(&with_index, 1 << 20, std::nullopt);
+  std::string dump = jitdump_header();
+  for (uint64_t i = 0; i < 200; ++i) {
+    const std::string name = "jit:f" + std::to_string(i);
+    dump += code_load(10 + i, 0x10000 + 64 * i, 32, i, name.c_str());
+    plain.add({0x10000 + 64 * i, 32, name, 10 + i, jit_names::origin::jitdump});
+  }
+  size_t done = 0;
+  REQUIRE(dumped.parse_jitdump(dump, done).ok());
+  CHECK(with_index.used() == 2 * names_only.used());
+  // A budget they do not fit: names dropped, the index not kept for them either.
+  jitunwind::detail::memory_budget tiny(4096);
+  jit_names small;
+  small.set_limits(&tiny, 1 << 20, std::nullopt);
+  done = 0;
+  REQUIRE(small.parse_jitdump(dump, done).ok());
+  CHECK(small.dropped() > 0);
+  CHECK(tiny.used() <= 4096);
 }
 #endif

@@ -2,10 +2,13 @@
 // hostile headers are refused with errors that say what is wrong.
 #include <catch2/catch.hpp>
 
+#include <jitunwind/frame.h>
 #include <jitunwind/registry_abi.h>
+#include <jitunwind/sframe.h>
 
 #include "remote/registry_protocol.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -136,16 +139,35 @@ TEST_CASE("an entry that changes between the copies is re-read, never returned t
   CHECK(s->windows[0].generation == 10);
 }
 
-TEST_CASE("an entry that never settles fails with bad_state after the attempts") {
+TEST_CASE("an entry that never settles is skipped after the attempts, the others are read") {
   scripted_memory m;
   m.setup(2);
   m.before_read = [&](unsigned) { m.entries[0].seq += 1; };  // always moving
   auto s = read_all(m, 7);
-  REQUIRE_FALSE(s.ok());
-  CHECK(s.error().code() == errc::bad_state);
-  CHECK(s.error().message() ==
-        "pid 42: registry at 0x1000 in /x/lib.so: entry 0 kept changing (or stayed locked) for 7 "
-        "attempts; torn reads retried too often");
+  REQUIRE(s.ok());
+  REQUIRE(s->windows.size() == 1);
+  CHECK(s->windows[0].slot == 1);
+  REQUIRE(s->skipped.size() == 1);
+  CHECK(s->skipped[0].slot == 0);
+  CHECK(s->skipped[0].registry_address == 0x1000);
+  CHECK(s->skipped[0].reason == "kept changing (or stayed locked) for 7 attempts");
+}
+
+TEST_CASE("thousands of entries stuck mid-update cost a bounded number of re-reads") {
+  scripted_memory m;
+  m.setup(2000);
+  m.header.capacity = 4096;
+  for (size_t i = 0; i + 1 < m.entries.size(); ++i) m.entries[i].seq = 7;  // locked forever
+  auto s = read_all(m, 5);
+  REQUIRE(s.ok());
+  REQUIRE(s->windows.size() == 1);  // the last, stable one
+  CHECK(s->windows[0].slot == 1999);
+  // The first 256 listed, one more entry counting the other 1743.
+  REQUIRE(s->skipped.size() == 257);
+  CHECK(s->skipped.back().entries == 1743);
+  // 8 x 5 attempts of 3 copies each, plus the header and the three bulk copies.
+  CHECK(m.calls <= 4 + 8 * 5 * 3 + 1999);
+  CHECK_THAT(s->skipped[255].reason, Catch::Contains("spent on other entries"));
 }
 
 TEST_CASE("retired entries are reported retired, free ones not at all") {
@@ -192,13 +214,29 @@ TEST_CASE("hostile headers and entries are refused") {
     CHECK(r.error().code() == errc::limit_exceeded);
     CHECK(r.error().message().find("above the limit") != std::string::npos);
   }
-  SECTION("state") {
+  SECTION("state: that entry is skipped with the reason, the other one read") {
     m.entries[1].state = 9;
-    CHECK(read_all(m).error().message().find("entry 1: state 9") != std::string::npos);
+    auto r = read_all(m);
+    REQUIRE(r.ok());
+    REQUIRE(r->windows.size() == 1);
+    REQUIRE(r->skipped.size() == 1);
+    CHECK(r->skipped[0].slot == 1);
+    CHECK(r->skipped[0].reason == "state 9 is not free/live/retired");
   }
   SECTION("abi") {
     m.entries[0].abi = 0;
-    CHECK(read_all(m).error().message().find("ABI 0") != std::string::npos);
+    auto r = read_all(m);
+    REQUIRE(r.ok());
+    REQUIRE(r->skipped.size() == 1);
+    CHECK(r->skipped[0].reason == "window 0: ABI 0 is not 1, 2 or 3");
+    CHECK(r->windows.at(0).slot == 1);
+  }
+  SECTION("ranges that wrap") {
+    m.entries[0].text_start = ~uint64_t{0} - 10;
+    auto r = read_all(m);
+    REQUIRE(r.ok());
+    REQUIRE(r->skipped.size() == 1);
+    CHECK(r->skipped[0].reason == "window 0: text or SFrame range wraps");
   }
   SECTION("entry array unreadable") {
     m.header.slot_count = 5;  // more than the fake memory holds
@@ -207,6 +245,41 @@ TEST_CASE("hostile headers and entries are refused") {
     CHECK(r.error().code() == errc::out_of_range);
     CHECK(r.error().message().find("reading 5 entries at 0x10000") != std::string::npos);
   }
+}
+
+TEST_CASE("a snapshot keeps at most max_windows windows and says where it stopped") {
+  scripted_memory m;
+  m.setup(10);
+  m.entries[1].state = JITUNWIND_WINDOW_FREE;  // free slots do not count
+  registry_snapshot s;
+  read_options o;
+  o.max_windows = 4;
+  read_scratch scratch;
+  REQUIRE(read_registry_at(m, 0x1000, "/x/lib.so", o, s, scratch).ok());
+  REQUIRE(s.windows.size() == 4);
+  CHECK(s.windows.back().slot == 4);
+  REQUIRE(s.skipped.size() == 1);
+  CHECK(s.skipped[0].slot == 5);
+  CHECK(s.skipped[0].reason == "this window and the later ones not read: more than 4 windows");
+  CHECK(s.skipped[0].entries == 5);
+}
+
+TEST_CASE("a registry of bad entries lists the first 256 and counts the others") {
+  scripted_memory m;
+  m.setup(1000);
+  m.header.capacity = 1000;
+  for (size_t i = 0; i < 999; ++i) m.entries[i].state = 9;
+  auto s = read_all(m);
+  REQUIRE(s.ok());
+  REQUIRE(s->windows.size() == 1);  // the good one, after them
+  CHECK(s->windows[0].slot == 999);
+  REQUIRE(s->skipped.size() == 257);
+  CHECK(s->skipped[255].reason == "state 9 is not free/live/retired");
+  CHECK(s->skipped[256].slot == 256);
+  CHECK(s->skipped[256].reason ==
+        "this entry and the later ones skipped too: 743 entries not listed (only the first 256 "
+        "are)");
+  CHECK(s->skipped[256].entries == 743);
 }
 
 TEST_CASE("SFrame bytes are accepted only if the entry did not change") {
@@ -255,4 +328,64 @@ TEST_CASE("64-byte entries of older writers are read, the SFrame version is then
   auto r = read_all(bad);
   REQUIRE(!r.ok());
   CHECK(r.error().message().find("SFrame version 7 is not 0-3") != std::string::npos);
+}
+
+namespace {
+
+// An SFrame section at 0x100000 with `claimed` bytes behind it (all readable), the entry's
+// counter at 0x10000; counts the bytes copied.
+class sframe_memory final : public memory_source {
+ public:
+  std::vector<uint8_t> region;
+  uint64_t seq = 2;
+  mutable uint64_t copied = 0;
+  result<void> read(uint64_t address, void* out, size_t size) const override {
+    copied += size;
+    if (address == 0x10000 && size == 8) {
+      std::memcpy(out, &seq, 8);
+      return ok_result();
+    }
+    if (address < 0x100000 || address - 0x100000 + size > region.size())
+      return error(errc::out_of_range, "unmapped");
+    std::memcpy(out, region.data() + (address - 0x100000), size);
+    return ok_result();
+  }
+  pid_t pid() const override { return 42; }
+};
+
+}  // namespace
+
+TEST_CASE("only_used_sframe copies what the SFrame header says is used, not what is claimed") {
+  const std::vector<function_desc> leaf = {recipes::leaf(abi::amd64, 0x100400, 16).value()};
+  sframe::encoder_options eo;
+  eo.section_address = 0x100000;
+  const std::vector<uint8_t> section = sframe::encode(eo, leaf).value();
+  sframe_memory m;
+  m.region = section;
+  m.region.resize(64 << 20);  // the window claims 64 MiB
+  remote::window_record w;
+  w.sframe_address = 0x100000;
+  w.sframe_size = m.region.size();
+  w.entry_address = 0x10000;
+  w.sequence = 2;
+  read_options o;
+  o.only_used_sframe = true;
+  auto bytes = read_sframe_checked(m, w, o);
+  REQUIRE(bytes.ok());
+  CHECK(*bytes == section);
+  CHECK(m.copied < 4096);
+  CHECK(sframe::decode(*bytes, 0x100000).ok());
+  // Bytes that are not SFrame: their header only, which the decoder refuses.
+  std::fill(m.region.begin(), m.region.end(), 0);
+  m.copied = 0;
+  auto zeros = read_sframe_checked(m, w, o);
+  REQUIRE(zeros.ok());
+  CHECK(zeros->size() == 28);
+  CHECK(m.copied < 4096);
+  CHECK_FALSE(sframe::decode(*zeros, 0x100000).ok());
+  // Without the option, every claimed byte is copied.
+  m.copied = 0;
+  auto all = read_sframe_checked(m, w, {});
+  REQUIRE(all.ok());
+  CHECK(all->size() == m.region.size());
 }

@@ -4,12 +4,13 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -20,7 +21,9 @@ namespace jitunwind::test {
 
 namespace {
 
-void set_nonblocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
+void set_nonblocking(int fd) {
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+}
 
 }  // namespace
 
@@ -48,6 +51,7 @@ run_result run(const std::vector<std::string>& argv, const std::string& input,
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   pid_t pid = -1;
+  const auto started = std::chrono::steady_clock::now();
   int rc = posix_spawnp(&pid, args[0], &actions, &attr, args.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
@@ -83,7 +87,8 @@ run_result run(const std::vector<std::string>& argv, const std::string& input,
       kill(-pid, SIGKILL);
       break;
     }
-    int n = poll(fds, in_pipe[1] >= 0 ? 3 : 2, static_cast<int>(std::min<int64_t>(left.count(), 1000)));
+    int n =
+        poll(fds, in_pipe[1] >= 0 ? 3 : 2, static_cast<int>(std::min<int64_t>(left.count(), 1000)));
     if (n < 0 && errno != EINTR) break;
     for (int i = 0; i < 2; ++i) {
       if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
@@ -109,10 +114,15 @@ run_result run(const std::vector<std::string>& argv, const std::string& input,
   for (int fd : {in_pipe[1], out_pipe[0], err_pipe[0]})
     if (fd >= 0) close(fd);
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  rusage usage{};
+  while (wait4(pid, &status, 0, &usage) < 0 && errno == EINTR) {
   }
-  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
-  else if (WIFSIGNALED(status)) r.exit_code = 128 + WTERMSIG(status);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  r.max_rss_kib = usage.ru_maxrss;
+  if (WIFEXITED(status))
+    r.exit_code = WEXITSTATUS(status);
+  else if (WIFSIGNALED(status))
+    r.exit_code = 128 + WTERMSIG(status);
   return r;
 }
 

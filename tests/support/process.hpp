@@ -10,8 +10,10 @@ namespace jitunwind::test {
 struct run_result {
   int exit_code = -1;  ///< exit status, or 128 + signal number
   bool timed_out = false;
-  std::string out;  ///< standard output
-  std::string err;  ///< standard error
+  std::string out;       ///< standard output
+  std::string err;       ///< standard error
+  double seconds = 0;    ///< from the start to the end of the program
+  long max_rss_kib = 0;  ///< the program's peak resident memory (getrusage ru_maxrss)
 };
 
 /// Runs argv[0] (looked up on PATH) with the arguments, optional standard input, and a timeout

@@ -2,6 +2,11 @@
 
 #include <jitunwind/config.h>
 
+#include "guarded/budget.hpp"
+#include "guarded/file.hpp"
+#include "guarded/output.hpp"
+#include "guarded/text.hpp"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -104,7 +109,8 @@ result<parsed_args> parse(const command_spec& spec, std::span<const std::string>
       o = find_short(spec, a[1]);
     }
     if (!o) {
-      std::string what = "unknown option '" + shown + "' for '" + spec.name + "'";
+      std::string what =
+          "unknown option '" + detail::shortened(shown, 60) + "' for '" + spec.name + "'";
       // `check PROGRAM --opt`: most likely meant for the program.
       if (!out.operands.empty() && spec.operands.find("-- ") != std::string::npos)
         what += " (to pass options on to '" + out.operands.front() + "', put '--' before it)";
@@ -126,7 +132,8 @@ result<parsed_args> parse(const command_spec& spec, std::span<const std::string>
     return usage_error("'" + spec.name + "' needs " +
                        (spec.operands.empty() ? std::string("operands") : spec.operands));
   if (out.operands.size() > spec.max_operands)
-    return usage_error("unexpected argument '" + out.operands[spec.max_operands] + "' for '" +
+    return usage_error("unexpected argument '" +
+                       detail::shortened(out.operands[spec.max_operands], 60) + "' for '" +
                        spec.name + "'");
   return out;
 }
@@ -175,11 +182,11 @@ std::optional<uint64_t> number_option(const parsed_args& a, const std::string& n
   auto n = parse_u64(*v, &too_large);
   if (!n && too_large) {
     // Digits after all: say what the limit is, as for any other value above it.
-    *bad = "--" + name + ": " + *v + " is more than " + std::to_string(max);
+    *bad = "--" + name + ": " + detail::shortened(*v) + " is more than " + std::to_string(max);
   } else if (!n) {
-    *bad = "--" + name + ": '" + *v + "' is not a number";
+    *bad = "--" + name + ": '" + detail::shortened(*v) + "' is not a number";
   } else if (*n > max) {
-    *bad = "--" + name + ": " + *v + " is more than " + std::to_string(max);
+    *bad = "--" + name + ": " + detail::shortened(*v) + " is more than " + std::to_string(max);
     n.reset();
   }
   return n;
@@ -193,7 +200,7 @@ std::optional<int> pid_option(const parsed_args& a, std::string* bad) {
   }
   auto pid = parse_u64(*text);
   if (!pid || *pid == 0 || *pid > INT_MAX) {
-    *bad = "--pid: '" + *text + "' is not a process id";
+    *bad = "--pid: '" + detail::shortened(*text) + "' is not a process id";
     return std::nullopt;
   }
   return static_cast<int>(*pid);
@@ -219,61 +226,34 @@ std::optional<uint64_t> parse_u64(const std::string& text, bool* too_large) {
 }
 
 result<std::vector<uint8_t>> read_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return error(errc::io_error, path + ": cannot open: " + std::strerror(errno));
-  struct stat st {};
-  // Files and pipes (process substitution) are read, never without bound: a runaway producer
-  // would otherwise eat all memory. Devices (/dev/zero) never end.
-  constexpr size_t max_bytes = size_t{1} << 30;
-  if (::fstat(fd, &st) == 0) {
-    const char* refused = S_ISDIR(st.st_mode)                          ? "is a directory"
-                          : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "is a device, not a file"
-                          : S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) > max_bytes
-                              ? "is larger than 1 GiB"
-                              : nullptr;
-    if (refused != nullptr) {
-      ::close(fd);
-      return error(errc::io_error, path + ": " + refused);
+  if (path == "-") {
+    // Standard input may be a pipe: read it to its end, never without bound.
+    std::vector<uint8_t> bytes;
+    uint8_t buf[65536];
+    for (;;) {
+      const ssize_t n = ::read(0, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0)
+        return error(errc::io_error,
+                     std::string("standard input: cannot read: ") + std::strerror(errno));
+      if (n == 0) return bytes;
+      if (bytes.size() + static_cast<size_t>(n) > max_input_bytes)
+        return error(errc::limit_exceeded, "standard input: more than " +
+                                               detail::size_text(max_input_bytes) +
+                                               ", not read further");
+      bytes.insert(bytes.end(), buf, buf + n);
     }
   }
-  std::vector<uint8_t> bytes;
-  uint8_t buf[65536];
-  for (;;) {
-    if (bytes.size() > max_bytes) {
-      ::close(fd);
-      return error(errc::limit_exceeded, path + ": more than 1 GiB, not read further");
-    }
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int saved = errno;
-      ::close(fd);
-      return error(errc::io_error, path + ": cannot read: " + std::strerror(saved));
-    }
-    if (n == 0) break;
-    bytes.insert(bytes.end(), buf, buf + n);
-  }
-  ::close(fd);
-  return bytes;
+  // A FIFO would block the open (and every file after it), a device never ends: only regular
+  // files are read, at most max_input_bytes.
+  detail::open_rules rules;
+  rules.no_follow = false;  // the user named it
+  rules.max_bytes = max_input_bytes;
+  return detail::read_guarded_file(path, rules);
 }
 
 result<void> write_file(const std::string& path, std::span<const uint8_t> bytes) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return error(errc::io_error, path + ": cannot create: " + std::strerror(errno));
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int saved = errno;
-      ::close(fd);
-      return error(errc::io_error, path + ": cannot write: " + std::strerror(saved));
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::close(fd) != 0)
-    return error(errc::io_error, path + ": cannot write: " + std::strerror(errno));
-  return {};
+  return detail::replace_file(path, bytes);
 }
 
 int report(const std::string& program, const std::string& message, int status) {
@@ -322,7 +302,8 @@ int run_group(const invocation& inv, std::span<const command> commands,
       return exit_ok;
     }
   }
-  return report(inv.program, "unknown command '" + name + "' (commands: " + known + ")",
+  return report(inv.program,
+                "unknown command '" + detail::shortened(name, 60) + "' (commands: " + known + ")",
                 exit_usage);
 }
 

@@ -85,9 +85,15 @@ std::optional<uint64_t> number_option(const parsed_args& a, const std::string& n
 /// missing or not a positive id.
 std::optional<int> pid_option(const parsed_args& a, std::string* bad);
 
-/// Reads a whole file; `io_error` naming the path and the reason.
+/// The largest input file the tool reads.
+inline constexpr uint64_t max_input_bytes = uint64_t{1} << 30;
+
+/// Reads a whole file, or standard input for "-". Only regular files are read (a FIFO would
+/// block, a device never ends), at most max_input_bytes. Errors name the path and the reason:
+/// not_found, io_error ("is a FIFO, not a regular file"), limit_exceeded.
 result<std::vector<uint8_t>> read_file(const std::string& path);
-/// Writes a whole file (created or truncated, mode 0644 minus umask); `io_error` naming it.
+/// Writes a whole file under the output policy of guarded/output.hpp: an existing symbolic
+/// link, FIFO or device at PATH is refused; the contents go to a new file renamed over PATH.
 result<void> write_file(const std::string& path, std::span<const uint8_t> bytes);
 
 /// Prints "PROGRAM: error: MESSAGE" (and a hint to --help for usage errors) to stderr and

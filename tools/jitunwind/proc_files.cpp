@@ -1,6 +1,9 @@
 #include "proc_files.hpp"
 
 #include "cli.hpp"
+#include "guarded/file.hpp"
+#include "guarded/proc.hpp"
+#include "guarded/text.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -10,29 +13,25 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <sstream>
 
 namespace jitunwind::cli {
 
 namespace {
 
-// Whether thread `tid` has not ended. "PID (comm) S ...": the state follows the last ')' (the
-// command name may contain one).
+// Whether thread `tid` has not ended (its command name may hold ')' and newlines: the state
+// follows the last ')').
 bool task_alive(pid_t tid) {
-  std::ifstream stat("/proc/" + std::to_string(tid) + "/stat");
-  std::string line;
-  if (!std::getline(stat, line)) return false;
-  const size_t paren = line.rfind(')');
-  if (paren == std::string::npos || paren + 2 >= line.size()) return false;
-  const char state = line[paren + 2];
-  return state != 'Z' && state != 'X' && state != 'x';
+  auto st = detail::read_proc_stat(tid);
+  return st && !st->ended();
 }
 
 }  // namespace
 
 long status_field(pid_t pid, std::string_view field, long otherwise) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  auto text = detail::read_proc_text("/proc/" + std::to_string(pid) + "/status");
+  if (!text) return otherwise;
+  std::istringstream status(*text);
   for (std::string line; std::getline(status, line);)
     if (line.starts_with(field)) return std::atol(line.c_str() + field.size());
   return otherwise;
@@ -59,6 +58,12 @@ pid_t live_task(pid_t tgid, pid_t preferred) {
   return found;
 }
 
+std::optional<uid_t> process_owner(pid_t pid) {
+  struct stat st {};
+  if (::stat(("/proc/" + std::to_string(pid)).c_str(), &st) != 0) return std::nullopt;
+  return st.st_uid;
+}
+
 bool process_running(pid_t tgid) {
   return live_task(tgid, 0) != 0;
 }
@@ -66,13 +71,15 @@ bool process_running(pid_t tgid) {
 std::string perf_map_path(pid_t tgid, pid_t task) {
   const std::string proc = "/proc/" + std::to_string(task > 0 ? task : tgid);
   std::string dir = "/tmp";
-  std::ifstream environ(proc + "/environ", std::ios::binary);
+  const std::string env = detail::proc_text_or_empty(proc + "/environ");
+  std::istringstream environ(env);
   constexpr std::string_view key = "JITUNWIND_DIR=";
   for (std::string var; std::getline(environ, var, '\0');)
     if (var.starts_with(key) && var.size() > key.size()) dir = var.substr(key.size());
   // "NSpid:\t4242\t7": the last one is the pid in the process's own namespace.
   pid_t own = tgid;
-  std::ifstream status("/proc/" + std::to_string(tgid) + "/status");
+  std::istringstream status(
+      detail::proc_text_or_empty("/proc/" + std::to_string(tgid) + "/status"));
   for (std::string line; std::getline(status, line);) {
     if (!line.starts_with("NSpid:")) continue;
     const size_t last = line.find_last_of(" \t");
@@ -84,45 +91,59 @@ std::string perf_map_path(pid_t tgid, pid_t task) {
 }
 
 result<void> check_perf_map_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) {
-    const int e = errno;
-    return error(errc::io_error, "perf map " + path + ": " + std::strerror(e));
-  }
-  struct stat st {};
-  const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
-  ::close(fd);
-  if (!regular) return error(errc::io_error, "perf map " + path + ": not a regular file");
+  detail::open_rules rules;
+  rules.what = "perf map";
+  rules.no_follow = false;  // named by the user
+  rules.max_bytes = UINT64_MAX;
+  auto f = detail::guarded_file::open(path, rules);
+  if (!f) return f.error();
   return {};
 }
 
+perf_map_names::perf_map_names(std::string path, std::optional<uid_t> owner,
+                               detail::memory_budget* budget, uint64_t max_bytes)
+    : path_(std::move(path)), owner_(owner), budget_(budget), max_bytes_(max_bytes) {}
+
+void perf_map_names::note(std::string problem) {
+  if (problem_.empty()) problem_ = std::move(problem);
+}
+
 void perf_map_names::update() {
-  // O_NONBLOCK: opening a FIFO must not wait for a writer.
-  const int fd = ::open(path_.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return;
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
+  // The process writes this file, and may have put a FIFO, a device or a link to one there
+  // instead: the open must not block, nor follow a link when the process chose the path.
+  detail::open_rules rules;
+  rules.what = "perf map";
+  rules.no_follow = owner_.has_value();
+  rules.owner = owner_;
+  rules.max_bytes = UINT64_MAX;  // read up to max_bytes_ below, whatever its size
+  auto f = detail::guarded_file::open(path_, rules);
+  if (!f) {
+    if (f.error().code() != errc::not_found) note(f.error().message());
     return;
   }
-  if (st.st_dev != device_ || st.st_ino != inode_ || static_cast<uint64_t>(st.st_size) < offset_) {
+  if (f->device() != device_ || f->inode() != inode_ || f->size() < offset_) {
     // Another file (a new process with the same pid rewrote it), or the same one truncated.
-    device_ = st.st_dev;
-    inode_ = st.st_ino;
+    device_ = f->device();
+    inode_ = f->inode();
     offset_ = 0;
     tail_.clear();
     skipping_ = false;
     names_.clear();
+    charge_.release();
   }
   char buf[64 * 1024];
-  for (;;) {
-    const ssize_t n = ::pread(fd, buf, sizeof buf, static_cast<off_t>(offset_));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    offset_ += static_cast<uint64_t>(n);
-    consume(buf, static_cast<size_t>(n));
+  while (!full_) {
+    if (offset_ >= max_bytes_) {
+      if (f->size() > offset_)
+        note("perf map " + path_ + ": only its first " + detail::size_text(max_bytes_) + " read");
+      break;
+    }
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(sizeof buf, max_bytes_ - offset_));
+    auto n = f->read_some(offset_, buf, want);
+    if (!n || *n == 0) break;
+    offset_ += *n;
+    consume(buf, *n);
   }
-  ::close(fd);
 }
 
 void perf_map_names::consume(const char* p, size_t n) {
@@ -147,17 +168,27 @@ void perf_map_names::consume(const char* p, size_t n) {
 }
 
 void perf_map_names::parse_line(std::string_view line) {
+  if (full_) return;
   std::istringstream fields{std::string(line)};
   std::string start, len;
   if (!(fields >> start >> len)) return;
   std::string name;
   std::getline(fields >> std::ws, name);
-  if (auto a = parse_u64("0x" + start)) names_[*a] = name;
+  auto a = parse_u64("0x" + start);
+  if (!a) return;
+  // What a name costs the tool: its bytes and a map node. A map of millions of tiny lines
+  // stops at the memory budget, with the names read until then.
+  if (auto r = charge_.grow(budget_, name.size() + 64, "names of perf map " + path_); !r) {
+    full_ = true;
+    note(r.error().message());
+    return;
+  }
+  names_[*a] = std::move(name);
 }
 
 std::string perf_map_names::name_or_address(uint64_t start) const {
   auto it = names_.find(start);
-  return it == names_.end() ? hex_text(start) : "'" + it->second + "'";
+  return it == names_.end() ? hex_text(start) : "'" + detail::terminal_text(it->second) + "'";
 }
 
 }  // namespace jitunwind::cli

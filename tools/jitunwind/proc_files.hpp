@@ -5,10 +5,13 @@
 
 #include <jitunwind/result.h>
 
+#include "guarded/budget.hpp"
+
 #include <sys/types.h>
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -39,32 +42,51 @@ std::string perf_map_path(pid_t tgid, pid_t task);
 /// block the reader). Errors: io_error naming the file and the reason.
 result<void> check_perf_map_file(const std::string& path);
 
+/// The uid a process runs as (the owner of /proc/PID), if known: its perf map must be its own.
+std::optional<uid_t> process_owner(pid_t pid);
+
 /// The names of a perf map, read as the file grows. A later line for the same start wins (the
 /// address was reused). A last line without its newline is kept until its newline arrives (it
 /// is still being written, or was cut by a kill -9); a line longer than max_line is skipped.
-/// A missing or non-regular file reads as empty; a replaced or shrunk file is read again.
+/// A missing file reads as empty; a replaced or shrunk file is read again. The file belongs to
+/// the process (docs/cli.md, "Reading hostile processes"): unless `owner` is empty (a file the
+/// user named), a symbolic link is not followed and the file must belong to `owner`; a FIFO or
+/// device is never read; at most `max_bytes` of it are read; its names are charged to `budget`.
+/// What stopped the reading is kept in problem().
 class perf_map_names {
  public:
   static constexpr size_t max_line = 64 * 1024;
+  static constexpr uint64_t default_max_bytes = uint64_t{256} << 20;
 
-  explicit perf_map_names(std::string path) : path_(std::move(path)) {}
+  explicit perf_map_names(std::string path, std::optional<uid_t> owner = {},
+                          detail::memory_budget* budget = nullptr,
+                          uint64_t max_bytes = default_max_bytes);
   /// Reads what was appended since the last call.
   void update();
   const std::map<uint64_t, std::string>& names() const noexcept { return names_; }
-  /// "'toy:fib'", or the hex address without a name.
+  /// "'toy:fib'" (escaped for a terminal), or the hex address without a name.
   std::string name_or_address(uint64_t start) const;
   const std::string& path() const noexcept { return path_; }
+  /// Why names are missing, if something was refused or cut (empty otherwise).
+  const std::string& problem() const noexcept { return problem_; }
 
  private:
   void consume(const char* p, size_t n);
   void parse_line(std::string_view line);
+  void note(std::string problem);
 
   std::string path_;
+  std::optional<uid_t> owner_;
+  detail::memory_budget* budget_ = nullptr;
+  uint64_t max_bytes_ = default_max_bytes;
   uint64_t offset_ = 0;
   uint64_t device_ = 0, inode_ = 0;
   std::string tail_;       // the start of a line whose newline has not been read yet
   bool skipping_ = false;  // in a line longer than max_line: up to its newline
+  bool full_ = false;      // the memory budget refused a name: no more are read
   std::map<uint64_t, std::string> names_;
+  detail::budget_charge charge_;
+  std::string problem_;
 };
 
 }  // namespace jitunwind::cli

@@ -1,5 +1,6 @@
 // Command group `jitunwind sframe`: dump, check and build SFrame sections.
 #include "cli.hpp"
+#include "guarded/text.hpp"
 #include "sframe_elf.hpp"
 #include "sframe_from_eh_frame.hpp"
 #include "sframe_input.hpp"
@@ -147,7 +148,9 @@ result<sframe_source_options> source_options(const parsed_args& args) {
   }
   if (auto a = args.value("address")) {
     auto v = parse_u64(*a);
-    if (!v) return error(errc::invalid_argument, "--address: not a number: '" + *a + "'");
+    if (!v)
+      return error(errc::invalid_argument,
+                   "--address: not a number: '" + detail::shortened(*a) + "'");
     o.address = *v;
   }
   return o;
@@ -165,7 +168,12 @@ int run_dump(const std::string& program, const parsed_args& args) {
   auto decoded = sframe::decode(source->bytes, source->address);
   if (!decoded) return report(program, path + ": " + decoded.error().message(), exit_failure);
 
-  std::string out;
+  // Written as it is made: the text is many times the section.
+  bool written = true;
+  const text_sink to_stdout = [&](std::string& chunk) {
+    written = written && std::fwrite(chunk.data(), 1, chunk.size(), stdout) == chunk.size();
+    chunk.clear();
+  };
   if (format == "json") {
     sframe_description d;
     d.target = decoded->info.target;
@@ -176,12 +184,11 @@ int run_dump(const std::string& program, const parsed_args& args) {
       d.names.push_back(it == source->function_symbols.end() ? std::string() : it->second);
     }
     d.functions = std::move(decoded->functions);
-    out = to_sframe_json(d);
+    write_sframe_json(d, to_stdout);
   } else {
-    out = render_sframe_text(path, *source, *decoded);
+    write_sframe_text(path, *source, *decoded, to_stdout);
   }
-  std::fwrite(out.data(), 1, out.size(), stdout);
-  return std::fflush(stdout) == 0 ? exit_ok : exit_failure;
+  return std::fflush(stdout) == 0 && written ? exit_ok : exit_failure;
 }
 
 int run_check(const std::string& program, const parsed_args& args) {
@@ -220,7 +227,7 @@ std::optional<std::string> output_address(const parsed_args& args, bool raw,
   if (!a) return std::nullopt;
   if (!raw) return "--address applies to --raw only (the ELF layout decides it)";
   address = parse_u64(*a);
-  if (!address) return "--address: not a number: '" + *a + "'";
+  if (!address) return "--address: not a number: '" + detail::shortened(*a) + "'";
   return std::nullopt;
 }
 
@@ -229,15 +236,14 @@ std::optional<uint8_t> version_option(const parsed_args& args, std::string* bad)
   auto v = args.value("sframe-version");
   if (!v) return std::nullopt;
   if (*v != "2" && *v != "3") {
-    *bad = "--sframe-version: expected 2 or 3, got '" + *v + "'";
+    *bad = "--sframe-version: expected 2 or 3, got '" + detail::shortened(*v) + "'";
     return std::nullopt;
   }
   return static_cast<uint8_t>((*v)[0] - '0');
 }
 
 result<std::string> read_text_input(const std::string& path) {
-  // Standard input through /dev/stdin: the same limits as a file (1 GiB, no devices).
-  auto bytes = read_file(path == "-" ? "/dev/stdin" : path);
+  auto bytes = read_file(path);
   if (!bytes) return bytes.error();
   return std::string(bytes->begin(), bytes->end());
 }
@@ -331,7 +337,9 @@ int run_convert(const std::string& program, const parsed_args& args) {
   if (auto a = args.value("in-address")) {
     if (!in.raw) return report(program, "--in-address applies to --in-raw only", exit_usage);
     in.address = parse_u64(*a);
-    if (!in.address) return report(program, "--in-address: not a number: '" + *a + "'", exit_usage);
+    if (!in.address)
+      return report(program, "--in-address: not a number: '" + detail::shortened(*a) + "'",
+                    exit_usage);
   }
   std::optional<uint64_t> address;
   if (auto bad_address = output_address(args, raw_out.has_value(), address))

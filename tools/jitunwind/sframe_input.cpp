@@ -6,6 +6,7 @@
 #include <jitunwind/sframe.h>
 
 #include <limits>
+#include <map>
 
 namespace jitunwind::cli {
 
@@ -68,17 +69,34 @@ result<size_t> apply_relocations(const elf_image& img, const elf_section& target
                                  uint64_t section_address, std::vector<uint8_t>& bytes) {
   size_t applied = 0;
   const bool pcrel = bytes.size() > 3 && (bytes[3] & sframe::flag_fde_func_start_pcrel);
+  // Linear in the file: each symbol table is decoded once, and relocation sections that claim
+  // more bytes in all than the file has overlap (a hostile file), which is refused.
+  std::map<uint32_t, std::vector<detail::elf_symbol>> symbol_tables;
+  uint64_t relocation_bytes = 0, symbol_bytes = 0;
   for (const elf_section& rs : img.sections()) {
     if ((rs.type != detail::elf_sht_rela && rs.type != detail::elf_sht_rel) ||
         rs.info != target.index)
       continue;
+    relocation_bytes += rs.size;
+    if (relocation_bytes > img.file_size())
+      return error(errc::malformed, "relocation sections for " + target.name +
+                                        " claim more bytes than the file has: they overlap");
     auto relocs = img.relocations(rs);
     if (!relocs) return relocs.error();
     if (rs.link >= img.sections().size())
       return error(errc::malformed, "relocation section " + rs.name + ": symbol table index " +
                                         std::to_string(rs.link) + " out of range");
-    auto symbols = img.symbols(img.sections()[rs.link]);
-    if (!symbols) return symbols.error();
+    auto table = symbol_tables.find(rs.link);
+    if (table == symbol_tables.end()) {
+      symbol_bytes += img.sections()[rs.link].size;
+      if (symbol_bytes > img.file_size())
+        return error(errc::malformed, "the symbol tables of the relocations for " + target.name +
+                                          " claim more bytes than the file has: they overlap");
+      auto decoded = img.symbols(img.sections()[rs.link]);
+      if (!decoded) return decoded.error();
+      table = symbol_tables.emplace(rs.link, std::move(*decoded)).first;
+    }
+    const std::vector<detail::elf_symbol>* symbols = &table->second;
     for (size_t i = 0; i < relocs->size(); ++i) {
       const auto& r = (*relocs)[i];
       const std::string where = rs.name + "[" + std::to_string(i) + "]";
@@ -124,8 +142,12 @@ result<size_t> apply_relocations(const elf_image& img, const elf_section& target
 }
 
 void collect_function_symbols(const elf_image& img, sframe_source& out) {
-  for (const elf_section& s : img.sections()) {
-    if (s.type != detail::elf_sht_symtab && s.type != detail::elf_sht_dynsym) continue;
+  // The first table of each kind (an object has one): thousands of symbol table headers over
+  // one table must not decode it thousands of times.
+  for (const uint32_t type : {detail::elf_sht_symtab, detail::elf_sht_dynsym}) {
+    const elf_section* table = img.first_section_of_type(type);
+    if (table == nullptr) continue;
+    const elf_section& s = *table;
     auto symbols = img.symbols(s);
     if (!symbols) continue;  // names are a convenience; a bad symbol table is not fatal
     for (const auto& sym : *symbols) {

@@ -351,6 +351,46 @@ std::optional<size_t> too_deep(const std::string& text, size_t max_depth) {
   return std::nullopt;
 }
 
+namespace {
+
+// Builds the document as nlohmann's own parser does, and notes the first key an object repeats.
+struct duplicate_checking_dom {
+  explicit duplicate_checking_dom(json& doc) : dom(doc) {}
+  nlohmann::detail::json_sax_dom_parser<json> dom;
+  std::vector<std::set<std::string>> keys;  // per open object
+  std::string duplicate;
+
+  bool null() { return dom.null(); }
+  bool boolean(bool v) { return dom.boolean(v); }
+  bool number_integer(json::number_integer_t v) { return dom.number_integer(v); }
+  bool number_unsigned(json::number_unsigned_t v) { return dom.number_unsigned(v); }
+  bool number_float(json::number_float_t v, const json::string_t& s) {
+    return dom.number_float(v, s);
+  }
+  bool string(json::string_t& v) { return dom.string(v); }
+  bool binary(json::binary_t& v) { return dom.binary(v); }
+  bool start_object(std::size_t n) {
+    keys.emplace_back();
+    return dom.start_object(n);
+  }
+  bool key(json::string_t& k) {
+    if (duplicate.empty() && !keys.back().insert(k).second) duplicate = k;
+    return dom.key(k);
+  }
+  bool end_object() {
+    keys.pop_back();
+    return dom.end_object();
+  }
+  bool start_array(std::size_t n) { return dom.start_array(n); }
+  bool end_array() { return dom.end_array(); }
+  template <class Exception>
+  bool parse_error(std::size_t at, const std::string& token, const Exception& e) {
+    return dom.parse_error(at, token, e);
+  }
+};
+
+}  // namespace
+
 result<sframe_description> parse_sframe_json(const std::string& text) {
   constexpr size_t max_depth = 64;  // a description needs 5
   if (auto at = too_deep(text, max_depth))
@@ -358,24 +398,12 @@ result<sframe_description> parse_sframe_json(const std::string& text) {
                                              std::to_string(max_depth) + " levels deep at byte " +
                                              std::to_string(*at));
   // nlohmann keeps the last of duplicate keys; a description with two "functions" is a mistake
-  // to report, not to resolve silently.
-  std::vector<std::set<std::string>> keys;  // per open object
-  std::string duplicate;
-  const json::parser_callback_t find_duplicates = [&](int, json::parse_event_t event,
-                                                      json& parsed) {
-    if (event == json::parse_event_t::object_start) {
-      keys.emplace_back();
-    } else if (event == json::parse_event_t::object_end) {
-      keys.pop_back();
-    } else if (event == json::parse_event_t::key && duplicate.empty() &&
-               !keys.back().insert(parsed.get<std::string>()).second) {
-      duplicate = parsed.get<std::string>();
-    }
-    return true;
-  };
+  // to report, not to resolve silently. (Its callback parser would see them too, but it scans
+  // the enclosing array at the end of every object: quadratic in the rows of a function.)
   json doc;
+  duplicate_checking_dom sax(doc);
   try {
-    doc = json::parse(text, find_duplicates);
+    json::sax_parse(text, &sax);
   } catch (const json::exception& e) {
     // nlohmann's message names line and column ("[json.exception.parse_error.101] parse error at
     // line 3, column 5: ..."); drop the exception id. Numbers too large for 64 bits are
@@ -384,6 +412,7 @@ result<sframe_description> parse_sframe_json(const std::string& text) {
     if (auto p = what.find("] "); p != std::string::npos) what = what.substr(p + 2);
     return error(errc::invalid_argument, "invalid JSON: " + what);
   }
+  const std::string& duplicate = sax.duplicate;
   if (!duplicate.empty())
     return error(errc::invalid_argument, "invalid JSON: duplicate key \"" + duplicate + "\"");
   if (!doc.is_object()) return path_error("(top level)", "expected an object, got " + shown(doc));
@@ -506,12 +535,17 @@ result<sframe_description> parse_sframe_json(const std::string& text) {
   return d;
 }
 
-std::string to_sframe_json(const sframe_description& d) {
+void write_sframe_json(const sframe_description& d, const text_sink& sink) {
   json doc;
   doc["version"] = d.version.value_or(sframe::version_3);
   doc["abi"] = to_string(d.target);
   if (d.flags) doc["flags"] = sframe_flag_names(*d.flags);
-  json functions = json::array();
+  // Layout meant for reading and hand-editing: one row per line. Written function by function:
+  // the text of a large section is never held whole.
+  std::string out = "{\n";
+  for (const auto& item : doc.items())
+    out += "  " + dump_value(json(item.key())) + ": " + one_line(item.value()) + ",\n";
+  out += "  \"functions\": [";
   for (size_t i = 0; i < d.functions.size(); ++i) {
     const function_desc& f = d.functions[i];
     json fj;
@@ -521,58 +555,47 @@ std::string to_sframe_json(const sframe_description& d) {
     if (f.pcmask_rep != 0) fj["pcmask_rep"] = f.pcmask_rep;
     if (f.signal_frame) fj["signal"] = true;
     if (f.pauth_key == 1) fj["pauth_key"] = "b";
-    json rows = json::array();
-    for (const frame_row& r : f.rows) {
+    out += i ? ",\n    {" : "\n    {";
+    for (const auto& item : fj.items())
+      out += "\n      " + dump_value(json(item.key())) + ": " + one_line(item.value()) + ",";
+    out += "\n      \"rows\": [";
+    for (size_t k = 0; k < f.rows.size(); ++k) {
+      const frame_row& r = f.rows[k];
       json rj;
       rj["pc"] = r.pc_offset;
       if (r.ra == ra_rule::undefined) {
         rj["outermost"] = true;
-        rows.push_back(std::move(rj));
-        continue;
+      } else {
+        rj["cfa"] = cfa_text(d.target, r);
+        // AMD64's RA is implicitly at CFA-8; anything else (a v3 FLEX row, or foreign input) is
+        // shown so that nothing is hidden.
+        if (r.ra == ra_rule::saved && (d.target != abi::amd64 || r.ra_offset != -8))
+          rj["ra"] = r.ra_offset;
+        if (r.ra == ra_rule::register_value || r.ra == ra_rule::register_saved)
+          rj["ra"] =
+              register_rule_text(d.target, r.ra_reg, r.ra_offset, r.ra == ra_rule::register_saved);
+        if (r.fp == fp_rule::saved) rj["fp"] = r.fp_offset;
+        if (r.fp == fp_rule::register_value || r.fp == fp_rule::register_saved)
+          rj["fp"] =
+              register_rule_text(d.target, r.fp_reg, r.fp_offset, r.fp == fp_rule::register_saved);
+        if (r.ra_mangled) rj["ra_mangled"] = true;
       }
-      rj["cfa"] = cfa_text(d.target, r);
-      // AMD64's RA is implicitly at CFA-8; anything else (a v3 FLEX row, or foreign input) is
-      // shown so that nothing is hidden.
-      if (r.ra == ra_rule::saved && (d.target != abi::amd64 || r.ra_offset != -8))
-        rj["ra"] = r.ra_offset;
-      if (r.ra == ra_rule::register_value || r.ra == ra_rule::register_saved)
-        rj["ra"] =
-            register_rule_text(d.target, r.ra_reg, r.ra_offset, r.ra == ra_rule::register_saved);
-      if (r.fp == fp_rule::saved) rj["fp"] = r.fp_offset;
-      if (r.fp == fp_rule::register_value || r.fp == fp_rule::register_saved)
-        rj["fp"] =
-            register_rule_text(d.target, r.fp_reg, r.fp_offset, r.fp == fp_rule::register_saved);
-      if (r.ra_mangled) rj["ra_mangled"] = true;
-      rows.push_back(std::move(rj));
+      out += (k ? ",\n        " : "\n        ") + one_line(rj);
     }
-    fj["rows"] = std::move(rows);
-    functions.push_back(std::move(fj));
+    out += "\n      ]\n    }";
+    sink(out);
   }
-  // Layout meant for reading and hand-editing: one row per line.
-  std::string out = "{\n";
-  for (const auto& item : doc.items())
-    out += "  " + dump_value(json(item.key())) + ": " + one_line(item.value()) + ",\n";
-  out += "  \"functions\": [";
-  for (size_t i = 0; i < functions.size(); ++i) {
-    out += i ? ",\n    {" : "\n    {";
-    bool first = true;
-    for (const auto& item : functions[i].items()) {
-      out += first ? "\n" : ",\n";
-      first = false;
-      out += "      " + dump_value(json(item.key())) + ": ";
-      if (item.key() != "rows") {
-        out += one_line(item.value());
-        continue;
-      }
-      out += "[";
-      for (size_t r = 0; r < item.value().size(); ++r)
-        out += (r ? ",\n        " : "\n        ") + one_line(item.value()[r]);
-      out += "\n      ]";
-    }
-    out += "\n    }";
-  }
-  out += functions.empty() ? "]\n}\n" : "\n  ]\n}\n";
-  return out;
+  out += d.functions.empty() ? "]\n}\n" : "\n  ]\n}\n";
+  sink(out);
+}
+
+std::string to_sframe_json(const sframe_description& d) {
+  std::string all;
+  write_sframe_json(d, [&](std::string& chunk) {
+    all += chunk;
+    chunk.clear();
+  });
+  return all;
 }
 
 }  // namespace jitunwind::cli

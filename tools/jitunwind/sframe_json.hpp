@@ -6,6 +6,7 @@
 #include <jitunwind/result.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,8 +32,14 @@ struct sframe_description {
 /// from `jitunwind::validate`, prefixed with the function's path.
 result<sframe_description> parse_sframe_json(const std::string& text);
 
+/// Receives output text as it is made (and clears what it took): large sections are written
+/// piece by piece instead of being held whole.
+using text_sink = std::function<void(std::string& text)>;
+
 /// Renders a description as JSON (2-space indentation, trailing newline).
 std::string to_sframe_json(const sframe_description& d);
+/// The same, given to `sink` one function at a time.
+void write_sframe_json(const sframe_description& d, const text_sink& sink);
 
 /// Names of header flags: "FDE_SORTED", "FRAME_POINTER", "FDE_FUNC_START_PCREL"; unknown bits
 /// as "0xNN".

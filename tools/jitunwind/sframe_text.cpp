@@ -1,6 +1,7 @@
 #include "sframe_text.hpp"
 
 #include "cli.hpp"
+#include "guarded/text.hpp"
 #include "sframe_json.hpp"
 
 #include <cinttypes>
@@ -81,6 +82,16 @@ std::string flags_text(uint8_t flags) {
 
 std::string render_sframe_text(const std::string& path, const sframe_source& source,
                                const sframe::decoded_section& section) {
+  std::string all;
+  write_sframe_text(path, source, section, [&](std::string& chunk) {
+    all += chunk;
+    chunk.clear();
+  });
+  return all;
+}
+
+void write_sframe_text(const std::string& path, const sframe_source& source,
+                       const sframe::decoded_section& section, const text_sink& sink) {
   std::string out;
   const sframe::section_info& h = section.info;
   append(out, "File: %s%s%s%s\n", path.c_str(), source.elf_kind.empty() ? "" : " (",
@@ -107,7 +118,8 @@ std::string render_sframe_text(const std::string& path, const sframe_source& sou
     const function_desc& f = section.functions[i];
     append(out, "\nFunction %zu", i);
     auto name = source.function_symbols.find(f.start);
-    if (name != source.function_symbols.end()) append(out, " <%s>", name->second.c_str());
+    if (name != source.function_symbols.end())
+      append(out, " <%s>", detail::terminal_text(name->second).c_str());  // the file's bytes
     append(out, ": [0x%" PRIx64 ", 0x%" PRIx64 ") size %u", f.start,
            f.start + static_cast<uint64_t>(f.size), f.size);
     if (f.pcmask_rep) append(out, ", PCMASK (rows repeat every %u bytes)", f.pcmask_rep);
@@ -134,8 +146,9 @@ std::string render_sframe_text(const std::string& path, const sframe_source& sou
       append(out, "  %-26s %-10s %-16s %s\n", pc, cfa_text(h.target, r).c_str(),
              ra_text(h.target, r).c_str(), fp_text(h.target, r).c_str());
     }
+    sink(out);
   }
-  return out;
+  sink(out);
 }
 
 }  // namespace jitunwind::cli

@@ -4,6 +4,9 @@
 // how that is known). For runtime authors writing frame descriptions: a sampling profiler hits
 // prologues and epilogues too, which call-site checks (`jitwalk verify`) never do.
 #include "cli.hpp"
+#include "guarded/file.hpp"
+#include "guarded/proc.hpp"
+#include "guarded/text.hpp"
 #include "proc_files.hpp"
 #include "step_check.hpp"
 #include "tracee.hpp"
@@ -103,8 +106,8 @@ bool parse_limit(const parsed_args& a, const char* name, uint64_t min, uint64_t 
   if (!v) return true;
   auto n = parse_u64(*v);
   if (!n || *n < min || *n > max) {
-    bad = std::string("--") + name + ": '" + *v + "' is not a number from " + std::to_string(min) +
-          " to " + std::to_string(max);
+    bad = std::string("--") + name + ": '" + detail::shortened(*v) + "' is not a number from " +
+          std::to_string(min) + " to " + std::to_string(max);
     return false;
   }
   out = *n;
@@ -116,7 +119,7 @@ bool parse_limit(const parsed_args& a, const char* name, uint64_t min, uint64_t 
 // The files mapped into the process ("device inode" of each), from /proc/PID/maps.
 std::set<std::string> mapped_files(pid_t pid) {
   std::set<std::string> files;
-  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+  std::istringstream maps(detail::proc_text_or_empty("/proc/" + std::to_string(pid) + "/maps"));
   for (std::string line; std::getline(maps, line);) {
     std::istringstream fields(line);
     std::string range, perms, offset, device, inode;
@@ -689,8 +692,15 @@ int run_check(const std::string& program, const parsed_args& a) {
   if (pid_text) {
     auto n = parse_u64(*pid_text);
     if (!n || *n == 0 || *n > INT_MAX)
-      return report(program, "--pid: '" + *pid_text + "' is not a thread id", exit_usage);
+      return report(program, "--pid: '" + detail::shortened(*pid_text) + "' is not a thread id",
+                    exit_usage);
     pid = static_cast<pid_t>(*n);
+    // ptrace refuses kernel threads with EPERM, which would read as a missing privilege.
+    if (auto st = detail::read_proc_stat(pid); st && st->kernel_thread())
+      return report(program,
+                    "thread " + std::to_string(pid) + " (" + detail::terminal_text(st->comm) +
+                        ") is a kernel thread: it runs no user code and publishes no windows",
+                    exit_failure);
     if (ptrace(PTRACE_SEIZE, pid, nullptr, trace_options) != 0)
       return report(program,
                     "cannot trace thread " + std::to_string(pid) + ": " + std::strerror(errno) +

@@ -3,6 +3,8 @@
 #include "cli.hpp"
 #include "proc_files.hpp"
 
+#include <algorithm>
+
 namespace jitunwind::cli {
 
 namespace {
@@ -39,7 +41,11 @@ void check_window(loaded_window& w, std::optional<abi> required_abi) {
 }  // namespace
 
 result<std::vector<loaded_window>> load_windows(const remote::registry_reader& reader,
-                                                std::optional<abi> required_abi, pid_t process) {
+                                                std::optional<abi> required_abi, pid_t process,
+                                                detail::memory_budget* budget,
+                                                std::vector<remote::skipped_slot>* skipped) {
+  // What a listed window costs beyond its SFrame copy (record, vector slot, table, reason).
+  constexpr uint64_t window_overhead = sizeof(loaded_window) + 128;
   // Determined before reading: once the reader's thread has ended, it maps to no process.
   if (process == 0) process = process_of(reader.pid());
   std::vector<loaded_window> out;
@@ -47,13 +53,36 @@ result<std::vector<loaded_window>> load_windows(const remote::registry_reader& r
     auto snapshot = reader.read();
     if (!snapshot) return std::move(snapshot).error();
     out.clear();
-    out.reserve(snapshot->windows.size());
+    // As many as the budget can hold, not as many as the registry claims.
+    out.reserve(std::min<size_t>(
+        snapshot->windows.size(),
+        budget != nullptr ? budget->limit() / window_overhead + 1 : snapshot->windows.size()));
+    if (skipped != nullptr) *skipped = snapshot->skipped;
     bool failed = false;
-    for (const remote::window_record& r : snapshot->windows) {
+    for (size_t i = 0; i < snapshot->windows.size(); ++i) {
+      const remote::window_record& r = snapshot->windows[i];
+      auto charge = detail::budget_charge::take(budget, window_overhead, "the registry's windows");
+      if (!charge) {
+        if (skipped != nullptr)
+          skipped->push_back({r.registry_address, r.slot,
+                              "this window and the " +
+                                  std::to_string(snapshot->windows.size() - i - 1) +
+                                  " after it not read: " + charge.error().message(),
+                              snapshot->windows.size() - i});
+        break;
+      }
       loaded_window& w = out.emplace_back();
       w.record = r;
+      w.charge = std::move(*charge);
       if (r.sframe_size == 0) {
         w.why = "it publishes no SFrame data";
+      } else if (auto room =
+                     r.sframe_size > remote::read_options{}.max_sframe_size
+                         ? result<void>()  // refused by the reader, with its message
+                         : w.charge.grow(budget, r.sframe_size,
+                                         "the SFrame of window " + std::to_string(r.window_id));
+                 !room) {
+        w.why = "not read: " + room.error().message();
       } else if (auto b = reader.read_sframe(r)) {
         w.sframe = std::move(b).value();
       } else if (!process_running(process)) {
@@ -65,6 +94,7 @@ result<std::vector<loaded_window>> load_windows(const remote::registry_reader& r
         w.changed = b.error().code() == errc::bad_state;
         failed = failed || w.changed;
       }
+      if (w.sframe.empty()) w.charge.shrink_to(window_overhead);
     }
     if (!failed) break;
   }

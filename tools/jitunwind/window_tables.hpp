@@ -6,6 +6,8 @@
 #include <jitunwind/remote.h>
 #include <jitunwind/sframe.h>
 
+#include "guarded/budget.hpp"
+
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,6 +24,8 @@ struct loaded_window {
   /// The window changed (republished or freed) during every copy of its SFrame: `why` says so.
   /// Under heavy churn this is the process moving on, not a defect of the window.
   bool changed = false;
+  /// What the window holds of the run's memory budget (its SFrame copy and its record).
+  detail::budget_charge charge;
 
   loaded_window() = default;
   loaded_window(loaded_window&&) = default;
@@ -39,7 +43,14 @@ struct loaded_window {
 /// whatever code lives there). A copy that fails because process `process` (0: the reader's
 /// thread's) has ended is an error, not an unusable window. Errors: the registry reads' (see
 /// remote.h).
-result<std::vector<loaded_window>> load_windows(const remote::registry_reader& reader,
-                                                std::optional<abi> required_abi, pid_t process = 0);
+///
+/// What the process controls is bounded: each window and its SFrame copy are charged to
+/// `budget` (if given) while they live; a window whose SFrame does not fit is unusable ("not
+/// read: memory budget ..."), and once not even a window's record fits, the windows after it are
+/// not loaded and one entry in `skipped` says how many. Registry entries the reader skipped
+/// (remote::registry_snapshot::skipped) go to `skipped` too.
+result<std::vector<loaded_window>> load_windows(
+    const remote::registry_reader& reader, std::optional<abi> required_abi, pid_t process = 0,
+    detail::memory_budget* budget = nullptr, std::vector<remote::skipped_slot>* skipped = nullptr);
 
 }  // namespace jitunwind::cli

@@ -3,6 +3,8 @@
 #include <jitunwind/remote.h>
 
 #include "cli.hpp"
+#include "guarded/budget.hpp"
+#include "guarded/text.hpp"
 #include "proc_files.hpp"
 #include "sframe_input.hpp"
 #include "sframe_text.hpp"
@@ -24,6 +26,7 @@
 #include <map>
 #include <set>
 #include <thread>
+#include <tuple>
 
 namespace jitunwind::cli {
 
@@ -38,7 +41,19 @@ const char* const reading_note =
     "SFrame that does not validate or that describes code outside the window is UNUSABLE, with "
     "the reason. Function names come from the process's perf map when it writes one: "
     "/tmp/perf-PID.map, or in the directory of JITUNWIND_DIR if the process has that in its "
-    "environment. A thread id stands for its process (whose main thread may have ended).";
+    "environment. A thread id stands for its process (whose main thread may have ended). A "
+    "registry entry that cannot be read (impossible values, or stuck in the middle of an update) "
+    "is skipped, with the reason, and the other windows are still listed.";
+
+// What the process's data may make the tool hold (docs/cli.md, "Reading hostile processes").
+constexpr uint64_t default_max_memory_mib = 64;
+const option_spec max_memory_option{
+    "max-memory", 0, "MIB",
+    "Memory the process's data may take in this tool: its windows' SFrame copies, their records "
+    "and the names of its perf map (default 64). Windows beyond it are reported as not read."};
+const option_spec max_file_option{
+    "max-file", 0, "MIB",
+    "The most read from the perf map (default 256): a larger one is read that far, with a note."};
 
 const command_spec list_spec{
     "list",
@@ -61,8 +76,9 @@ const command_spec list_spec{
      {"json", 0, "",
       "One JSON document instead of text (addresses as integers; `usable` is null for a window "
       "that kept changing while it was read)."},
-     {"perf-map", 0, "FILE",
-      "Read names from FILE (a regular file) instead of the process's own."}},
+     {"perf-map", 0, "FILE", "Read names from FILE (a regular file) instead of the process's own."},
+     max_memory_option,
+     max_file_option},
     0,
     0,
     "jitunwind windows list -p 4242\n"
@@ -90,8 +106,9 @@ const command_spec watch_spec{
      {"interval-ms", 0, "MS", "Poll the registry every MS milliseconds (default 100, 1 to 60000)."},
      {"seconds", 0, "S", "Stop after S seconds (default 0: when the process exits)."},
      {"json", 0, "", "One JSON object per line and event (JSON Lines), for jq and scripts."},
-     {"perf-map", 0, "FILE",
-      "Read names from FILE (a regular file) instead of the process's own."}},
+     {"perf-map", 0, "FILE", "Read names from FILE (a regular file) instead of the process's own."},
+     max_memory_option,
+     max_file_option},
     0,
     0,
     "jitunwind windows watch -p 4242\n"
@@ -185,7 +202,7 @@ void print_functions(const loaded_window& w, const perf_map_names& names, const 
     auto it = names.names().find(f.start);
     std::printf("%s%s  size %-6u %-8s %s\n", indent, hex_text(f.start).c_str(), f.size,
                 count_text(f.rows.size(), "row").c_str(),
-                it == names.names().end() ? "" : it->second.c_str());
+                it == names.names().end() ? "" : detail::terminal_text(it->second).c_str());
   }
 }
 
@@ -197,7 +214,7 @@ void print_rows(pid_t pid, const loaded_window& w, const perf_map_names& names) 
   source.address = w.record.sframe_address;
   source.where = "section of window " + std::to_string(w.record.window_id) + " (generation " +
                  std::to_string(w.record.generation) + ")";
-  source.function_symbols = names.names();
+  source.function_symbols = names.names();  // escaped by render_sframe_text
   std::printf("\n%s", render_sframe_text("process " + std::to_string(pid), source, *d).c_str());
 }
 
@@ -208,36 +225,82 @@ struct target_info {
   perf_map_names names;
 };
 
-// A usage error sets `bad_usage`.
-result<target_info> resolve_target(const parsed_args& a, std::string& bad_usage) {
+// A size option in MiB (at least 1) in bytes; nothing (and `bad_usage` set) for a bad value.
+std::optional<uint64_t> mib_option(const parsed_args& a, const char* name, uint64_t fallback,
+                                   std::string& bad_usage) {
+  auto mib = number_option(a, name, fallback, &bad_usage, uint64_t{1} << 20);
+  if (mib && *mib == 0) {
+    bad_usage = std::string("--") + name + ": must be at least 1";
+    mib.reset();
+  }
+  if (!mib) return std::nullopt;
+  return *mib << 20;
+}
+
+std::optional<uint64_t> max_memory(const parsed_args& a, std::string& bad_usage) {
+  return mib_option(a, "max-memory", default_max_memory_mib, bad_usage);
+}
+
+// A usage error sets `bad_usage`. The process's own perf map is its file: read under the rules
+// of docs/cli.md ("Reading hostile processes"), its names charged to `budget`.
+result<target_info> resolve_target(const parsed_args& a, std::string& bad_usage,
+                                   detail::memory_budget* budget) {
   const auto pid = pid_option(a, &bad_usage);
   if (!pid) return error(errc::invalid_argument, bad_usage);
   if (auto f = a.value("perf-map"); f && f->empty()) {
     bad_usage = "--perf-map: empty file name";
     return error(errc::invalid_argument, bad_usage);
   }
+  const auto max_file =
+      mib_option(a, "max-file", perf_map_names::default_max_bytes >> 20, bad_usage);
+  if (!max_file) return error(errc::invalid_argument, bad_usage);
   const pid_t process = process_of(*pid);
-  std::string map = perf_map_path(process, live_task(process, *pid));
   if (auto f = a.value("perf-map")) {
     if (auto ok = check_perf_map_file(*f); !ok) return std::move(ok).error();
-    map = *f;
+    return target_info{*pid, process, perf_map_names(*f, std::nullopt, budget, *max_file)};
   }
-  return target_info{*pid, process, perf_map_names(std::move(map))};
+  // Owned by the process's user, as perf requires (a root process's may be any root file).
+  const uid_t owner = process_owner(process).value_or(0);
+  return target_info{
+      *pid, process,
+      perf_map_names(perf_map_path(process, live_task(process, *pid)), owner, budget, *max_file)};
+}
+
+// Why names are missing, said once on stderr.
+void report_names_problem(const std::string& program, const perf_map_names& names) {
+  static std::string said;
+  if (names.problem().empty() || names.problem() == said) return;
+  said = names.problem();
+  std::fprintf(stderr, "%s: note: %s\n", program.c_str(), detail::terminal_text(said).c_str());
+}
+
+json skipped_json(const remote::skipped_slot& k) {
+  return {{"registry", k.registry_address},
+          {"slot", k.slot},
+          {"reason", k.reason},
+          {"entries", k.entries}};
+}
+
+std::string skipped_line(const remote::skipped_slot& k) {
+  return "slot " + std::to_string(k.slot) + " SKIPPED: " + detail::terminal_text(k.reason);
 }
 
 // The registries, read through a live thread: a main thread that ended by pthread_exit is a
 // zombie whose /proc files show no memory, while the process goes on.
 result<remote::registry_reader> open_reader(const target_info& t) {
   const pid_t task = live_task(t.process, t.given);
-  return remote::registry_reader::open(task != 0 ? task : t.given);
+  remote::read_options options;
+  options.only_used_sframe = true;  // a claimed size over untouched memory costs its header
+  return remote::registry_reader::open(task != 0 ? task : t.given, options);
 }
 
 // A window that changed while it was read (the process republished or freed it meanwhile) is
 // read again with the whole registry, a few times: `list` reports one state, not a race.
 result<std::vector<loaded_window>> load_settled(const remote::registry_reader& reader,
-                                                pid_t process) {
+                                                pid_t process, detail::memory_budget* budget,
+                                                std::vector<remote::skipped_slot>& skipped) {
   for (int round = 0;; ++round) {
-    auto loaded = load_windows(reader, std::nullopt, process);
+    auto loaded = load_windows(reader, std::nullopt, process, budget, &skipped);
     if (!loaded || round == 5) return loaded;
     if (std::none_of(loaded->begin(), loaded->end(),
                      [](const loaded_window& w) { return w.changed; }))
@@ -249,14 +312,21 @@ int run_list(const std::string& program, const parsed_args& a) {
   std::string bad;
   if (a.flag("rows") && a.flag("json"))
     return report(program, "--rows is a text listing: it cannot go with --json", exit_usage);
-  auto target = resolve_target(a, bad);
+  const auto memory = max_memory(a, bad);
+  if (!memory) return report(program, bad, exit_usage);
+  detail::memory_budget budget(*memory, "raise it with --max-memory");
+  auto target = resolve_target(a, bad, &budget);
   if (!target)
     return report(program, target.error().message(), bad.empty() ? exit_failure : exit_usage);
   auto reader = open_reader(*target);
   if (!reader) return report(program, reader.error().message(), exit_failure);
-  auto loaded = load_settled(*reader, target->process);
+  std::vector<remote::skipped_slot> skipped;
+  auto loaded = load_settled(*reader, target->process, &budget, skipped);
   if (!loaded) return report(program, loaded.error().message(), exit_failure);
-  if (a.flag("functions") || a.flag("rows")) target->names.update();
+  if (a.flag("functions") || a.flag("rows")) {
+    target->names.update();
+    report_names_problem(program, target->names);
+  }
   std::vector<loaded_window> windows;
   for (loaded_window& w : *loaded)
     if (!a.flag("live") || w.record.state == remote::window_state::live)
@@ -268,6 +338,9 @@ int run_list(const std::string& program, const parsed_args& a) {
     functions += function_count(w);
     unusable += !w.why.empty() && !w.changed;
   }
+  uint64_t skipped_entries = 0;  // one skipped_slot may stand for many ("and the later ones")
+  for (const remote::skipped_slot& k : skipped) skipped_entries += k.entries;
+  unusable += skipped_entries;
   const auto& registries = reader->registries();
   if (a.flag("json")) {
     json doc;
@@ -282,24 +355,31 @@ int run_list(const std::string& program, const parsed_args& a) {
     for (const loaded_window& w : windows)
       ws.push_back(window_json(w, a.flag("functions") ? &target->names : nullptr));
     doc["windows"] = std::move(ws);
-    doc["summary"] = {{"windows", windows.size()},
-                      {"live", live},
-                      {"retired", windows.size() - live},
-                      {"functions", functions},
-                      {"unusable", unusable}};
+    json sk = json::array();
+    for (const remote::skipped_slot& k : skipped) sk.push_back(skipped_json(k));
+    doc["skipped"] = std::move(sk);
+    doc["summary"] = {
+        {"windows", windows.size()}, {"live", live},         {"retired", windows.size() - live},
+        {"functions", functions},    {"unusable", unusable}, {"skipped", skipped_entries}};
     std::printf("%s\n", dump_text(doc, 2).c_str());
   } else {
-    std::printf("process %d: %s (%zu live, %zu retired), %s, %zu unusable\n", target->process,
+    std::printf("process %d: %s (%zu live, %zu retired), %s, %zu unusable", target->process,
                 count_text(windows.size(), "window").c_str(), live, windows.size() - live,
                 count_text(functions, "function").c_str(), unusable);
+    if (!skipped.empty())
+      std::printf(" (%llu registry %s skipped)", static_cast<unsigned long long>(skipped_entries),
+                  skipped_entries == 1 ? "entry" : "entries");
+    std::printf("\n");
     for (const remote::registry_location& r : registries) {
-      std::printf("\nregistry %s in %s (%s)\n", hex_text(r.address).c_str(), r.object_path.c_str(),
-                  symbol_table_text(r.found_in));
+      std::printf("\nregistry %s in %s (%s)\n", hex_text(r.address).c_str(),
+                  detail::terminal_text(r.object_path).c_str(), symbol_table_text(r.found_in));
       for (const loaded_window& w : windows) {
         if (w.record.registry_address != r.address) continue;
         std::printf("  %s\n", window_line(w).c_str());
         if (a.flag("functions")) print_functions(w, target->names, "    ");
       }
+      for (const remote::skipped_slot& k : skipped)
+        if (k.registry_address == r.address) std::printf("  %s\n", skipped_line(k).c_str());
     }
     if (a.flag("rows"))
       for (const loaded_window& w : windows)
@@ -323,7 +403,9 @@ struct seen_window {
 
 struct watch_state {
   std::map<window_key, seen_window> seen;
+  std::set<std::tuple<uint64_t, uint32_t, std::string>> skipped;  // registry, slot, reason
   uint64_t present = 0, published = 0, updated = 0, retired = 0, freed = 0, unusable = 0;
+  uint64_t skips = 0;
 };
 
 class event_printer {
@@ -343,6 +425,17 @@ class event_printer {
                   window_line(w).c_str());
       if (functions_ && std::string_view(event) != "retired")
         print_functions(w, names_, "            ");
+    }
+  }
+
+  void skipped(double t, const remote::skipped_slot& k) {
+    if (json_) {
+      json j{{"time", t}, {"event", "skipped"}};
+      j.update(skipped_json(k));
+      std::printf("%s\n", dump_text(j).c_str());
+    } else {
+      std::printf("%+9.3fs %-9s %s%s\n", t, "skipped", registry_text(k.registry_address).c_str(),
+                  skipped_line(k).c_str());
     }
   }
 
@@ -432,6 +525,21 @@ void report_changes(double t, const std::vector<loaded_window>& now, watch_state
   st.seen = std::move(seen);
 }
 
+// Registry entries skipped that were not skipped (for that reason) at the previous read.
+void report_skipped(double t, const std::vector<remote::skipped_slot>& now, watch_state& st,
+                    event_printer& out) {
+  std::set<std::tuple<uint64_t, uint32_t, std::string>> next;
+  for (const remote::skipped_slot& k : now) {
+    auto key = std::make_tuple(k.registry_address, k.slot, k.reason);
+    if (st.skipped.count(key) == 0) {
+      st.skips += k.entries;
+      out.skipped(t, k);
+    }
+    next.insert(std::move(key));
+  }
+  st.skipped = std::move(next);
+}
+
 // True if standard output can no longer be written (a pipe whose reader left: `| head`), so a
 // quiet process does not keep the command running with nobody reading.
 bool output_closed() {
@@ -466,7 +574,10 @@ int run_watch(const std::string& program, const parsed_args& a) {
           std::min<clock::duration>(std::chrono::milliseconds(20), wake - clock::now()));
   };
 
-  auto target = resolve_target(a, bad);
+  const auto memory = max_memory(a, bad);
+  if (!memory) return report(program, bad, exit_usage);
+  detail::memory_budget budget(*memory, "raise it with --max-memory");
+  auto target = resolve_target(a, bad, &budget);
   if (!target)
     return report(program, target.error().message(), bad.empty() ? exit_failure : exit_usage);
 
@@ -533,8 +644,9 @@ int run_watch(const std::string& program, const parsed_args& a) {
     }
     auto count = reader->change_count();
     std::optional<std::vector<loaded_window>> now;
+    std::vector<remote::skipped_slot> skipped;
     if (count && *count != seen_count) {
-      auto loaded = load_windows(*reader, std::nullopt, target->process);
+      auto loaded = load_windows(*reader, std::nullopt, target->process, &budget, &skipped);
       if (loaded)
         now = std::move(loaded).value();
       else
@@ -553,8 +665,12 @@ int run_watch(const std::string& program, const parsed_args& a) {
     }
     errors_in_a_row = 0;
     if (!now) continue;
-    if (functions) target->names.update();
+    if (functions) {
+      target->names.update();
+      report_names_problem(program, target->names);
+    }
     report_changes(elapsed(), *now, st, out, first);
+    report_skipped(elapsed(), skipped, st, out);
     first = false;
     // A window that changed while it was read is read again at the next poll even if nothing
     // else changes.
@@ -570,11 +686,11 @@ int run_watch(const std::string& program, const parsed_args& a) {
   std::fprintf(stderr,
                "%s: %s after %.1f s: %" PRIu64 " present at the start, %" PRIu64
                " published, %" PRIu64 " updated, %" PRIu64 " retired, %" PRIu64 " freed, %" PRIu64
-               " unusable\n",
+               " unusable, %" PRIu64 " registry entries skipped\n",
                program.c_str(), ended.c_str(), elapsed(), st.present, st.published, st.updated,
-               st.retired, st.freed, st.unusable);
+               st.retired, st.freed, st.unusable, st.skips);
   if (!failure.empty()) return report(program, failure, exit_failure);
-  return st.unusable == 0 ? exit_ok : exit_failure;
+  return st.unusable == 0 && st.skips == 0 ? exit_ok : exit_failure;
 }
 
 const command commands[] = {{&list_spec, &run_list}, {&watch_spec, &run_watch}};

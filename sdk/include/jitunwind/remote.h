@@ -11,10 +11,12 @@
 /// one thread at a time. Errors name the PID and what failed: `not_found` (no such process, no
 /// file mappings (a zombie or kernel thread), no registry symbol in any mapped object),
 /// `permission_denied`, `unsupported` (registry version this reader does not know), `malformed`
-/// (impossible header values), `bad_state` (entries kept changing for every retry; the window
-/// changed while its SFrame was read), `out_of_range` (an address the target does not map, or a
-/// short read), `limit_exceeded` (an entry array above the reader's limit), `no_memory`,
-/// `io_error`.
+/// (impossible header values), `bad_state` (the window changed while its SFrame was read),
+/// `out_of_range` (an address the target does not map, or a short read), `limit_exceeded` (an
+/// entry array above the reader's limit), `no_memory`, `io_error`. One bad entry does not fail a
+/// read: an entry with impossible values, or one that kept changing (or stayed locked) through
+/// every retry, is left out and listed in `registry_snapshot::skipped` with the reason; the
+/// other windows are returned.
 #pragma once
 
 #include <jitunwind/config.h>
@@ -64,17 +66,30 @@ struct window_record {
   uint64_t registry_address = 0;  ///< which registry (see registry_location::address)
 };
 
+/// A registry entry a read left out, and why ("state 9 is not free/live/retired", "kept
+/// changing (or stayed locked) for 200 attempts").
+struct skipped_slot {
+  uint64_t registry_address = 0;
+  uint32_t slot = 0;
+  std::string reason;
+  uint64_t entries = 1;  ///< entries this one stands for ("this entry and the later ones": more)
+};
+
 struct registry_snapshot {
   pid_t pid = 0;
   std::vector<registry_location> registries;
   std::vector<window_record> windows;  ///< live and retired windows, by registry then slot
   uint64_t torn_retries = 0;           ///< entries that had to be re-read (diagnostics)
+  /// Entries left out, by registry then slot: per registry the first 256 with their reasons,
+  /// then one entry counting the others.
+  std::vector<skipped_slot> skipped;
 };
 
 struct read_options {
-  /// Rounds of re-reading entries that changed while being copied before giving up with
-  /// `bad_state`. Each round yields the CPU, so a writer that was descheduled mid-update can
-  /// finish.
+  /// Rounds of re-reading an entry that changed while being copied before skipping it (see
+  /// registry_snapshot::skipped). Each round yields the CPU, so a writer that was descheduled
+  /// mid-update can finish. One read re-reads at most 8 times this many entries in all: a
+  /// registry with thousands of entries stuck mid-update costs a bounded time.
   unsigned max_attempts = 200;
   /// Also return retired windows (grace period); false: live windows only.
   bool include_retired = true;
@@ -83,6 +98,16 @@ struct read_options {
   /// Largest entry array (slot_count * entry_size bytes) a registry read copies; the sizes come
   /// from the target, so a corrupt header must not make the reader allocate gigabytes.
   uint64_t max_entries_size = uint64_t{64} << 20;
+  /// read_window_sframe copies the SFrame header first and then only the bytes it says the
+  /// section uses (at most sframe_size): a window that claims a large section over memory the
+  /// target never touched (free for it, not for the reader) costs its header; bytes without
+  /// SFrame magic cost their first 28, which the decoder refuses. Off: sframe_size bytes are
+  /// copied whatever they are.
+  bool only_used_sframe = false;
+  /// Most windows one snapshot keeps (all registries together): a target can claim a million
+  /// entries; the windows beyond this many are not kept, one registry_snapshot::skipped entry
+  /// (the first of them) says so. A walker that can follow only so many sets it lower.
+  uint64_t max_windows = uint64_t{1} << 20;
 };
 
 /// Finds every `jitunwind_registry` in the target's mapped ELF objects.
@@ -92,7 +117,8 @@ JITUNWIND_API result<std::vector<registry_location>> locate_registries(pid_t pid
 /// locate_registries + one consistent read of each registry.
 JITUNWIND_API result<registry_snapshot> read_registry(pid_t pid, const read_options& options = {});
 
-/// Copies a window's SFrame section from the target, then re-reads the window's entry and fails
+/// Copies a window's SFrame section from the target (with `read_options::only_used_sframe`, only
+/// the bytes its header says it uses), then re-reads the window's entry and fails
 /// with `bad_state` if it changed meanwhile (the bytes might belong to newer contents) — also when
 /// the copy failed because the window was freed and its memory unmapped meanwhile.
 JITUNWIND_API result<std::vector<uint8_t>> read_window_sframe(pid_t pid, const window_record& w,

@@ -2,11 +2,7 @@
 
 #include "common/error.hpp"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
+#include <algorithm>
 #include <cstring>
 
 namespace jitunwind::detail {
@@ -23,19 +19,46 @@ bool in_bounds(uint64_t offset, uint64_t size, uint64_t total) {
   return offset <= total && size <= total - offset;
 }
 
-// A NUL-terminated string at `index` of a string table, or an error naming `what`.
-result<std::string> string_at(std::span<const uint8_t> strtab, uint64_t index, const char* what) {
-  if (index >= strtab.size())
-    return make_error(errc::malformed, "elf: %s: name offset %llu past string table (%zu bytes)",
-                      what, static_cast<ull>(index), strtab.size());
-  const auto* begin = reinterpret_cast<const char*>(strtab.data()) + index;
-  const void* nul = std::memchr(begin, 0, strtab.size() - index);
-  if (nul == nullptr)
-    return make_error(errc::malformed,
-                      "elf: %s: name at offset %llu is not NUL-terminated inside the string table",
-                      what, static_cast<ull>(index));
-  return std::string(begin, static_cast<const char*>(nul));
-}
+// Names from one string table, materialized at most to 4 times its size plus 1 MiB in total: a
+// table whose entries all point at one long name is refused instead of copied per entry.
+class string_table {
+ public:
+  explicit string_table(elf_data data)
+      : data_(std::move(data)), left_(4 * static_cast<uint64_t>(data_.size()) + (1u << 20)) {}
+
+  // The NUL-terminated string at `index`, or an error naming `what`.
+  result<std::string> at(uint64_t index, const char* what) {
+    if (index >= data_.size())
+      return make_error(errc::malformed, "elf: %s: name offset %llu past string table (%zu bytes)",
+                        what, static_cast<ull>(index), data_.size());
+    const auto* begin = reinterpret_cast<const char*>(data_.data()) + index;
+    const void* nul = std::memchr(begin, 0, data_.size() - index);
+    if (nul == nullptr)
+      return make_error(errc::malformed,
+                        "elf: %s: name at offset %llu is not NUL-terminated inside the string "
+                        "table",
+                        what, static_cast<ull>(index));
+    const size_t length = static_cast<size_t>(static_cast<const char*>(nul) - begin);
+    if (length > left_)
+      return make_error(errc::malformed,
+                        "elf: %s: names add up to more than 4 times their string table (%zu "
+                        "bytes) plus 1 MiB: entries share names (a hostile file?)",
+                        what, data_.size());
+    left_ -= length;
+    return std::string(begin, length);
+  }
+
+  // Whether the string at `index` is `name` (no copy, no budget).
+  bool equals(uint64_t index, std::string_view name) const {
+    if (index >= data_.size() || data_.size() - index < name.size() + 1) return false;
+    const auto* s = reinterpret_cast<const char*>(data_.data()) + index;
+    return std::memcmp(s, name.data(), name.size()) == 0 && s[name.size()] == '\0';
+  }
+
+ private:
+  elf_data data_;
+  uint64_t left_;
+};
 
 }  // namespace
 
@@ -49,17 +72,76 @@ uint64_t elf_image::read_uint(const uint8_t* p, size_t width) const noexcept {
   return v;
 }
 
+// Where the bytes come from: memory the caller keeps alive, or a file read with pread.
+struct elf_image::source {
+  std::span<const uint8_t> memory;
+  std::optional<guarded_file> file;
+  elf_read_limits limits;
+  uint64_t size = 0;
+
+  // [offset, +n) must be inside the image (callers check, with messages of their own).
+  result<elf_data> read(uint64_t offset, uint64_t n, const char* what) const {
+    if (!in_bounds(offset, n, size))
+      return make_error(errc::malformed,
+                        "elf: %s: [0x%llx, +0x%llx) past end of file (0x%llx bytes)", what,
+                        static_cast<ull>(offset), static_cast<ull>(n), static_cast<ull>(size));
+    if (!file) return elf_data(memory.subspan(offset, n));
+    if (n > limits.max_read)
+      return make_error(errc::limit_exceeded, "%s: %s of %s is more than the limit of %s",
+                        file->path().c_str(), what, size_text(n).c_str(),
+                        size_text(limits.max_read).c_str());
+    auto bytes = file->read_range(offset, n, limits.budget, file->path() + ": " + what);
+    if (!bytes) return std::move(bytes).error();
+    auto owner = std::make_shared<const charged_bytes>(std::move(*bytes));
+    return elf_data(owner->bytes, owner);
+  }
+};
+
+uint64_t elf_image::file_size() const noexcept {
+  return source_->size;
+}
+
+result<elf_data> elf_image::read(uint64_t offset, uint64_t size, const char* what) const {
+  return source_->read(offset, size, what);
+}
+
 result<elf_image> elf_image::parse(std::span<const uint8_t> bytes) {
+  auto src = std::make_shared<source>();
+  src->memory = bytes;
+  src->size = bytes.size();
+  return parse_from(std::move(src));
+}
+
+result<elf_image> elf_image::open(guarded_file file, const elf_read_limits& limits) {
+  auto src = std::make_shared<source>();
+  src->size = file.size();
+  src->limits = limits;
+  const std::string path = file.path();
+  src->file.emplace(std::move(file));
+  auto img = parse_from(std::move(src));
+  if (!img && img.error().message().rfind("elf: ", 0) == 0)
+    return make_error(img.error().code(), "%s: %s", path.c_str(), img.error().message().c_str());
+  return img;
+}
+
+result<elf_image> elf_image::parse_from(std::shared_ptr<const source> src) {
   elf_image img;
-  img.bytes_ = bytes;
-  if (bytes.size() < 4 || bytes[0] != 0x7f || bytes[1] != 'E' || bytes[2] != 'L' ||
-      bytes[3] != 'F')
-    return make_error(errc::malformed, "elf: no ELF magic (file of %zu bytes)", bytes.size());
-  if (bytes.size() < 16)
+  img.source_ = std::move(src);
+  const uint64_t size = img.source_->size;
+  uint8_t h[64] = {};
+  {
+    auto head = img.source_->read(0, std::min<uint64_t>(size, sizeof h), "ELF header");
+    if (!head) return std::move(head).error();
+    if (!head->empty()) std::memcpy(h, head->data(), head->size());
+  }
+  if (size < 4 || h[0] != 0x7f || h[1] != 'E' || h[2] != 'L' || h[3] != 'F')
+    return make_error(errc::malformed, "elf: no ELF magic (file of %llu bytes)",
+                      static_cast<ull>(size));
+  if (size < 16)
     return make_error(errc::malformed,
-                      "elf: file of %zu bytes is too short for the 16-byte ELF identification",
-                      bytes.size());
-  const uint8_t cls = bytes[4], data = bytes[5];
+                      "elf: file of %llu bytes is too short for the 16-byte ELF identification",
+                      static_cast<ull>(size));
+  const uint8_t cls = h[4], data = h[5];
   if (cls != 1 && cls != 2)
     return make_error(errc::malformed, "elf: bad class %u (expected 1 = ELF32 or 2 = ELF64)", cls);
   if (data != 1 && data != 2)
@@ -68,10 +150,9 @@ result<elf_image> elf_image::parse(std::span<const uint8_t> bytes) {
   img.is_64_ = cls == 2;
   img.big_endian_ = data == 2;
   const size_t ehsize = img.is_64_ ? 64 : 52;
-  if (bytes.size() < ehsize)
-    return make_error(errc::malformed, "elf: file of %zu bytes is shorter than the ELF%d header",
-                      bytes.size(), img.is_64_ ? 64 : 32);
-  const uint8_t* h = bytes.data();
+  if (size < ehsize)
+    return make_error(errc::malformed, "elf: file of %llu bytes is shorter than the ELF%d header",
+                      static_cast<ull>(size), img.is_64_ ? 64 : 32);
   const size_t w = img.is_64_ ? 8 : 4;
   img.type_ = static_cast<uint16_t>(img.read_uint(h + 16, 2));
   img.machine_ = static_cast<uint16_t>(img.read_uint(h + 18, 2));
@@ -91,6 +172,7 @@ result<elf_image> elf_image::parse(std::span<const uint8_t> bytes) {
 }
 
 result<void> elf_image::parse_sections() {
+  const uint64_t size = source_->size;
   if (shoff_ == 0) {
     if (shnum_ != 0)
       return make_error(errc::malformed, "elf: %llu section headers but e_shoff is 0",
@@ -101,27 +183,33 @@ result<void> elf_image::parse_sections() {
   if (shentsize_ != want)
     return make_error(errc::malformed, "elf: section header size %u (expected %zu)", shentsize_,
                       want);
-  if (!in_bounds(shoff_, want, bytes_.size()))
+  if (!in_bounds(shoff_, want, size))
     return make_error(errc::malformed,
-                      "elf: section header table at 0x%llx past end of file (0x%zx bytes)",
-                      static_cast<ull>(shoff_), bytes_.size());
+                      "elf: section header table at 0x%llx past end of file (0x%llx bytes)",
+                      static_cast<ull>(shoff_), static_cast<ull>(size));
   // Extended numbering: section 0 carries the real count and string table index.
-  const uint8_t* s0 = bytes_.data() + shoff_;
   const size_t w = is_64_ ? 8 : 4;
   uint64_t shstrndx = shstrndx_;
-  if (shnum_ == 0) shnum_ = read_uint(s0 + 8 + 3 * w, w);               // sh_size of section 0
-  if (shstrndx == shn_xindex) shstrndx = read_uint(s0 + 8 + 4 * w, 4);  // sh_link
-  if (phnum_ == pn_xnum) phnum_ = read_uint(s0 + 12 + 4 * w, 4);        // sh_info
-  if (shnum_ > (bytes_.size() - shoff_) / want)
+  {
+    auto first = source_->read(shoff_, want, "section header 0");
+    if (!first) return std::move(first).error();
+    const uint8_t* s0 = first->data();
+    if (shnum_ == 0) shnum_ = read_uint(s0 + 8 + 3 * w, w);               // sh_size of section 0
+    if (shstrndx == shn_xindex) shstrndx = read_uint(s0 + 8 + 4 * w, 4);  // sh_link
+    if (phnum_ == pn_xnum) phnum_ = read_uint(s0 + 12 + 4 * w, 4);        // sh_info
+  }
+  if (shnum_ > (size - shoff_) / want)
     return make_error(errc::malformed,
                       "elf: section header table (%llu entries at 0x%llx) past end of file "
-                      "(0x%zx bytes)",
-                      static_cast<ull>(shnum_), static_cast<ull>(shoff_), bytes_.size());
+                      "(0x%llx bytes)",
+                      static_cast<ull>(shnum_), static_cast<ull>(shoff_), static_cast<ull>(size));
+  auto table = source_->read(shoff_, shnum_ * want, "section header table");
+  if (!table) return std::move(table).error();
   sections_.reserve(shnum_);
   std::vector<uint32_t> name_offsets;
   name_offsets.reserve(shnum_);
   for (uint64_t i = 0; i < shnum_; ++i) {
-    const uint8_t* p = bytes_.data() + shoff_ + i * want;
+    const uint8_t* p = table->data() + i * want;
     elf_section s;
     s.index = static_cast<uint32_t>(i);
     name_offsets.push_back(static_cast<uint32_t>(read_uint(p, 4)));
@@ -143,9 +231,10 @@ result<void> elf_image::parse_sections() {
                       static_cast<ull>(shstrndx), static_cast<ull>(shnum_));
   auto strtab = section_data(sections_[shstrndx]);
   if (!strtab) return std::move(strtab).error();
+  string_table names(std::move(*strtab));
   for (uint64_t i = 1; i < shnum_; ++i) {
     const std::string what = format("section %llu", static_cast<ull>(i));
-    auto name = string_at(*strtab, name_offsets[i], what.c_str());
+    auto name = names.at(name_offsets[i], what.c_str());
     if (!name) return std::move(name).error();
     sections_[i].name = std::move(*name);
   }
@@ -154,18 +243,21 @@ result<void> elf_image::parse_sections() {
 
 result<void> elf_image::parse_segments() {
   if (phnum_ == 0) return {};
+  const uint64_t size = source_->size;
   const size_t want = is_64_ ? 56 : 32;
   if (phentsize_ != want)
     return make_error(errc::malformed, "elf: program header size %u (expected %zu)", phentsize_,
                       want);
-  if (phoff_ > bytes_.size() || phnum_ > (bytes_.size() - phoff_) / want)
+  if (phoff_ > size || phnum_ > (size - phoff_) / want)
     return make_error(errc::malformed,
                       "elf: program header table (%llu entries at 0x%llx) past end of file "
-                      "(0x%zx bytes)",
-                      static_cast<ull>(phnum_), static_cast<ull>(phoff_), bytes_.size());
+                      "(0x%llx bytes)",
+                      static_cast<ull>(phnum_), static_cast<ull>(phoff_), static_cast<ull>(size));
+  auto table = source_->read(phoff_, phnum_ * want, "program header table");
+  if (!table) return std::move(table).error();
   segments_.reserve(phnum_);
   for (uint64_t i = 0; i < phnum_; ++i) {
-    const uint8_t* p = bytes_.data() + phoff_ + i * want;
+    const uint8_t* p = table->data() + i * want;
     elf_segment s;
     s.index = static_cast<uint32_t>(i);
     s.type = static_cast<uint32_t>(read_uint(p, 4));
@@ -203,32 +295,41 @@ const elf_segment* elf_image::find_segment(uint32_t type) const noexcept {
   return nullptr;
 }
 
-result<std::span<const uint8_t>> elf_image::section_data(const elf_section& s) const {
-  if (s.type == elf_sht_nobits || s.type == 0) return std::span<const uint8_t>{};
-  if (!in_bounds(s.offset, s.size, bytes_.size()))
-    return make_error(errc::malformed,
-                      "elf: section %u (%s): data [0x%llx, +0x%llx) past end of file (0x%zx bytes)",
-                      s.index, s.name.empty() ? "?" : s.name.c_str(), static_cast<ull>(s.offset),
-                      static_cast<ull>(s.size), bytes_.size());
-  return bytes_.subspan(s.offset, s.size);
+const elf_section* elf_image::first_section_of_type(uint32_t type) const noexcept {
+  for (const auto& s : sections_)
+    if (s.type == type) return &s;
+  return nullptr;
 }
 
-result<std::span<const uint8_t>> elf_image::segment_data(const elf_segment& p) const {
-  if (!in_bounds(p.offset, p.filesz, bytes_.size()))
+result<elf_data> elf_image::section_data(const elf_section& s) const {
+  if (s.type == elf_sht_nobits || s.type == 0) return elf_data{};
+  if (!in_bounds(s.offset, s.size, source_->size))
     return make_error(errc::malformed,
-                      "elf: program header %u: data [0x%llx, +0x%llx) past end of file (0x%zx "
+                      "elf: section %u (%s): data [0x%llx, +0x%llx) past end of file (0x%llx "
+                      "bytes)",
+                      s.index, s.name.empty() ? "?" : s.name.c_str(), static_cast<ull>(s.offset),
+                      static_cast<ull>(s.size), static_cast<ull>(source_->size));
+  const std::string what = "section " + (s.name.empty() ? std::to_string(s.index) : s.name);
+  return source_->read(s.offset, s.size, what.c_str());
+}
+
+result<elf_data> elf_image::segment_data(const elf_segment& p) const {
+  if (!in_bounds(p.offset, p.filesz, source_->size))
+    return make_error(errc::malformed,
+                      "elf: program header %u: data [0x%llx, +0x%llx) past end of file (0x%llx "
                       "bytes)",
                       p.index, static_cast<ull>(p.offset), static_cast<ull>(p.filesz),
-                      bytes_.size());
-  return bytes_.subspan(p.offset, p.filesz);
+                      static_cast<ull>(source_->size));
+  const std::string what = format("program header %u", p.index);
+  return source_->read(p.offset, p.filesz, what.c_str());
 }
 
-result<std::vector<elf_symbol>> elf_image::symbols(const elf_section& symtab) const {
+// The data of a symbol table and (into `strings`) of its string table.
+result<elf_data> elf_image::symbol_table_data(const elf_section& symtab, elf_data& strings) const {
   if (symtab.type != elf_sht_symtab && symtab.type != elf_sht_dynsym)
     return make_error(errc::invalid_argument,
                       "elf: section %u (%s) is not a symbol table (type %u)", symtab.index,
                       symtab.name.c_str(), symtab.type);
-  const size_t ent = is_64_ ? 24 : 16;
   if (symtab.link >= sections_.size())
     return make_error(errc::malformed, "elf: section %u (%s): string table index %u out of range",
                       symtab.index, symtab.name.c_str(), symtab.link);
@@ -236,36 +337,75 @@ result<std::vector<elf_symbol>> elf_image::symbols(const elf_section& symtab) co
   if (!data) return std::move(data).error();
   auto strtab = section_data(sections_[symtab.link]);
   if (!strtab) return std::move(strtab).error();
+  strings = std::move(*strtab);
+  return data;
+}
+
+namespace {
+
+// One symbol entry (name offset returned separately).
+elf_symbol decode_symbol(const elf_image& img, const uint8_t* p, uint64_t& name_off) {
+  elf_symbol s;
+  name_off = img.read_uint(p, 4);
+  uint8_t info;
+  if (img.is_64bit()) {
+    info = p[4];
+    s.shndx = static_cast<uint16_t>(img.read_uint(p + 6, 2));
+    s.value = img.read_uint(p + 8, 8);
+    s.size = img.read_uint(p + 16, 8);
+  } else {
+    s.value = img.read_uint(p + 4, 4);
+    s.size = img.read_uint(p + 8, 4);
+    info = p[12];
+    s.shndx = static_cast<uint16_t>(img.read_uint(p + 14, 2));
+  }
+  s.type = info & 0xf;
+  s.bind = info >> 4;
+  return s;
+}
+
+}  // namespace
+
+result<std::vector<elf_symbol>> elf_image::symbols(const elf_section& symtab) const {
+  elf_data strtab;
+  auto data = symbol_table_data(symtab, strtab);
+  if (!data) return std::move(data).error();
+  string_table names(std::move(strtab));
+  const size_t ent = is_64_ ? 24 : 16;
   const size_t n = data->size() / ent;
   std::vector<elf_symbol> out;
   out.reserve(n);
   for (size_t i = 0; i < n; ++i) {
-    const uint8_t* p = data->data() + i * ent;
-    elf_symbol s;
-    uint64_t name_off = read_uint(p, 4);
-    uint8_t info;
-    if (is_64_) {
-      info = p[4];
-      s.shndx = static_cast<uint16_t>(read_uint(p + 6, 2));
-      s.value = read_uint(p + 8, 8);
-      s.size = read_uint(p + 16, 8);
-    } else {
-      s.value = read_uint(p + 4, 4);
-      s.size = read_uint(p + 8, 4);
-      info = p[12];
-      s.shndx = static_cast<uint16_t>(read_uint(p + 14, 2));
-    }
-    s.type = info & 0xf;
-    s.bind = info >> 4;
+    uint64_t name_off = 0;
+    elf_symbol s = decode_symbol(*this, data->data() + i * ent, name_off);
     if (name_off != 0) {
       const std::string what = format("%s symbol %zu", symtab.name.c_str(), i);
-      auto name = string_at(*strtab, name_off, what.c_str());
+      auto name = names.at(name_off, what.c_str());
       if (!name) return std::move(name).error();
       s.name = std::move(*name);
     }
     out.push_back(std::move(s));
   }
   return out;
+}
+
+result<std::optional<elf_symbol>> elf_image::find_symbol(const elf_section& symtab,
+                                                         std::string_view name,
+                                                         std::optional<uint8_t> type) const {
+  elf_data strtab;
+  auto data = symbol_table_data(symtab, strtab);
+  if (!data) return std::move(data).error();
+  const string_table names(std::move(strtab));
+  const size_t ent = is_64_ ? 24 : 16;
+  const size_t n = data->size() / ent;
+  for (size_t i = 0; i < n; ++i) {
+    uint64_t name_off = 0;
+    elf_symbol s = decode_symbol(*this, data->data() + i * ent, name_off);
+    if (s.shndx == 0 || (type && s.type != *type) || !names.equals(name_off, name)) continue;
+    s.name = std::string(name);
+    return std::optional<elf_symbol>(std::move(s));
+  }
+  return std::optional<elf_symbol>();
 }
 
 result<std::vector<elf_relocation>> elf_image::relocations(const elf_section& rel) const {
@@ -323,38 +463,10 @@ std::optional<uint64_t> elf_image::vaddr_to_offset(uint64_t vaddr) const noexcep
 }
 
 result<std::vector<uint8_t>> read_whole_file(const std::string& path, size_t max_bytes) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return make_error(errc::io_error, "cannot open %s: %s", path.c_str(), std::strerror(errno));
-  std::vector<uint8_t> out;
-  struct stat st {};
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-    if (static_cast<uint64_t>(st.st_size) > max_bytes) {
-      ::close(fd);
-      return make_error(errc::limit_exceeded, "%s: %lld bytes is more than the limit of %zu",
-                        path.c_str(), static_cast<long long>(st.st_size), max_bytes);
-    }
-    out.reserve(static_cast<size_t>(st.st_size));
-  }
-  uint8_t buf[65536];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int e = errno;
-      ::close(fd);
-      return make_error(errc::io_error, "cannot read %s: %s", path.c_str(), std::strerror(e));
-    }
-    if (n == 0) break;
-    if (out.size() + static_cast<size_t>(n) > max_bytes) {
-      ::close(fd);
-      return make_error(errc::limit_exceeded, "%s: more than the limit of %zu bytes", path.c_str(),
-                        max_bytes);
-    }
-    out.insert(out.end(), buf, buf + n);
-  }
-  ::close(fd);
-  return out;
+  open_rules rules;
+  rules.no_follow = false;
+  rules.max_bytes = max_bytes;
+  return read_guarded_file(path, rules);
 }
 
 std::string elf_machine_name(uint16_t machine) {

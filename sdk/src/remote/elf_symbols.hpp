@@ -1,13 +1,13 @@
-// Just enough ELF64 to find one defined symbol in a mapped object's .dynsym or .symtab and to
-// turn its link-time value into a run-time address. The file comes from another process's
-// mappings and is treated as hostile: every offset, size and count is checked against the image.
-// (sdk/src/elf/elf_reader.hpp is the general ELF reader; this one stays because it looks for one
-// name while streaming over the tables, without materializing every symbol of every object
-// mapped into the target, and is covered by fuzz/registry_reader.cpp.)
+// Finding one defined symbol in a mapped object's .dynsym or .symtab and turning its link-time
+// value into a run-time address. The file comes from another process's mappings and is treated
+// as hostile: it is read through the SDK's ELF reader (sdk/src/elf/elf_reader.hpp) with pread,
+// only its headers and the symbol tables searched; covered by fuzz/registry_reader.cpp.
 #pragma once
 
 #include <jitunwind/remote.h>
 #include <jitunwind/result.h>
+
+#include "elf/elf_reader.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -32,8 +32,13 @@ struct elf_symbol_match {
   std::vector<elf_load_segment> loads;  ///< PT_LOAD headers, in file order
 };
 
-/// Looks for a defined data object named `name`, first in .dynsym, then in .symtab.
-/// nullopt: valid ELF without it. Errors: malformed (with `what` naming the file).
+/// Looks for a defined data object named `name`, first in the (first) .dynsym, then in the
+/// (first) .symtab. nullopt: valid ELF without it. Errors: malformed (with `what` naming the
+/// file), unsupported (not a 64-bit little-endian object).
+result<std::optional<elf_symbol_match>> find_elf_symbol(const jitunwind::detail::elf_image& image,
+                                                        std::string_view name,
+                                                        const std::string& what);
+/// The same on bytes in memory.
 result<std::optional<elf_symbol_match>> find_elf_symbol(std::span<const uint8_t> image,
                                                         std::string_view name,
                                                         const std::string& what);

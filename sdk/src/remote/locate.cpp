@@ -4,18 +4,16 @@
 #include <jitunwind/remote.h>
 
 #include "common/error.hpp"
+#include "guarded/file.hpp"
 #include "remote/elf_symbols.hpp"
 #include "remote/proc_maps.hpp"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <optional>
 
 namespace jitunwind::remote {
 
@@ -25,43 +23,35 @@ using namespace jitunwind::remote::detail;
 namespace {
 
 constexpr uint64_t page_mask = ~uint64_t{4095};
-constexpr uint64_t max_object_size = uint64_t{4} << 30;
+// The most read at once from a mapped object (its symbol and string tables): the file is the
+// target's; a sparse file claiming a 2 GiB .symtab must not make the reader hold 2 GiB.
+constexpr uint64_t max_table_read = uint64_t{64} << 20;
 
-// A read-only mapping of a file, unmapped on destruction.
-class mapped_file {
- public:
-  mapped_file() = default;
-  mapped_file(const mapped_file&) = delete;
-  mapped_file& operator=(const mapped_file&) = delete;
-  ~mapped_file() {
-    if (data_ != nullptr) ::munmap(data_, size_);
+// The first of `candidates` that opens as an ELF object; nothing if none (the object is
+// skipped). /proc/PID/map_files links are the kernel's and followed; the other paths are
+// whatever the target mapped, so a symbolic link there is not. `opened`: some path could be
+// opened (a file that is not ELF was still examined).
+std::optional<jitunwind::detail::elf_image> open_first(const std::vector<std::string>& candidates,
+                                                       bool& opened) {
+  opened = false;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    jitunwind::detail::open_rules rules;
+    rules.what = "mapped object";
+    rules.no_follow = i != 0;
+    rules.max_bytes = UINT64_MAX;  // only headers and symbol tables are read
+    auto f = jitunwind::detail::guarded_file::open(candidates[i], rules);
+    if (!f) continue;
+    opened = true;
+    if (f->size() < 64) return std::nullopt;
+    jitunwind::detail::elf_read_limits limits;
+    limits.max_read = max_table_read;
+    auto img = jitunwind::detail::elf_image::open(std::move(*f), limits);
+    if (img) return std::move(*img);
+    if (img.error().code() != errc::malformed) continue;  // unreadable: try another path
+    return std::nullopt;  // not ELF (a font, a locale archive) or corrupt: no other path helps
   }
-  // Opens the first path that works; false if none (the object is skipped).
-  bool open_first(const std::vector<std::string>& candidates) {
-    for (const std::string& p : candidates) {
-      const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
-      if (fd < 0) continue;
-      struct stat st;
-      if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < 64 ||
-          static_cast<uint64_t>(st.st_size) > max_object_size) {
-        ::close(fd);
-        continue;
-      }
-      void* p_map = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
-      ::close(fd);
-      if (p_map == MAP_FAILED) continue;
-      data_ = p_map;
-      size_ = static_cast<size_t>(st.st_size);
-      return true;
-    }
-    return false;
-  }
-  std::span<const uint8_t> bytes() const { return {static_cast<const uint8_t*>(data_), size_}; }
-
- private:
-  void* data_ = nullptr;
-  size_t size_ = 0;
-};
+  return std::nullopt;
+}
 
 struct object_key {
   std::string path;
@@ -101,10 +91,11 @@ result<std::vector<registry_location>> locate_registries(pid_t pid) {
                   static_cast<unsigned long long>(lowest->end));
     char root[64];
     std::snprintf(root, sizeof(root), "/proc/%d/root", static_cast<int>(pid));
-    mapped_file file;
-    if (!file.open_first({map_files, std::string(root) + clean_path, clean_path})) continue;
-    ++examined;
-    auto match = find_elf_symbol(file.bytes(), JITUNWIND_REGISTRY_SYMBOL, key.path);
+    bool opened = false;
+    auto image = open_first({map_files, std::string(root) + clean_path, clean_path}, opened);
+    examined += opened;
+    if (!image) continue;
+    auto match = find_elf_symbol(*image, JITUNWIND_REGISTRY_SYMBOL, key.path);
     if (!match) {
       // Not every mapped file is ELF (locale archives, fonts): only real ELF trouble is noted.
       if (first_problem.empty() && match.error().code() != errc::malformed) {

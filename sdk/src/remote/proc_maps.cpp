@@ -2,12 +2,10 @@
 
 #include "common/error.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-#include <cerrno>
+#include "guarded/file.hpp"
+
 #include <cinttypes>
 #include <cstdio>
-#include <cstring>
 
 namespace jitunwind::remote::detail {
 
@@ -37,33 +35,16 @@ std::vector<map_line> parse_maps(std::string_view text) {
 result<std::vector<map_line>> read_maps(pid_t pid) {
   char path[64];
   std::snprintf(path, sizeof(path), "/proc/%d/maps", static_cast<int>(pid));
-  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int e = errno;
-    if (e == ENOENT) return make_error(errc::not_found, "pid %d: no such process", pid);
-    if (e == EACCES || e == EPERM) {
+  auto text = jitunwind::detail::read_proc_text(path);
+  if (!text) {
+    const errc code = text.error().code();
+    if (code == errc::not_found) return make_error(errc::not_found, "pid %d: no such process", pid);
+    if (code == errc::permission_denied)
       return make_error(errc::permission_denied, "pid %d: cannot read %s: %s", pid, path,
-                        std::strerror(e));
-    }
-    return make_error(errc::io_error, "pid %d: cannot open %s: %s", pid, path, std::strerror(e));
+                        text.error().message().c_str());
+    return make_error(code, "pid %d: %s", pid, text.error().message().c_str());
   }
-  std::string text;
-  char buf[65536];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof(buf));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int e = errno;
-      ::close(fd);
-      if (e == ESRCH) return make_error(errc::not_found, "pid %d: no such process", pid);
-      return make_error(e == EACCES || e == EPERM ? errc::permission_denied : errc::io_error,
-                        "pid %d: reading %s: %s", pid, path, std::strerror(e));
-    }
-    if (n == 0) break;
-    text.append(buf, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  return parse_maps(text);
+  return parse_maps(*text);
 }
 
 }  // namespace jitunwind::remote::detail

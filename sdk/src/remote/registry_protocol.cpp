@@ -3,8 +3,10 @@
 #include <jitunwind/registry_abi.h>
 
 #include "common/error.hpp"
+#include "sframe/decoder.hpp"
 
 #include <sched.h>
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <vector>
@@ -139,13 +141,13 @@ result<window_record> decode_entry(std::span<const uint8_t> e, const std::string
 namespace {
 
 // One stable copy of one entry: counter, body, counter, each a separate copy (so the copies are
-// ordered), as often as needed.
+// ordered), at most `attempts` times. A copy that never settles is bad_state (the slot is
+// skipped); a failed read is that read's error.
 result<std::vector<uint8_t>> reread_entry(const memory_source& memory, uint64_t address,
-                                          uint32_t entry_size, const read_options& options,
-                                          const std::string& where, uint32_t slot,
+                                          uint32_t entry_size, unsigned attempts,
                                           uint64_t& retries) {
   std::vector<uint8_t> body(entry_size);
-  for (unsigned attempt = 0; attempt < options.max_attempts; ++attempt) {
+  for (unsigned attempt = 0; attempt < attempts; ++attempt) {
     uint64_t before = 0, after = 0;
     if (auto r = memory.read(address, &before, sizeof(before)); !r) return std::move(r).error();
     if ((before & 1) == 0) {
@@ -156,10 +158,7 @@ result<std::vector<uint8_t>> reread_entry(const memory_source& memory, uint64_t 
     ++retries;
     ::sched_yield();  // let a writer that was descheduled mid-update finish
   }
-  return make_error(errc::bad_state,
-                    "%s: entry %u kept changing (or stayed locked) for %u attempts; torn reads "
-                    "retried too often",
-                    where.c_str(), slot, options.max_attempts);
+  return make_error(errc::bad_state, "kept changing (or stayed locked) for %u attempts", attempts);
 }
 
 }  // namespace
@@ -186,39 +185,111 @@ result<void> read_registry_at(const memory_source& memory, uint64_t address,
                       where.c_str(), ull(h.slot_count), h.entry_size, ull(h.entries), ull(wanted),
                       ull(options.max_entries_size));
   }
-  const size_t bytes = static_cast<size_t>(wanted);
   std::vector<uint8_t>& before = scratch.before;
   std::vector<uint8_t>& body = scratch.body;
   std::vector<uint8_t>& after = scratch.after;
-  for (auto* copy : {&before, &body, &after}) {
-    copy->resize(bytes);
-    if (auto r = memory.read(h.entries, copy->data(), bytes); !r) {
-      return make_error(r.error().code(), "%s: reading %llu entries at 0x%llx: %s", where.c_str(),
-                        ull(h.slot_count), ull(h.entries), r.error().message().c_str());
+  // Re-reads of unsettled entries in this read, all slots together: a registry whose entries
+  // all stay locked (odd counters) costs this many rounds, not slot_count times max_attempts.
+  uint64_t attempts_left = uint64_t{options.max_attempts} * 8;
+  // Windows beyond options.max_windows: one skipped entry per registry (at beyond_at - 1; 0:
+  // not listed, counted with the unlisted).
+  uint64_t beyond = 0;
+  size_t beyond_at = 0;
+  // A registry of a million bad entries: the first max_skipped_listed are listed with their
+  // reasons, the others counted in one last entry.
+  constexpr uint64_t max_skipped_listed = 256;
+  uint64_t listed = 0, unlisted = 0;
+  uint32_t first_unlisted = 0;
+  const auto skip = [&](uint32_t slot, std::string reason) {
+    if (listed == max_skipped_listed) {
+      if (unlisted++ == 0) first_unlisted = slot;
+      return false;
+    }
+    ++listed;
+    out.skipped.push_back({address, slot, std::move(reason)});
+    return true;
+  };
+  // The three copies are made chunk by chunk: each slot is still copied before, body, after in
+  // that order, and the reader holds three chunks, not three arrays of up to 64 MiB.
+  constexpr uint64_t chunk_slots = 4096;
+  for (uint64_t first = 0; first < h.slot_count; first += chunk_slots) {
+    const uint64_t count = std::min(chunk_slots, h.slot_count - first);
+    const uint64_t at = h.entries + first * h.entry_size;
+    const size_t bytes = static_cast<size_t>(count * h.entry_size);
+    for (auto* copy : {&before, &body, &after}) {
+      copy->resize(bytes);
+      if (auto r = memory.read(at, copy->data(), bytes); !r) {
+        return make_error(r.error().code(), "%s: reading %llu entries at 0x%llx: %s", where.c_str(),
+                          ull(count), ull(at), r.error().message().c_str());
+      }
+    }
+    for (uint32_t k = 0; k < count; ++k) {
+      const uint32_t i = static_cast<uint32_t>(first + k);
+      const size_t off = size_t{k} * h.entry_size;
+      const uint64_t entry_address = at + off;
+      std::span<const uint8_t> entry(body.data() + off, h.entry_size);
+      const uint64_t s1 = entry_seq(std::span<const uint8_t>(before.data() + off, 8));
+      const uint64_t s3 = entry_seq(std::span<const uint8_t>(after.data() + off, 8));
+      std::vector<uint8_t> again;
+      if (s1 != s3 || (s1 & 1) != 0 || entry_seq(entry) != s1) {
+        ++out.torn_retries;
+        const auto attempts =
+            static_cast<unsigned>(std::min<uint64_t>(options.max_attempts, attempts_left));
+        if (attempts == 0) {
+          skip(i, format("changing while read; not re-read (the %u re-reads of this read were "
+                         "spent on other entries)",
+                         options.max_attempts * 8));
+          continue;
+        }
+        const uint64_t retries_before = out.torn_retries;
+        auto copy = reread_entry(memory, entry_address, h.entry_size, attempts, out.torn_retries);
+        attempts_left -= std::min(attempts_left, out.torn_retries - retries_before + 1);
+        if (!copy && copy.error().code() == errc::bad_state) {
+          skip(i, copy.error().message());
+          continue;
+        }
+        if (!copy) return std::move(copy).error();
+        again = std::move(*copy);
+        entry = again;
+      }
+      auto w = decode_entry(entry, where, i);
+      if (!w) {
+        // "WHERE: entry N: why" -> "why"; "WHERE: entry N (window W): why" -> "window W: why".
+        std::string why = w.error().message();
+        const std::string prefix = format("%s: entry %u", where.c_str(), i);
+        if (why.rfind(prefix, 0) == 0) why.erase(0, prefix.size());
+        if (why.rfind(": ", 0) == 0) why.erase(0, 2);
+        if (why.rfind(" (", 0) == 0) {
+          why.erase(0, 2);
+          if (const size_t close = why.find("):"); close != std::string::npos) why.erase(close, 1);
+        }
+        skip(i, std::move(why));
+        continue;
+      }
+      if (w->state == window_state::free) continue;
+      if (w->state == window_state::retired && !options.include_retired) continue;
+      if (out.windows.size() >= options.max_windows) {
+        if (beyond++ == 0 &&
+            skip(i, format("this window and the later ones not read: more than %llu windows",
+                           ull(options.max_windows))))
+          beyond_at = out.skipped.size();
+        continue;
+      }
+      w->entry_address = entry_address;
+      w->registry_address = address;
+      out.windows.push_back(*w);
     }
   }
-  out.windows.reserve(out.windows.size() + h.slot_count);
-  for (uint32_t i = 0; i < h.slot_count; ++i) {
-    const size_t off = size_t{i} * h.entry_size;
-    std::span<const uint8_t> entry(body.data() + off, h.entry_size);
-    const uint64_t s1 = entry_seq(std::span<const uint8_t>(before.data() + off, 8));
-    const uint64_t s3 = entry_seq(std::span<const uint8_t>(after.data() + off, 8));
-    std::vector<uint8_t> again;
-    if (s1 != s3 || (s1 & 1) != 0 || entry_seq(entry) != s1) {
-      ++out.torn_retries;
-      auto copy =
-          reread_entry(memory, h.entries + off, h.entry_size, options, where, i, out.torn_retries);
-      if (!copy) return std::move(copy).error();
-      again = std::move(*copy);
-      entry = again;
-    }
-    auto w = decode_entry(entry, where, i);
-    if (!w) return std::move(w).error();
-    if (w->state == window_state::free) continue;
-    if (w->state == window_state::retired && !options.include_retired) continue;
-    w->entry_address = h.entries + off;
-    w->registry_address = address;
-    out.windows.push_back(*w);
+  if (beyond_at != 0)
+    out.skipped[beyond_at - 1].entries = beyond;
+  else if (beyond > 1)
+    unlisted += beyond - 1;
+  if (unlisted > 0) {
+    out.skipped.push_back({address, first_unlisted,
+                           format("this entry and the later ones skipped too: %llu entries not "
+                                  "listed (only the first %llu are)",
+                                  ull(unlisted), ull(max_skipped_listed)),
+                           unlisted});
   }
   return ok_result();
 }
@@ -236,7 +307,17 @@ result<std::vector<uint8_t>> read_sframe_checked(const memory_source& memory,
                       "%s: window %llu: SFrame size %llu above the limit %llu", where.c_str(),
                       ull(w.window_id), ull(w.sframe_size), ull(options.max_sframe_size));
   }
-  std::vector<uint8_t> bytes(static_cast<size_t>(w.sframe_size));
+  // Only the bytes the section's header says it uses are copied: a window that claims a large
+  // section over untouched memory (free for the process, not for the reader) costs its header.
+  uint64_t wanted = w.sframe_size;
+  if (options.only_used_sframe && wanted > jitunwind::sframe::detail::header_size) {
+    uint8_t head[jitunwind::sframe::detail::header_size];
+    if (memory.read(w.sframe_address, head, sizeof head)) {
+      if (auto used = jitunwind::sframe::detail::used_size(head); used && *used < wanted)
+        wanted = *used;
+    }
+  }
+  std::vector<uint8_t> bytes(static_cast<size_t>(wanted));
   const auto copied = memory.read(w.sframe_address, bytes.data(), bytes.size());
   // The bytes are those of this generation only if the entry did not change in the meantime
   // (the writer changes the entry before it changes or frees what it points to). A copy that

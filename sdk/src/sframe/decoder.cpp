@@ -5,6 +5,7 @@
 
 #include "common/error.hpp"
 
+#include <algorithm>
 #include <limits>
 
 namespace jitunwind::sframe {
@@ -132,6 +133,22 @@ void read_words(const uint8_t* p, unsigned count, size_t width, bool big, fre_wo
 
 }  // namespace
 
+std::optional<uint64_t> used_size(std::span<const uint8_t> head) {
+  if (head.size() < header_size) return std::nullopt;
+  const uint8_t* b = head.data();
+  bool big = false;
+  if (b[0] == 0xde && b[1] == 0xe2) {
+    big = true;
+  } else if (b[0] != 0xe2 || b[1] != 0xde) {
+    return header_size;
+  }
+  if (b[2] != version_1 && b[2] != version_2 && b[2] != version_3) return std::nullopt;
+  const uint64_t fde_bytes = uint64_t{load_u32(b + 8, big)} * fde_size(b[2]);
+  const uint64_t fdes_end = uint64_t{load_u32(b + 20, big)} + fde_bytes;
+  const uint64_t fres_end = uint64_t{load_u32(b + 24, big)} + load_u32(b + 16, big);
+  return header_size + b[7] + std::max(fdes_end, fres_end);
+}
+
 result<walk_summary> walk_section(std::span<const uint8_t> bytes, uint64_t section_address,
                                   const section_layout& l, decoded_section* out) {
   const section_info& h = l.info;
@@ -189,6 +206,13 @@ result<walk_summary> walk_section(std::span<const uint8_t> bytes, uint64_t secti
       return make_error(errc::malformed, "sframe: FDE %zu: PCMASK with repetition size 0", i);
     const uint32_t limit = pcmask ? rep : f.size;
     const uint64_t start = fde_start(l, section_address, i, f.start_field);
+    // The section address plus a signed 32-bit offset must stay inside the address space (a
+    // section placed near its top, or a start before 0): a wrapped start is no address at all.
+    const uint64_t base = start - static_cast<uint64_t>(static_cast<int64_t>(f.start_field));
+    if (base < section_address || (f.start_field >= 0 ? start < base : start > base))
+      return make_error(errc::malformed,
+                        "sframe: FDE %zu: function start %+d from 0x%llx wraps the address space",
+                        i, f.start_field, static_cast<ull>(base));
     if (start > std::numeric_limits<uint64_t>::max() - f.size)
       return make_error(errc::malformed,
                         "sframe: FDE %zu: function at 0x%llx of %u bytes wraps the address space",

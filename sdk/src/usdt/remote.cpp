@@ -5,6 +5,7 @@
 #include <jitunwind/usdt.h>
 
 #include "common/error.hpp"
+#include "guarded/file.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -23,6 +24,8 @@
 namespace jitunwind::usdt {
 
 using jitunwind::detail::make_error;
+using jitunwind::detail::open_rules;
+using jitunwind::detail::read_proc_text;
 
 namespace {
 
@@ -48,31 +51,15 @@ bool is_ours(const std::string& path) {
          base.compare(base.size() - 3, 3, ".so") == 0;
 }
 
-result<std::vector<uint8_t>> read_whole(const std::string& path) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return make_error(errno == EACCES || errno == EPERM ? errc::permission_denied : errc::io_error,
-                      "usdt: cannot open %s: %s", path.c_str(), std::strerror(errno));
-  std::vector<uint8_t> data;
-  uint8_t buf[65536];
-  for (;;) {
-    const ssize_t n = read(fd, buf, sizeof buf);
-    if (n < 0) {
-      const int err = errno;
-      close(fd);
-      return make_error(errc::io_error, "usdt: cannot read %s: %s", path.c_str(),
-                        std::strerror(err));
-    }
-    if (n == 0) break;
-    data.insert(data.end(), buf, buf + n);
-    if (data.size() > max_object_size) {
-      close(fd);
-      return make_error(errc::limit_exceeded, "usdt: %s is larger than %zu bytes", path.c_str(),
-                        max_object_size);
-    }
-  }
-  close(fd);
-  return data;
+// A mapped object of the target, read whole (they are small). `target_path`: a path the target
+// chose (below /proc/PID/root), where a link is not followed; the /proc links to its mappings
+// and descriptors are the kernel's.
+result<std::vector<uint8_t>> read_whole(const std::string& path, bool target_path) {
+  open_rules rules;
+  rules.what = "usdt: object";
+  rules.no_follow = target_path;
+  rules.max_bytes = max_object_size;
+  return jitunwind::detail::read_guarded_file(path, rules);
 }
 
 // The fd of `pid` that refers to the file of a /memfd: mapping (bcc's way back from one), or
@@ -105,15 +92,15 @@ std::string fd_for_file(int pid, const std::string& maps_dev, uint64_t inode) {
 
 result<std::vector<remote_object>> find_providers(int pid, std::vector<std::string>* warnings) {
   const std::string maps_path = "/proc/" + std::to_string(pid) + "/maps";
-  std::ifstream maps(maps_path);
-  if (!maps) {
-    const int e = errno;
+  auto maps_text = read_proc_text(maps_path);
+  if (!maps_text) {
     struct stat st {};
     if (stat(("/proc/" + std::to_string(pid)).c_str(), &st) != 0)
       return make_error(errc::not_found, "usdt: no process %d", pid);
     return make_error(errc::permission_denied, "usdt: cannot read %s: %s", maps_path.c_str(),
-                      std::strerror(e));
+                      maps_text.error().message().c_str());
   }
+  std::istringstream maps(*maps_text);
   // inode -> mappings of that object, in address order.
   std::map<std::pair<std::string, uint64_t>, std::vector<mapping>> objects;
   std::vector<std::pair<std::string, uint64_t>> order;
@@ -157,7 +144,7 @@ result<std::vector<remote_object>> find_providers(int pid, std::vector<std::stri
     }
     result<std::vector<uint8_t>> image = make_error(errc::not_found, "no way to open");
     for (const auto& c : candidates) {
-      image = read_whole(c);
+      image = read_whole(c, c.find("/root/") != std::string::npos);
       if (image) {
         obj.access_path = c;
         break;

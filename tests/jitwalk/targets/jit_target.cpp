@@ -40,6 +40,11 @@
 //          --drap-register-call (with --drap: f's base case loads r10 = CFA before it calls the
 //          helper, and the call's row says CFA = r10 + 0: the walk must end there, counted as a
 //          rule it cannot follow, after the one JIT frame it can name)
+//          hostile shapes of what a profiled process controls (targets/hostile.hpp, tests in
+//          tests/hostile): --comm NAME, --perf-map-kind fifo|zero-link|sparse, --map-elf
+//          KIND:PATH (shared-names, symbol-tables, truncate), --bad-slots, --many-windows N
+//          --window-sframe-size BYTES, --churn (rewrites its perf map, replaces and truncates
+//          its mapped objects, churns its registry, with bad slots coming and going)
 #include <jitunwind/frame.h>
 #include <jitunwind/registry_abi.h>
 #include <jitunwind/sframe.h>
@@ -63,6 +68,7 @@
 #include <thread>
 #include <vector>
 
+#include "hostile.hpp"
 #include "usdt_events/events.hpp"
 
 using namespace jitunwind;
@@ -78,12 +84,12 @@ __attribute__((visibility("default"), used)) jitunwind_registry_header jitunwind
 
 namespace {
 
-constexpr uint32_t kSlots = 64;
+uint32_t kSlots = 64;  // more with --many-windows
 jitunwind_registry_entry* g_entries = nullptr;
 uint64_t g_next_generation = 1;
 
 void registry_init() {
-  void* p = mmap(nullptr, kSlots * sizeof(jitunwind_registry_entry), PROT_READ | PROT_WRITE,
+  void* p = mmap(nullptr, size_t{kSlots} * sizeof(jitunwind_registry_entry), PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) std::abort();
   g_entries = static_cast<jitunwind_registry_entry*>(p);
@@ -578,6 +584,9 @@ void wait_for_main_thread_end() {
   }
 }
 
+hostile_target::options g_hostile;
+hostile_target::shapes g_shapes;
+
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "deep";
   unsigned iterations = 200, recycle_every = 10;
@@ -626,12 +635,15 @@ int main(int argc, char** argv) {
       g_drap = true;
     else if (a == "--drap-register-call")
       g_drap_register_call = true;
+    else if (hostile_target::parse_option(a, next, g_hostile))
+      continue;
     else {
       std::fprintf(stderr, "jit_target: unknown option %s\n", a.c_str());
       return 2;
     }
   }
   if (g_depth > 500) g_depth = 500;
+  kSlots = std::max<uint32_t>(kSlots, 16 + hostile_target::extra_slots(g_hostile));
   // A main thread that leaves by pthread_exit stays a zombie, not reported to a tracer, until
   // the last thread ends: the process goes on (and ends) on another thread.
   // The second thread starts only once the main thread is a zombie (not while a tracer holds
@@ -666,10 +678,11 @@ int main(int argc, char** argv) {
   registry_init();
   // Like the SDK's sessions: JITUNWIND_DIR moves the perf map (tests keep /tmp clean with it).
   const char* dir = std::getenv("JITUNWIND_DIR");
-  g_perfmap = std::fopen((std::string(dir != nullptr && *dir != '\0' ? dir : "/tmp") + "/perf-" +
-                          std::to_string(getpid()) + ".map")
-                             .c_str(),
-                         "w");
+  const std::string perf_map_path = std::string(dir != nullptr && *dir != '\0' ? dir : "/tmp") +
+                                    "/perf-" + std::to_string(getpid()) + ".map";
+  // A hostile perf map (or a churned one) is the shapes' business.
+  if (g_hostile.perf_map_kind.empty() && !g_hostile.churn)
+    g_perfmap = std::fopen(perf_map_path.c_str(), "w");
 
   window rec = make_window(1, 0), entry = make_window(2, 1);
   std::vector<uint8_t> code;
@@ -678,6 +691,18 @@ int main(int argc, char** argv) {
   publish(rec, code, fns);
   fns = gen_entry(entry, code);
   publish(entry, code, fns);
+  if (g_hostile.any()) {
+    hostile_target::registry_access access;
+    access.write = [](uint32_t slot, uint64_t id, uint32_t state, uint64_t text, uint64_t text_size,
+                      uint64_t sframe, uint64_t sframe_size) {
+      return registry_write(slot, id, state, text, text_size, sframe, sframe_size);
+    };
+    access.entries = g_entries;
+    access.header = &jitunwind_registry;
+    access.text = reinterpret_cast<uint64_t>(rec.base);
+    access.text_size = 64;
+    g_shapes.start(g_hostile, std::move(access), perf_map_path);
+  }
 
   if (mode == "hostile") {
     window bad_counts = make_window(10, 2), past_end = make_window(11, 3),
@@ -749,6 +774,7 @@ int main(int argc, char** argv) {
       g_tag = 1 + pad;
     }
     reinterpret_cast<entry_fn>(entry.base)(g_depth);
+    g_shapes.tick();
     ++calls;
     if (g_raise_sigtrap && calls == 1) raise(SIGTRAP);  // between calls of JIT code
   }
