@@ -123,9 +123,16 @@ TEST_CASE("windows list: toy-interp and toy-jit --sframe-version=2 say their SFr
 TEST_CASE("windows list: toy-jit's windows and functions, as its perf map and maps say") {
   background jit({TOY_JIT, "--frame-pointers=off", programs + "spin.toy", "100000000"});
   REQUIRE(jit.pid() > 0);
-  const json doc =
-      list_when(jit.pid(), [](const json& d) { return d["summary"]["functions"].get<int>() >= 5; },
-                {"--functions"});
+  // The perf map is batched by default (up to 10 ms behind the registry, longer on a loaded
+  // CPU): wait until it names every function the registry lists.
+  const auto all_named = [](const json& d) {
+    if (d["summary"]["functions"].get<int>() < 5) return false;
+    for (const json& w : d["windows"])
+      for (const json& f : w["functions"])
+        if (!f["name"].is_string()) return false;
+    return true;
+  };
+  const json doc = list_when(jit.pid(), all_named, {"--functions"});
   INFO(doc.dump(2));
   CHECK(doc["exit_code"] == 0);
   CHECK(doc["pid"] == jit.pid());
