@@ -286,19 +286,33 @@ static long walk_step(__u32 index, struct walk_ctx* c) {
         finish(s, d, JW_STOP_OUTERMOST, JW_META(JW_M_END, kind, uid));
         return 1;
       }
+      if (row && row->kind == JW_ROW_UNSUPPORTED) {
+        finish(s, d, JW_STOP_UNSUPPORTED_RULE, JW_META(JW_M_END, kind, uid));
+        return 1;
+      }
       if (row && (row->flags & JW_ROW_FROM_EH_FRAME)) kind = JW_RANGE_EHFRAME;
       if (row && (row->kind == JW_ROW_CFA_SP || row->kind == JW_ROW_CFA_FP)) {
         method = JW_M_TABLE;
+        __u8 flags = row->flags;
         cfa = (row->kind == JW_ROW_CFA_SP ? sp : fp) + (__s64)row->cfa_off;
+        /* v3: CFA = *(base + offset), e.g. *(rbp - 8) after a stack realignment. */
+        if ((flags & JW_ROW_CFA_DEREF) && bpf_probe_read_user(&cfa, sizeof(cfa), (void*)cfa)) {
+          finish(s, d, JW_STOP_READ, JW_META(JW_M_END, kind, uid));
+          return 1;
+        }
         if (cfa <= sp || (cfa & 7)) {
           finish(s, d, JW_STOP_NO_PROGRESS, JW_META(JW_M_END, kind, uid));
           return 1;
         }
         /* One read for the RA and, when it sits right below it (push rbp at entry: the
          * common case), the saved FP. */
-        int fp_saved = row->flags & JW_ROW_FP_SAVED;
+        int fp_saved = flags & JW_ROW_FP_SAVED;
         __s32 fp_off = row->fp_off;
-        if (fp_saved && fp_off == -16) {
+        __s64 ra_off = (flags & JW_ROW_RA_OFF) ? (__s64)row->ra_off : -8;
+        __u64 fp_at = (flags & JW_ROW_FP_AT_FP)   ? fp + (__s64)fp_off
+                      : (flags & JW_ROW_FP_AT_SP) ? sp + (__s64)fp_off
+                                                  : cfa + (__s64)fp_off;
+        if (fp_saved && fp_at == cfa - 16 && ra_off == -8) {
           __u64 pair[2];
           if (bpf_probe_read_user(pair, sizeof(pair), (void*)(cfa - 16))) {
             finish(s, d, JW_STOP_READ, JW_META(JW_M_END, kind, uid));
@@ -307,12 +321,11 @@ static long walk_step(__u32 index, struct walk_ctx* c) {
           new_fp = pair[0];
           ra = pair[1];
         } else {
-          if (bpf_probe_read_user(&ra, sizeof(ra), (void*)(cfa - 8))) {
+          if (bpf_probe_read_user(&ra, sizeof(ra), (void*)(cfa + ra_off))) {
             finish(s, d, JW_STOP_READ, JW_META(JW_M_END, kind, uid));
             return 1;
           }
-          if (fp_saved &&
-              bpf_probe_read_user(&new_fp, sizeof(new_fp), (void*)(cfa + (__s64)fp_off))) {
+          if (fp_saved && bpf_probe_read_user(&new_fp, sizeof(new_fp), (void*)fp_at)) {
             finish(s, d, JW_STOP_READ, JW_META(JW_M_END, kind, uid));
             return 1;
           }

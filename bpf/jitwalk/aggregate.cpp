@@ -25,9 +25,29 @@ const char* stop_name(unsigned stop) noexcept {
       return "table update race";
     case JW_STOP_NO_USER:
       return "no user context";
+    case JW_STOP_UNSUPPORTED_RULE:
+      return "unwind rule the walker cannot follow (SFrame v3 FLEX, needs another register)";
     default:
       return "?";
   }
+}
+
+const char* stop_key(unsigned stop) noexcept {
+  static_assert(JW_STOP_COUNT_ == 11, "a key for every stop reason");
+  static constexpr const char* keys[JW_STOP_COUNT_] = {
+      "none",        "outermost", "fp_end",     "ra_zero", "depth",           "read",
+      "no_progress", "bad_fp",    "table_race", "no_user", "unsupported_rule"};
+  return stop < JW_STOP_COUNT_ ? keys[stop] : "?";
+}
+
+std::string stop_counts(const std::array<uint64_t, JW_STOP_COUNT_>& by_stop) {
+  std::string out;
+  for (unsigned i = 1; i < JW_STOP_COUNT_; ++i) {
+    if (i == JW_STOP_OUTERMOST || by_stop[i] == 0) continue;
+    out += format("%s%llu %s", out.empty() ? "" : ", ", static_cast<unsigned long long>(by_stop[i]),
+                  stop_name(i));
+  }
+  return out;
 }
 
 bool is_entry_function(const std::string& name) noexcept {

@@ -27,6 +27,11 @@ struct walk_summary {
 };
 
 const char* stop_name(unsigned stop) noexcept;
+/// The stop's key in JSON reports ("unsupported_rule", ...).
+const char* stop_key(unsigned stop) noexcept;
+/// "3 depth limit, 1 unreadable stack" for the non-zero counts, the outermost frame (a proper
+/// end) left out; empty when nothing else ended a walk.
+std::string stop_counts(const std::array<uint64_t, JW_STOP_COUNT_>& by_stop);
 
 /// True for the functions where well-formed user stacks end on x86-64 Linux (process and thread
 /// entry points of glibc and musl).

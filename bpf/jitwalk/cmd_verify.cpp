@@ -62,6 +62,10 @@ struct verify_state {
   uint64_t empty_truth_with_jit = 0;  // count 0 although the walk found JIT frames
   uint64_t stale_refusals = 0, stale_uses = 0, races = 0;
   uint64_t max_truth = 0;
+  // Walks that named a JIT frame the ground truth does not have at that depth (a wrong frame,
+  // not merely a walk that ended early).
+  uint64_t wrong_walks = 0;
+  std::array<uint64_t, JW_STOP_COUNT_> by_stop{};
   std::array<uint64_t, 5> steps{};
   std::map<uint64_t, uint64_t>
       fp_lost_at;  // index of the first ground-truth frame the FP walk missed
@@ -231,7 +235,10 @@ int cmd_verify(int argc, char** argv) {
       while (k < got.size() && k < truth.size() && got[k] == truth[k]) ++k;
       return k;
     };
-    v.found_frames += common_prefix(ours);
+    const size_t agree = common_prefix(ours);
+    v.found_frames += agree;
+    if (agree < ours.size()) ++v.wrong_walks;
+    if (e.walk_stop < JW_STOP_COUNT_) ++v.by_stop[e.walk_stop];
     const size_t fp_prefix = common_prefix(fp);
     v.fp_found_frames += fp_prefix;
     const bool exact = ours == truth && e.walk_stop != JW_STOP_TABLE_RACE;
@@ -279,8 +286,8 @@ int cmd_verify(int argc, char** argv) {
       std::string m = format(
           "%scheckpoint tag %lld (thread %u): ground truth %zu JIT frames, "
           "jitwalk found %zu (first %zu agree), walk ended by %s\n",
-          exact ? "(exact) " : "", static_cast<long long>(e.tag), e.h.tid, n, ours.size(),
-          common_prefix(ours), stop_name(e.walk_stop));
+          exact ? "(exact) " : "", static_cast<long long>(e.tag), e.h.tid, n, ours.size(), agree,
+          stop_name(e.walk_stop));
       m += "    ground truth (innermost first):\n";
       for (size_t i = 0; i < n && i < 12; ++i) m += "      " + describe(truth[i], true) + "\n";
       if (n > 12) m += format("      ... %zu more\n", n - 12);
@@ -353,6 +360,10 @@ int cmd_verify(int argc, char** argv) {
     }
     std::printf("  kernel frame-pointer walk lost the stack: %s\n", hist.c_str());
   }
+  if (const std::string stops = stop_counts(v.by_stop); !stops.empty())
+    std::printf("  jitwalk walks ended by: %s\n", stops.c_str());
+  std::printf("  jitwalk walks with a wrong JIT frame: %llu\n",
+              static_cast<unsigned long long>(v.wrong_walks));
   std::printf("  deepest ground truth: %llu JIT frames\n",
               static_cast<unsigned long long>(v.max_truth));
   if (!per_tag && v.tags.size() > 20) {
@@ -435,6 +446,11 @@ int cmd_verify(int argc, char** argv) {
     j["found_frames"] = v.found_frames;
     j["fp_found_frames"] = v.fp_found_frames;
     j["max_truth"] = v.max_truth;
+    j["wrong_walks"] = v.wrong_walks;
+    nlohmann::json stops = nlohmann::json::object();
+    for (unsigned i = 1; i < JW_STOP_COUNT_; ++i)
+      if (v.by_stop[i]) stops[stop_key(i)] = v.by_stop[i];
+    j["walk_stops"] = stops;
     j["stale_refusals"] = v.stale_refusals;
     j["stale_uses"] = v.stale_uses;
     j["races"] = v.races;

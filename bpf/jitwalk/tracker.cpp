@@ -147,6 +147,7 @@ void tracker::scan_objects() {
       ++stats_.objects_sframe;
       if (t->sframe_version == 1) ++stats_.objects_sframe_v1;
       if (t->sframe_version == 2) ++stats_.objects_sframe_v2;
+      if (t->sframe_version == 3) ++stats_.objects_sframe_v3;
     }
     detail("%s: %zu rows (%zu functions from .sframe v%d, %zu from .eh_frame)", m.path.c_str(),
            nrows, t->sframe_functions, t->sframe_version, t->eh_frame_functions);

@@ -66,7 +66,8 @@ struct tracker_stats {
   size_t objects = 0;            ///< executable mappings with tables
   size_t objects_sframe = 0;     ///< ... of which with .sframe
   size_t objects_sframe_v1 = 0;  ///< ... version 1 (binutils 2.40)
-  size_t objects_sframe_v2 = 0;  ///< ... version 2 (binutils >= 2.41, LLVM)
+  size_t objects_sframe_v2 = 0;  ///< ... version 2 (binutils 2.41-2.45, LLVM)
+  size_t objects_sframe_v3 = 0;  ///< ... version 3 (binutils >= 2.46)
   size_t objects_without = 0;    ///< executable mappings with no usable table
   size_t windows_loaded = 0;     ///< window generations loaded
   size_t windows_rejected = 0;   ///< window generations refused (hostile / invalid SFrame)

@@ -236,10 +236,16 @@ TEST_CASE("invalid sequences are rejected with a message") {
     b.restore_state(3);
     CHECK_THAT(b.first_error()->message(), Catch::Contains("no state was remembered"));
   }
-  SECTION("RA not at CFA-8 on amd64") {
+  SECTION("RA not at CFA-8 on amd64: below SP is refused, above it is a v3 (FLEX) row") {
     frame_builder b(abi::amd64);
     b.offset(2, reg::ra, -16);
-    CHECK_THAT(b.first_error()->message(), Catch::Contains("CFA-8"));
+    CHECK_THAT(b.first_error()->message(), Catch::Contains("RA saved at CFA-16, below the stack"));
+    frame_builder ok(abi::amd64);
+    ok.stack_alloc(1, 16).offset(2, reg::ra, -16);
+    REQUIRE(ok.ok());
+    auto f = ok.finish(0x1000, 8);
+    REQUIRE(f.ok());
+    CHECK(!default_expressible(abi::amd64, f->rows.back()));
   }
   SECTION("FP in the RA slot") {
     frame_builder b(abi::amd64);

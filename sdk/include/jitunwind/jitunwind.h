@@ -85,6 +85,14 @@ typedef struct jitunwind_frame_row {
 /* Set in jitunwind_function.flags by the decoder: legal SFrame that jitunwind_frame_validate
    rejects (e.g. "FP saved" kept after an epilogue by gas and LLVM). */
 #define JITUNWIND_FUNCTION_NONCONFORMING 0x1u
+/* Set by the decoder: an SFrame v3 signal frame (a signal trampoline). */
+#define JITUNWIND_FUNCTION_SIGNAL_FRAME 0x2u
+/* Set by the decoder: some row uses an SFrame v3 rule (CFA from another register or from memory,
+   RA/FP taken from a register) that jitunwind_frame_row cannot show: its cfa_base/ra_rule/
+   fp_rule hold the C++ enum values (jitunwind::cfa_base::reg = 2, ra_rule::register_value = 3,
+   register_saved = 4, fp_rule::register_value = 2, register_saved = 3) without the register
+   numbers. Use the C++ API (jitunwind/frame.h) for these rows. */
+#define JITUNWIND_FUNCTION_V3_RULES 0x4u
 
 /* A function: address range and rows (C mirror of jitunwind::function_desc). `rows` is not
    owned by the struct: see the function that filled it. */
@@ -181,11 +189,13 @@ typedef struct jitunwind_sframe_encoder_options {
   int pcrel;                /* 1 (default): FDE_FUNC_START_PCREL; 0: section-relative starts */
   int frame_pointer;        /* -1 (default): automatic; 0 or 1: force the FRAME_POINTER flag */
   int strict;               /* 1 (default): jitunwind_frame_validate rules; 0: format rules */
+  int version;              /* 3 (default): SFrame v3 (binutils 2.46, kernel series); or 2 */
+  int allow_flex;           /* 1 (default); 0: refuse functions that need a v3 FLEX FDE */
 } jitunwind_sframe_encoder_options;
 
 JITUNWIND_API void jitunwind_sframe_encoder_options_init(jitunwind_sframe_encoder_options* o);
 
-/* SFrame v2 encoder (jitunwind::sframe::encoder): functions are appended in address order and
+/* SFrame v3/v2 encoder (jitunwind::sframe::encoder): functions are appended in address order and
    the section can be written at any time. One thread at a time. */
 typedef struct jitunwind_sframe_encoder jitunwind_sframe_encoder;
 
@@ -209,7 +219,7 @@ JITUNWIND_API jitunwind_status jitunwind_sframe_encoder_relocate(jitunwind_sfram
                                                                  uint64_t new_section_address,
                                                                  jitunwind_error* error);
 
-/* Validates a v1/v2 section at `section_address` (hostile input: E_MALFORMED / E_UNSUPPORTED
+/* Validates a v1/v2/v3 section at `section_address` (hostile input: E_MALFORMED / E_UNSUPPORTED
    with a message naming the structure, index and values). `info` may be NULL. */
 JITUNWIND_API jitunwind_status jitunwind_sframe_check(const void* bytes, size_t size,
                                                       uint64_t section_address,
@@ -497,7 +507,7 @@ typedef struct jitunwind_remote_window {
   uint64_t entry_address;    /* its entry, and the entry's sequence value when copied: */
   uint64_t sequence;         /*   jitunwind_remote_read_sframe re-checks them */
   uint32_t slot;
-  uint32_t reserved;
+  uint32_t sframe_version;   /* 2 or 3 as the writer says; 0 if not said (older writers) */
 } jitunwind_remote_window;
 
 /* Reads the live and retired windows of every jitunwind registry in process `pid` (consistent

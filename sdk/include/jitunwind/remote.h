@@ -56,6 +56,10 @@ struct window_record {
   uint64_t sframe_address = 0;
   uint64_t sframe_size = 0;
   abi code_abi = abi::amd64;
+  /// The SFrame version the writer says its section has (2 or 3); 0 when not said (no section
+  /// yet, or a writer of 64-byte entries). The section's own header is what counts: readers
+  /// that copy it check both agree.
+  uint8_t sframe_version = 0;
   uint32_t slot = 0;              ///< index in the registry's entry array
   uint64_t entry_address = 0;     ///< address of the entry in the target
   uint64_t sequence = 0;          ///< the entry's sequence counter when copied

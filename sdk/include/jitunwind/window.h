@@ -149,9 +149,19 @@ struct session_options {
   /// May new code go where other published code was? See `address_reuse`.
   address_reuse reuse = address_reuse::automatic;
   log_sink log;
+  /// SFrame version of every window's section: 3 (the default: binutils 2.46 and the kernel
+  /// series since v13 read it) or 2 (for readers of binutils 2.41-2.45 / LLVM's era). The kernel
+  /// publisher hands the kernel v3 either way (it re-encodes a v2 window for the kernel).
+  uint8_t sframe_version = 3;
+  /// false: functions whose rows need an SFrame v3 FLEX FDE (CFA from a register other than
+  /// SP/FP or from memory, RA/FP rules naming registers) are refused when added, naming the
+  /// function and row — for runtimes that register with kernels whose v3 reader drops a whole
+  /// section when it meets a FLEX FDE.
+  bool sframe_allow_flex = true;
 
   /// Defaults overridden by the environment: JITUNWIND_PUBLISH (publisher list),
   /// JITUNWIND_DIR (perf map and jitdump directory), JITDUMPDIR, JITUNWIND_KERNEL_SFRAME,
+  /// JITUNWIND_SFRAME_VERSION (2 or 3), JITUNWIND_SFRAME_FLEX (0 refuses FLEX, 1 allows it),
   /// JITUNWIND_DURABILITY ("sync", "batched", or per file "perfmap:sync,jitdump:batched"),
   /// JITUNWIND_FLUSH_MS (flush_latency, 1..60000), JITUNWIND_FLUSH_BYTES (flush_bytes, with an
   /// optional k or m suffix), JITUNWIND_FLUSH_THREAD ("on"/"off", "1"/"0"),

@@ -243,6 +243,22 @@ result<session_options> session_options::from_env() {
       if (publish == nullptr) o.publishers |= static_cast<uint32_t>(publisher::kernel);
     }
   }
+  if (const char* v = env("JITUNWIND_SFRAME_VERSION")) {
+    const std::string_view value = trim(v);
+    if (value != "2" && value != "3")
+      return make_error(errc::invalid_argument, "JITUNWIND_SFRAME_VERSION: '%s' (expected 2 or 3)",
+                        v);
+    o.sframe_version = static_cast<uint8_t>(value[0] - '0');
+  }
+  if (const char* v = env("JITUNWIND_SFRAME_FLEX")) {
+    const std::string_view value = trim(v);
+    if (value != "0" && value != "1")
+      return make_error(errc::invalid_argument,
+                        "JITUNWIND_SFRAME_FLEX: '%s' (expected 0 to refuse FLEX FDEs, 1 to allow "
+                        "them)",
+                        v);
+    o.sframe_allow_flex = value == "1";
+  }
   if (const char* v = env("JITUNWIND_DURABILITY")) {
     if (auto r = parse_durability_list(v, o); !r)
       return make_error(errc::invalid_argument, "JITUNWIND_DURABILITY: %s",

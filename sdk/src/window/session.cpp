@@ -14,6 +14,10 @@ result<std::unique_ptr<session>> session::create(const session_options& options)
       options.target != abi::aarch64_be)
     return detail::make_error(errc::invalid_argument, "session: unknown ABI id %d",
                               static_cast<int>(options.target));
+  if (options.sframe_version != 2 && options.sframe_version != 3)
+    return detail::make_error(errc::invalid_argument,
+                              "session: SFrame version %u cannot be written (2 or 3)",
+                              options.sframe_version);
   // Every publisher's bit, up to the highest (kernel): anything above is a caller's mistake.
   constexpr publisher_set known = (static_cast<uint32_t>(publisher::kernel) << 1) - 1;
   if ((options.publishers & ~known) != 0)

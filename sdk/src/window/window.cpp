@@ -12,11 +12,9 @@ namespace jitunwind::detail {
 
 namespace {
 
-// Upper bound of the SFrame bytes one function adds: the FDE plus, per row, a 4-byte start
-// address, the info byte and three 4-byte offsets.
-size_t sframe_bytes_bound(const function_desc& f) {
-  return 20 + f.rows.size() * (4 + 1 + 12);
-}
+// Upper bound of the SFrame bytes one function adds: an FDE (v2: 20 bytes; v3: 16-byte index entry + 5-byte attribute record) and per row an FRE
+// with a 4-byte address, its info byte and up to six 4-byte words (a v3 FLEX row).
+size_t sframe_bytes_bound(const function_desc& f) { return 21 + f.rows.size() * (4 + 1 + 24); }
 
 result<void> check_name(std::string_view name) {
   if (name.empty()) return make_error(errc::invalid_argument, "function name is empty");
@@ -79,11 +77,15 @@ window_lists window_impl::release_lists() {
 result<void> window_impl::reset_encoder() {
   sframe::encoder_options o;
   o.target = session_.options().target;
+  o.version = session_.options().sframe_version;
+  o.allow_flex = session_.options().sframe_allow_flex;
   o.section_address = reinterpret_cast<uint64_t>(buffers().buffer(0));
   // An encoder from a freed window keeps its storage; with no function left, relocating it
   // cannot fail, and it then encodes exactly like a new one with these options.
   bool reused = false;
-  if (encoder_ && encoder_->options().target == o.target) {
+  if (encoder_ && encoder_->options().target == o.target &&
+      encoder_->options().version == o.version &&
+      encoder_->options().allow_flex == o.allow_flex) {
     encoder_->clear();
     reused = encoder_->relocate(o.section_address).ok();
   }
