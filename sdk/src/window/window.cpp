@@ -12,8 +12,9 @@ namespace jitunwind::detail {
 
 namespace {
 
-// Upper bound of the SFrame bytes one function adds: an FDE (v2: 20 bytes; v3: 16-byte index entry + 5-byte attribute record) and per row an FRE
-// with a 4-byte address, its info byte and up to six 4-byte words (a v3 FLEX row).
+// Upper bound of the SFrame bytes one function adds: an FDE (v2: 20 bytes; v3: a 16-byte index
+// entry and a 5-byte attribute record) and per row an FRE with a 4-byte address, its info byte
+// and up to six 4-byte words (a v3 FLEX row).
 size_t sframe_bytes_bound(const function_desc& f) { return 21 + f.rows.size() * (4 + 1 + 24); }
 
 result<void> check_name(std::string_view name) {
