@@ -120,6 +120,9 @@ struct options {
   double seconds = 1.0;
   int stress_threads = 0;
   int kill_after_ms = 0;
+  // Writer stress (not --session): first wait until the threads wrote this many functions, so
+  // a loaded machine gets as much publishing before the kill as an idle one.
+  uint64_t kill_after_functions = 0;
   int stress_pause_us = 0;
   int batch = 1;
   bool session = false;
@@ -143,6 +146,7 @@ void usage() {
       "  --breakpoint   call native_breakpoint() once through the JIT code, then exit\n"
       "  --unregister   (with --gdb) unregister before calling\n"
       "  --stress N     N threads publish fake functions until SIGKILL after --kill-after-ms\n"
+      "                 (after --kill-after-functions F written functions, when given)\n"
       "  --stress-pause-us US  pause between two publications of a stress thread\n"
       "  --batch N      (with --stress) publish N functions at a time: perfmap_writer::add_batch\n"
       "                and jitdump_writer::write_batch, or one window publish per N appends\n"
@@ -189,6 +193,8 @@ options parse(int argc, char** argv) {
       o.stress_threads = std::atoi(next().c_str());
     } else if (a == "--kill-after-ms") {
       o.kill_after_ms = std::atoi(next().c_str());
+    } else if (a == "--kill-after-functions") {
+      o.kill_after_functions = std::strtoull(next().c_str(), nullptr, 10);
     } else if (a == "--stress-pause-us") {
       o.stress_pause_us = std::atoi(next().c_str());
     } else if (a == "--batch") {
@@ -256,6 +262,7 @@ file_policy policy_for(const options& o, flusher* background) {
   static const uint8_t tramp[16] = {0x48, 0x83, 0xec, 0x08, 0xe8, 0,    0,    0,
                                     0,    0x48, 0x83, 0xc4, 0x08, 0xc3, 0x90, 0x90};
   std::atomic<bool> go{true};
+  std::atomic<uint64_t> written{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < o.stress_threads; ++t) {
     threads.emplace_back([&, t] {
@@ -287,6 +294,7 @@ file_policy policy_for(const options& o, flusher* background) {
           if (map) must(map->add_batch(lines), "perf map add_batch");
           if (dump) must(dump->write_batch(loads), "jitdump write_batch");
         }
+        if (k == batch - 1) written.fetch_add(batch, std::memory_order_relaxed);
         if (progress != nullptr && k == batch - 1)
           progress[t].store(i + 1, std::memory_order_release);
         if (o.stress_pause_us > 0)
@@ -294,6 +302,8 @@ file_policy policy_for(const options& o, flusher* background) {
       }
     });
   }
+  while (written.load(std::memory_order_relaxed) < o.kill_after_functions)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   std::this_thread::sleep_for(std::chrono::milliseconds(o.kill_after_ms));
   std::printf("killing myself\n");
   std::fflush(stdout);
