@@ -575,11 +575,20 @@ churn_result churn(session& s, size_t cycles, size_t warm, code_layout layout) {
   return r;
 }
 
+// Under ASan freed heap blocks wait in its quarantine (256 MiB) and its allocator maps memory of
+// its own, so RSS and the mapping count say nothing about the SDK there: the ASan stage runs
+// the churn for memory errors only.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool under_asan = true;
+#else
+constexpr bool under_asan = false;
+#endif
+
 size_t churn_cycles() {
   // CI runs the bounded form; JITUNWIND_CHURN_CYCLES=1000000 is the full one (docs/window.md
   // has the numbers of both).
   const char* v = std::getenv("JITUNWIND_CHURN_CYCLES");
-  return v != nullptr && *v != '\0' ? std::strtoull(v, nullptr, 10) : 50000;
+  return v != nullptr && *v != '\0' ? std::strtoull(v, nullptr, 10) : (under_asan ? 15000 : 50000);
 }
 
 }  // namespace
@@ -597,6 +606,10 @@ TEST_CASE("flat memory under unbounded churn: handles released, memory recycled"
         "%zu mappings after 10000, %zu at the end; page tables %zu KiB, %zu KiB\n",
         to_string(reuse), cycles, r.seconds, r.rss_warm / 1024, r.rss_end / 1024, r.maps_warm,
         r.maps_end, r.pte_warm, r.pte_end);
+    if (under_asan) {
+      WARN("ASan build: RSS and mappings not checked (quarantine), memory errors only");
+      continue;
+    }
     CHECK(r.rss_end <= r.rss_warm + 1024 * 1024);
     // Reserved ranges border each other: the mapping count stays flat too.
     CHECK(r.maps_end <= r.maps_warm + 16);
