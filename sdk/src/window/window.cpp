@@ -12,11 +12,6 @@ namespace jitunwind::detail {
 
 namespace {
 
-// Upper bound of the SFrame bytes one function adds: an FDE (v2: 20 bytes; v3: a 16-byte index
-// entry and a 5-byte attribute record) and per row an FRE with a 4-byte address, its info byte
-// and up to six 4-byte words (a v3 FLEX row).
-size_t sframe_bytes_bound(const function_desc& f) { return 21 + f.rows.size() * (4 + 1 + 24); }
-
 result<void> check_name(std::string_view name) {
   if (name.empty()) return make_error(errc::invalid_argument, "function name is empty");
   if (name.size() > 4096)
@@ -154,14 +149,20 @@ result<void> window_impl::append(std::string_view name, const function_desc& fra
   if (!encoder_ready_) {
     if (auto ok = reset_encoder(); !ok) return ok;
   }
-  if (encoder_->size() + sframe_bytes_bound(frames) > buffers().capacity())
+  if (auto ok = encoder_->append(frames); !ok)
+    return make_error(ok.error().code(), "window %llu: function '%.*s': %s", id,
+                      static_cast<int>(name.size()), name.data(), ok.error().message().c_str());
+  // The exact size, not a bound: v3 rows that need FLEX are twice as large as the others, and a
+  // bound for them made small described windows (preload, one per .eh_frame) refuse functions
+  // that fit. The function is the encoder's last (address order), so taking it out leaves the
+  // bytes of the functions written before unchanged.
+  if (encoder_->size() > buffers().capacity()) {
+    (void)encoder_->remove(frames.start);
     return make_error(errc::limit_exceeded,
                       "window %llu: SFrame capacity of %zu bytes is full (%zu used); open a new "
                       "window",
                       id, buffers().capacity(), encoder_->size());
-  if (auto ok = encoder_->append(frames); !ok)
-    return make_error(ok.error().code(), "window %llu: function '%.*s': %s", id,
-                      static_cast<int>(name.size()), name.data(), ok.error().message().c_str());
+  }
   add_pending(name, frames, moved_from, /*name_only=*/false);
   ranges_.emplace_back(frames.start, end);
   last_end_ = end;
