@@ -81,10 +81,10 @@ jitunwind_status jitunwind_session_create(const jitunwind_session_options* optio
         return fail(error, errc::invalid_argument,
                     ("unknown address_reuse " + std::to_string(reuse)).c_str());
       o.reuse = static_cast<address_reuse>(reuse);
-      for (const auto& [from, to] :
-           {std::pair{options->perfmap_durability, &o.perfmap_durability},
-            std::pair{options->jitdump_durability, &o.jitdump_durability}}) {
-        const int raw = capi::raw_value(from);
+      // Raw values first: an out-of-range enum must not be loaded as the enum type (UB).
+      for (const auto& [raw, to] :
+           {std::pair{capi::raw_value(options->perfmap_durability), &o.perfmap_durability},
+            std::pair{capi::raw_value(options->jitdump_durability), &o.jitdump_durability}}) {
         if (raw < 0 || raw > JITUNWIND_DURABILITY_BATCHED)
           return fail(error, errc::invalid_argument, "unknown durability");
         if (raw != JITUNWIND_DURABILITY_DEFAULT)

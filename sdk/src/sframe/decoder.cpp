@@ -211,8 +211,8 @@ result<walk_summary> walk_section(std::span<const uint8_t> bytes, uint64_t secti
     const uint64_t base = start - static_cast<uint64_t>(static_cast<int64_t>(f.start_field));
     if (base < section_address || (f.start_field >= 0 ? start < base : start > base))
       return make_error(errc::malformed,
-                        "sframe: FDE %zu: function start %+d from 0x%llx wraps the address space",
-                        i, f.start_field, static_cast<ull>(base));
+                        "sframe: FDE %zu: function start %+lld from 0x%llx wraps the address space",
+                        i, static_cast<long long>(f.start_field), static_cast<ull>(base));
     if (start > std::numeric_limits<uint64_t>::max() - f.size)
       return make_error(errc::malformed,
                         "sframe: FDE %zu: function at 0x%llx of %u bytes wraps the address space",
