@@ -19,7 +19,7 @@
 //                        rows + append + (publish every N functions) in windows the runtime owns
 //                        (session::describe_window, 1024 functions per window; a full window is
 //                        published, retired and freed, and a new one described — all timed).
-//   BM_publish_dual/...  the same with dual-mapped owned windows (no protection changes)
+//   BM_publish_dual/...  the same with memfd_alias owned windows (no protection changes)
 //   BM_publish_owned/... the same in windows the SDK owns (allocate + copy, W^X: each publish
 //                        makes the new code executable with mprotect).
 //   .../<mode>           the file publishers' durability (docs/publishers.md#durability): sync
@@ -392,7 +392,8 @@ class publish_loop {
     if (owned_) {
       owned_window_options o;
       o.code_capacity = size_t{1} << 20;
-      o.dual_mapping = kind_ == memory_kind::owned_dual;
+      o.layout =
+          kind_ == memory_kind::owned_dual ? code_layout::memfd_alias : code_layout::page_flip;
       created = s_->create_owned_window(o);
     } else {
       described_window_options o;

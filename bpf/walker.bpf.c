@@ -33,6 +33,10 @@ char LICENSE[] SEC("license") = "GPL";
 
 /* Runtime settings; user space writes them through the skeleton's mmapped .data. */
 struct jw_config jw_cfg = {.max_depth = JW_DEFAULT_DEPTH};
+/* The newest generation window_publish announced (generations are process-wide and only grow):
+ * frames unwound without a table are stamped with it, so user space names them by the code that
+ * was published at the time of the sample (docs/jitwalk.md, "Symbolization"). */
+__u64 jw_latest_gen = 0;
 
 /* ---- maps ---- */
 
@@ -247,6 +251,7 @@ static long walk_step(__u32 index, struct walk_ctx* c) {
   }
   __u64 pc = s->pc, sp = s->sp, fp = s->fp;
   s->st.frames[d].pc = pc;
+  s->st.frames[d].stamp = 0;
   s->st.depth = d + 1;
   mix(s, pc);
 
@@ -281,19 +286,33 @@ static long walk_step(__u32 index, struct walk_ctx* c) {
         finish(s, d, JW_STOP_OUTERMOST, JW_META(JW_M_END, kind, uid));
         return 1;
       }
+      if (row && row->kind == JW_ROW_UNSUPPORTED) {
+        finish(s, d, JW_STOP_UNSUPPORTED_RULE, JW_META(JW_M_END, kind, uid));
+        return 1;
+      }
       if (row && (row->flags & JW_ROW_FROM_EH_FRAME)) kind = JW_RANGE_EHFRAME;
       if (row && (row->kind == JW_ROW_CFA_SP || row->kind == JW_ROW_CFA_FP)) {
         method = JW_M_TABLE;
+        __u8 flags = row->flags;
         cfa = (row->kind == JW_ROW_CFA_SP ? sp : fp) + (__s64)row->cfa_off;
+        /* v3: CFA = *(base + offset), e.g. *(rbp - 8) after a stack realignment. */
+        if ((flags & JW_ROW_CFA_DEREF) && bpf_probe_read_user(&cfa, sizeof(cfa), (void*)cfa)) {
+          finish(s, d, JW_STOP_READ, JW_META(JW_M_END, kind, uid));
+          return 1;
+        }
         if (cfa <= sp || (cfa & 7)) {
           finish(s, d, JW_STOP_NO_PROGRESS, JW_META(JW_M_END, kind, uid));
           return 1;
         }
         /* One read for the RA and, when it sits right below it (push rbp at entry: the
          * common case), the saved FP. */
-        int fp_saved = row->flags & JW_ROW_FP_SAVED;
+        int fp_saved = flags & JW_ROW_FP_SAVED;
         __s32 fp_off = row->fp_off;
-        if (fp_saved && fp_off == -16) {
+        __s64 ra_off = (flags & JW_ROW_RA_OFF) ? (__s64)row->ra_off : -8;
+        __u64 fp_at = (flags & JW_ROW_FP_AT_FP)   ? fp + (__s64)fp_off
+                      : (flags & JW_ROW_FP_AT_SP) ? sp + (__s64)fp_off
+                                                  : cfa + (__s64)fp_off;
+        if (fp_saved && fp_at == cfa - 16 && ra_off == -8) {
           __u64 pair[2];
           if (bpf_probe_read_user(pair, sizeof(pair), (void*)(cfa - 16))) {
             finish(s, d, JW_STOP_READ, JW_META(JW_M_END, kind, uid));
@@ -302,12 +321,11 @@ static long walk_step(__u32 index, struct walk_ctx* c) {
           new_fp = pair[0];
           ra = pair[1];
         } else {
-          if (bpf_probe_read_user(&ra, sizeof(ra), (void*)(cfa - 8))) {
+          if (bpf_probe_read_user(&ra, sizeof(ra), (void*)(cfa + ra_off))) {
             finish(s, d, JW_STOP_READ, JW_META(JW_M_END, kind, uid));
             return 1;
           }
-          if (fp_saved &&
-              bpf_probe_read_user(&new_fp, sizeof(new_fp), (void*)(cfa + (__s64)fp_off))) {
+          if (fp_saved && bpf_probe_read_user(&new_fp, sizeof(new_fp), (void*)fp_at)) {
             finish(s, d, JW_STOP_READ, JW_META(JW_M_END, kind, uid));
             return 1;
           }
@@ -319,6 +337,11 @@ static long walk_step(__u32 index, struct walk_ctx* c) {
   }
 
   if (method != JW_M_TABLE) {
+    /* No usable rows for this PC (none, a gap, a freed window's): the code there may be newer
+     * than any table, so the frame carries the publication it must be named by. */
+    __u32 stamp = (__u32)jw_latest_gen;
+    s->st.frames[d].stamp = stamp;
+    mix(s, stamp);
     /* Frame-pointer fallback: [fp] = caller's fp, [fp + 8] = return address. */
     s->st.fallback = 1;
     if (fp == 0) {
@@ -586,6 +609,8 @@ int BPF_USDT(jw_window_publish, __u64 id, __u64 generation, __u64 text, __u64 te
              __u64 sframe, __u64 sframe_len) {
   if (!is_target()) return 0;
   stat_add(JW_STAT_EVENTS, 1);
+  __u64 latest = jw_latest_gen;
+  if (generation > latest) __sync_val_compare_and_swap(&jw_latest_gen, latest, generation);
   struct jw_window_state* w = bpf_map_lookup_elem(&jw_windows, &id);
   if (w) {
     w->published_gen = generation;
@@ -656,7 +681,8 @@ int BPF_USDT(jw_window_free, __u64 id, __u64 generation) {
 }
 
 SEC("usdt")
-int BPF_USDT(jw_code_add, __u64 addr, __u64 size, __u64 name, __u64 window_id) {
+int BPF_USDT(jw_code_add, __u64 addr, __u64 size, __u64 name, __u64 window_id,
+             __u64 generation) {
   if (!is_target()) return 0;
   stat_add(JW_STAT_EVENTS, 1);
   struct jw_code_event* e = bpf_ringbuf_reserve(&jw_events, sizeof(*e), 0);
@@ -668,6 +694,7 @@ int BPF_USDT(jw_code_add, __u64 addr, __u64 size, __u64 name, __u64 window_id) {
   e->addr = addr;
   e->size = size;
   e->window_id = window_id;
+  e->generation = generation; /* 0 from an SDK older than this argument */
   if (bpf_probe_read_user_str(e->name, sizeof(e->name), (void*)name) < 0) e->name[0] = 0;
   bpf_ringbuf_submit(e, 0);
   return 0;

@@ -55,10 +55,18 @@ enum jw_row_kind {
   JW_ROW_CFA_SP = 1,    /* CFA = SP + cfa_off */
   JW_ROW_CFA_FP = 2,    /* CFA = FP + cfa_off */
   JW_ROW_OUTERMOST = 3, /* return address undefined: the stack ends here (a proper root) */
+  /* An SFrame v3 (FLEX) rule the walker cannot apply: the CFA, RA or FP comes from a register
+     other than SP and FP (only the interrupted frame has those, and the walk does not carry
+     them). The walk ends here, counted (JW_STOP_UNSUPPORTED_RULE), never guesses a frame. */
+  JW_ROW_UNSUPPORTED = 4,
 };
 /* Row flags. */
-#define JW_ROW_FP_SAVED 0x1      /* caller's FP is at CFA + fp_off (otherwise unchanged) */
+#define JW_ROW_FP_SAVED 0x1      /* caller's FP is in memory (at CFA + fp_off unless below) */
 #define JW_ROW_FROM_EH_FRAME 0x2 /* row came from .eh_frame (statistics: frame source) */
+#define JW_ROW_CFA_DEREF 0x4     /* v3: CFA = *(SP|FP + cfa_off) (a realigned stack, DRAP) */
+#define JW_ROW_RA_OFF 0x8        /* v3: RA at CFA + ra_off instead of CFA - 8 */
+#define JW_ROW_FP_AT_FP 0x10     /* v3: the saved FP is at (callee's FP) + fp_off */
+#define JW_ROW_FP_AT_SP 0x20     /* v3: the saved FP is at (callee's SP) + fp_off */
 
 struct jw_row {
   __u32 pc_off; /* from range.start */
@@ -66,7 +74,7 @@ struct jw_row {
   __s32 fp_off;
   __u8 kind;
   __u8 flags;
-  __u16 reserved;
+  __s16 ra_off; /* with JW_ROW_RA_OFF */
 };
 JW_STATIC_ASSERT(sizeof(struct jw_row) == 16, "jw_row layout");
 
@@ -141,7 +149,8 @@ enum jw_stop {
   JW_STOP_BAD_FP = 7,      /* fallback: FP below SP or misaligned */
   JW_STOP_TABLE_RACE = 8,  /* tables were rewritten during the walk: result discarded */
   JW_STOP_NO_USER = 9,     /* no user context (kernel thread) */
-  JW_STOP_COUNT_ = 10,
+  JW_STOP_UNSUPPORTED_RULE = 10, /* a v3 rule the walker cannot follow (JW_ROW_UNSUPPORTED) */
+  JW_STOP_COUNT_ = 11,
 };
 
 /* Statistics counters (per-CPU array, index = enum). */
@@ -167,7 +176,10 @@ enum jw_stat {
 struct jw_frame {
   __u64 pc;   /* frames[0].pc = interrupted PC, then return addresses */
   __u32 meta; /* JW_META */
-  __u32 reserved;
+  /* Frames stepped without a table row (method JW_M_FP*): the low 32 bits of the newest
+   * publication generation announced when the walk ran (window_publish), so the frame is named
+   * by the code published at that moment; 0 otherwise. Part of the stack's hash. */
+  __u32 stamp;
 };
 JW_STATIC_ASSERT(sizeof(struct jw_frame) == 16, "jw_frame layout");
 
@@ -226,9 +238,10 @@ struct jw_code_event {
   __u64 addr;
   __u64 size;
   __u64 window_id;
+  __u64 generation; /* the publication that made it visible; 0: not given (older SDKs) */
   char name[JW_NAME_LEN];
 };
-JW_STATIC_ASSERT(sizeof(struct jw_code_event) == 24 + 24 + JW_NAME_LEN, "jw_code_event layout");
+JW_STATIC_ASSERT(sizeof(struct jw_code_event) == 24 + 32 + JW_NAME_LEN, "jw_code_event layout");
 
 /* A checkpoint: a variable-size record. After the fixed part come truth_n ground-truth
  * addresses (u64), fp_n PCs of the kernel's frame-pointer walk (u64), then walk_depth frames of

@@ -13,6 +13,7 @@
 // fork child the inherited session is not used (the pid differs) and nothing is published
 // there: the child's registrations go to libgcc only.
 #include <jitunwind/cfi.h>
+#include <jitunwind/sframe.h>
 #include <jitunwind/window.h>
 
 #include <dlfcn.h>
@@ -77,6 +78,12 @@ class preload_state {
     jitunwind::described_window_options wo;
     wo.text_start = d->functions.front().start;
     wo.text_size = d->functions.back().start + d->functions.back().size - wo.text_start;
+    // Sized to the rows (the default assumes a few rows per 64 bytes of code; compiled code
+    // can have more). A function the encoder refuses is reported by append below.
+    jitunwind::sframe::encoder_options eo;
+    eo.section_address = wo.text_start;
+    if (auto bytes = jitunwind::sframe::encode(eo, d->functions))
+      wo.sframe_capacity = bytes->size();
     auto w = session_->describe_window(wo);
     if (!w) return log_once(w.error().message());
     char name[40];

@@ -25,9 +25,29 @@ const char* stop_name(unsigned stop) noexcept {
       return "table update race";
     case JW_STOP_NO_USER:
       return "no user context";
+    case JW_STOP_UNSUPPORTED_RULE:
+      return "unwind rule the walker cannot follow (SFrame v3 FLEX, needs another register)";
     default:
       return "?";
   }
+}
+
+const char* stop_key(unsigned stop) noexcept {
+  static_assert(JW_STOP_COUNT_ == 11, "a key for every stop reason");
+  static constexpr const char* keys[JW_STOP_COUNT_] = {
+      "none",        "outermost", "fp_end",     "ra_zero", "depth",           "read",
+      "no_progress", "bad_fp",    "table_race", "no_user", "unsupported_rule"};
+  return stop < JW_STOP_COUNT_ ? keys[stop] : "?";
+}
+
+std::string stop_counts(const std::array<uint64_t, JW_STOP_COUNT_>& by_stop) {
+  std::string out;
+  for (unsigned i = 1; i < JW_STOP_COUNT_; ++i) {
+    if (i == JW_STOP_OUTERMOST || by_stop[i] == 0) continue;
+    out += format("%s%llu %s", out.empty() ? "" : ", ", static_cast<unsigned long long>(by_stop[i]),
+                  stop_name(i));
+  }
+  return out;
 }
 
 bool is_entry_function(const std::string& name) noexcept {
@@ -61,14 +81,15 @@ const std::string& aggregator::thread_name(uint32_t tgid, uint32_t tid) {
   return thread_names_.emplace(key, name).first->second;
 }
 
-uint32_t aggregator::user_frame(uint64_t pc, bool caller, uint32_t uid, bool* entry) {
-  const uint64_t before = uid ? tr_.freed_time(uid) : UINT64_MAX;
-  auto key = std::make_tuple(pc, caller, before);
+uint32_t aggregator::user_frame(const jw_frame& frame, bool caller, bool* entry) {
+  const uint64_t pc = frame.pc;
+  const jit_when when = tr_.naming(frame);
+  auto key = std::make_tuple(pc, caller, when);
   if (auto it = frame_cache_.find(key); it != frame_cache_.end()) {
     *entry = it->second.entry;
     return it->second.id;
   }
-  frame_desc d = sym_.user_frame(pc, caller, before);
+  frame_desc d = sym_.user_frame(pc, caller, when);
   profile_frame f;
   f.name = d.name;
   f.kind = d.kind;
@@ -95,7 +116,7 @@ const aggregator::known_stack& aggregator::know(uint64_t hash, const jw_stack* s
   k.frames.reserve(depth);
   for (uint32_t i = 0; i < depth; ++i) {
     const uint32_t meta = st->frames[i].meta;
-    k.frames.push_back(user_frame(st->frames[i].pc, i > 0, JW_META_UID(meta), &last_entry));
+    k.frames.push_back(user_frame(st->frames[i], i > 0, &last_entry));
     const unsigned method = JW_META_METHOD(meta), kind = JW_META_KIND(meta);
     size_t slot = 4;
     if (i + 1 < depth || method != JW_M_END) {

@@ -27,6 +27,11 @@ struct walk_summary {
 };
 
 const char* stop_name(unsigned stop) noexcept;
+/// The stop's key in JSON reports ("unsupported_rule", ...).
+const char* stop_key(unsigned stop) noexcept;
+/// "3 depth limit, 1 unreadable stack" for the non-zero counts, the outermost frame (a proper
+/// end) left out; empty when nothing else ended a walk.
+std::string stop_counts(const std::array<uint64_t, JW_STOP_COUNT_>& by_stop);
 
 /// True for the functions where well-formed user stacks end on x86-64 Linux (process and thread
 /// entry points of glibc and musl).
@@ -51,7 +56,7 @@ class aggregator {
     uint32_t id;
     bool entry;
   };
-  uint32_t user_frame(uint64_t pc, bool caller, uint32_t uid, bool* entry);
+  uint32_t user_frame(const jw_frame& frame, bool caller, bool* entry);
   const std::string& thread_name(uint32_t tgid, uint32_t tid);
 
   bpf_session& bpf_;
@@ -70,7 +75,7 @@ class aggregator {
   };
   const known_stack& know(uint64_t hash, const jw_stack* st);
   std::unordered_map<uint64_t, known_stack> stacks_;
-  std::map<std::tuple<uint64_t, bool, uint64_t>, cached_frame> frame_cache_;
+  std::map<std::tuple<uint64_t, bool, jit_when>, cached_frame> frame_cache_;
   std::map<uint64_t, uint32_t> kernel_cache_;
   std::map<uint32_t, std::string> thread_names_;
 };

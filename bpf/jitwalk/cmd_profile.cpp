@@ -323,12 +323,7 @@ int cmd_profile(int argc, char** argv) {
                "%.1f%%\n",
                pct(sum.root, sum.samples), pct(sum.samples - sum.root, sum.samples),
                pct(sum.fallback, sum.samples));
-  std::string stops;
-  for (unsigned i = 1; i < JW_STOP_COUNT_; ++i) {
-    if (i == JW_STOP_OUTERMOST || sum.by_stop[i] == 0) continue;
-    stops += format("%s%llu %s", stops.empty() ? "" : ", ",
-                    static_cast<unsigned long long>(sum.by_stop[i]), stop_name(i));
-  }
+  const std::string stops = stop_counts(sum.by_stop);
   if (!stops.empty()) std::fprintf(stderr, "jitwalk:   walks ended by: %s\n", stops.c_str());
   uint64_t frames_total = 0;
   for (int i = 0; i < 4; ++i) frames_total += sum.frames[i];
@@ -337,13 +332,15 @@ int cmd_profile(int argc, char** argv) {
                "native .eh_frame, %.1f%% frame-pointer fallback\n",
                pct(sum.frames[0], frames_total), pct(sum.frames[1], frames_total),
                pct(sum.frames[2], frames_total), pct(sum.frames[3], frames_total));
-  std::fprintf(stderr,
-               "jitwalk:   tables: %zu objects (%zu with .sframe: %zu v1, %zu v2; %zu without "
-               "tables); JIT windows: %zu loaded, %zu rejected, %zu freed, %zu gone before "
-               "they could be read; freed-window rows refused %llu times\n",
-               ts.objects, ts.objects_sframe, ts.objects_sframe_v1, ts.objects_sframe_v2,
-               ts.objects_without, ts.windows_loaded, ts.windows_rejected, ts.windows_freed,
-               ts.windows_vanished, static_cast<unsigned long long>(bs[JW_STAT_STALE_REJECT]));
+  std::fprintf(
+      stderr,
+      "jitwalk:   tables: %zu objects (%zu with .sframe: %zu v1, %zu v2, %zu v3; %zu without "
+      "tables); JIT windows: %zu loaded, %zu rejected, %zu freed, %zu gone before "
+      "they could be read; freed-window rows refused %llu times\n",
+      ts.objects, ts.objects_sframe, ts.objects_sframe_v1, ts.objects_sframe_v2,
+      ts.objects_sframe_v3, ts.objects_without, ts.windows_loaded, ts.windows_rejected,
+      ts.windows_freed, ts.windows_vanished,
+      static_cast<unsigned long long>(bs[JW_STAT_STALE_REJECT]));
   std::fprintf(stderr,
                "jitwalk:   BPF: %llu samples of the target, %llu of other tasks, %llu lost (maps "
                "full), %llu discarded (table races), %llu events (%llu lost)\n",

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <set>
+#include <tuple>
 
 #include "guarded/text.hpp"
 #include "jitwalk/aggregate.hpp"
@@ -24,8 +26,10 @@ Runs COMMAND (an example runtime with its ground-truth `checkpoint` probe), walk
 in BPF at every checkpoint, and compares the return addresses found inside JIT code with the
 ground truth the probe carries (docs/ground-truth.md). The kernel's frame-pointer walk
 (bpf_get_stack with BPF_F_USER_STACK) runs on the same events and is reported side by side.
-Exits 0 when at least --min-match percent of the checkpoints match exactly, 1 otherwise (also
-when there was no checkpoint, the command failed, or a stale table was used).
+It also checks the name of every walked JIT frame against the code live at the checkpoint
+(docs/jitwalk.md, "Symbolization"). Exits 0 when at least --min-match percent of the checkpoints
+match exactly, 1 otherwise (also when there was no checkpoint, the command failed, a stale table
+was used, or a JIT frame was named after other code).
 
 options:
   --min-match PCT     required exact matches in percent (default 100)
@@ -58,12 +62,20 @@ struct verify_state {
   uint64_t empty_truth_with_jit = 0;  // count 0 although the walk found JIT frames
   uint64_t stale_refusals = 0, stale_uses = 0, races = 0;
   uint64_t max_truth = 0;
+  // Walks that named a JIT frame the ground truth does not have at that depth (a wrong frame,
+  // not merely a walk that ended early).
+  uint64_t wrong_walks = 0;
+  std::array<uint64_t, JW_STOP_COUNT_> by_stop{};
   std::array<uint64_t, 5> steps{};
   std::map<uint64_t, uint64_t>
       fp_lost_at;  // index of the first ground-truth frame the FP walk missed
   std::map<int64_t, tag_stats> tags;
   std::vector<std::string> mismatches;
   std::vector<std::string> walks;  // --print-walks
+  // Names: every walked JIT frame's PC, how jitwalk names it (tracker::naming) and the name of
+  // the code live at the checkpoint (tracker::live_name), checked once all events are in.
+  std::set<std::tuple<uint64_t, jit_when, std::string>> names_to_check;
+  uint64_t named_frames = 0;
 };
 
 }  // namespace
@@ -223,7 +235,10 @@ int cmd_verify(int argc, char** argv) {
       while (k < got.size() && k < truth.size() && got[k] == truth[k]) ++k;
       return k;
     };
-    v.found_frames += common_prefix(ours);
+    const size_t agree = common_prefix(ours);
+    v.found_frames += agree;
+    if (agree < ours.size()) ++v.wrong_walks;
+    if (e.walk_stop < JW_STOP_COUNT_) ++v.by_stop[e.walk_stop];
     const size_t fp_prefix = common_prefix(fp);
     v.fp_found_frames += fp_prefix;
     const bool exact = ours == truth && e.walk_stop != JW_STOP_TABLE_RACE;
@@ -245,6 +260,14 @@ int cmd_verify(int argc, char** argv) {
     if (reaches_main(fp_pcs)) ++v.fp_complete;
     if (e.walk_stop == JW_STOP_TABLE_RACE) ++v.races;
     v.stale_refusals += e.walk_stale;
+    for (size_t i = 1; i < depth; ++i) {
+      const uint64_t pc = walk_pcs[i];
+      if (pc == 0 || !s.track().window_at(pc - 1)) continue;
+      if (const std::string* live = s.track().live_name(pc - 1)) {
+        ++v.named_frames;
+        v.names_to_check.emplace(pc, s.track().naming(rec.walk[i]), *live);
+      }
+    }
     for (size_t i = 0; i < depth; ++i) {
       const uint32_t meta = rec.walk[i].meta;
       const unsigned method = JW_META_METHOD(meta), kind = JW_META_KIND(meta);
@@ -263,8 +286,8 @@ int cmd_verify(int argc, char** argv) {
       std::string m = format(
           "%scheckpoint tag %lld (thread %u): ground truth %zu JIT frames, "
           "jitwalk found %zu (first %zu agree), walk ended by %s\n",
-          exact ? "(exact) " : "", static_cast<long long>(e.tag), e.h.tid, n, ours.size(),
-          common_prefix(ours), stop_name(e.walk_stop));
+          exact ? "(exact) " : "", static_cast<long long>(e.tag), e.h.tid, n, ours.size(), agree,
+          stop_name(e.walk_stop));
       m += "    ground truth (innermost first):\n";
       for (size_t i = 0; i < n && i < 12; ++i) m += "      " + describe(truth[i], true) + "\n";
       if (n > 12) m += format("      ... %zu more\n", n - 12);
@@ -301,6 +324,17 @@ int cmd_verify(int argc, char** argv) {
     child_status = s.child()->wait();
   }
 
+  // Named now, with every name the run announced: later code at the same addresses included.
+  uint64_t misnamed = 0;
+  std::vector<std::string> misnamed_examples;
+  for (const auto& [pc, when, live] : v.names_to_check) {
+    const frame_desc d = s.sym().user_frame(pc, true, when);
+    if (d.name == live) continue;
+    ++misnamed;
+    if (misnamed_examples.size() < show)
+      misnamed_examples.push_back(format("%s named '%s', the code there was '%s'", hex(pc).c_str(),
+                                         d.name.c_str(), live.c_str()));
+  }
   const auto bs = s.bpf().stats();
   const auto& tst = s.track().stats();
   std::printf("jitwalk verify: %s (pid %d): %llu checkpoints; %s\n",
@@ -326,6 +360,10 @@ int cmd_verify(int argc, char** argv) {
     }
     std::printf("  kernel frame-pointer walk lost the stack: %s\n", hist.c_str());
   }
+  if (const std::string stops = stop_counts(v.by_stop); !stops.empty())
+    std::printf("  jitwalk walks ended by: %s\n", stops.c_str());
+  std::printf("  jitwalk walks with a wrong JIT frame: %llu\n",
+              static_cast<unsigned long long>(v.wrong_walks));
   std::printf("  deepest ground truth: %llu JIT frames\n",
               static_cast<unsigned long long>(v.max_truth));
   if (!per_tag && v.tags.size() > 20) {
@@ -350,6 +388,10 @@ int cmd_verify(int argc, char** argv) {
       tst.windows_loaded, tst.windows_rejected, tst.windows_freed,
       static_cast<unsigned long long>(v.stale_refusals),
       static_cast<unsigned long long>(v.stale_uses), static_cast<unsigned long long>(v.races));
+  std::printf("  JIT frame names: %llu checked (%zu distinct), %llu misnamed\n",
+              static_cast<unsigned long long>(v.named_frames), v.names_to_check.size(),
+              static_cast<unsigned long long>(misnamed));
+  for (const std::string& m : misnamed_examples) std::printf("  MISNAMED %s\n", m.c_str());
   if (v.invalid_truth) {
     std::printf("  checkpoints with unreadable ground truth: %llu\n",
                 static_cast<unsigned long long>(v.invalid_truth));
@@ -378,6 +420,10 @@ int cmd_verify(int argc, char** argv) {
   } else if (v.stale_uses) {
     pass = false;
     verdict = "stale tables were used";
+  } else if (misnamed != 0) {
+    pass = false;
+    verdict = format("%llu JIT frames were named after other code",
+                     static_cast<unsigned long long>(misnamed));
   } else if (bs[JW_STAT_RINGBUF_FULL]) {
     pass = false;
     verdict = "checkpoint events were lost";
@@ -400,9 +446,16 @@ int cmd_verify(int argc, char** argv) {
     j["found_frames"] = v.found_frames;
     j["fp_found_frames"] = v.fp_found_frames;
     j["max_truth"] = v.max_truth;
+    j["wrong_walks"] = v.wrong_walks;
+    nlohmann::json stops = nlohmann::json::object();
+    for (unsigned i = 1; i < JW_STOP_COUNT_; ++i)
+      if (v.by_stop[i]) stops[stop_key(i)] = v.by_stop[i];
+    j["walk_stops"] = stops;
     j["stale_refusals"] = v.stale_refusals;
     j["stale_uses"] = v.stale_uses;
     j["races"] = v.races;
+    j["named_frames"] = v.named_frames;
+    j["misnamed"] = misnamed;
     j["invalid_truth"] = v.invalid_truth;
     j["windows_loaded"] = tst.windows_loaded;
     j["windows_rejected"] = tst.windows_rejected;

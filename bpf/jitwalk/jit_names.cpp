@@ -38,6 +38,31 @@ bool jit_names::add(entry e) {
   return true;
 }
 
+const jit_names::entry* jit_names::find(uint64_t pc, const jit_when& when) const {
+  if (when.generation != 0) {
+    // The newest publication at or before `when` that put code at pc (within the window, when
+    // the rows of one window unwound the frame).
+    // Bounded like find(pc, before): the newest of one start first, at most max_examined.
+    const entry* best = nullptr;
+    size_t examined = 0;
+    auto it = timed_.upper_bound(pc);
+    while (it != timed_.begin() && examined < max_examined) {
+      --it;
+      if (pc - it->first >= max_size_) break;  // nothing this far below can cover pc
+      for (auto e = it->second.rbegin(); e != it->second.rend() && examined < max_examined; ++e) {
+        ++examined;
+        if (pc - e->start >= e->size || e->generation == 0 || e->generation > when.generation)
+          continue;
+        if (when.window_id != 0 && e->window_id != when.window_id) continue;
+        if (!best || e->generation > best->generation) best = &*e;
+      }
+    }
+    examined_ += examined;
+    if (best) return best;
+  }
+  return find(pc, when.before);
+}
+
 const jit_names::entry* jit_names::find(uint64_t pc, uint64_t before) const {
   // Newest covering entry; perf map entries are ordered by line number (their `time`). The
   // names nearest below pc are looked at first, the newest of one address first, and at most

@@ -2,8 +2,10 @@
 // (live, exact order), jitdump files (CODE_LOAD / CODE_MOVE, CLOCK_MONOTONIC timestamps) and
 // perf maps (/tmp/perf-PID.map, no time: used when nothing else names an address).
 //
-// Addresses are reused (windows recycled, code moved), so every name carries the time it was
-// published; a lookup asks for the newest name published before a given time.
+// Addresses are reused (windows recycled, code moved, functions renamed), so every name carries
+// when it was published: the SDK's events give the publication generation (process-wide, only
+// growing) and the window; jitdump gives a time. A lookup asks for the name of the code that
+// was there at a given publication (see jit_when), else by time.
 #pragma once
 
 #include "guarded/budget.hpp"
@@ -22,6 +24,21 @@
 
 namespace jitwalk {
 
+/// Which code a frame is to be named by.
+struct jit_when {
+  /// != 0: the frame was unwound with the rows of this window at `generation`: its code is the
+  /// window's newest function at the PC published at or before that generation.
+  uint64_t window_id = 0;
+  /// With window_id: the rows' generation. Without: the newest publication when the sample was
+  /// taken (the walk's stamp), so the code is the newest published at the PC by then in any
+  /// window. 0: not known.
+  uint64_t generation = 0;
+  /// When no name carries a generation (events lost, names from jitdump only): the newest name
+  /// published before this time (ns).
+  uint64_t before = UINT64_MAX;
+  auto operator<=>(const jit_when&) const = default;
+};
+
 class jit_names {
  public:
   enum class origin : uint8_t { event, jitdump, perfmap };
@@ -32,6 +49,8 @@ class jit_names {
     std::string name;
     uint64_t time = 0;  ///< CLOCK_MONOTONIC ns; for perf map lines the line number
     origin from = origin::event;
+    uint64_t window_id = 0;   ///< code_add events: the window
+    uint64_t generation = 0;  ///< code_add events: the publication (0: not given)
   };
 
   /// The perf map and jitdump files are the target's (docs/jitwalk.md, "Reading hostile
@@ -41,6 +60,10 @@ class jit_names {
   /// dropped (counted in dropped()).
   void set_limits(jitunwind::detail::memory_budget* budget, uint64_t max_file_bytes,
                   std::optional<uid_t> owner);
+
+  /// The name of the code at `pc` as `when` says (by generation first, then by time); else the
+  /// last perf map line covering it; else null.
+  const entry* find(uint64_t pc, const jit_when& when) const;
 
   /// False if the entry is empty or did not fit the budget (then dropped).
   bool add(entry e);

@@ -20,9 +20,16 @@ result<std::vector<unwind_function>> sframe_functions(std::span<const uint8_t> b
   }
   std::vector<unwind_function> out;
   out.reserve(dec->functions.size());
+  const bool v3 = dec->info.version >= jitunwind::sframe::version_3;
   for (size_t i = 0; i < dec->functions.size(); ++i) {
+    jitunwind::function_desc& fd = dec->functions[i];
+    // A function of size 0 covers no PC (gas emits them for empty functions); before v3 one
+    // without rows says nothing (v3: an outermost frame, see from_frame_model).
+    if (fd.size == 0 || (fd.rows.empty() && !v3)) continue;
     if (check_rules) {
-      if (auto v = jitunwind::validate(jitunwind::abi::amd64, dec->functions[i]); !v) {
+      jitunwind::function_desc checked = fd;
+      if (checked.rows.empty()) checked.rows.push_back(jitunwind::outermost_row(0));
+      if (auto v = jitunwind::validate(jitunwind::abi::amd64, checked); !v) {
         return make_error(errc::malformed, "SFrame FDE %zu: %s", i, v.error().message().c_str());
       }
     }

@@ -19,8 +19,13 @@ struct mapping {
   uint64_t inode = 0;
   std::string path;  ///< as printed: "/usr/lib/x.so", "[stack]", "/memfd:name (deleted)", ""
 
-  bool file_backed() const noexcept { return inode != 0 && !path.empty() && path[0] == '/'; }
-  bool anonymous() const noexcept { return inode == 0; }
+  bool file_backed() const noexcept {
+    return inode != 0 && !path.empty() && path[0] == '/' && !shared_anonymous();
+  }
+  /// Private anonymous memory, or shared anonymous memory (a shmem object the kernel shows as
+  /// "/dev/zero (deleted)"; perf counts it as anonymous too): JIT code lives there.
+  bool anonymous() const noexcept { return inode == 0 || shared_anonymous(); }
+  bool shared_anonymous() const noexcept { return path.rfind("/dev/zero", 0) == 0; }
 };
 
 /// Parses /proc/PID/maps. `not_found` if the process is gone.

@@ -1,6 +1,7 @@
 #include "jitwalk/rows.hpp"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace jitwalk {
 
@@ -16,20 +17,70 @@ const char* to_string(table_source s) noexcept {
   return "?";
 }
 
-result<unwind_function> from_frame_model(const jitunwind::function_desc& f, table_source source) {
-  if (f.rows.empty() || f.rows.front().pc_offset != 0) {
-    return make_error(errc::invalid_argument, "function at %s: rows must start at offset 0",
-                      hex(f.start).c_str());
+namespace {
+
+// The walker's form of one AMD64 row of the frame model.
+unwind_row walker_row(const jitunwind::frame_row& r) {
+  using jitunwind::cfa_base;
+  using jitunwind::fp_rule;
+  using jitunwind::ra_rule;
+  unwind_row row;
+  row.pc_off = r.pc_offset;
+  row.cfa_off = 0;
+  const auto regs = jitunwind::dwarf_registers(jitunwind::abi::amd64);
+  if (r.ra == ra_rule::undefined) {
+    row.kind = rule::outermost;
+    return row;
   }
+  const bool ra_other_register = r.ra == ra_rule::register_value || r.ra == ra_rule::register_saved;
+  const bool fp_other_register =
+      r.fp == fp_rule::register_value ||
+      (r.fp == fp_rule::register_saved && r.fp_reg != regs.fp && r.fp_reg != regs.sp);
+  if (r.cfa == cfa_base::reg || ra_other_register || fp_other_register) {
+    row.kind = rule::unsupported;  // needs a register the walk does not carry
+    return row;
+  }
+  if (r.ra != ra_rule::saved || r.ra_mangled || r.ra_offset < INT16_MIN ||
+      r.ra_offset > INT16_MAX) {
+    row.kind = rule::gap;  // not an AMD64 rule: let the frame pointer try
+    return row;
+  }
+  row.kind = r.cfa == cfa_base::sp ? rule::cfa_sp : rule::cfa_fp;
+  row.cfa_off = r.cfa_offset;
+  row.cfa_deref = r.cfa_deref;
+  row.ra_off = static_cast<int16_t>(r.ra_offset);
+  row.fp_saved = r.fp == fp_rule::saved || r.fp == fp_rule::register_saved;
+  row.fp_off = row.fp_saved ? r.fp_offset : 0;
+  if (r.fp == fp_rule::register_saved)
+    row.fp_from = r.fp_reg == regs.fp ? fp_base::fp : fp_base::sp;
+  return row;
+}
+
+}  // namespace
+
+result<unwind_function> from_frame_model(const jitunwind::function_desc& f, table_source source) {
   if (f.size == 0) {
     return make_error(errc::invalid_argument, "function at %s: size 0", hex(f.start).c_str());
   }
-  const uint32_t span = f.pcmask_rep ? f.pcmask_rep : f.size;
   unwind_function out;
   out.start = f.start;
   out.size = f.size;
   out.pcmask_rep = f.pcmask_rep;
   out.source = source;
+  if (f.rows.empty()) {
+    // SFrame v3: a DEFAULT FDE without FREs is an outermost frame. (Before v3 the decoder
+    // gives no such function: a v1/v2 FDE without FREs says nothing, see sframe_functions.)
+    unwind_row row;
+    row.kind = rule::outermost;
+    row.cfa_off = 0;
+    out.rows.push_back(row);
+    return out;
+  }
+  if (f.rows.front().pc_offset != 0) {
+    return make_error(errc::invalid_argument, "function at %s: rows must start at offset 0",
+                      hex(f.start).c_str());
+  }
+  const uint32_t span = f.pcmask_rep ? f.pcmask_rep : f.size;
   out.rows.reserve(f.rows.size());
   for (size_t i = 0; i < f.rows.size(); ++i) {
     const jitunwind::frame_row& r = f.rows[i];
@@ -43,21 +94,7 @@ result<unwind_function> from_frame_model(const jitunwind::function_desc& f, tabl
                         "function at %s: row %zu offset %u past the function end (%u bytes)",
                         hex(f.start).c_str(), i, r.pc_offset, span);
     }
-    unwind_row row;
-    row.pc_off = r.pc_offset;
-    if (r.ra == jitunwind::ra_rule::undefined) {
-      row.kind = rule::outermost;
-      row.cfa_off = 0;
-    } else if (r.ra != jitunwind::ra_rule::saved || r.ra_offset != -8 || r.ra_mangled) {
-      row.kind = rule::gap;  // not an AMD64 rule: let the frame pointer try
-      row.cfa_off = 0;
-    } else {
-      row.kind = r.cfa == jitunwind::cfa_base::sp ? rule::cfa_sp : rule::cfa_fp;
-      row.cfa_off = r.cfa_offset;
-      row.fp_saved = r.fp == jitunwind::fp_rule::saved;
-      row.fp_off = row.fp_saved ? r.fp_offset : 0;
-    }
-    out.rows.push_back(row);
+    out.rows.push_back(walker_row(r));
   }
   return out;
 }
@@ -71,16 +108,24 @@ jw_row to_bpf(const unwind_row& r, uint32_t pc_off, table_source source) {
   if (source == table_source::eh_frame && r.kind != rule::gap) b.flags |= JW_ROW_FROM_EH_FRAME;
   if (r.kind == rule::cfa_sp || r.kind == rule::cfa_fp) {
     b.cfa_off = r.cfa_off;
+    if (r.cfa_deref) b.flags |= JW_ROW_CFA_DEREF;
+    if (r.ra_off != -8) {
+      b.flags |= JW_ROW_RA_OFF;
+      b.ra_off = r.ra_off;
+    }
     if (r.fp_saved) {
       b.flags |= JW_ROW_FP_SAVED;
       b.fp_off = r.fp_off;
+      if (r.fp_from == fp_base::fp) b.flags |= JW_ROW_FP_AT_FP;
+      if (r.fp_from == fp_base::sp) b.flags |= JW_ROW_FP_AT_SP;
     }
   }
   return b;
 }
 
 bool same_rule(const jw_row& a, const jw_row& b) {
-  return a.kind == b.kind && a.cfa_off == b.cfa_off && a.fp_off == b.fp_off && a.flags == b.flags;
+  return a.kind == b.kind && a.cfa_off == b.cfa_off && a.fp_off == b.fp_off && a.flags == b.flags &&
+         a.ra_off == b.ra_off;
 }
 
 }  // namespace

@@ -2,10 +2,11 @@
 // model (SFrame) and from .eh_frame.
 //
 // Every table source is first turned into `unwind_function`s (a function's range plus rows in
-// the walker's vocabulary: CFA from SP or FP, RA at CFA - 8, FP saved or unchanged, or "no
-// usable rule here" / "outermost frame"). `flatten` then lays a sorted set of functions out as
-// one `range_rows`: one row array over [start, end) with explicit gap rows between functions,
-// PCMASK functions expanded, equal neighbours merged.
+// the walker's vocabulary: CFA from SP or FP (SFrame v3: possibly loaded from there), RA at
+// CFA - 8 (v3: another CFA offset), FP saved or unchanged (v3: saved relative to SP or FP), or
+// "no usable rule here" / "outermost frame" / "a v3 rule the walker cannot follow"). `flatten` then
+// lays a sorted set of functions out as one `range_rows`: one row array over [start, end) with
+// explicit gap rows between functions, PCMASK functions expanded, equal neighbours merged.
 #pragma once
 
 #include <jitunwind/frame.h>
@@ -21,11 +22,15 @@
 namespace jitwalk {
 
 enum class rule : uint8_t {
-  gap = JW_ROW_GAP,              ///< nothing usable: frame-pointer fallback
-  cfa_sp = JW_ROW_CFA_SP,        ///< CFA = SP + cfa_off
-  cfa_fp = JW_ROW_CFA_FP,        ///< CFA = FP + cfa_off
-  outermost = JW_ROW_OUTERMOST,  ///< no caller
+  gap = JW_ROW_GAP,                  ///< nothing usable: frame-pointer fallback
+  cfa_sp = JW_ROW_CFA_SP,            ///< CFA = SP + cfa_off
+  cfa_fp = JW_ROW_CFA_FP,            ///< CFA = FP + cfa_off
+  outermost = JW_ROW_OUTERMOST,      ///< no caller
+  unsupported = JW_ROW_UNSUPPORTED,  ///< a v3 rule needing another register: the walk ends
 };
+
+/// Where a saved FP is, relative to what (v3 rules may use the callee's SP or FP).
+enum class fp_base : uint8_t { cfa = 0, fp = 1, sp = 2 };
 
 enum class table_source : uint8_t {
   sframe = JW_RANGE_SFRAME,
@@ -40,6 +45,9 @@ struct unwind_row {
   int32_t cfa_off = 8;
   bool fp_saved = false;
   int32_t fp_off = 0;
+  bool cfa_deref = false;          ///< v3: CFA = *(SP|FP + cfa_off)
+  int16_t ra_off = -8;             ///< v3: the RA at another offset from the CFA
+  fp_base fp_from = fp_base::cfa;  ///< v3: fp_off relative to the callee's FP or SP
   bool operator==(const unwind_row&) const = default;
 };
 
@@ -51,9 +59,12 @@ struct unwind_function {
   std::vector<unwind_row> rows;  ///< sorted, first at 0
 };
 
-/// Converts one SDK function (decoded SFrame) for the AMD64 walker. Rules the walker cannot
-/// apply (RA anywhere but CFA - 8, AArch64) become gap rows. `invalid_argument` if the function
-/// itself is malformed (no rows, rows unsorted or past its end).
+/// Converts one SDK function (decoded SFrame v1/v2/v3) for the AMD64 walker. SFrame v3 rules it
+/// can apply are kept (a dereferenced CFA, the RA at another CFA offset, the FP saved relative
+/// to SP or FP); rules naming another register become `unsupported` rows (the walk ends there,
+/// counted); a mangled RA becomes a gap row. A v3 function without rows (an outermost frame)
+/// becomes one outermost row. `invalid_argument` if the function itself is malformed (rows
+/// unsorted or past its end, no rows before v3).
 result<unwind_function> from_frame_model(const jitunwind::function_desc& f, table_source source);
 
 /// One range of the BPF tables.

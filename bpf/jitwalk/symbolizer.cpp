@@ -106,6 +106,12 @@ std::shared_ptr<elf_file> symbolizer::object_for(const mapping& m) {
 }
 
 frame_desc symbolizer::user_frame(uint64_t pc, bool return_address, uint64_t before) {
+  jit_when when;
+  when.before = before;
+  return user_frame(pc, return_address, when);
+}
+
+frame_desc symbolizer::user_frame(uint64_t pc, bool return_address, const jit_when& when) {
   const uint64_t at = return_address && pc > 0 ? pc - 1 : pc;
   frame_desc d;
   const mapping* m = find_mapping(at);
@@ -115,14 +121,14 @@ frame_desc symbolizer::user_frame(uint64_t pc, bool return_address, uint64_t bef
     d.module_limit = m->end;
     d.module_offset = m->offset;
   }
-  if (const jit_names::entry* e = names_.find(at, before)) {
+  if (const jit_names::entry* e = names_.find(at, when)) {
     d.name = e->name;
     d.kind = frame_kind::jit;
     d.has_symbol = true;
     if (m == nullptr || m->anonymous()) d.module = "[jit]";
     return d;
   }
-  if (m != nullptr && m->inode != 0) {
+  if (m != nullptr && m->inode != 0 && !m->shared_anonymous()) {
     if (auto obj = object_for(*m)) {
       d.build_id = obj->build_id();
       auto vaddr = obj->offset_to_vaddr(at - m->start + m->offset);

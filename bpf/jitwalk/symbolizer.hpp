@@ -50,6 +50,8 @@ class symbolizer {
   /// Symbolizes a user PC. `return_address`: PC is a return address (look up PC - 1).
   /// `before`: for JIT code, only names published before this time (ns) qualify.
   frame_desc user_frame(uint64_t pc, bool return_address, uint64_t before = UINT64_MAX);
+  /// The same, JIT code named by the code `when` says was at the PC (jit_names::find).
+  frame_desc user_frame(uint64_t pc, bool return_address, const jit_when& when);
   frame_desc kernel_frame(uint64_t pc);
 
   const std::vector<mapping>& mappings() const noexcept { return maps_; }

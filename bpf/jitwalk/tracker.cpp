@@ -108,7 +108,7 @@ void tracker::scan_objects() {
   if (!maps) return;
   std::set<object_key> seen;
   for (const mapping& m : maps.value()) {
-    if (!m.executable || m.inode == 0) continue;
+    if (!m.executable || m.inode == 0 || m.shared_anonymous()) continue;  // JIT memory
     object_key key{m.dev, m.inode, m.start};
     seen.insert(key);
     if (objects_.count(key)) continue;
@@ -147,6 +147,7 @@ void tracker::scan_objects() {
       ++stats_.objects_sframe;
       if (t->sframe_version == 1) ++stats_.objects_sframe_v1;
       if (t->sframe_version == 2) ++stats_.objects_sframe_v2;
+      if (t->sframe_version == 3) ++stats_.objects_sframe_v3;
     }
     detail("%s: %zu rows (%zu functions from .sframe v%d, %zu from .eh_frame)", m.path.c_str(),
            nrows, t->sframe_functions, t->sframe_version, t->eh_frame_functions);
@@ -335,6 +336,8 @@ void tracker::load_window(const window_record& w) {
     return;
   }
   windows_[w.window_id].uid = uid.value();
+  uid_windows_[uid.value()] = {w.window_id, w.generation};
+  newest_generation_ = std::max(newest_generation_, w.generation);
   uint64_t& newest = max_loaded_gen_[w.window_id];
   newest = std::max(newest, w.generation);
   ++stats_.windows_loaded;
@@ -368,6 +371,7 @@ void tracker::on_event(const void* data, size_t size) {
       std::memcpy(&e, data, sizeof e);
       bpf_window_ids_.insert(e.id);
       if (h.type == JW_EV_WINDOW_PUBLISH) {
+        newest_generation_ = std::max<uint64_t>(newest_generation_, e.generation);
         // One registry read per batch of events (flush), however many windows were published:
         // a runtime that churns windows publishes thousands per second. A checkpoint after a
         // publish in the same batch is impossible with --sync-tables (the target is stopped at
@@ -392,6 +396,17 @@ void tracker::on_event(const void* data, size_t size) {
       n.name.assign(e->name, strnlen(e->name, sizeof e->name));
       n.time = h.time_ns;
       n.from = jit_names::origin::event;
+      n.window_id = e->window_id;
+      n.generation = e->generation;
+      newest_generation_ = std::max<uint64_t>(newest_generation_, e->generation);
+      if (n.size != 0) {
+        // The newest code_add wins wherever it covers: drop what it overlaps.
+        const uint64_t end = n.start + n.size;
+        auto it = live_names_.lower_bound(n.start);
+        if (it != live_names_.begin() && std::prev(it)->second.first > n.start) --it;
+        while (it != live_names_.end() && it->first < end) it = live_names_.erase(it);
+        live_names_.emplace(n.start, std::make_pair(end, n.name));
+      }
       sym_.names().add(std::move(n));
       ++stats_.code_names;
       break;
@@ -489,6 +504,34 @@ const window_info* tracker::window_at(uint64_t pc) const {
     if (pc - w.text_start < w.text_size) return &w;
   }
   return nullptr;
+}
+
+jit_when tracker::naming(const jw_frame& f) const {
+  jit_when when;
+  if (f.stamp != 0) {
+    // The walker keeps the low 32 bits of a generation: the newest generation seen with those
+    // bits (generations only grow, and a stamp is never newer than what was announced).
+    const uint64_t high = newest_generation_ & ~uint64_t{0xffffffff};
+    uint64_t g = high | f.stamp;
+    if (g > newest_generation_ && high != 0) g -= uint64_t{1} << 32;
+    when.generation = g;
+    return when;
+  }
+  const uint32_t uid = JW_META_UID(f.meta);
+  if (uid == 0) return when;
+  when.before = freed_time(uid);
+  if (auto it = uid_windows_.find(uid); it != uid_windows_.end()) {
+    when.window_id = it->second.first;
+    when.generation = it->second.second;
+  }
+  return when;
+}
+
+const std::string* tracker::live_name(uint64_t pc) const {
+  auto it = live_names_.upper_bound(pc);
+  if (it == live_names_.begin()) return nullptr;
+  --it;
+  return pc < it->second.first ? &it->second.second : nullptr;
 }
 
 uint64_t tracker::freed_time(uint32_t uid) const {

@@ -66,7 +66,8 @@ struct tracker_stats {
   size_t objects = 0;            ///< executable mappings with tables
   size_t objects_sframe = 0;     ///< ... of which with .sframe
   size_t objects_sframe_v1 = 0;  ///< ... version 1 (binutils 2.40)
-  size_t objects_sframe_v2 = 0;  ///< ... version 2 (binutils >= 2.41, LLVM)
+  size_t objects_sframe_v2 = 0;  ///< ... version 2 (binutils 2.41-2.45, LLVM)
+  size_t objects_sframe_v3 = 0;  ///< ... version 3 (binutils >= 2.46)
   size_t objects_without = 0;    ///< executable mappings with no usable table
   size_t windows_loaded = 0;     ///< window generations loaded
   size_t windows_rejected = 0;   ///< window generations refused (hostile / invalid SFrame)
@@ -105,6 +106,14 @@ class tracker {
   const window_info* window_at(uint64_t pc) const;
   /// Time (bpf_ktime ns) the window behind range `uid` was freed; UINT64_MAX if not freed.
   uint64_t freed_time(uint32_t uid) const;
+  /// Which code a walked frame is to be named by: a frame unwound with a JIT window's rows by
+  /// that window and generation; a frame walked without rows by the publication stamp the
+  /// walker gave it (the newest publication at the sample). Known for every uid ever loaded.
+  jit_when naming(const jw_frame& f) const;
+  /// The name the target gave the code at `pc` by its latest code_add event processed so far
+  /// (events arrive in the target's order: at a checkpoint, the code live at that moment);
+  /// null if none covers it. An oracle for verify, independent of `naming`.
+  const std::string* live_name(uint64_t pc) const;
   const tracker_stats& stats() const noexcept { return stats_; }
   /// Rejections so far: "window 7 (generation 12): <reason>" (the first 100, then "...").
   const std::vector<std::string>& rejections() const noexcept { return rejections_; }
@@ -132,6 +141,12 @@ class tracker {
   std::set<std::pair<uint64_t, uint64_t>> rejected_;               // (id, generation)
   std::set<std::tuple<uint64_t, uint32_t, std::string>> skipped_;  // registry, slot, reason
   std::map<uint32_t, uint64_t> freed_at_;                          // uid -> time
+  // uid -> (window id, generation) of every JIT range ever loaded (stacks are named after the
+  // range may be gone).
+  std::map<uint32_t, std::pair<uint64_t, uint64_t>> uid_windows_;
+  uint64_t newest_generation_ = 0;  // announced by window_publish or code_add
+  // start -> (end, name) of the latest code_add covering each byte (live_name).
+  std::map<uint64_t, std::pair<uint64_t, std::string>> live_names_;
   std::set<uint64_t> bpf_window_ids_;             // ids the USDT handlers made entries for
   std::map<uint64_t, uint64_t> max_loaded_gen_;   // id -> newest generation ever loaded
   std::map<uint64_t, size_t> dropped_at_commit_;  // id -> table commit count when dropped

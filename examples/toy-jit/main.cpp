@@ -33,6 +33,8 @@ constexpr const char* usage =
     "  --publish=LIST           SDK publishers: comma-separated registry, usdt-events, perfmap,\n"
     "                           jitdump, gdb, kernel, or all/none/default (default: every\n"
     "                           publisher available, or $JITUNWIND_PUBLISH)\n"
+    "  --sframe-version=2|3     SFrame version of the windows' sections (default 3, or\n"
+    "                           $JITUNWIND_SFRAME_VERSION)\n"
     "  --windows=SIZE           bytes of code per SDK code window, e.g. 4096, 64k, 1m\n"
     "                           (default 1m); a full window is sealed and a new one opened\n"
     "  --shadow-stack           maintain the ground-truth stack of JIT return addresses that\n"
@@ -61,6 +63,7 @@ struct options {
   bool stats = false;
   bool dump_frames = false;
   int wait_for_tracer = 0;
+  std::string sframe_version;  ///< empty: the SDK's default (or $JITUNWIND_SFRAME_VERSION)
   std::string file;
   std::vector<std::string> args;
 };
@@ -80,6 +83,10 @@ options parse_command_line(int argc, char** argv) {
       o.placement.window_size = s.size();
       if (o.placement.window_size > (size_t{1} << 30))
         s.error("--windows takes at most 1g (the SDK's limit per window)");
+    } else if (flag == "--sframe-version" && has_value) {
+      o.sframe_version = std::string(s.value());
+      if (o.sframe_version != "2" && o.sframe_version != "3")
+        s.error("--sframe-version takes 2 or 3");
     } else if (a == "--stats") {
       o.stats = true;
     } else if (a == "--dump-frames") {
@@ -125,6 +132,9 @@ int main(int argc, char** argv) {
   options opt = parse_command_line(argc, argv);
   // --publish wins over $JITUNWIND_PUBLISH, even over a value the SDK would reject.
   if (opt.placement.publishers) ::unsetenv("JITUNWIND_PUBLISH");
+  // The SDK session reads its SFrame version from the environment (session_options::from_env).
+  if (!opt.sframe_version.empty())
+    ::setenv("JITUNWIND_SFRAME_VERSION", opt.sframe_version.c_str(), 1);
   // A bad JITUNWIND_* setting is a usage error (2), as in toy-interp, not a JIT failure (4).
   if (auto env = jitunwind::session_options::from_env(); !env)
     toylang::cli::usage_error(program_name, env.error().message());

@@ -128,14 +128,17 @@ class sdk_placer final : public code_placer {
       for (size_t i = 0; i < candidates.size(); ++i) {
         if (on_stack[i]) continue;
         tracked& t = *candidates[i];
-        const bool ok = t.w->retire(retire_grace,
-                                    [this](window& w) {
-                                      // Keep a few windows for reuse instead of mapping new ones.
-                                      if (kept_.size() >= max_kept_windows) return false;
-                                      kept_.push_back(&w);
-                                      return true;
-                                    })
-                            .ok();
+        const bool ok =
+            t.w->retire(retire_grace,
+                        [this](window& w) {
+                          // Keep a few windows for reuse instead of mapping new ones
+                          // (not when the session never reuses addresses).
+                          if (!session_->recycles_addresses() || kept_.size() >= max_kept_windows)
+                            return false;
+                          kept_.push_back(&w);
+                          return true;
+                        })
+                .ok();
         if (ok) {
           t.retired = true;
           retired_any = true;
@@ -148,9 +151,13 @@ class sdk_placer final : public code_placer {
       polls_to_skip_ = backoff_;
     }
     session_->poll();
-    // Forget windows the session freed (retired and not kept).
-    windows_.remove_if(
-        [](const tracked& t) { return t.retired && t.w->state() == window_state::freed; });
+    // Forget windows the session freed (retired and not kept), and end their handles: a
+    // runtime that recompiles for days must not keep one per window it ever had.
+    windows_.remove_if([this](const tracked& t) {
+      if (!t.retired || t.w->state() != window_state::freed) return false;
+      (void)session_->release(t.w);
+      return true;
+    });
   }
 
   std::vector<toylang::jit_sframe> sframe_sections() override {

@@ -1,5 +1,6 @@
 #include <jitunwind/cfi.h>
 #include <jitunwind/orc.h>
+#include <jitunwind/sframe.h>
 
 #include <llvm/ExecutionEngine/JITLink/JITLink.h>
 
@@ -178,6 +179,18 @@ llvm::Error plugin::notifyEmitted(llvm::orc::MaterializationResponsibility& mr) 
   described_window_options wo;
   wo.text_start = pg.text_start;
   wo.text_size = pg.text_end - pg.text_start;
+  {
+    // Sized to the rows (the default assumes a few rows per 64 bytes of code; compiled code
+    // can have more). A function the encoder refuses is reported by append below.
+    std::vector<function_desc> all;
+    all.reserve(pg.functions.size());
+    for (const pending_function& f : pg.functions) all.push_back(f.frames);
+    std::sort(all.begin(), all.end(),
+              [](const function_desc& a, const function_desc& b) { return a.start < b.start; });
+    sframe::encoder_options eo;
+    eo.section_address = wo.text_start;
+    if (auto bytes = sframe::encode(eo, all)) wo.sframe_capacity = bytes->size();
+  }
   auto w = session_.describe_window(wo);
   if (!w) {
     std::lock_guard lock(mutex_);

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # libFuzzer stage: builds every fuzz/<name>.cpp with clang in build-fuzz (the library itself is
 # compiled with -fsanitize=fuzzer-no-link,address,undefined so the fuzzers see its coverage) and
-# runs each fuzz_<name> for FUZZ_SECONDS (default 30; the SFrame decoder, the decoder every
+# runs each fuzz_<name> for FUZZ_SECONDS (default 15, sized to the CI budget; the SFrame decoder, the decoder every
 # consumer relies on, gets twice that) on the seed corpus fuzz/corpus/<name>/
 # when it exists. New inputs go to build-fuzz/corpus/<name>/ (scratch, not committed). A crash,
 # a sanitizer report, a leak or a 10 s timeout on one input fails the stage; the reproducer is
 # left in build-fuzz/ (crash-*, timeout-*, leak-*).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-FUZZ_SECONDS=${FUZZ_SECONDS:-30}
+FUZZ_SECONDS=${FUZZ_SECONDS:-15}
 
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DJITUNWIND_BUILD_FUZZ=ON -DJITUNWIND_SANITIZE=fuzzer-no-link,address,undefined \

@@ -48,6 +48,34 @@ TEST_CASE("encoder rejects what it cannot encode, with clear errors") {
   CHECK(enc->fde_count() == 0);
 }
 
+TEST_CASE("SFrame v3 rules: those naming registers are refused by name, an RA offset is not") {
+  cfi::encoder_options opt;
+  opt.eh_frame_address = 0x1000;
+  auto enc = cfi::encoder::create(opt);
+  REQUIRE(enc.ok());
+  const size_t cie_only = enc->size();
+  function_desc drap = leaf_at(0x2000, 16);
+  frame_row r = drap.rows[0];
+  r.pc_offset = 4;
+  r.cfa = cfa_base::reg;  // CFA = r10 + 0
+  r.cfa_reg = 10;
+  r.cfa_offset = 0;
+  drap.rows.push_back(r);
+  auto refused = enc->append(drap);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().code() == errc::unsupported);
+  CHECK_THAT(refused.error().message(), Catch::Contains("row 1 (offset 4) uses an SFrame v3 rule"));
+  CHECK(enc->size() == cie_only);
+  // RA saved at CFA-16 (a v3 FLEX row in SFrame) is an ordinary DW_CFA_offset here.
+  function_desc ra16 = leaf_at(0x3000, 16);
+  frame_row s = ra16.rows[0];
+  s.pc_offset = 4;
+  s.cfa_offset = 24;
+  s.ra_offset = -16;
+  ra16.rows.push_back(s);
+  CHECK(enc->append(ra16).ok());
+}
+
 TEST_CASE("overlapping functions cannot get a header table") {
   cfi::encoder_options opt;
   auto enc = cfi::encoder::create(opt);

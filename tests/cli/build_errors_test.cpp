@@ -38,8 +38,9 @@ std::string one_function(const std::string& rows, const std::string& extra = "")
 
 TEST_CASE("build: JSON errors name the path and the value") {
   temp_dir dir;
-  expect_error(dir, one_function(R"({"pc": 0, "cfa": "sp+8"}, {"pc": 4, "cfa": "x+1"})"),
-               R"(functions[0].rows[1].cfa: expected "sp+N" or "fp+N", got "x+1")");
+  expect_error(
+      dir, one_function(R"({"pc": 0, "cfa": "sp+8"}, {"pc": 4, "cfa": "x+1"})"),
+      R"m(functions[0].rows[1].cfa: expected "sp+N", "fp+N", "rREG+N" or "*(...)" of one of them, got "x+1")m");
   expect_error(dir, one_function(R"({"pc": 0, "cfa": "sp+8", "fq": -16})"),
                R"(functions[0].rows[0]: unknown key "fq")");
   expect_error(dir, one_function(R"({"pc": 0})"),
@@ -56,15 +57,28 @@ TEST_CASE("build: JSON errors name the path and the value") {
                "functions[0].size: 0 is out of range (1..4294967295)");
   expect_error(dir, R"({"abi": "amd64", "functions": [{"size": 4, "rows": []}]})",
                R"(functions[0]: missing "start")");
-  expect_error(dir, R"({"abi": "amd64", "functions": [{"start": 1, "size": 4, "rows": []}]})",
-               "functions[0].rows: expected a non-empty array of rows, got []");
+  // No rows: a v3 outermost function; v2 cannot say it.
+  expect_error(
+      dir, R"({"version": 2, "abi": "amd64", "functions": [{"start": 1, "size": 4, "rows": []}]})",
+      "functions[0].rows: an empty array (an outermost function without rows) needs "
+      "version 3");
+  expect_error(dir, R"({"abi": "amd64", "functions": [{"start": 1, "size": 4, "rows": {}}]})",
+               "functions[0].rows: expected an array of rows, got {}");
+  expect_error(
+      dir, one_function(R"({"pc": 0, "cfa": "sp+8", "ra": "r3"})"),
+      R"m(functions[0].rows[0].ra: expected an offset from the CFA, "rREG+N" or "*(rREG+N)", got "r3")m");
+  expect_error(dir, one_function(R"({"pc": 0, "cfa": "sp+8"})", R"(, "pauth_key": "c")"),
+               R"(functions[0].pauth_key: expected "a" or "b", got "c")");
+  expect_error(dir,
+               R"({"version": 3, "abi": "amd64", "flags": ["FRAME_POINTER"], "functions": []})",
+               R"(flags: "FRAME_POINTER" does not exist in SFrame version 3)");
   expect_error(dir, R"({"abi": "riscv", "functions": []})",
                R"(abi: expected "amd64", "aarch64-le" or "aarch64-be", got "riscv")");
   expect_error(dir, R"({"functions": []})", R"((top level): missing "abi")");
   expect_error(dir, R"({"abi": "amd64", "functions": [], "extra": 1})",
                R"((top level): unknown key "extra")");
   expect_error(dir, R"({"version": 1, "abi": "amd64", "functions": []})",
-               "version: only version 2 can be encoded, got 1");
+               "version: only versions 2 and 3 can be encoded, got 1");
   expect_error(
       dir, R"({"abi": "amd64", "flags": ["SORTED"], "functions": []})",
       R"(flags[0]: expected "FDE_SORTED", "FRAME_POINTER" or "FDE_FUNC_START_PCREL", got "SORTED")");
@@ -89,13 +103,19 @@ TEST_CASE("build: frame-model and layout errors") {
                "multiple of 8");
   expect_error(dir, one_function(R"({"pc": 0, "cfa": "sp+8"}, {"pc": 40, "cfa": "sp+16"})"),
                "past the function's end");
-  expect_error(dir, one_function(R"({"pc": 0, "cfa": "sp+8", "ra": -16})"), "functions[0]: ");
+  expect_error(dir, one_function(R"({"pc": 0, "cfa": "sp+8", "ra": -12})"), "functions[0]: ");
+  // An AMD64 RA away from CFA-8 needs a v3 FLEX FDE: v2 refuses it, naming function and row.
+  expect_error(
+      dir,
+      R"({"version": 2, "abi": "amd64", "functions": [{"start": 4096, "size": 32, "rows": [{"pc": 0, "cfa": "sp+24", "ra": -16}]}]})",
+      "function at 0x1000: row 0 (offset 0): AMD64 SFrame fixes the return address at "
+      "CFA-8: SFrame v2 cannot express it (write version 3)");
   expect_error(dir, R"({"abi": "amd64", "functions": [
       {"start": 4096, "size": 32, "rows": [{"pc": 0, "cfa": "sp+8"}]},
       {"start": 4112, "size": 32, "rows": [{"pc": 0, "cfa": "sp+8"}]}]})",
                "functions[1]: [0x1010, 0x1030) overlaps functions[0] [0x1000, 0x1020)");
-  // Out of the ±2 GiB an FDE start offset can reach from the section (raw: address 0).
-  expect_error(dir, R"({"abi": "amd64", "functions": [
+  // Out of the ±2 GiB a v2 FDE start offset can reach from the section (raw: address 0).
+  expect_error(dir, R"({"version": 2, "abi": "amd64", "functions": [
       {"start": 140737488289792, "size": 32, "rows": [{"pc": 0, "cfa": "sp+8"}]}]})",
                "");
 }

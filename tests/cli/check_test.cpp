@@ -70,11 +70,11 @@ TEST_CASE("check: valid raw sections and ELF images") {
   auto r = run_tool({"sframe", "check", f.elf, f.elf});
   INFO(r.out << r.err);
   CHECK(r.exit_code == 0);
-  CHECK(r.out == f.elf + ": ok (3 functions, 10 rows, SFrame v2)\n" + f.elf +
-                     ": ok (3 functions, 10 rows, SFrame v2)\n");
+  CHECK(r.out == f.elf + ": ok (3 functions, 10 rows, SFrame v3, 0 FLEX)\n" + f.elf +
+                     ": ok (3 functions, 10 rows, SFrame v3, 0 FLEX)\n");
   auto raw = run_tool({"sframe", "check", "--raw", f.raw});
   CHECK(raw.exit_code == 0);
-  CHECK(raw.out == f.raw + ": ok (3 functions, 10 rows, SFrame v2)\n");
+  CHECK(raw.out == f.raw + ": ok (3 functions, 10 rows, SFrame v3, 0 FLEX)\n");
 }
 
 TEST_CASE("check: truncated sections fail with a message, never a crash") {
@@ -191,7 +191,7 @@ TEST_CASE("dump and check find .sframe through PT_GNU_SFRAME when section header
   REQUIRE(s.exit_code == 0);
   auto r = run_tool({"sframe", "check", stripped});
   CHECK(r.exit_code == 0);
-  CHECK(r.out == stripped + ": ok (3 functions, 10 rows, SFrame v2)\n");
+  CHECK(r.out == stripped + ": ok (3 functions, 10 rows, SFrame v3, 0 FLEX)\n");
   auto d = run_tool({"sframe", "dump", stripped});
   CHECK(d.exit_code == 0);
   CHECK(d.out.find("SFrame PT_GNU_SFRAME at 0x402000") != std::string::npos);

@@ -170,12 +170,14 @@ sframe_dump from_json(const nlohmann::json& doc) {
       } else {
         const std::string cfa = rj.at("cfa").get<std::string>();
         e.cfa_base = cfa.substr(0, 2);
-        e.cfa_offset = std::stoll(cfa.substr(2));
-        if (rj.contains("ra"))
+        // v3 CFA rules ("r10+0", "*(fp-8)") have no v2 form: base and offset stay as they are.
+        if (e.cfa_base == "sp" || e.cfa_base == "fp") e.cfa_offset = std::stoll(cfa.substr(2));
+        // (v3 register rules are strings; this structure is for v2 readers and leaves them out.)
+        if (rj.contains("ra") && rj["ra"].is_number())
           e.ra_offset = rj["ra"].get<int64_t>();
-        else if (d.abi == "amd64")
+        else if (!rj.contains("ra") && d.abi == "amd64")
           e.ra_offset = -8;
-        if (rj.contains("fp")) e.fp_offset = rj["fp"].get<int64_t>();
+        if (rj.contains("fp") && rj["fp"].is_number()) e.fp_offset = rj["fp"].get<int64_t>();
         e.ra_signed = rj.value("ra_mangled", false);
       }
       f.fres.push_back(e);

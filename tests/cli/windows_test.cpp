@@ -100,12 +100,39 @@ const std::string programs = std::string(JITUNWIND_SOURCE_DIR) + "/examples/toy-
 }  // namespace
 
 #ifdef TOY_JIT
+TEST_CASE("windows list: toy-interp and toy-jit --sframe-version=2 say their SFrame version") {
+  for (const bool interp : {true, false}) {
+    const std::vector<std::string> command =
+        interp ? std::vector<std::string>{TOY_INTERP, programs + "spin.toy", "100000000"}
+               : std::vector<std::string>{TOY_JIT, "--sframe-version=2", programs + "spin.toy",
+                                          "100000000"};
+    background target(command);
+    REQUIRE(target.pid() > 0);
+    const json doc = list_when(
+        target.pid(), [](const json& d) { return d["summary"]["functions"].get<int>() >= 1; }, {});
+    INFO(doc.dump(2));
+    CHECK(doc["exit_code"] == 0);
+    REQUIRE(!doc["windows"].empty());
+    for (const json& w : doc["windows"]) {
+      CHECK(w["usable"] == true);
+      CHECK(w["sframe_version"] == (interp ? 3 : 2));
+    }
+  }
+}
+
 TEST_CASE("windows list: toy-jit's windows and functions, as its perf map and maps say") {
   background jit({TOY_JIT, "--frame-pointers=off", programs + "spin.toy", "100000000"});
   REQUIRE(jit.pid() > 0);
-  const json doc =
-      list_when(jit.pid(), [](const json& d) { return d["summary"]["functions"].get<int>() >= 5; },
-                {"--functions"});
+  // The perf map is batched by default (up to 10 ms behind the registry, longer on a loaded
+  // CPU): wait until it names every function the registry lists.
+  const auto all_named = [](const json& d) {
+    if (d["summary"]["functions"].get<int>() < 5) return false;
+    for (const json& w : d["windows"])
+      for (const json& f : w["functions"])
+        if (!f["name"].is_string()) return false;
+    return true;
+  };
+  const json doc = list_when(jit.pid(), all_named, {"--functions"});
   INFO(doc.dump(2));
   CHECK(doc["exit_code"] == 0);
   CHECK(doc["pid"] == jit.pid());
@@ -119,6 +146,7 @@ TEST_CASE("windows list: toy-jit's windows and functions, as its perf map and ma
   for (const json& w : doc["windows"]) {
     CHECK(w["usable"] == true);
     CHECK(w["abi"] == "amd64");
+    CHECK(w["sframe_version"] == 3);  // what an SDK session publishes by default
     CHECK(w["state"] == "live");
     const uint64_t text = w["text_start"], text_size = w["text_size"];
     CHECK(w["function_count"] == w["functions"].size());

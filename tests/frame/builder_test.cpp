@@ -2,7 +2,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <functional>
 #include <limits>
+#include <string>
+#include <vector>
 
 using namespace jitunwind;
 
@@ -232,10 +236,16 @@ TEST_CASE("invalid sequences are rejected with a message") {
     b.restore_state(3);
     CHECK_THAT(b.first_error()->message(), Catch::Contains("no state was remembered"));
   }
-  SECTION("RA not at CFA-8 on amd64") {
+  SECTION("RA not at CFA-8 on amd64: below SP is refused, above it is a v3 (FLEX) row") {
     frame_builder b(abi::amd64);
     b.offset(2, reg::ra, -16);
-    CHECK_THAT(b.first_error()->message(), Catch::Contains("CFA-8"));
+    CHECK_THAT(b.first_error()->message(), Catch::Contains("RA saved at CFA-16, below the stack"));
+    frame_builder ok(abi::amd64);
+    ok.stack_alloc(1, 16).offset(2, reg::ra, -16);
+    REQUIRE(ok.ok());
+    auto f = ok.finish(0x1000, 8);
+    REQUIRE(f.ok());
+    CHECK(!default_expressible(abi::amd64, f->rows.back()));
   }
   SECTION("FP in the RA slot") {
     frame_builder b(abi::amd64);
@@ -303,4 +313,193 @@ TEST_CASE("a register that is not sp, fp or ra fails the builder, naming the dir
     CHECK_THAT(f.error().message(), Catch::Contains("offset") &&
                                         Catch::Contains("unknown register " + std::to_string(bad)));
   }
+}
+
+namespace {
+
+// One directive of the order-insensitivity property: a name for messages and how to apply it.
+struct directive {
+  const char* name;
+  std::function<void(frame_builder&, uint32_t)> apply;
+};
+
+// Directives that change one part of a row each: the CFA, the caller's FP, or the RA. At one
+// offset there is at most one of each part, so every order must give the same row.
+std::vector<directive> cfa_directives() {
+  return {
+      {"def_cfa sp+16", [](frame_builder& b, uint32_t at) { b.def_cfa(at, reg::sp, 16); }},
+      {"def_cfa fp+16", [](frame_builder& b, uint32_t at) { b.def_cfa(at, reg::fp, 16); }},
+      {"def_cfa_offset 24", [](frame_builder& b, uint32_t at) { b.def_cfa_offset(at, 24); }},
+      {"adjust_cfa_offset 8", [](frame_builder& b, uint32_t at) { b.adjust_cfa_offset(at, 8); }},
+      {"adjust_cfa_offset -8", [](frame_builder& b, uint32_t at) { b.adjust_cfa_offset(at, -8); }},
+      {"def_cfa_register fp",
+       [](frame_builder& b, uint32_t at) { b.def_cfa_register(at, reg::fp); }},
+      {"def_cfa_register sp",
+       [](frame_builder& b, uint32_t at) { b.def_cfa_register(at, reg::sp); }},
+      {"stack_alloc 8", [](frame_builder& b, uint32_t at) { b.stack_alloc(at, 8); }},
+      {"stack_free 8", [](frame_builder& b, uint32_t at) { b.stack_free(at, 8); }},
+  };
+}
+
+std::vector<directive> fp_directives() {
+  return {
+      {"offset fp -16", [](frame_builder& b, uint32_t at) { b.offset(at, reg::fp, -16); }},
+      {"offset fp -24", [](frame_builder& b, uint32_t at) { b.offset(at, reg::fp, -24); }},
+      {"restore fp", [](frame_builder& b, uint32_t at) { b.restore(at, reg::fp); }},
+  };
+}
+
+std::vector<directive> ra_directives(abi a) {
+  std::vector<directive> d = {
+      {"restore ra", [](frame_builder& b, uint32_t at) { b.restore(at, reg::ra); }},
+      {"undefined ra", [](frame_builder& b, uint32_t at) { b.undefined(at, reg::ra); }},
+  };
+  if (a != abi::amd64) {
+    d.push_back({"offset ra -8", [](frame_builder& b, uint32_t at) { b.offset(at, reg::ra, -8); }});
+    d.push_back({"negate_ra_state", [](frame_builder& b, uint32_t at) { b.negate_ra_state(at); }});
+  }
+  return d;
+}
+
+struct group {
+  uint32_t at;
+  std::vector<const directive*> parts;
+};
+
+std::string run(abi a, const std::vector<group>& groups, uint32_t size,
+                std::vector<frame_row>& rows) {
+  frame_builder b(a);
+  for (const group& g : groups) {
+    for (const directive* d : g.parts) d->apply(b, g.at);
+  }
+  auto f = b.finish(0x10000, size);
+  if (!f) return f.error().message();
+  rows = f->rows;
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("directives at one offset give the same rows in every order (property)") {
+  uint64_t seed = 0x5eed;
+  const auto next = [&seed](uint32_t n) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<uint32_t>((seed >> 33) % n);
+  };
+  size_t valid = 0, invalid = 0, permutations = 0;
+  for (abi a : {abi::amd64, abi::aarch64_le}) {
+    const auto cfa = cfa_directives(), fp = fp_directives(), ra = ra_directives(a);
+    for (int fn = 0; fn < 1500; ++fn) {
+      std::vector<group> groups;
+      uint32_t at = 0;
+      const uint32_t n_groups = 1 + next(5);
+      for (uint32_t g = 0; g < n_groups; ++g) {
+        at += 1 + next(4);
+        group gr{at, {}};
+        if (next(4) != 0) gr.parts.push_back(&cfa[next(static_cast<uint32_t>(cfa.size()))]);
+        if (next(2) != 0) gr.parts.push_back(&fp[next(static_cast<uint32_t>(fp.size()))]);
+        if (next(6) == 0) gr.parts.push_back(&ra[next(static_cast<uint32_t>(ra.size()))]);
+        if (gr.parts.empty()) gr.parts.push_back(&cfa[next(static_cast<uint32_t>(cfa.size()))]);
+        groups.push_back(std::move(gr));
+      }
+      const uint32_t size = at + 1 + next(3);
+      // Sorted parts are the reference order; every permutation of every group must agree.
+      for (group& g : groups) std::sort(g.parts.begin(), g.parts.end());
+      std::vector<frame_row> want;
+      const std::string want_error = run(a, groups, size, want);
+      (want_error.empty() ? valid : invalid) += 1;
+      for (size_t gi = 0; gi < groups.size(); ++gi) {
+        std::vector<group> perm = groups;
+        while (std::next_permutation(perm[gi].parts.begin(), perm[gi].parts.end())) {
+          std::vector<frame_row> got;
+          const std::string error = run(a, perm, size, got);
+          ++permutations;
+          INFO("abi " << to_string(a) << ", offset " << perm[gi].at
+                      << ", want: " << (want_error.empty() ? "rows" : want_error)
+                      << ", got: " << (error.empty() ? "rows" : error));
+          REQUIRE(error.empty() == want_error.empty());
+          if (error.empty()) {
+            CHECK(got == want);
+          } else {
+            // The same row fails, whatever order named its directives.
+            const auto tail = [](const std::string& m) {
+              const size_t where = m.find(" at offset ");
+              return where == std::string::npos ? m : m.substr(where);
+            };
+            CHECK(tail(error) == tail(want_error));
+          }
+        }
+      }
+    }
+  }
+  // Not vacuous: both outcomes occur, and many orders were compared.
+  CHECK(valid > 500);
+  CHECK(invalid > 100);
+  CHECK(permutations > 2000);
+}
+
+TEST_CASE("pop rbp: stack_free and restore of the frame pointer in either order") {
+  // push rbp (1); sub rsp, 16 (5) ... add rsp, 16 (20); pop rbp (21); ret (22)
+  for (bool restore_first : {false, true}) {
+    frame_builder b(abi::amd64);
+    b.stack_alloc(1, 8).offset(1, reg::fp, -16).stack_alloc(5, 16).stack_free(20, 16);
+    if (restore_first)
+      b.restore(21, reg::fp).stack_free(21, 8);
+    else
+      b.stack_free(21, 8).restore(21, reg::fp);
+    auto f = b.finish(0x1000, 22);
+    INFO("restore first: " << restore_first);
+    REQUIRE(f.ok());
+    REQUIRE(f->rows.size() == 5);
+    CHECK(f->rows[4] == row(21, cfa_base::sp, 8));
+  }
+}
+
+TEST_CASE("every builder error names its directive") {
+  const auto message = [](const std::function<void(frame_builder&)>& build, uint32_t size = 64) {
+    frame_builder b(abi::amd64);
+    build(b);
+    auto f = b.finish(0x1000, size);
+    REQUIRE_FALSE(f.ok());
+    return f.error().message();
+  };
+  CHECK_THAT(message([](auto& b) { b.stack_free(1, 8); }), Catch::Contains("#1 stack_free"));
+  CHECK_THAT(message([](auto& b) { b.def_cfa_offset(1, 12); }),
+             Catch::Contains("#1 def_cfa_offset") && Catch::Contains("not a multiple of 8"));
+  CHECK_THAT(message([](auto& b) { b.stack_alloc(1, 4); }), Catch::Contains("#1 stack_alloc"));
+  CHECK_THAT(message([](auto& b) { b.adjust_cfa_offset(1, -8); }),
+             Catch::Contains("#1 adjust_cfa_offset"));
+  CHECK_THAT(message([](auto& b) { b.def_cfa(1, reg::fp, 0); }), Catch::Contains("#1 def_cfa"));
+  CHECK_THAT(message([](auto& b) { b.def_cfa_register(1, reg::fp).def_cfa_offset(1, -8); }),
+             Catch::Contains("#1 def_cfa_register, #2 def_cfa_offset"));
+  CHECK_THAT(message([](auto& b) { b.offset(2, reg::fp, -8); }), Catch::Contains("#1 offset"));
+  CHECK_THAT(message([](auto& b) { b.offset(2, reg::sp, -8); }), Catch::Contains("#1 offset"));
+  CHECK_THAT(message([](auto& b) { b.restore(2, reg::sp); }), Catch::Contains("#1 restore"));
+  CHECK_THAT(message([](auto& b) { b.undefined(2, reg::fp); }), Catch::Contains("#1 undefined"));
+  CHECK_THAT(message([](auto& b) { b.negate_ra_state(2); }), Catch::Contains("#1 negate_ra_state"));
+  CHECK_THAT(message([](auto& b) { b.restore_state(2); }), Catch::Contains("#1 restore_state"));
+  CHECK_THAT(message([](auto& b) { b.stack_alloc(8, 8).pop_frame_pointer(4); }),
+             Catch::Contains("#2 pop_frame_pointer"));
+  CHECK_THAT(message([](auto& b) { b.def_cfa_register(1, reg::fp).push_frame_pointer(2, 5); }),
+             Catch::Contains("#2 push_frame_pointer"));
+  CHECK_THAT(message([](auto& b) { b.stack_free(1, std::numeric_limits<int32_t>::min()); }),
+             Catch::Contains("#1 stack_free"));
+  // A row that is invalid only once complete names every directive that made it.
+  CHECK_THAT(
+      message([](auto& b) { b.stack_free(1, 8).def_cfa_register(1, reg::sp).stack_alloc(4, 8); }),
+      Catch::Contains("directives #1 stack_free, #2 def_cfa_register at offset 1"));
+}
+
+TEST_CASE("ok() sees the row as it stands, and a later directive at the same offset can fix it") {
+  frame_builder b(abi::amd64);
+  b.push_frame_pointer(1, 4).stack_free(4, 0).def_cfa(10, reg::sp, 16).stack_free(11, 8);
+  CHECK_FALSE(b.ok());  // CFA = SP + 8 with FP saved at CFA - 16: not yet a valid row
+  REQUIRE(b.first_error() != nullptr);
+  CHECK_THAT(b.first_error()->message(), Catch::Contains("#5 stack_free at offset 11"));
+  b.restore(11, reg::fp);
+  CHECK(b.ok());
+  CHECK(b.first_error() == nullptr);
+  auto f = b.finish(0, 12);
+  REQUIRE(f.ok());
+  CHECK(f->rows.back() == row(11, cfa_base::sp, 8));
 }

@@ -89,7 +89,7 @@ TEST_CASE("3 ELF amplification: sframe check and dump stay linear in the file") 
   CHECK_THAT(check.out, Catch::Contains(names + ": elf: section ") &&
                             Catch::Contains(": names add up to more than 4 times their string "
                                             "table"));
-  CHECK_THAT(check.out, Catch::Contains(tables + ": ok (1 function, 1 row, SFrame v2)"));
+  CHECK_THAT(check.out, Catch::Contains(tables + ": ok (1 function, 1 row, SFrame v3"));
   CHECK_THAT(check.out, Catch::Contains(good + ": ok (1 function"));
   // dump names the function from the first symbol table only.
   auto dump = bounded({cli(), "sframe", "dump", tables});

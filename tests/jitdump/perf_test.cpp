@@ -118,9 +118,9 @@ TEST_CASE("kill -9 during heavy publishing: complete perf map lines, parseable d
   const std::string batch = GENERATE(as<std::string>{}, "1", "16");
   INFO("batch " << batch);
   temp_dir dir;
-  const run_result r =
-      run({binary_path("tests/jitdump/testjit"), "--stress", "4", "--kill-after-ms", "300",
-           "--batch", batch, "--perfmap", dir.path(), "--jitdump", dir.path()});
+  const run_result r = run({binary_path("tests/jitdump/testjit"), "--stress", "4",
+                            "--kill-after-functions", "1200", "--kill-after-ms", "50", "--batch",
+                            batch, "--perfmap", dir.path(), "--jitdump", dir.path()});
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 128 + 9);
   std::string map, dump;
@@ -170,10 +170,24 @@ TEST_CASE("perf inject --jit succeeds on the dump of a process killed mid-publis
   INFO("batch " << batch);
   temp_dir dir;
   const std::string data = dir / "perf.data", jitted = dir / "perf.jit.data";
-  const run_result rec =
-      run({"perf", "record", "-q", "-k", "1", "-e", "cpu-clock", "-o", data, "--",
-           binary_path("tests/jitdump/testjit"), "--stress", "2", "--stress-pause-us", "200",
-           "--batch", batch, "--kill-after-ms", "300", "--jitdump", dir.path()});
+  // perf record of a publisher killed once it wrote 150 functions (whatever the load).
+  const std::vector<std::string> jit = {binary_path("tests/jitdump/testjit"),
+                                        "--stress",
+                                        "2",
+                                        "--stress-pause-us",
+                                        "200",
+                                        "--batch",
+                                        batch,
+                                        "--kill-after-functions",
+                                        "150",
+                                        "--kill-after-ms",
+                                        "50",
+                                        "--jitdump",
+                                        dir.path()};
+  std::vector<std::string> argv = {"perf", "record",    "-q", "-k", "1",
+                                   "-e",   "cpu-clock", "-o", data, "--"};
+  argv.insert(argv.end(), jit.begin(), jit.end());
+  const run_result rec = run(argv);
   INFO(rec.out << rec.err);
   REQUIRE(std::filesystem::exists(data));
   std::string dump;

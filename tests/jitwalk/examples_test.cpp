@@ -119,6 +119,21 @@ TEST_CASE("acceptance: toy-jit without frame pointers, verify.toy, 100% exact, F
   CHECK(j["fp_exact"].get<int>() * 100 <= n);
 }
 
+TEST_CASE("acceptance: toy-jit with SFrame v2 windows (--sframe-version=2), 100% exact") {
+  // The default run above publishes SFrame v3 windows; the same with v2 windows.
+  if (!jt::may_run_privileged("jitwalk verify")) return;
+  jt::run_result r;
+  auto j = verify({toy_jit(), "--frame-pointers=off", "--shadow-stack", "--sframe-version=2",
+                   program("verify.toy"), "3"},
+                  &r);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  const int n = j["checkpoints"].get<int>();
+  CHECK(n > 50);
+  CHECK(j["exact"] == n);
+  CHECK(j["complete"] == n);
+}
+
 TEST_CASE("acceptance: interpreter trampolines (toy:<fn> frames), 100% exact") {
   if (!jt::may_run_privileged("jitwalk verify")) return;
   jt::run_result r;

@@ -131,7 +131,7 @@ void profile_native(const std::string& program, const char* version) {
 
 TEST_CASE("profile: a native program without frame pointers unwinds to main through .sframe v1") {
   if (!jt::may_run_privileged("jitwalk profile")) return;
-  profile_native(native_target(), "1 v1, 0 v2");
+  profile_native(native_target(), "1 v1, 0 v2, 0 v3");
 }
 
 TEST_CASE("profile: the same program with an LLVM-made .sframe v2") {
@@ -144,7 +144,21 @@ TEST_CASE("profile: the same program with an LLVM-made .sframe v2") {
     REQUIRE(ro.exit_code == 0);
     CHECK_THAT(ro.out, Catch::Contains("Version: V2"));
   }
-  profile_native(native_target() + "_v2", "0 v1, 1 v2");
+  profile_native(native_target() + "_v2", "0 v1, 1 v2, 0 v3");
+#endif
+}
+
+TEST_CASE("profile: the same program with its .sframe converted to v3") {
+#ifndef JITWALK_HAVE_SFRAME_V3_TARGET
+  jt::skip_or_fail("jitwalk_native_target_v3 was not built (needs objcopy and the jitunwind CLI)");
+#else
+  if (!jt::may_run_privileged("jitwalk profile")) return;
+  // `jitunwind sframe convert` made the section from gas's v1 one (tests/jitwalk/CMakeLists.txt).
+  auto d = jt::run(
+      {jt::binary_path("tools/jitunwind/jitunwind"), "sframe", "check", native_target() + "_v3"});
+  REQUIRE(d.exit_code == 0);
+  CHECK_THAT(d.out, Catch::Contains("SFrame v3"));
+  profile_native(native_target() + "_v3", "0 v1, 0 v2, 1 v3");
 #endif
 }
 
@@ -263,6 +277,40 @@ TEST_CASE("verify: deep JIT recursion without frame pointers matches exactly") {
   CHECK(j["max_truth"].get<int>() == 302);  // deeper than the profile default of 127 frames
   CHECK(j["stale_uses"] == 0);
   CHECK_THAT(r.out, Catch::Contains("result: PASS"));
+}
+
+TEST_CASE("verify: a stack-realigning (DRAP) JIT function walked with SFrame v3 flexible rows") {
+  if (!jt::may_run_privileged("jitwalk verify")) return;
+  jt::run_result r;
+  // f's body rows: CFA = *(rbp - 8), the caller's rbp at *(rbp + 0) (JW_ROW_CFA_DEREF,
+  // JW_ROW_FP_AT_FP); every f frame at a checkpoint is in its body.
+  auto j = verify_jit_target({"deep", "--drap", "--depth", "100", "--iterations", "100"}, &r);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(j["checkpoints"] == 100);
+  CHECK(j["exact"] == 100);
+  CHECK(j["max_truth"].get<int>() == 102);
+  CHECK(j["stale_uses"] == 0);
+  CHECK(j["wrong_walks"] == 0);
+  CHECK_THAT(r.out, Catch::Contains("result: PASS"));
+}
+
+TEST_CASE("verify: a JIT row the BPF walker cannot follow ends the walk, counted, never wrong") {
+  if (!jt::may_run_privileged("jitwalk verify")) return;
+  jt::run_result r;
+  // The helper's caller f is at a call whose row says CFA = r10 + 0: the walk names that one
+  // JIT frame (the helper's return address into f) and stops there with its reason.
+  auto j = verify_jit_target(
+      {"deep", "--drap", "--drap-register-call", "--depth", "20", "--iterations", "50"}, &r,
+      {"--min-match", "0"});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(j["checkpoints"] == 50);
+  CHECK(j["exact"] == 0);
+  CHECK(j["found_frames"] == 50);
+  CHECK(j["wrong_walks"] == 0);
+  CHECK(j["walk_stops"] == nlohmann::json{{"unsupported_rule", 50}});
+  CHECK_THAT(r.out, Catch::Contains("walks ended by: 50 unwind rule the walker cannot follow"));
 }
 
 TEST_CASE("verify: windows retired, freed and reused while sampling") {

@@ -134,4 +134,66 @@ TEST_CASE("eh_frame rows are tagged for statistics") {
   CHECK((r->rows[0].flags & JW_ROW_FROM_EH_FRAME) != 0);
   CHECK((r->rows[1].flags & JW_ROW_FROM_EH_FRAME) == 0);
 }
+
+TEST_CASE("SFrame v3 rules become the rows the BPF walk can follow, or end it") {
+  using namespace jitunwind;
+  function_desc f;
+  f.start = 0x1000;
+  f.size = 64;
+  frame_row r0 = entry_row(abi::amd64);
+  frame_row r1 = r0;  // DRAP: CFA = r10 + 0: needs r10
+  r1.pc_offset = 4;
+  r1.cfa = cfa_base::reg;
+  r1.cfa_reg = 10;
+  r1.cfa_offset = 0;
+  frame_row r2 = r0;  // CFA = *(rbp - 8), FP = *(rbp + 0)
+  r2.pc_offset = 8;
+  r2.cfa = cfa_base::fp;
+  r2.cfa_deref = true;
+  r2.cfa_offset = -8;
+  r2.fp = fp_rule::register_saved;
+  r2.fp_reg = 6;
+  frame_row r3 = r0;  // RA at CFA - 16
+  r3.pc_offset = 12;
+  r3.cfa_offset = 24;
+  r3.ra_offset = -16;
+  frame_row r4 = r0;  // RA in rbx
+  r4.pc_offset = 16;
+  r4.ra = ra_rule::register_value;
+  r4.ra_reg = 3;
+  r4.ra_offset = 0;
+  f.rows = {r0, r1, r2, r3, r4};
+  auto u = from_frame_model(f, table_source::jit);
+  REQUIRE(u.ok());
+  REQUIRE(u->rows.size() == 5);
+  CHECK(u->rows[1].kind == rule::unsupported);
+  CHECK(u->rows[2].kind == rule::cfa_fp);
+  CHECK(u->rows[2].cfa_deref);
+  CHECK(u->rows[2].fp_saved);
+  CHECK(u->rows[2].fp_from == fp_base::fp);
+  CHECK(u->rows[3].ra_off == -16);
+  CHECK(u->rows[4].kind == rule::unsupported);
+  auto flat = flatten({*u}, 0);
+  REQUIRE(flat.ok());
+  const jw_row* b = lookup_row(*flat, 0x1004);
+  REQUIRE(b != nullptr);
+  CHECK(b->kind == JW_ROW_UNSUPPORTED);
+  b = lookup_row(*flat, 0x1009);
+  CHECK(b->kind == JW_ROW_CFA_FP);
+  CHECK(b->flags == (JW_ROW_CFA_DEREF | JW_ROW_FP_SAVED | JW_ROW_FP_AT_FP));
+  CHECK(b->cfa_off == -8);
+  CHECK(b->fp_off == 0);
+  b = lookup_row(*flat, 0x100c);
+  CHECK(b->flags == JW_ROW_RA_OFF);
+  CHECK(b->ra_off == -16);
+  // A v3 function without rows is an outermost frame.
+  function_desc outer;
+  outer.start = 0x2000;
+  outer.size = 8;
+  auto o = from_frame_model(outer, table_source::sframe);
+  REQUIRE(o.ok());
+  REQUIRE(o->rows.size() == 1);
+  CHECK(o->rows[0].kind == rule::outermost);
+}
+
 #endif

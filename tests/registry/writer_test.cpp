@@ -23,6 +23,7 @@ registry_window window(uint64_t id, uint64_t text = 0x10000, uint64_t sframe = 0
   w.text_size = 0x1000;
   w.sframe_address = sframe;
   w.sframe_size = 0x80;
+  w.sframe_version = 3;
   return w;
 }
 
@@ -34,7 +35,7 @@ TEST_CASE("header is valid before the first window") {
   CHECK(std::memcmp(h.magic, "JITUNWRG", 8) == 0);
   CHECK(h.version == JITUNWIND_REGISTRY_VERSION);
   CHECK(h.header_size == 64);
-  CHECK(h.entry_size == 64);
+  CHECK(h.entry_size == 128);  // 64 before the SFrame version field
   CHECK(h.capacity == 8);
   CHECK(h.entries == 0);
   CHECK(h.slot_count == 0);
@@ -58,6 +59,7 @@ TEST_CASE("add, update, retire, release change entries and generations") {
   CHECK(e[0].window_id == 7);
   CHECK(e[0].generation == a->generation);
   CHECK(e[0].state == JITUNWIND_WINDOW_LIVE);
+  CHECK(e[0].sframe_version == 3);
   CHECK(e[0].text_start == 0x10000);
   CHECK(e[0].sframe_addr == 0x20000);
   CHECK(e[0].abi == 3);

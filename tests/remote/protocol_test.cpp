@@ -26,6 +26,8 @@ class scripted_memory final : public memory_source {
  public:
   jitunwind_registry_header header{};
   std::vector<jitunwind_registry_entry> entries;
+  /// Entries laid out with a 64-byte stride, as writers before the SFrame version field did.
+  bool stride_64 = false;
   std::function<void(unsigned call)> before_read;
   mutable unsigned calls = 0;
 
@@ -36,8 +38,10 @@ class scripted_memory final : public memory_source {
     uint64_t base;
     if (address >= 0x10000) {
       base = 0x10000;
-      space.resize(entries.size() * sizeof(jitunwind_registry_entry));
-      std::memcpy(space.data(), entries.data(), space.size());
+      const size_t stride = stride_64 ? 64 : sizeof(jitunwind_registry_entry);
+      space.resize(entries.size() * stride);
+      for (size_t i = 0; i < entries.size(); ++i)
+        std::memcpy(space.data() + i * stride, &entries[i], stride);
     } else {
       base = 0x1000;
       space.resize(sizeof(header));
@@ -55,7 +59,7 @@ class scripted_memory final : public memory_source {
     std::memcpy(header.magic, JITUNWIND_REGISTRY_MAGIC, 8);
     header.version = 1;
     header.header_size = 64;
-    header.entry_size = 64;
+    header.entry_size = stride_64 ? 64 : sizeof(jitunwind_registry_entry);
     header.capacity = 16;
     header.entries = 0x10000;
     header.slot_count = n;
@@ -69,6 +73,7 @@ class scripted_memory final : public memory_source {
       e.text_size = 0x1000;
       e.state = JITUNWIND_WINDOW_LIVE;
       e.abi = 3;
+      e.sframe_version = 3;
     }
   }
 };
@@ -105,7 +110,8 @@ TEST_CASE("stable entries are read with three bulk copies") {
   CHECK(s->windows.size() == 4);
   CHECK(m.calls == 4);  // header + three copies of the array
   CHECK(s->torn_retries == 0);
-  CHECK(s->windows[2].entry_address == 0x10000 + 2 * 64);
+  CHECK(s->windows[2].entry_address == 0x10000 + 2 * sizeof(jitunwind_registry_entry));
+  CHECK(s->windows[2].sframe_version == 3);
 }
 
 TEST_CASE("an entry that changes between the copies is re-read, never returned torn") {
@@ -303,6 +309,29 @@ TEST_CASE("SFrame memory gone: a change if the entry changed, a read error if it
   REQUIRE_FALSE(changed.ok());
   CHECK(changed.error().code() == errc::bad_state);
   CHECK(changed.error().message().find("changed while its SFrame was read") != std::string::npos);
+}
+
+TEST_CASE("64-byte entries of older writers are read, the SFrame version is then not said") {
+  scripted_memory m;
+  m.stride_64 = true;
+  m.setup(3);
+  auto s = read_all(m);
+  REQUIRE(s.ok());
+  REQUIRE(s->windows.size() == 3);
+  CHECK(s->windows[1].entry_address == 0x10000 + 64);
+  CHECK(s->windows[1].window_id == 1);
+  CHECK(s->windows[1].sframe_version == 0);
+  // An entry that says an SFrame version that does not exist is skipped, naming it; the
+  // other one is read.
+  scripted_memory bad;
+  bad.setup(2);
+  bad.entries[1].sframe_version = 7;
+  auto r = read_all(bad);
+  REQUIRE(r.ok());
+  CHECK(r->windows.size() == 1);
+  REQUIRE(r->skipped.size() == 1);
+  CHECK(r->skipped[0].slot == 1);
+  CHECK_THAT(r->skipped[0].reason, Catch::Contains("SFrame version 7 is not 0-3"));
 }
 
 namespace {

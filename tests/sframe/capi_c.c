@@ -67,14 +67,14 @@ int capi_c_encode_decode(char* why, size_t why_len) {
   EXPECT(jitunwind_sframe_encoder_write(enc, bytes, size - 1, &err) ==
          JITUNWIND_E_INVALID_ARGUMENT);
   EXPECT(jitunwind_sframe_encoder_write(enc, bytes, size, &err) == JITUNWIND_OK);
-  EXPECT(bytes[0] == 0xe2 && bytes[1] == 0xde && bytes[2] == 2);
+  EXPECT(bytes[0] == 0xe2 && bytes[1] == 0xde && bytes[2] == 3);
 
   /* Check, then decode into arrays sized from the header. */
   jitunwind_sframe_info info;
   EXPECT(jitunwind_sframe_check(bytes, size, 0x2000, &info, &err) == JITUNWIND_OK);
   EXPECT(info.num_fdes == 1 && info.num_fres == 6 && info.abi == JITUNWIND_ABI_AMD64);
-  EXPECT(info.flags == (JITUNWIND_SFRAME_F_FDE_SORTED | JITUNWIND_SFRAME_F_FRAME_POINTER |
-                        JITUNWIND_SFRAME_F_FDE_FUNC_START_PCREL));
+  /* v3 (the default) has no FRAME_POINTER flag. */
+  EXPECT(info.flags == (JITUNWIND_SFRAME_F_FDE_SORTED | JITUNWIND_SFRAME_F_FDE_FUNC_START_PCREL));
   jitunwind_function* fns = calloc(info.num_fdes, sizeof *fns);
   jitunwind_frame_row* rows = calloc(info.num_fres, sizeof *rows);
   EXPECT(jitunwind_sframe_decode_into(bytes, size, 0x2000, NULL, fns, 1, rows, 5, &err) ==
@@ -88,7 +88,9 @@ int capi_c_encode_decode(char* why, size_t why_len) {
 
   /* Library-allocated decode of the relocated section. */
   EXPECT(jitunwind_sframe_encoder_relocate(enc, 0x70000000, &err) == JITUNWIND_OK);
-  EXPECT(jitunwind_sframe_encoder_relocate(enc, 0x100000000ull, &err) == JITUNWIND_E_OUT_OF_RANGE);
+  /* v3 start offsets are 64-bit: any address is in reach (v2: +-2 GiB, checked below). */
+  EXPECT(jitunwind_sframe_encoder_relocate(enc, 0x100000000ull, &err) == JITUNWIND_OK);
+  EXPECT(jitunwind_sframe_encoder_relocate(enc, 0x70000000, &err) == JITUNWIND_OK);
   EXPECT(jitunwind_sframe_encoder_write(enc, bytes, size, &err) == JITUNWIND_OK);
   jitunwind_sframe_decoded* dec = NULL;
   EXPECT(jitunwind_sframe_decode(bytes, size, 0x70000000, &dec, &err) == JITUNWIND_OK);
@@ -104,6 +106,18 @@ int capi_c_encode_decode(char* why, size_t why_len) {
   EXPECT(strncmp(err.message, "sframe: ", 8) == 0);
 
   free(bytes);
+  jitunwind_sframe_encoder_destroy(enc);
+
+  /* SFrame v2 on request: version byte 2, 32-bit start offsets (+-2 GiB reach). */
+  opt.version = 2;
+  EXPECT(jitunwind_sframe_encoder_create(&opt, &enc, &err) == JITUNWIND_OK);
+  EXPECT(jitunwind_sframe_encoder_append(enc, &f, &err) == JITUNWIND_OK);
+  EXPECT(jitunwind_sframe_encoder_relocate(enc, 0x100000000ull, &err) == JITUNWIND_E_OUT_OF_RANGE);
+  const size_t size2 = jitunwind_sframe_encoder_size(enc);
+  uint8_t* bytes2 = malloc(size2);
+  EXPECT(jitunwind_sframe_encoder_write(enc, bytes2, size2, &err) == JITUNWIND_OK);
+  EXPECT(bytes2[2] == 2);
+  free(bytes2);
   jitunwind_sframe_encoder_destroy(enc);
   jitunwind_frame_builder_destroy(b);
 

@@ -48,181 +48,210 @@ void check_lookups(const table& t, const std::vector<function_desc>& fs, test::f
 }  // namespace
 
 TEST_CASE("random functions round-trip through encode, decode and lookup on every ABI") {
-  for (abi a : all_abis) {
-    size_t functions = 0;
-    for (bool pcrel : {true, false}) {
-      test::frame_gen g(a, 1000 + static_cast<int>(a) * 10 + pcrel);
-      for (int section = 0; section < 60; ++section) {
-        encoder_options o;
-        o.target = a;
-        o.pcrel = pcrel;
-        const uint64_t text = 0x7f0000000000ull + g.pick(0, 1 << 20) * 16ull;
-        o.section_address = text + (g.chance(50) ? 0x100000 : -0x200000ll);
-        const auto fs = g.functions(text, g.pick(1, 60));
-        functions += fs.size();
-        const auto bytes = must_encode(o, fs);
-        auto d = decode(bytes, o.section_address);
-        INFO(to_string(a) << " section " << section);
-        REQUIRE(d.ok());
-        CHECK(d->functions == fs);
-        CHECK(d->nonconforming.empty());
-        CHECK(d->info.version == version_2);
-        CHECK(d->info.target == a);
-        CHECK(d->info.num_fdes == fs.size());
-        CHECK((d->info.flags & flag_fde_sorted) != 0);
-        CHECK(((d->info.flags & flag_fde_func_start_pcrel) != 0) == pcrel);
-        auto info = check(bytes, o.section_address);
-        REQUIRE(info.ok());
-        CHECK(*info == d->info);
-        auto t = table::create(bytes, o.section_address);
-        REQUIRE(t.ok());
-        CHECK(t->pc_range().first == fs.front().start);
-        CHECK(t->pc_range().second == fs.back().start + fs.back().size);
-        check_lookups(*t, fs, g);
+  for (uint8_t version : {version_2, version_3})
+    for (abi a : all_abis) {
+      size_t functions = 0;
+      for (bool pcrel : {true, false}) {
+        // v3 sections also get the rows only v3 can hold (FLEX FDEs), signal frames, B keys.
+        test::frame_gen g(a, 1000 + static_cast<int>(a) * 10 + pcrel + version * 100,
+                          version == version_3);
+        for (int section = 0; section < 30; ++section) {
+          encoder_options o;
+          o.target = a;
+          o.version = version;
+          o.pcrel = pcrel;
+          const uint64_t text = 0x7f0000000000ull + g.pick(0, 1 << 20) * 16ull;
+          o.section_address = text + (g.chance(50) ? 0x100000 : -0x200000ll);
+          const auto fs = g.functions(text, g.pick(1, 60));
+          functions += fs.size();
+          const auto bytes = must_encode(o, fs);
+          auto d = decode(bytes, o.section_address);
+          INFO(to_string(a) << " v" << int(version) << " section " << section);
+          REQUIRE(d.ok());
+          CHECK(d->functions == fs);
+          CHECK(d->nonconforming.empty());
+          CHECK(d->info.version == version);
+          for (size_t i = 0; i < fs.size(); ++i) {
+            bool flex = false;
+            for (const auto& r : fs[i].rows) flex |= !default_expressible(a, r);
+            CHECK(d->layout[i].fde_type == (flex ? 1 : 0));  // FLEX only when needed
+          }
+          CHECK(d->info.target == a);
+          CHECK(d->info.num_fdes == fs.size());
+          CHECK((d->info.flags & flag_fde_sorted) != 0);
+          CHECK(((d->info.flags & flag_fde_func_start_pcrel) != 0) == pcrel);
+          auto info = check(bytes, o.section_address);
+          REQUIRE(info.ok());
+          CHECK(*info == d->info);
+          auto t = table::create(bytes, o.section_address);
+          REQUIRE(t.ok());
+          CHECK(t->pc_range().first == fs.front().start);
+          CHECK(t->pc_range().second == fs.back().start + fs.back().size);
+          check_lookups(*t, fs, g);
+        }
       }
+      CHECK(functions > 1500);
     }
-    CHECK(functions > 3000);
-  }
 }
 
 TEST_CASE("appending function by function gives the one-shot bytes") {
-  for (abi a : all_abis) {
-    test::frame_gen g(a, 77);
-    encoder_options o;
-    o.target = a;
-    o.section_address = 0x400000;
-    const auto fs = g.functions(0x500000, 300);
-    auto enc = encoder::create(o);
-    REQUIRE(enc.ok());
-    for (size_t i = 0; i < fs.size(); ++i) {
-      REQUIRE(enc->append(fs[i]).ok());
-      if (i % 37 == 0) {
-        // Every intermediate section is complete and decodes to the prefix.
-        auto d = decode(enc->bytes(), o.section_address);
-        REQUIRE(d.ok());
-        CHECK(d->functions == std::vector<function_desc>(fs.begin(), fs.begin() + i + 1));
-        CHECK(enc->bytes() == must_encode(o, {fs.begin(), fs.begin() + i + 1}));
+  for (uint8_t version : {version_2, version_3})
+    for (abi a : all_abis) {
+      test::frame_gen g(a, 77, version == version_3);
+      encoder_options o;
+      o.target = a;
+      o.version = version;
+      o.section_address = 0x400000;
+      const auto fs = g.functions(0x500000, 300);
+      auto enc = encoder::create(o);
+      REQUIRE(enc.ok());
+      for (size_t i = 0; i < fs.size(); ++i) {
+        REQUIRE(enc->append(fs[i]).ok());
+        if (i % 37 == 0) {
+          // Every intermediate section is complete and decodes to the prefix.
+          auto d = decode(enc->bytes(), o.section_address);
+          REQUIRE(d.ok());
+          CHECK(d->functions == std::vector<function_desc>(fs.begin(), fs.begin() + i + 1));
+          CHECK(enc->bytes() == must_encode(o, {fs.begin(), fs.begin() + i + 1}));
+        }
       }
+      CHECK(enc->function_count() == fs.size());
+      CHECK(enc->size() == enc->bytes().size());
+      CHECK(enc->bytes() == must_encode(o, fs));
+      // One-shot encoding sorts its input.
+      auto shuffled = fs;
+      std::reverse(shuffled.begin(), shuffled.end());
+      CHECK(must_encode(o, shuffled) == enc->bytes());
     }
-    CHECK(enc->function_count() == fs.size());
-    CHECK(enc->size() == enc->bytes().size());
-    CHECK(enc->bytes() == must_encode(o, fs));
-    // One-shot encoding sorts its input.
-    auto shuffled = fs;
-    std::reverse(shuffled.begin(), shuffled.end());
-    CHECK(must_encode(o, shuffled) == enc->bytes());
-  }
 }
 
 TEST_CASE("a cleared encoder encodes its next functions like a new one") {
-  for (abi a : all_abis) {
-    test::frame_gen g(a, 91);
-    encoder_options o;
-    o.target = a;
-    o.section_address = 0x400000;
-    // Functions of the first use: everything must go, the shape cache and the "all functions
-    // keep the frame pointer" flag included.
-    const auto first = g.functions(0x500000, 120);
-    const auto second = g.functions(0x900000, 40);
-    auto enc = encoder::create(o);
-    REQUIRE(enc.ok());
-    for (const auto& f : first) REQUIRE(enc->append(f).ok());
-    enc->clear();
-    CHECK(enc->function_count() == 0);
-    CHECK(enc->bytes() == must_encode(o, {}));
-    REQUIRE(enc->relocate(0x800000).ok());
-    o.section_address = 0x800000;
-    for (const auto& f : second) REQUIRE(enc->append(f).ok());
-    CHECK(enc->bytes() == must_encode(o, second));
-    // The function appended last, appended again first: its shape (cached before the clear,
-    // with FRE bytes that are gone) must be encoded afresh.
-    enc->clear();
-    REQUIRE(enc->append(second.back()).ok());
-    CHECK(enc->bytes() == must_encode(o, {second.back()}));
-  }
+  for (uint8_t version : {version_2, version_3})
+    for (abi a : all_abis) {
+      test::frame_gen g(a, 91, version == version_3);
+      encoder_options o;
+      o.target = a;
+      o.version = version;
+      o.section_address = 0x400000;
+      // Functions of the first use: everything must go, the shape cache and the "all functions
+      // keep the frame pointer" flag included.
+      const auto first = g.functions(0x500000, 120);
+      const auto second = g.functions(0x900000, 40);
+      auto enc = encoder::create(o);
+      REQUIRE(enc.ok());
+      for (const auto& f : first) REQUIRE(enc->append(f).ok());
+      enc->clear();
+      CHECK(enc->function_count() == 0);
+      CHECK(enc->bytes() == must_encode(o, {}));
+      REQUIRE(enc->relocate(0x800000).ok());
+      o.section_address = 0x800000;
+      for (const auto& f : second) REQUIRE(enc->append(f).ok());
+      CHECK(enc->bytes() == must_encode(o, second));
+      // The function appended last, appended again first: its shape (cached before the clear,
+      // with FRE bytes that are gone) must be encoded afresh.
+      enc->clear();
+      REQUIRE(enc->append(second.back()).ok());
+      CHECK(enc->bytes() == must_encode(o, {second.back()}));
+    }
 }
 
 TEST_CASE("relocate moves the section and keeps the functions") {
   test::frame_gen g(abi::amd64, 5);
   const auto fs = g.functions(0x10000000, 50);
-  for (bool pcrel : {true, false}) {
-    encoder_options o;
-    o.pcrel = pcrel;
-    o.section_address = 0x10000000 - 0x1000;
-    auto enc = encoder::create(o);
-    REQUIRE(enc.ok());
-    for (const auto& f : fs) REQUIRE(enc->append(f).ok());
-    const auto before = enc->bytes();
-    REQUIRE(enc->relocate(0x10000000ull + 0x7fff0000ull).ok());
-    CHECK(enc->options().section_address == 0x10000000ull + 0x7fff0000ull);
-    const auto after = enc->bytes();
-    REQUIRE(before.size() == after.size());
-    auto d = decode(after, 0x10000000ull + 0x7fff0000ull);
-    REQUIRE(d.ok());
-    CHECK(d->functions == fs);
-    // Only the FDE start fields changed.
-    for (size_t i = 0; i < before.size(); ++i) {
-      const bool start_field = i >= 28 && i < 28 + 20 * fs.size() && (i - 28) % 20 < 4;
-      if (!start_field) CHECK(before[i] == after[i]);
+  for (uint8_t version : {version_2, version_3})
+    for (bool pcrel : {true, false}) {
+      const size_t fde_size = version == version_3 ? 16 : 20;
+      const size_t field_size = version == version_3 ? 8 : 4;
+      encoder_options o;
+      o.version = version;
+      o.pcrel = pcrel;
+      o.section_address = 0x10000000 - 0x1000;
+      auto enc = encoder::create(o);
+      REQUIRE(enc.ok());
+      for (const auto& f : fs) REQUIRE(enc->append(f).ok());
+      const auto before = enc->bytes();
+      REQUIRE(enc->relocate(0x10000000ull + 0x7fff0000ull).ok());
+      CHECK(enc->options().section_address == 0x10000000ull + 0x7fff0000ull);
+      const auto after = enc->bytes();
+      REQUIRE(before.size() == after.size());
+      auto d = decode(after, 0x10000000ull + 0x7fff0000ull);
+      REQUIRE(d.ok());
+      CHECK(d->functions == fs);
+      // Only the FDE start fields changed.
+      for (size_t i = 0; i < before.size(); ++i) {
+        const bool start_field =
+            i >= 28 && i < 28 + fde_size * fs.size() && (i - 28) % fde_size < field_size;
+        if (!start_field) CHECK(before[i] == after[i]);
+      }
+      auto far = enc->relocate(0x10000000 + 0x100000000ull);
+      if (version == version_2) {
+        // Out of a 32-bit field's reach: refused, encoder unchanged.
+        REQUIRE(!far.ok());
+        CHECK(far.error().code() == errc::out_of_range);
+        CHECK(enc->bytes() == after);
+      } else {
+        // v3 start offsets are 64-bit: anywhere is in reach.
+        REQUIRE(far.ok());
+        auto d_far = decode(enc->bytes(), 0x10000000 + 0x100000000ull);
+        REQUIRE(d_far.ok());
+        CHECK(d_far->functions == fs);
+      }
+      // And back.
+      REQUIRE(enc->relocate(o.section_address).ok());
+      CHECK(enc->bytes() == before);
     }
-    // Out of reach: refused, encoder unchanged.
-    auto far = enc->relocate(0x10000000 + 0x100000000ull);
-    REQUIRE(!far.ok());
-    CHECK(far.error().code() == errc::out_of_range);
-    CHECK(enc->bytes() == after);
-    // And back.
-    REQUIRE(enc->relocate(o.section_address).ok());
-    CHECK(enc->bytes() == before);
-  }
 }
 
 TEST_CASE("write_update brings double-buffered sections up to date like a full write") {
   // Two buffers at different addresses, written alternately as a window republishes them.
-  for (abi a : all_abis) {
-    for (bool pcrel : {true, false}) {
-      test::frame_gen g(a, 31 + static_cast<int>(a) + pcrel);
-      const auto fs = g.functions(0x20000000, 200);
-      encoder_options o;
-      o.target = a;
-      o.pcrel = pcrel;
-      o.section_address = 0x1ff00000;
-      auto enc = encoder::create(o);
-      REQUIRE(enc.ok());
-      const uint64_t address[2] = {0x1ff00000, 0x1ff80000};
-      std::vector<uint8_t> buffer[2] = {std::vector<uint8_t>(1 << 16, 0xee),
-                                        std::vector<uint8_t>(1 << 16, 0xee)};
-      size_t written[2] = {0, 0};
-      size_t next = 0;
-      int target = 0;
-      while (next < fs.size()) {
-        const size_t batch = g.pick(0, 9);  // 0: republish without new functions
-        for (size_t k = 0; k < batch && next < fs.size(); ++k)
-          REQUIRE(enc->append(fs[next++]).ok());
-        INFO(to_string(a) << " pcrel " << pcrel << " functions " << next << " buffer " << target);
-        REQUIRE(enc->write_update(buffer[target], address[target], written[target]).ok());
-        written[target] = enc->function_count();
-        CHECK(enc->options().section_address == o.section_address);
-        // Byte-identical to a full write at that address.
-        auto full = *encoder::create(o);
-        for (size_t i = 0; i < next; ++i) REQUIRE(full.append(fs[i]).ok());
-        REQUIRE(full.relocate(address[target]).ok());
-        const auto expect = full.bytes();
-        REQUIRE(enc->size() == expect.size());
-        CHECK(std::equal(expect.begin(), expect.end(), buffer[target].begin()));
-        auto d =
-            decode(std::span<const uint8_t>(buffer[target].data(), expect.size()), address[target]);
-        REQUIRE(d.ok());
-        CHECK(d->functions == std::vector<function_desc>(fs.begin(), fs.begin() + next));
-        target ^= 1;
+  for (uint8_t version : {version_2, version_3})
+    for (abi a : all_abis) {
+      for (bool pcrel : {true, false}) {
+        test::frame_gen g(a, 31 + static_cast<int>(a) + pcrel, version == version_3);
+        const auto fs = g.functions(0x20000000, 200);
+        encoder_options o;
+        o.target = a;
+        o.version = version;
+        o.pcrel = pcrel;
+        o.section_address = 0x1ff00000;
+        auto enc = encoder::create(o);
+        REQUIRE(enc.ok());
+        const uint64_t address[2] = {0x1ff00000, 0x1ff80000};
+        std::vector<uint8_t> buffer[2] = {std::vector<uint8_t>(1 << 16, 0xee),
+                                          std::vector<uint8_t>(1 << 16, 0xee)};
+        size_t written[2] = {0, 0};
+        size_t next = 0;
+        int target = 0;
+        while (next < fs.size()) {
+          const size_t batch = g.pick(0, 9);  // 0: republish without new functions
+          for (size_t k = 0; k < batch && next < fs.size(); ++k)
+            REQUIRE(enc->append(fs[next++]).ok());
+          INFO(to_string(a) << " pcrel " << pcrel << " functions " << next << " buffer " << target);
+          REQUIRE(enc->write_update(buffer[target], address[target], written[target]).ok());
+          written[target] = enc->function_count();
+          CHECK(enc->options().section_address == o.section_address);
+          // Byte-identical to a full write at that address.
+          auto full = *encoder::create(o);
+          for (size_t i = 0; i < next; ++i) REQUIRE(full.append(fs[i]).ok());
+          REQUIRE(full.relocate(address[target]).ok());
+          const auto expect = full.bytes();
+          REQUIRE(enc->size() == expect.size());
+          CHECK(std::equal(expect.begin(), expect.end(), buffer[target].begin()));
+          auto d = decode(std::span<const uint8_t>(buffer[target].data(), expect.size()),
+                          address[target]);
+          REQUIRE(d.ok());
+          CHECK(d->functions == std::vector<function_desc>(fs.begin(), fs.begin() + next));
+          target ^= 1;
+        }
       }
     }
-  }
 }
 
 TEST_CASE("write_update refuses what it cannot do and leaves the buffer alone") {
   test::frame_gen g(abi::amd64, 8);
   const auto fs = g.functions(0x10000000, 20);
   encoder_options o;
+  o.version = version_2;  // v2: 32-bit start offsets can be out of reach
   o.section_address = 0x10000000 - 0x1000;
   auto enc = encoder::create(o);
   REQUIRE(enc.ok());
@@ -304,6 +333,7 @@ TEST_CASE("exact bytes of a small AMD64 section") {
   auto f = recipes::frame_pointer(abi::amd64, 0x1000, 10, 1, 4, ep);
   REQUIRE(f.ok());
   encoder_options o;
+  o.version = version_2;
   o.section_address = 0x2000;
   auto bytes = encode(o, std::vector{*f});
   REQUIRE(bytes.ok());
@@ -389,7 +419,9 @@ TEST_CASE("PCMASK functions repeat their rows") {
 }
 
 TEST_CASE("encoder refuses what it cannot encode") {
-  auto enc = encoder::create({});
+  encoder_options v2;
+  v2.version = version_2;
+  auto enc = encoder::create(v2);
   REQUIRE(enc.ok());
   auto leaf = recipes::leaf(abi::amd64, 0x1000, 16);
   REQUIRE(leaf.ok());
@@ -415,7 +447,7 @@ TEST_CASE("encoder refuses what it cannot encode") {
   SECTION("ABI rules (strict) and format rules") {
     function_desc f = *leaf;
     f.start = 0x2000;
-    f.rows[0].ra_offset = -16;  // AMD64 RA is always at CFA-8
+    f.rows[0].ra_offset = -12;  // not a multiple of 8
     auto r = enc->append(f);
     REQUIRE(!r.ok());
     CHECK(r.error().code() == errc::invalid_argument);
@@ -482,12 +514,48 @@ TEST_CASE("FRAME_POINTER flag follows the functions unless forced") {
     REQUIRE(b.ok());
     return (*b)[3];
   };
-  CHECK((flags({}, {*fp}) & flag_frame_pointer) != 0);
-  CHECK((flags({}, {*fp, *sp}) & flag_frame_pointer) == 0);
-  CHECK((flags({}, {}) & flag_frame_pointer) == 0);
-  encoder_options forced;
+  encoder_options v2;
+  v2.version = version_2;
+  CHECK((flags(v2, {*fp}) & flag_frame_pointer) != 0);
+  CHECK((flags(v2, {*fp, *sp}) & flag_frame_pointer) == 0);
+  CHECK((flags(v2, {}) & flag_frame_pointer) == 0);
+  // v3 has no such flag.
+  CHECK((flags({}, {*fp}) & flag_frame_pointer) == 0);
+  encoder_options forced = v2;
   forced.frame_pointer = true;
   CHECK((flags(forced, {*sp}) & flag_frame_pointer) != 0);
   forced.frame_pointer = false;
   CHECK((flags(forced, {*fp}) & flag_frame_pointer) == 0);
+}
+
+TEST_CASE("remove takes one function out: the section equals a fresh encoding of the others") {
+  for (abi a : all_abis) {
+    test::frame_gen g(a, 77 + static_cast<int>(a));
+    const auto fs = g.functions(0x20000000, 120);
+    encoder_options o;
+    o.target = a;
+    o.section_address = 0x1ff00000;
+    o.frame_pointer = false;  // the automatic flag may stay unset after a removal (see remove)
+    auto enc = encoder::create(o);
+    REQUIRE(enc.ok());
+    std::vector<function_desc> live;
+    size_t next = 0;
+    while (next < fs.size()) {
+      if (!live.empty() && g.pick(0, 2) == 0) {
+        const size_t k = g.pick(0, static_cast<uint32_t>(live.size() - 1));
+        REQUIRE(enc->remove(live[k].start).ok());
+        live.erase(live.begin() + static_cast<ptrdiff_t>(k));
+      } else {
+        REQUIRE(enc->append(fs[next]).ok());
+        live.push_back(fs[next++]);
+      }
+      INFO(to_string(a) << ": " << live.size() << " functions");
+      auto fresh = encode(o, live);
+      REQUIRE(fresh.ok());
+      CHECK(enc->bytes() == *fresh);
+      CHECK(enc->function_count() == live.size());
+    }
+    auto missing = enc->remove(0x10);
+    CHECK(missing.error().code() == errc::not_found);
+  }
 }

@@ -86,6 +86,7 @@ TEST_CASE("a function shaped like the previous one still gets every error") {
   for (bool strict : {true, false}) {
     encoder_options o;
     o.target = abi::amd64;
+    o.version = version_2;  // with 32-bit start offsets that can be out of reach
     o.strict = strict;
     o.section_address = 0x7f0000000000ull;
     const recipes::epilogue ep{20, 22};
@@ -214,10 +215,14 @@ TEST_CASE("the shape cache's row comparison is memberwise == whatever the paddin
     auto* r = new (buffers[which]) frame_row;  // sets the fields, leaves the padding alone
     r->pc_offset = fields.pc_offset;
     r->cfa = fields.cfa;
+    r->cfa_reg = fields.cfa_reg;
+    r->cfa_deref = fields.cfa_deref;
     r->cfa_offset = fields.cfa_offset;
     r->ra = fields.ra;
+    r->ra_reg = fields.ra_reg;
     r->ra_offset = fields.ra_offset;
     r->fp = fields.fp;
+    r->fp_reg = fields.fp_reg;
     r->fp_offset = fields.fp_offset;
     r->ra_mangled = fields.ra_mangled;
     return *r;
@@ -232,9 +237,13 @@ TEST_CASE("the shape cache's row comparison is memberwise == whatever the paddin
     a.fp = static_cast<fp_rule>(rng() % 3);
     a.fp_offset = -16 * static_cast<int32_t>(rng() % 2);
     a.ra_mangled = rng() % 2 == 0;
+    a.cfa_reg = static_cast<uint8_t>(rng() % 2 ? 0 : rng());
+    a.cfa_deref = rng() % 4 == 0;
+    a.ra_reg = static_cast<uint8_t>(rng() % 2 ? 0 : rng());
+    a.fp_reg = static_cast<uint8_t>(rng() % 2 ? 0 : rng());
     frame_row b = a;
     // Change one field (or none) so that equal and unequal pairs both occur often.
-    switch (rng() % 9) {
+    switch (rng() % 13) {
       case 0:
         b.pc_offset ^= 1u << (rng() % 32);
         break;
@@ -258,6 +267,18 @@ TEST_CASE("the shape cache's row comparison is memberwise == whatever the paddin
         break;
       case 7:
         b.ra_mangled = !b.ra_mangled;
+        break;
+      case 8:
+        b.cfa_reg ^= static_cast<uint8_t>(1u << (rng() % 8));
+        break;
+      case 9:
+        b.cfa_deref = !b.cfa_deref;
+        break;
+      case 10:
+        b.ra_reg ^= static_cast<uint8_t>(1u << (rng() % 8));
+        break;
+      case 11:
+        b.fp_reg ^= static_cast<uint8_t>(1u << (rng() % 8));
         break;
       default:
         break;

@@ -16,8 +16,10 @@ namespace {
 // messages of the peers (readelf, gdb, perf) are matched in English. This runs before any static
 // initializer of a test (constructor priority), some of which set variables of their own.
 bool kept(const std::string& name) {
-  for (const char* keep : {"JITUNWIND_REQUIRE_BPF", "JITUNWIND_HAMMER_SECONDS",
-                           "JITUNWIND_SFRAME_VECTORS", "JITUNWIND_TEST_"}) {
+  for (const char* keep :
+       {"JITUNWIND_REQUIRE_BPF", "JITUNWIND_HAMMER_SECONDS", "JITUNWIND_SFRAME_VECTORS",
+        "JITUNWIND_WRITE_FUZZ_SEEDS", "JITUNWIND_CHURN_CYCLES", "JITUNWIND_CSMITH_PROGRAMS",
+        "JITUNWIND_SOAK_SECONDS", "JITUNWIND_HOSTILE_", "JITUNWIND_TEST_"}) {
     if (name.rfind(keep, 0) == 0) return true;
   }
   return false;

@@ -17,7 +17,7 @@ bool privileged_tests_required() {
   return v != nullptr && std::strcmp(v, "1") == 0;
 }
 
-static bool skip_or_fail(const std::string& reason) {
+bool skip_or_fail(const std::string& reason) {
   if (privileged_tests_required()) {
     FAIL("JITUNWIND_REQUIRE_BPF=1 but " << reason);
   }

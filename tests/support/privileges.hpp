@@ -13,6 +13,10 @@ bool may_run_privileged(const std::string& what);
 /// True if JITUNWIND_REQUIRE_BPF=1 is set.
 bool privileged_tests_required();
 
+/// A missing prerequisite: prints why the test is skipped and returns false — unless
+/// JITUNWIND_REQUIRE_BPF=1, where it fails the current test (CI has everything).
+bool skip_or_fail(const std::string& reason);
+
 /// True if `program` is found on PATH. Otherwise behaves like may_run_privileged: skip with a
 /// printed reason, or fail when JITUNWIND_REQUIRE_BPF=1 (CI installs every tool).
 bool tool_available(const std::string& program);

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 extern char** environ;
@@ -162,6 +163,12 @@ std::string source_path(const std::string& relative) {
 
 std::string binary_path(const std::string& relative) {
   return std::string(JITUNWIND_BINARY_DIR) + "/" + relative;
+}
+
+int printed_pid(const std::string& out) {
+  std::smatch m;
+  static const std::regex pid_line(R"(pid (\d+))");
+  return std::regex_search(out, m, pid_line) ? std::stoi(m[1]) : -1;
 }
 
 }  // namespace jitunwind::test

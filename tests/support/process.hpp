@@ -48,4 +48,7 @@ bool write_file(const std::string& path, const std::string& data);
 std::string source_path(const std::string& relative);
 std::string binary_path(const std::string& relative);
 
+/// The pid a command printed as "pid N" (the tests' shells do `echo pid $$; exec ...`), or -1.
+int printed_pid(const std::string& out);
+
 }  // namespace jitunwind::test

@@ -172,6 +172,27 @@ TEST_CASE("released stubs are reused under a new name, full windows add windows"
   CHECK(call_through(*reused, reinterpret_cast<void*>(2), nullptr, nullptr) == 7);
 }
 
+TEST_CASE("with address reuse off, released stubs are never handed out again") {
+  session_options so;
+  so.publishers = 0;
+  so.reuse = address_reuse::never;
+  auto s = session::create(so);
+  REQUIRE(s.ok());
+  trampoline_pool_options o;
+  o.stubs_per_window = 4;
+  auto pool = trampoline_pool::create(**s, o);
+  REQUIRE(pool.ok());
+  std::set<uint64_t> addresses;
+  for (int i = 0; i < 12; ++i) {
+    auto t = (*pool)->acquire("f" + std::to_string(i));
+    REQUIRE(t.ok());
+    CHECK(addresses.insert(t->address).second);  // a stub no other name ever had
+    REQUIRE((*pool)->release(*t).ok());
+  }
+  CHECK((*pool)->in_use() == 0);
+  CHECK((*pool)->windows().size() == 3);
+}
+
 TEST_CASE("stubs are placed near the requested address") {
   auto s = make_session();
   trampoline_pool_options o;

@@ -75,8 +75,77 @@ int window_capi_c_scenario(char* message, size_t message_size) {
   if (jitunwind_window_get_state(w) != JITUNWIND_WINDOW_RETIRED) return 15;
   if (jitunwind_session_poll(s) != 1 || kept != 1) return 16;
   if (jitunwind_window_reuse(w, &err) != JITUNWIND_OK) return 17;
-  if (jitunwind_window_generation(w) != 2) return 18;
+  if (jitunwind_window_reuse_count(w) != 1 || jitunwind_window_published_generation(w) != 0)
+    return 18;
   if (jitunwind_window_publish(NULL, &err) != JITUNWIND_E_INVALID_ARGUMENT) return 19;
+  jitunwind_session_destroy(s);
+  return 0;
+}
+
+/* The lifecycle operations of issue 18 from C: sub-page layout, patch, retire_function,
+   release, address reuse. Returns 0 on success, otherwise the number of the failed step. */
+int window_capi_c_lifecycle(char* message, size_t message_size) {
+  jitunwind_error err;
+  jitunwind_session_options o;
+  memset(&o, 0, sizeof o);
+  o.publishers = JITUNWIND_PUBLISH_REGISTRY;
+  o.address_reuse = JITUNWIND_ADDRESS_REUSE_NEVER;
+  jitunwind_session* s = NULL;
+  if (jitunwind_session_create(&o, &s, &err) != JITUNWIND_OK) {
+    strncpy(message, err.message, message_size - 1);
+    return 1;
+  }
+  if (jitunwind_session_recycles_addresses(s) != 0) return 2;
+  jitunwind_window* w = NULL;
+  if (jitunwind_session_create_owned_window(s, 4096, 0, JITUNWIND_LAYOUT_SHARED_ALIAS, &w, &err) !=
+      JITUNWIND_OK)
+    return 3;
+  if (jitunwind_session_create_owned_window(s, 4096, 0, 7, &w, &err) !=
+      JITUNWIND_E_INVALID_ARGUMENT)
+    return 4;
+  /* Two functions: mov eax, imm32; ret */
+  static const unsigned char code[] = {0xb8, 1, 0, 0, 0, 0xc3};
+  uint64_t a = 0, b = 0;
+  void* wa = NULL;
+  void* wb = NULL;
+  if (jitunwind_window_allocate(w, sizeof code, 16, &a, &wa, &err) != JITUNWIND_OK) return 5;
+  if (jitunwind_window_allocate(w, sizeof code, 16, &b, &wb, &err) != JITUNWIND_OK) return 6;
+  if (b != a + 16) return 7; /* sub-page: no page skip, also after a publish below */
+  memcpy(wa, code, sizeof code);
+  memcpy(wb, code, sizeof code);
+  jitunwind_frame_builder* fb = NULL;
+  if (jitunwind_frame_builder_create(JITUNWIND_ABI_AMD64, &fb, &err) != JITUNWIND_OK) return 8;
+  jitunwind_function f;
+  if (jitunwind_frame_builder_finish(fb, a, sizeof code, &f, &err) != JITUNWIND_OK) return 9;
+  if (jitunwind_window_append(w, "a", &f, 0, &err) != JITUNWIND_OK) return 10;
+  if (jitunwind_frame_builder_finish(fb, b, sizeof code, &f, &err) != JITUNWIND_OK) return 11;
+  if (jitunwind_window_append(w, "b", &f, 0, &err) != JITUNWIND_OK) return 12;
+  jitunwind_frame_builder_destroy(fb);
+  if (jitunwind_window_publish(w, &err) != JITUNWIND_OK) return 13;
+  const uint64_t generation = jitunwind_window_published_generation(w);
+  if (generation == 0) return 14;
+
+  int (*fn)(void);
+  memcpy(&fn, &a, sizeof fn);
+  if (fn() != 1) return 15;
+  const unsigned char imm[4] = {42, 0, 0, 0};
+  if (jitunwind_window_patch(w, a + 1, imm, sizeof imm, &err) != JITUNWIND_OK) return 16;
+  if (fn() != 42) return 17;
+  if (jitunwind_window_patch(w, a + 6, imm, sizeof imm, &err) != JITUNWIND_E_INVALID_ARGUMENT)
+    return 18;
+  if (jitunwind_window_patch(w, a, NULL, 4, &err) != JITUNWIND_E_INVALID_ARGUMENT) return 19;
+
+  if (jitunwind_window_retire_function(w, b, &err) != JITUNWIND_OK) return 20;
+  if (jitunwind_window_retire_function(w, b, &err) != JITUNWIND_E_INVALID_ARGUMENT) return 21;
+  if (jitunwind_window_publish(w, &err) != JITUNWIND_OK) return 22;
+  if (jitunwind_window_published_generation(w) <= generation) return 23;
+
+  if (jitunwind_session_release(s, w, &err) != JITUNWIND_E_BAD_STATE) return 24;
+  if (jitunwind_window_retire(w, 0, NULL, NULL, &err) != JITUNWIND_OK) return 25;
+  if (jitunwind_session_poll(s) != 1) return 26;
+  if (jitunwind_window_reuse(w, &err) != JITUNWIND_E_BAD_STATE) return 27; /* reuse is off */
+  if (jitunwind_session_release(s, w, &err) != JITUNWIND_OK) return 28;
+  if (jitunwind_session_release(s, w, &err) != JITUNWIND_E_INVALID_ARGUMENT) return 29;
   jitunwind_session_destroy(s);
   return 0;
 }

@@ -15,6 +15,15 @@ TEST_CASE("session and window C API from C") {
   CHECK(failed_step == 0);
 }
 
+extern "C" int window_capi_c_lifecycle(char* message, size_t message_size);
+
+TEST_CASE("lifecycle C API from C: layouts, patch, retire_function, release, address reuse") {
+  char message[512] = {};
+  const int failed_step = window_capi_c_lifecycle(message, sizeof message);
+  INFO("failed at step " << failed_step << ": " << message);
+  CHECK(failed_step == 0);
+}
+
 extern "C" int window_capi_c_durability(const char* dir, const char* map);
 
 TEST_CASE("durability from C: batched written by jitunwind_session_flush, sync by publish") {

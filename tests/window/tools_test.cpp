@@ -14,7 +14,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <regex>
 
 using namespace jitunwind::test;
 
@@ -25,10 +24,9 @@ std::string testjit() {
 }
 
 int pid_from(const std::string& out) {
-  std::smatch m;
-  static const std::regex pid_line(R"(pid (\d+))");
-  REQUIRE(std::regex_search(out, m, pid_line));
-  return std::stoi(m[1]);
+  const int pid = printed_pid(out);
+  REQUIRE(pid > 0);
+  return pid;
 }
 
 std::string file_starting_with(const std::string& dir, const std::string& prefix) {

@@ -105,7 +105,7 @@ TEST_CASE("owned window: write, publish, run, decode") {
 TEST_CASE("dual-mapped owned window never changes protections") {
   auto s = session::create(quiet_options());
   REQUIRE(s.ok());
-  auto w = (*s)->create_owned_window({.code_capacity = 8192, .dual_mapping = true});
+  auto w = (*s)->create_owned_window({.code_capacity = 8192, .layout = code_layout::memfd_alias});
   REQUIRE(w.ok());
   auto a = (*w)->allocate(6);
   REQUIRE(a.ok());
@@ -184,7 +184,7 @@ TEST_CASE("SFrame capacity is enforced") {
   CHECK((*w)->published_sframe().size() <= 4096);
 }
 
-TEST_CASE("retire, grace period, reuse bumps the generation") {
+TEST_CASE("retire, grace period, reuse counts the reuse and publishes a new generation") {
   auto s = session::create(quiet_options());
   REQUIRE(s.ok());
   auto w = (*s)->create_owned_window({.code_capacity = 4096});
@@ -196,7 +196,9 @@ TEST_CASE("retire, grace period, reuse bumps the generation") {
   REQUIRE(win.seal().ok());
   CHECK(win.state() == window_state::sealed);
   CHECK_FALSE(win.append("x", *recipes::leaf(abi::amd64, a->address + 8, 4)).ok());
-  CHECK(win.generation() == 1);
+  CHECK(win.reuse_count() == 0);
+  const uint64_t first_generation = win.published_generation();
+  CHECK(first_generation != 0);
 
   int calls = 0;
   REQUIRE(win.retire(std::chrono::milliseconds(0),
@@ -212,7 +214,8 @@ TEST_CASE("retire, grace period, reuse bumps the generation") {
   CHECK((*s)->poll() == 0);
   REQUIRE(win.reuse().ok());
   CHECK(win.state() == window_state::open);
-  CHECK(win.generation() == 2);
+  CHECK(win.reuse_count() == 1);
+  CHECK(win.published_generation() == 0);
   CHECK(win.functions().empty());
   auto b = win.allocate(6);
   REQUIRE(b.ok());
@@ -221,6 +224,7 @@ TEST_CASE("retire, grace period, reuse bumps the generation") {
   emit_return_constant(b->writable, 2);
   REQUIRE(win.append("two", *recipes::leaf(abi::amd64, b->address, 6)).ok());
   REQUIRE(win.publish().ok());
+  CHECK(win.published_generation() > first_generation);
   CHECK(reinterpret_cast<int (*)()>(b->address)() == 2);
 
   REQUIRE(win.retire(std::chrono::milliseconds(0)).ok());
@@ -331,9 +335,8 @@ TEST_CASE("freed windows' SFrame buffers serve the next window and hold only its
   REQUIRE(code != MAP_FAILED);
   const auto base = reinterpret_cast<uint64_t>(code);
   std::vector<const uint8_t*> seen;  // buffers in effect in the default-capacity rounds
-  // The default capacity (window.h: 48 bytes per 64 of code, at least a page), page-rounded.
-  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  const size_t default_each = (std::max<size_t>(page, len / 64 * 48 + 64) + page - 1) / page * page;
+  // The default capacity (48 bytes per 64 of code, + 64), rounded up to 64 bytes.
+  const size_t default_each = (len / 64 * 48 + 64 + 63) / 64 * 64;
   for (int round = 0; round < 6; ++round) {
     const uint64_t start = base + static_cast<uint64_t>(round % 4) * len;
     // Round 3 asks for another capacity: it must get buffers of that size, not recycled ones.
@@ -385,7 +388,7 @@ TEST_CASE("freed windows' SFrame buffers serve the next window and hold only its
     };
     if (round == 1 || round == 2 || round == 4 || round == 5) CHECK(recycled(published.data()));
     if (round == 3) {
-      // Not inside a default-capacity mapping (which the session still holds as a spare).
+      // Not inside a default-capacity buffer (which the session still holds as a spare).
       for (const uint8_t* q : seen)
         CHECK_FALSE((published.data() + default_each > q && published.data() < q + default_each));
     }
@@ -402,11 +405,12 @@ TEST_CASE("freed owned windows' memory serves the next owned window, wiped") {
   // A freed owned window's mapping (pages already faulted in) goes to the next owned window of
   // the same capacities: same range, writable and not executable, the old code overwritten with
   // int3, and nothing of the old window's functions or SFrame left.
-  for (const bool dual : {false, true}) {
-    INFO("dual mapping " << dual);
+  for (const code_layout layout :
+       {code_layout::page_flip, code_layout::memfd_alias, code_layout::shared_alias}) {
+    INFO("layout " << to_string(layout));
     auto s = session::create(quiet_options());
     REQUIRE(s.ok());
-    const owned_window_options opts{.code_capacity = 8192, .dual_mapping = dual};
+    const owned_window_options opts{.code_capacity = 8192, .layout = layout};
     auto first = (*s)->create_owned_window(opts);
     REQUIRE(first.ok());
     const uint64_t range = (*first)->text_start();
@@ -424,7 +428,7 @@ TEST_CASE("freed owned windows' memory serves the next owned window, wiped") {
     REQUIRE((*s)->poll() == 1);
 
     // Another capacity gets its own memory; the spare is kept for a matching window.
-    auto other = (*s)->create_owned_window({.code_capacity = 3 * 4096, .dual_mapping = dual});
+    auto other = (*s)->create_owned_window({.code_capacity = 3 * 4096, .layout = layout});
     REQUIRE(other.ok());
     CHECK((*other)->text_start() != range);
 
@@ -433,12 +437,12 @@ TEST_CASE("freed owned windows' memory serves the next owned window, wiped") {
     CHECK((*second)->text_start() == range);
     CHECK((*second)->functions().empty());
     CHECK((*second)->published_sframe().empty());
-    if (!dual) CHECK(perms_of(range).substr(0, 3) == "rw-");
+    if (layout == code_layout::page_flip) CHECK(perms_of(range).substr(0, 3) == "rw-");
     auto b = (*second)->allocate(6);
     REQUIRE(b.ok());
     CHECK(b->address == range);
     // Everything the old window allocated (3 functions, 16-byte aligned) is int3 now.
-    const uint8_t* old = b->writable.data();  // the RW view (the code itself without dual)
+    const uint8_t* old = b->writable.data();  // the RW view (the code itself with page_flip)
     CHECK(std::all_of(old, old + 38, [](uint8_t c) { return c == 0xcc; }));
     emit_return_constant(b->writable, 77);
     REQUIRE((*second)->append("new", *recipes::leaf(abi::amd64, b->address, 6)).ok());

@@ -12,7 +12,7 @@
 
 // One line per command group: GROUP(name, one-line summary).
 #define JITUNWIND_CLI_GROUPS(GROUP)                                            \
-  GROUP(sframe, "decode, validate and build SFrame unwind sections (.sframe)") \
+  GROUP(sframe, "decode, validate, build and convert SFrame unwind sections")  \
   GROUP(usdt, "fire dynamic USDT probes, list a process's dynamic providers")  \
   GROUP(unwind, "check a runtime's published unwind rows at every instruction it runs")      \
   GROUP(windows, "list and follow the code windows a running process has published")

@@ -168,6 +168,12 @@ int run_build_from_eh_frame(const std::string& program, const parsed_args& args)
   sframe::encoder_options eo;
   eo.target = d.target;
   eo.strict = false;  // compilers' rows are legal SFrame our generator would not write
+  if (auto v = args.value("sframe-version")) {
+    if (*v != "2" && *v != "3")
+      return report(program, "--sframe-version: expected 2 or 3, got '" + *v + "'", exit_usage);
+    eo.version = static_cast<uint8_t>((*v)[0] - '0');
+  }
+  eo.allow_flex = !args.flag("no-flex");
   std::string written;
   if (out.raw) {
     eo.section_address = out.address.value_or(0);
@@ -175,14 +181,16 @@ int run_build_from_eh_frame(const std::string& program, const parsed_args& args)
     if (!bytes) return report(program, path + ": " + bytes.error().message(), exit_failure);
     if (auto w = write_file(*out.raw, *bytes); !w)
       return report(program, w.error().message(), exit_failure);
-    written = "wrote " + *out.raw + ": SFrame v2 section for address " +
+    written = "wrote " + *out.raw + ": SFrame v" + std::to_string(eo.version) +
+              " section for address " +
               hex_text(eo.section_address) + ", " + std::to_string(bytes->size()) + " bytes";
   } else {
     auto image = build_sframe_elf(d, eo);
     if (!image) return report(program, path + ": " + image.error().message(), exit_failure);
     if (auto w = write_file(*out.elf, image->bytes); !w)
       return report(program, w.error().message(), exit_failure);
-    written = "wrote " + *out.elf + ": ELF " + to_string(d.target) + " (ET_DYN), .sframe at " +
+    written = "wrote " + *out.elf + ": ELF " + to_string(d.target) + " (ET_DYN), .sframe v" +
+              std::to_string(eo.version) + " at " +
               hex_text(image->sframe_address) + " (" + std::to_string(image->sframe_size) +
               " bytes)";
   }

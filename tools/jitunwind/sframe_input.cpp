@@ -19,6 +19,9 @@ using detail::elf_section;
 constexpr uint32_t r_x86_64_none = 0, r_x86_64_pc32 = 2, r_x86_64_plt32 = 4, r_x86_64_32 = 10,
                    r_x86_64_32s = 11;
 constexpr uint32_t r_aarch64_none = 0, r_aarch64_abs32 = 258, r_aarch64_prel32 = 261;
+// SFrame v3 start offsets are 64-bit fields.
+constexpr uint32_t r_x86_64_64 = 1, r_x86_64_pc64 = 24, r_aarch64_abs64 = 257,
+                   r_aarch64_prel64 = 260;
 
 std::string elf_kind(const elf_image& img) {
   std::string kind;
@@ -41,19 +44,21 @@ std::string elf_kind(const elf_image& img) {
   return kind;
 }
 
-enum class reloc_kind { none, field32, unsupported };
+enum class reloc_kind { none, field32, field64, unsupported };
 
-/// Relocations that can sit on a 32-bit FDE start field. PC-relative or absolute makes no
-/// difference here: the target (S + A) is the function start either way.
+/// Relocations that can sit on an FDE start field (32 bits in v1/v2, 64 in v3). PC-relative or
+/// absolute makes no difference here: the target (S + A) is the function start either way.
 reloc_kind classify_relocation(uint16_t machine, uint32_t type) {
   if (machine == detail::elf_em_x86_64) {
     if (type == r_x86_64_none) return reloc_kind::none;
     if (type == r_x86_64_pc32 || type == r_x86_64_plt32 || type == r_x86_64_32 ||
         type == r_x86_64_32s)
       return reloc_kind::field32;
+    if (type == r_x86_64_pc64 || type == r_x86_64_64) return reloc_kind::field64;
   } else if (machine == detail::elf_em_aarch64) {
     if (type == r_aarch64_none) return reloc_kind::none;
     if (type == r_aarch64_prel32 || type == r_aarch64_abs32) return reloc_kind::field32;
+    if (type == r_aarch64_prel64 || type == r_aarch64_abs64) return reloc_kind::field64;
   }
   return reloc_kind::unsupported;
 }
@@ -100,7 +105,8 @@ result<size_t> apply_relocations(const elf_image& img, const elf_section& target
         return error(errc::unsupported, where + ": relocation type " + std::to_string(r.type) +
                                             " on an SFrame section is not supported");
       if (kind == reloc_kind::none) continue;
-      if (r.offset > bytes.size() || bytes.size() - r.offset < 4)
+      const size_t width = kind == reloc_kind::field64 ? 8 : 4;
+      if (r.offset > bytes.size() || bytes.size() - r.offset < width)
         return error(errc::malformed, where + ": offset " + hex_text(r.offset) +
                                           " is past the section (" + std::to_string(bytes.size()) +
                                           " bytes)");
@@ -115,17 +121,18 @@ result<size_t> apply_relocations(const elf_image& img, const elf_section& target
         s += img.sections()[sym.shndx].addr;
       int64_t addend = r.addend;
       if (rs.type == detail::elf_sht_rel)
-        addend = static_cast<int32_t>(img.read_uint(bytes.data() + r.offset, 4));
+        addend = width == 8 ? static_cast<int64_t>(img.read_uint(bytes.data() + r.offset, 8))
+                            : static_cast<int32_t>(img.read_uint(bytes.data() + r.offset, 4));
       const uint64_t target_address = s + static_cast<uint64_t>(addend);
       const uint64_t base = pcrel ? section_address + r.offset : section_address;
       const int64_t value = static_cast<int64_t>(target_address - base);
-      if (value < std::numeric_limits<int32_t>::min() ||
-          value > std::numeric_limits<int32_t>::max())
+      if (width == 4 && (value < std::numeric_limits<int32_t>::min() ||
+                         value > std::numeric_limits<int32_t>::max()))
         return error(errc::out_of_range, where + ": target " + hex_text(target_address) +
                                              " is not within ±2 GiB of the field");
-      const auto v = static_cast<uint32_t>(static_cast<int32_t>(value));
-      for (int k = 0; k < 4; ++k) {
-        const int shift = 8 * (img.big_endian() ? 3 - k : k);
+      const auto v = static_cast<uint64_t>(value);
+      for (size_t k = 0; k < width; ++k) {
+        const size_t shift = 8 * (img.big_endian() ? width - 1 - k : k);
         bytes[r.offset + k] = static_cast<uint8_t>(v >> shift);
       }
       ++applied;

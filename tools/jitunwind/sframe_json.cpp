@@ -91,28 +91,85 @@ result<int32_t> get_signed32(const json& j, const std::string& path) {
   return static_cast<int32_t>(v);
 }
 
-/// "sp+16", "fp+16", also "sp-8" (a negative offset is accepted here and rejected, with
-/// reasons, by the frame-model validation).
-result<void> parse_cfa(const json& j, const std::string& path, frame_row& row) {
+/// A register expression: "sp+16", "fp-8", "r10+0" (DWARF register 10), optionally inside
+/// "*(...)" (the value in memory at that address). "sp-8" etc. are parsed and left to the
+/// frame-model validation.
+struct reg_expr {
+  uint8_t reg = 0;  ///< DWARF number
+  bool is_sp = false, is_fp = false;
+  int32_t offset = 0;
+  bool deref = false;
+};
+
+std::optional<reg_expr> parse_reg_expr(abi target, std::string s, bool* too_large = nullptr) {
+  reg_expr e;
+  if (s.size() > 3 && s.compare(0, 2, "*(") == 0 && s.back() == ')') {
+    e.deref = true;
+    s = s.substr(2, s.size() - 3);
+  }
+  const size_t op = s.find_first_of("+-");
+  if (op == std::string::npos || op == 0 || op + 1 >= s.size()) return std::nullopt;
+  const std::string name = s.substr(0, op);
+  const std::string digits = s.substr(op + 1);
+  if (digits.size() > 10 ||
+      !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return std::nullopt;
+  const dwarf_regs regs = dwarf_registers(target);
+  if (name == "sp") {
+    e.reg = regs.sp;
+  } else if (name == "fp") {
+    e.reg = regs.fp;
+  } else if (name.size() >= 2 && name.size() <= 4 && name[0] == 'r' &&
+             std::all_of(name.begin() + 1, name.end(),
+                         [](char c) { return c >= '0' && c <= '9'; })) {
+    const int n = std::stoi(name.substr(1));
+    if (n > 255) return std::nullopt;
+    e.reg = static_cast<uint8_t>(n);
+  } else {
+    return std::nullopt;
+  }
+  e.is_sp = e.reg == regs.sp;
+  e.is_fp = e.reg == regs.fp;
+  int64_t v = std::stoll(digits);
+  if (s[op] == '-') v = -v;
+  if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max()) {
+    if (too_large != nullptr) *too_large = true;
+    return std::nullopt;
+  }
+  e.offset = static_cast<int32_t>(v);
+  return e;
+}
+
+/// "sp+16", "fp+16", "r10+0" (v3: another register), "*(fp-8)" (v3: loaded from memory).
+result<void> parse_cfa(const json& j, const std::string& path, abi target, frame_row& row) {
   const auto bad = [&] {
-    return path_error(path, "expected \"sp+N\" or \"fp+N\", got " + shown(j));
+    return path_error(path,
+                      "expected \"sp+N\", \"fp+N\", \"rREG+N\" or \"*(...)\" of one of "
+                      "them, got " +
+                          shown(j));
   };
   if (!j.is_string()) return bad();
-  const std::string s = j.get<std::string>();
-  if (s.size() < 4 || (s.compare(0, 2, "sp") != 0 && s.compare(0, 2, "fp") != 0) ||
-      (s[2] != '+' && s[2] != '-'))
-    return bad();
-  const std::string digits = s.substr(3);
-  if (digits.empty() || digits.size() > 10 ||
-      !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
-    return bad();
-  int64_t v = std::stoll(digits);
-  if (s[2] == '-') v = -v;
-  if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max())
-    return path_error(path, "offset in " + shown(j) + " does not fit in 32 bits");
-  row.cfa = s[0] == 's' ? cfa_base::sp : cfa_base::fp;
-  row.cfa_offset = static_cast<int32_t>(v);
+  bool too_large = false;
+  auto e = parse_reg_expr(target, j.get<std::string>(), &too_large);
+  if (too_large) return path_error(path, "offset in " + shown(j) + " does not fit in 32 bits");
+  if (!e) return bad();
+  row.cfa = e->is_sp ? cfa_base::sp : e->is_fp ? cfa_base::fp : cfa_base::reg;
+  row.cfa_reg = row.cfa == cfa_base::reg ? e->reg : 0;
+  row.cfa_deref = e->deref;
+  row.cfa_offset = e->offset;
   return {};
+}
+
+/// The string form of an RA or FP rule naming a register: "r3+0" (the value of register 3 plus
+/// 0), "*(fp+0)" (in memory at fp + 0).
+result<reg_expr> parse_register_rule(const json& j, const std::string& path, abi target) {
+  bool too_large = false;
+  auto e = parse_reg_expr(target, j.get<std::string>(), &too_large);
+  if (too_large) return path_error(path, "offset in " + shown(j) + " does not fit in 32 bits");
+  if (!e)
+    return path_error(
+        path, "expected an offset from the CFA, \"rREG+N\" or \"*(rREG+N)\", got " + shown(j));
+  return *e;
 }
 
 result<frame_row> parse_row(const json& j, const std::string& path, abi target) {
@@ -142,12 +199,26 @@ result<frame_row> parse_row(const json& j, const std::string& path, abi target) 
   row = entry_row(target);
   row.pc_offset = static_cast<uint32_t>(*pc);
   if (!j.contains("cfa")) return path_error(path, "missing \"cfa\" (or \"outermost\": true)");
-  if (auto r = parse_cfa(j["cfa"], path + ".cfa", row); !r) return r.error();
+  if (auto r = parse_cfa(j["cfa"], path + ".cfa", target, row); !r) return r.error();
   if (j.contains("ra")) {
-    auto ra = get_signed32(j["ra"], path + ".ra");
-    if (!ra) return ra.error();
-    row.ra = ra_rule::saved;
-    row.ra_offset = *ra;
+    if (j["ra"].is_string()) {
+      auto e = parse_register_rule(j["ra"], path + ".ra", target);
+      if (!e) return e.error();
+      const bool lr = target != abi::amd64 && e->reg == dwarf_registers(target).ra;
+      if (lr && !e->deref && e->offset == 0) {
+        row.ra = ra_rule::in_register;  // the link register: spelled by leaving "ra" out
+        row.ra_offset = 0;
+      } else {
+        row.ra = e->deref ? ra_rule::register_saved : ra_rule::register_value;
+        row.ra_reg = e->reg;
+        row.ra_offset = e->offset;
+      }
+    } else {
+      auto ra = get_signed32(j["ra"], path + ".ra");
+      if (!ra) return ra.error();
+      row.ra = ra_rule::saved;
+      row.ra_offset = *ra;
+    }
   } else if (target == abi::amd64) {
     row.ra = ra_rule::saved;
     row.ra_offset = -8;
@@ -156,10 +227,18 @@ result<frame_row> parse_row(const json& j, const std::string& path, abi target) 
     row.ra_offset = 0;
   }
   if (j.contains("fp")) {
-    auto fp = get_signed32(j["fp"], path + ".fp");
-    if (!fp) return fp.error();
-    row.fp = fp_rule::saved;
-    row.fp_offset = *fp;
+    if (j["fp"].is_string()) {
+      auto e = parse_register_rule(j["fp"], path + ".fp", target);
+      if (!e) return e.error();
+      row.fp = e->deref ? fp_rule::register_saved : fp_rule::register_value;
+      row.fp_reg = e->reg;
+      row.fp_offset = e->offset;
+    } else {
+      auto fp = get_signed32(j["fp"], path + ".fp");
+      if (!fp) return fp.error();
+      row.fp = fp_rule::saved;
+      row.fp_offset = *fp;
+    }
   }
   if (j.contains("ra_mangled")) {
     if (!j["ra_mangled"].is_boolean())
@@ -220,11 +299,32 @@ std::vector<std::string> sframe_flag_names(uint8_t flags) {
   return out;
 }
 
-std::string cfa_text(const frame_row& r) {
-  std::string s = r.cfa == cfa_base::sp ? "sp" : "fp";
-  s += r.cfa_offset < 0 ? "-" : "+";
-  s += std::to_string(r.cfa_offset < 0 ? -int64_t(r.cfa_offset) : int64_t(r.cfa_offset));
-  return s;
+std::string register_text(abi target, uint8_t reg) {
+  const dwarf_regs regs = dwarf_registers(target);
+  if (reg == regs.sp) return "sp";
+  if (reg == regs.fp) return "fp";
+  return "r" + std::to_string(reg);
+}
+
+namespace {
+
+std::string offset_expr(const std::string& base, int32_t offset, bool deref) {
+  std::string s = base + (offset < 0 ? "-" : "+");
+  s += std::to_string(offset < 0 ? -int64_t(offset) : int64_t(offset));
+  return deref ? "*(" + s + ")" : s;
+}
+
+}  // namespace
+
+std::string cfa_text(abi target, const frame_row& r) {
+  const std::string base = r.cfa == cfa_base::sp   ? "sp"
+                           : r.cfa == cfa_base::fp ? "fp"
+                                                   : register_text(target, r.cfa_reg);
+  return offset_expr(base, r.cfa_offset, r.cfa_deref);
+}
+
+std::string register_rule_text(abi target, uint8_t reg, int32_t offset, bool deref) {
+  return offset_expr(register_text(target, reg), offset, deref);
 }
 
 // Offset of the first bracket that nests arrays/objects more than `max_depth` deep, if any.
@@ -323,10 +423,12 @@ result<sframe_description> parse_sframe_json(const std::string& text) {
   if (doc.contains("version")) {
     auto v = get_unsigned(doc["version"], "version", 0, 255);
     if (!v) return v.error();
-    if (*v != 2)
-      return path_error("version", "only version 2 can be encoded, got " + std::to_string(*v));
-    d.version = 2;
+    if (*v != 2 && *v != 3)
+      return path_error("version",
+                        "only versions 2 and 3 can be encoded, got " + std::to_string(*v));
+    d.version = static_cast<uint8_t>(*v);
   }
+  const uint8_t version = d.version.value_or(3);
   if (!doc.contains("abi"))
     return path_error("(top level)",
                       "missing \"abi\" (\"amd64\", \"aarch64-le\" or \"aarch64-be\")");
@@ -341,6 +443,8 @@ result<sframe_description> parse_sframe_json(const std::string& text) {
   if (doc.contains("flags")) {
     auto flags = parse_flags(doc["flags"]);
     if (!flags) return flags.error();
+    if (version >= 3 && (*flags & sframe::flag_frame_pointer))
+      return path_error("flags", "\"FRAME_POINTER\" does not exist in SFrame version 3");
     d.flags = *flags;
   }
   if (!doc.contains("functions")) return path_error("(top level)", "missing \"functions\"");
@@ -353,7 +457,9 @@ result<sframe_description> parse_sframe_json(const std::string& text) {
     const std::string path = "functions[" + std::to_string(i) + "]";
     const json& fj = functions[i];
     if (!fj.is_object()) return path_error(path, "expected an object, got " + shown(fj));
-    if (auto r = check_keys(fj, path, {"name", "start", "size", "pcmask_rep", "rows"}); !r)
+    if (auto r = check_keys(fj, path,
+                            {"name", "start", "size", "pcmask_rep", "signal", "pauth_key", "rows"});
+        !r)
       return r.error();
     function_desc f;
     std::string name;
@@ -380,15 +486,33 @@ result<sframe_description> parse_sframe_json(const std::string& text) {
       if (!rep) return rep.error();
       f.pcmask_rep = static_cast<uint32_t>(*rep);
     }
+    if (fj.contains("signal")) {
+      if (!fj["signal"].is_boolean())
+        return path_error(path + ".signal", "expected true or false, got " + shown(fj["signal"]));
+      f.signal_frame = fj["signal"].get<bool>();
+    }
+    if (fj.contains("pauth_key")) {
+      const json& k = fj["pauth_key"];
+      if (!k.is_string() || (k.get<std::string>() != "a" && k.get<std::string>() != "b"))
+        return path_error(path + ".pauth_key", "expected \"a\" or \"b\", got " + shown(k));
+      f.pauth_key = k.get<std::string>() == "b" ? 1 : 0;
+    }
     const json& rows = fj["rows"];
-    if (!rows.is_array() || rows.empty())
-      return path_error(path + ".rows", "expected a non-empty array of rows, got " + shown(rows));
+    if (!rows.is_array())
+      return path_error(path + ".rows", "expected an array of rows, got " + shown(rows));
+    // No rows: an outermost function, which only v3 can say (a DEFAULT FDE without FREs).
+    if (rows.empty() && version < 3)
+      return path_error(path + ".rows",
+                        "an empty array (an outermost function without rows) needs version 3; "
+                        "in version 2 write [{\"pc\": 0, \"outermost\": true}]");
     for (size_t r = 0; r < rows.size(); ++r) {
       auto row = parse_row(rows[r], path + ".rows[" + std::to_string(r) + "]", d.target);
       if (!row) return row.error();
       f.rows.push_back(*row);
     }
-    if (auto v = validate(d.target, f); !v) return path_error(path, v.error().message());
+    function_desc checked = f;
+    if (checked.rows.empty()) checked.rows.push_back(outermost_row(0));
+    if (auto v = validate(d.target, checked); !v) return path_error(path, v.error().message());
     d.functions.push_back(std::move(f));
     d.names.push_back(std::move(name));
   }
@@ -413,7 +537,7 @@ result<sframe_description> parse_sframe_json(const std::string& text) {
 
 void write_sframe_json(const sframe_description& d, const text_sink& sink) {
   json doc;
-  doc["version"] = d.version.value_or(sframe::version_2);
+  doc["version"] = d.version.value_or(sframe::version_3);
   doc["abi"] = to_string(d.target);
   if (d.flags) doc["flags"] = sframe_flag_names(*d.flags);
   // Layout meant for reading and hand-editing: one row per line. Written function by function:
@@ -429,6 +553,8 @@ void write_sframe_json(const sframe_description& d, const text_sink& sink) {
     fj["start"] = f.start;
     fj["size"] = f.size;
     if (f.pcmask_rep != 0) fj["pcmask_rep"] = f.pcmask_rep;
+    if (f.signal_frame) fj["signal"] = true;
+    if (f.pauth_key == 1) fj["pauth_key"] = "b";
     out += i ? ",\n    {" : "\n    {";
     for (const auto& item : fj.items())
       out += "\n      " + dump_value(json(item.key())) + ": " + one_line(item.value()) + ",";
@@ -440,12 +566,18 @@ void write_sframe_json(const sframe_description& d, const text_sink& sink) {
       if (r.ra == ra_rule::undefined) {
         rj["outermost"] = true;
       } else {
-        rj["cfa"] = cfa_text(r);
-        // AMD64's RA is implicitly at CFA-8; anything else (only possible in foreign input) is
+        rj["cfa"] = cfa_text(d.target, r);
+        // AMD64's RA is implicitly at CFA-8; anything else (a v3 FLEX row, or foreign input) is
         // shown so that nothing is hidden.
         if (r.ra == ra_rule::saved && (d.target != abi::amd64 || r.ra_offset != -8))
           rj["ra"] = r.ra_offset;
+        if (r.ra == ra_rule::register_value || r.ra == ra_rule::register_saved)
+          rj["ra"] =
+              register_rule_text(d.target, r.ra_reg, r.ra_offset, r.ra == ra_rule::register_saved);
         if (r.fp == fp_rule::saved) rj["fp"] = r.fp_offset;
+        if (r.fp == fp_rule::register_value || r.fp == fp_rule::register_saved)
+          rj["fp"] =
+              register_rule_text(d.target, r.fp_reg, r.fp_offset, r.fp == fp_rule::register_saved);
         if (r.ra_mangled) rj["ra_mangled"] = true;
       }
       out += (k ? ",\n        " : "\n        ") + one_line(rj);

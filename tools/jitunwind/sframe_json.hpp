@@ -20,7 +20,7 @@ struct sframe_description {
   /// Optional per-function names (same length as `functions` or empty); from "name" keys or
   /// from ELF symbols. An empty string means no name.
   std::vector<std::string> names;
-  /// "version": required to be 2 on input when present; the section's version on output.
+  /// "version": 2 or 3 on input (absent: 3); the section's version on output.
   std::optional<uint8_t> version;
   /// "flags": SFrame header flags (SFRAME_F_* bits), when given / known.
   std::optional<uint8_t> flags;
@@ -45,7 +45,13 @@ void write_sframe_json(const sframe_description& d, const text_sink& sink);
 /// as "0xNN".
 std::vector<std::string> sframe_flag_names(uint8_t flags);
 
-/// "sp+16", "fp-8", …
-std::string cfa_text(const frame_row& r);
+/// "sp+16", "fp-8", "r10+0", "*(fp-8)" (v3: loaded from memory), …
+std::string cfa_text(abi target, const frame_row& r);
+
+/// "sp", "fp" (the ABI's), else "rN" with the DWARF number.
+std::string register_text(abi target, uint8_t reg);
+
+/// An RA/FP rule naming a register: "r3+0", "*(fp+0)".
+std::string register_rule_text(abi target, uint8_t reg, int32_t offset, bool deref);
 
 }  // namespace jitunwind::cli

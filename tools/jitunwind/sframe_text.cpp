@@ -46,14 +46,27 @@ std::string ra_text(abi target, const frame_row& r) {
     case ra_rule::saved:
       s = offset_text("cfa", r.ra_offset);
       break;
+    case ra_rule::register_value:
+    case ra_rule::register_saved:
+      s = register_rule_text(target, r.ra_reg, r.ra_offset, r.ra == ra_rule::register_saved);
+      break;
   }
   // Pointer authentication: the RA (in LR or on the stack) is signed.
   if (r.ra_mangled) s += " (signed)";
   return s;
 }
 
-std::string fp_text(const frame_row& r) {
-  return r.fp == fp_rule::saved ? offset_text("cfa", r.fp_offset) : "unchanged";
+std::string fp_text(abi target, const frame_row& r) {
+  switch (r.fp) {
+    case fp_rule::saved:
+      return offset_text("cfa", r.fp_offset);
+    case fp_rule::register_value:
+    case fp_rule::register_saved:
+      return register_rule_text(target, r.fp_reg, r.fp_offset, r.fp == fp_rule::register_saved);
+    case fp_rule::unchanged:
+      break;
+  }
+  return "unchanged";
 }
 
 std::string flags_text(uint8_t flags) {
@@ -110,7 +123,14 @@ void write_sframe_text(const std::string& path, const sframe_source& source,
     append(out, ": [0x%" PRIx64 ", 0x%" PRIx64 ") size %u", f.start,
            f.start + static_cast<uint64_t>(f.size), f.size);
     if (f.pcmask_rep) append(out, ", PCMASK (rows repeat every %u bytes)", f.pcmask_rep);
+    if (i < section.layout.size() && section.layout[i].fde_type == 1) append(out, ", FLEX");
+    if (f.signal_frame) append(out, ", signal frame");
+    if (f.pauth_key == 1) append(out, ", PAuth key B");
     append(out, ", %s\n", count_text(f.rows.size(), "row").c_str());
+    if (f.rows.empty() && h.version >= 3) {
+      append(out, "  outermost frame (no rows: return address undefined everywhere)\n");
+      continue;
+    }
     append(out, "  %-26s %-10s %-16s %s\n", f.pcmask_rep ? "BLOCK OFFSET" : "PC", "CFA", "RA",
            "FP");
     for (const frame_row& r : f.rows) {
@@ -123,8 +143,8 @@ void write_sframe_text(const std::string& path, const sframe_source& source,
         append(out, "  %-26s outermost frame (return address undefined)\n", pc);
         continue;
       }
-      append(out, "  %-26s %-10s %-16s %s\n", pc, cfa_text(r).c_str(), ra_text(h.target, r).c_str(),
-             fp_text(r).c_str());
+      append(out, "  %-26s %-10s %-16s %s\n", pc, cfa_text(h.target, r).c_str(),
+             ra_text(h.target, r).c_str(), fp_text(h.target, r).c_str());
     }
     sink(out);
   }

@@ -22,6 +22,13 @@ void check_window(loaded_window& w, std::optional<abi> required_abi) {
     return;
   }
   const remote::window_record& r = w.record;
+  // The registry entry names the version (writers since SFrame v3; 0: not said): it must be
+  // the section's.
+  if (r.sframe_version != 0 && r.sframe_version != t->info().version) {
+    w.why = "its registry entry says SFrame v" + std::to_string(r.sframe_version) +
+            " but the section is v" + std::to_string(t->info().version);
+    return;
+  }
   const auto [lo, hi] = t->pc_range();
   if (lo != hi && (lo < r.text_start || hi - r.text_start > r.text_size)) {
     w.why = "its functions span " + hex_text(lo) + "-" + hex_text(hi) + ", outside its text " +

@@ -61,7 +61,8 @@ const command_spec list_spec{
     "Show the code windows a running process has published, and check their SFrame data.",
     std::string("Finds every jitunwind registry in process PID (one per copy of the SDK it has "
                 "mapped) and lists its windows: id, generation, state (live, or retired: in its "
-                "grace period), text range, SFrame section, ABI and number of functions.\n") +
+                "grace period), text range, SFrame section and its version, ABI and number of "
+                "functions.\n") +
         reading_note +
         "\nExit status: 0 if every window is usable (also when none is published), 1 if one is "
         "not or the registry cannot be read (no such process, no registry in it, no "
@@ -157,6 +158,8 @@ json window_json(const loaded_window& w, const perf_map_names* names) {
   j["sframe_address"] = r.sframe_address;
   j["sframe_size"] = r.sframe_size;
   j["abi"] = w.table ? to_string(w.table->info().target) : to_string(r.code_abi);
+  // The section's version once validated, else what the registry entry says (0: not said).
+  j["sframe_version"] = w.table ? w.table->info().version : r.sframe_version;
   if (w.changed)
     j["usable"] = nullptr;  // not known: it changed while it was read
   else
@@ -190,8 +193,8 @@ std::string window_line(const loaded_window& w) {
     s += ", SFrame " + hex_text(r.sframe_address) + "+" + count_text(r.sframe_size, "byte");
   if (w.changed) return s + ", changed while being read (republished or freed meanwhile)";
   if (!w.why.empty()) return s + ", UNUSABLE: " + w.why;
-  return s + ", " + to_string(w.table->info().target) + ", " +
-         count_text(function_count(w), "function");
+  return s + ", SFrame v" + std::to_string(w.table->info().version) + ", " +
+         to_string(w.table->info().target) + ", " + count_text(function_count(w), "function");
 }
 
 void print_functions(const loaded_window& w, const perf_map_names& names, const char* indent) {

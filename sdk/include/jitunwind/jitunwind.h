@@ -97,6 +97,14 @@ typedef struct jitunwind_frame_row {
 /* Set in jitunwind_function.flags by the decoder: legal SFrame that jitunwind_frame_validate
    rejects (e.g. "FP saved" kept after an epilogue by gas and LLVM). */
 #define JITUNWIND_FUNCTION_NONCONFORMING 0x1u
+/* Set by the decoder: an SFrame v3 signal frame (a signal trampoline). */
+#define JITUNWIND_FUNCTION_SIGNAL_FRAME 0x2u
+/* Set by the decoder: some row uses an SFrame v3 rule (CFA from another register or from memory,
+   RA/FP taken from a register) that jitunwind_frame_row cannot show: its cfa_base/ra_rule/
+   fp_rule hold the C++ enum values (jitunwind::cfa_base::reg = 2, ra_rule::register_value = 3,
+   register_saved = 4, fp_rule::register_value = 2, register_saved = 3) without the register
+   numbers. Use the C++ API (jitunwind/frame.h) for these rows. */
+#define JITUNWIND_FUNCTION_V3_RULES 0x4u
 
 /* A function: address range and rows (C mirror of jitunwind::function_desc). `rows` is not
    owned by the struct: see the function that filled it. */
@@ -218,12 +226,13 @@ typedef struct jitunwind_sframe_encoder_options {
   int pcrel;                /* 1 (default): FDE_FUNC_START_PCREL; 0: section-relative starts */
   int frame_pointer;        /* -1 (default): automatic; 0 or 1: force the FRAME_POINTER flag */
   int strict;               /* 1 (default): jitunwind_frame_validate rules; 0: format rules */
-  int reserved;             /* 0 */
+  int version;              /* 3 (default): SFrame v3 (binutils 2.46, kernel series); or 2 */
+  int allow_flex;           /* 1 (default); 0: refuse functions that need a v3 FLEX FDE */
 } jitunwind_sframe_encoder_options;
 
 JITUNWIND_API void jitunwind_sframe_encoder_options_init(jitunwind_sframe_encoder_options* o);
 
-/* SFrame v2 encoder (jitunwind::sframe::encoder): functions are appended in address order and
+/* SFrame v3/v2 encoder (jitunwind::sframe::encoder): functions are appended in address order and
    the section can be written at any time. One thread at a time. */
 typedef struct jitunwind_sframe_encoder jitunwind_sframe_encoder;
 
@@ -247,7 +256,7 @@ JITUNWIND_API jitunwind_status jitunwind_sframe_encoder_relocate(jitunwind_sfram
                                                                  uint64_t new_section_address,
                                                                  jitunwind_error* error);
 
-/* Validates a v1/v2 section at `section_address` (hostile input: E_MALFORMED / E_UNSUPPORTED
+/* Validates a v1/v2/v3 section at `section_address` (hostile input: E_MALFORMED / E_UNSUPPORTED
    with a message naming the structure, index and values). `info` may be NULL. */
 JITUNWIND_API jitunwind_status jitunwind_sframe_check(const void* bytes, size_t size,
                                                       uint64_t section_address,
@@ -346,9 +355,9 @@ JITUNWIND_API size_t jitunwind_sframe_unwind(jitunwind_abi abi,
 /* ==== session, windows and publishers (jitunwind/window.h) ================================ */
 
 /* A session owns the publishers and the code windows (see jitunwind/window.h and docs/window.md).
- * Session functions are thread-safe. A window belongs to its session (never destroyed on its
- * own; valid until the session is destroyed) and is used by one thread at a time; different
- * windows may be used from different threads. */
+ * Session functions are thread-safe. A window belongs to its session (valid until
+ * jitunwind_session_release or the session's end) and is used by one thread at a time;
+ * different windows may be used from different threads. */
 typedef struct jitunwind_window jitunwind_window;
 
 /* Publisher bits (jitunwind::publisher). */
@@ -368,6 +377,20 @@ typedef enum jitunwind_publisher_state {
   JITUNWIND_PUBLISHER_FAILED = 2,
   JITUNWIND_PUBLISHER_UNSUPPORTED = 3
 } jitunwind_publisher_state;
+
+/* session_options::reuse (jitunwind::address_reuse). */
+typedef enum jitunwind_address_reuse {
+  JITUNWIND_ADDRESS_REUSE_AUTO = 0, /* off while the perf map or jitdump publisher is active */
+  JITUNWIND_ADDRESS_REUSE_ALLOWED = 1,
+  JITUNWIND_ADDRESS_REUSE_NEVER = 2
+} jitunwind_address_reuse;
+
+/* owned_window_options::layout (jitunwind::code_layout). */
+typedef enum jitunwind_code_layout {
+  JITUNWIND_LAYOUT_PAGE_FLIP = 0,   /* RW until publish makes it RX; a page per publish */
+  JITUNWIND_LAYOUT_MEMFD_ALIAS = 1, /* RX + RW views of a memfd; perf maps cannot name it */
+  JITUNWIND_LAYOUT_SHARED_ALIAS = 2 /* RX + RW views of shared anonymous memory; sub-page */
+} jitunwind_code_layout;
 
 typedef enum jitunwind_window_state {
   JITUNWIND_WINDOW_OPEN = 0,
@@ -408,6 +431,7 @@ typedef struct jitunwind_session_options {
   size_t flush_bytes;
   uint32_t flush_latency_ms;
   int no_flush_thread;
+  jitunwind_address_reuse address_reuse; /* 0 = AUTO */
 } jitunwind_session_options;
 
 /* The defaults: AMD64, JITUNWIND_PUBLISH_DEFAULT, /tmp for the perf map, $JITDUMPDIR or /tmp for
@@ -416,8 +440,8 @@ JITUNWIND_API void jitunwind_session_options_init(jitunwind_session_options* opt
 
 /* The defaults overridden by the environment (JITUNWIND_PUBLISH, JITUNWIND_DIR, JITDUMPDIR,
    JITUNWIND_KERNEL_SFRAME, JITUNWIND_DURABILITY, JITUNWIND_FLUSH_MS, JITUNWIND_FLUSH_BYTES,
-   JITUNWIND_FLUSH_THREAD), as jitunwind::session_options::from_env; `options` NULL = the
-   defaults without the environment. The strings of `options` are not used with from_env. */
+   JITUNWIND_FLUSH_THREAD, JITUNWIND_ADDRESS_REUSE), as jitunwind::session_options::from_env;
+   `options` NULL = the defaults without the environment. The strings of `options` are not used with from_env. */
 JITUNWIND_API jitunwind_status jitunwind_session_create(const jitunwind_session_options* options,
                                                         jitunwind_session** out,
                                                         jitunwind_error* error);
@@ -437,20 +461,33 @@ JITUNWIND_API jitunwind_publisher_state jitunwind_session_publisher_state(
    Batched file publishers: also writes records that have waited the latency bound. */
 JITUNWIND_API size_t jitunwind_session_poll(jitunwind_session* session);
 
+/* Ends a window handle (session::release): a freed window goes now, a retired one when its
+   grace period is over (a window kept for reuse is freed now). BAD_STATE for an open or sealed
+   window, INVALID_ARGUMENT for a handle that is not (or no longer) the session's. */
+JITUNWIND_API jitunwind_status jitunwind_session_release(jitunwind_session* session,
+                                                         jitunwind_window* window,
+                                                         jitunwind_error* error);
+/* Non-zero if the session puts new code where published code was (address_reuse resolved). */
+JITUNWIND_API int jitunwind_session_recycles_addresses(const jitunwind_session* session);
+
 /* Writes every buffered perf map line and jitdump record now (batched durability). A file that
    cannot be written marks its publisher failed; its error is returned. */
 JITUNWIND_API jitunwind_status jitunwind_session_flush(jitunwind_session* session,
                                                        jitunwind_error* error);
 
+/* `layout`: a jitunwind_code_layout (0 = page flip; 1, the former dual_mapping = memfd alias). */
 JITUNWIND_API jitunwind_status jitunwind_session_create_owned_window(
-    jitunwind_session* session, size_t code_capacity, size_t sframe_capacity, int dual_mapping,
+    jitunwind_session* session, size_t code_capacity, size_t sframe_capacity, int layout,
     jitunwind_window** out, jitunwind_error* error);
 JITUNWIND_API jitunwind_status jitunwind_session_describe_window(
     jitunwind_session* session, uint64_t text_start, size_t text_size, size_t sframe_capacity,
     jitunwind_window** out, jitunwind_error* error);
 
 JITUNWIND_API uint64_t jitunwind_window_id(const jitunwind_window* window);
-JITUNWIND_API uint32_t jitunwind_window_generation(const jitunwind_window* window);
+/* How many times jitunwind_window_reuse gave the window's range back (not a generation). */
+JITUNWIND_API uint32_t jitunwind_window_reuse_count(const jitunwind_window* window);
+/* The process-wide generation of the window's last publish (registry, events, tools); 0 before. */
+JITUNWIND_API uint64_t jitunwind_window_published_generation(const jitunwind_window* window);
 JITUNWIND_API jitunwind_window_state jitunwind_window_get_state(const jitunwind_window* window);
 
 /* Owned windows: reserves `size` bytes of code; `*address` is where it will run, `*writable`
@@ -469,13 +506,25 @@ JITUNWIND_API jitunwind_status jitunwind_window_publish(jitunwind_window* window
 JITUNWIND_API jitunwind_status jitunwind_window_seal(jitunwind_window* window,
                                                      jitunwind_error* error);
 /* Unpublishes. After `grace_ms`, the next jitunwind_session_poll calls `on_grace_over` (may be
-   NULL); a non-zero return keeps the window for jitunwind_window_reuse, else it is freed. */
+   NULL); a non-zero return keeps the window for jitunwind_window_reuse, else it is freed (it is
+   freed anyway when the session does not reuse addresses or the handle was released). */
 JITUNWIND_API jitunwind_status jitunwind_window_retire(
     jitunwind_window* window, uint32_t grace_ms,
     int (*on_grace_over)(void* user, jitunwind_window* window), void* user,
     jitunwind_error* error);
 JITUNWIND_API jitunwind_status jitunwind_window_reuse(jitunwind_window* window,
                                                       jitunwind_error* error);
+/* Overwrites `size` bytes of code at `address` inside one appended function of an owned window
+   (window::patch: W^X kept; up to 8 bytes in one aligned 8-byte word are stored atomically with
+   the alias layouts; see docs/window.md for what may run meanwhile). */
+JITUNWIND_API jitunwind_status jitunwind_window_patch(jitunwind_window* window, uint64_t address,
+                                                      const void* bytes, size_t size,
+                                                      jitunwind_error* error);
+/* Takes the function starting at `start` out of the window at the next publish
+   (window::retire_function: rows and GDB symbol go, code_remove fires). */
+JITUNWIND_API jitunwind_status jitunwind_window_retire_function(jitunwind_window* window,
+                                                                uint64_t start,
+                                                                jitunwind_error* error);
 
 
 /* ==== remote registry reader (jitunwind/remote.h) ========================================= */
@@ -499,7 +548,7 @@ typedef struct jitunwind_remote_window {
   uint64_t entry_address;    /* its entry, and the entry's sequence value when copied: */
   uint64_t sequence;         /*   jitunwind_remote_read_sframe re-checks them */
   uint32_t slot;
-  uint32_t reserved;
+  uint32_t sframe_version;   /* 2 or 3 as the writer says; 0 if not said (older writers) */
 } jitunwind_remote_window;
 
 /* Reads the live and retired windows of every jitunwind registry in process `pid` (consistent

@@ -56,9 +56,11 @@ typedef struct jitunwind_registry_header {
   uint64_t reserved;      /* 56: 0 */
 } jitunwind_registry_header;
 
-/* One slot: 64 bytes (one cache line), 64-byte aligned. Protected by `seq`, a sequence counter:
-   odd while the writer changes the slot, incremented again (to even) when done. A copy of the
-   slot is valid only if `seq` read before and after copying it is the same even number. */
+/* One slot: 128 bytes (two cache lines), 64-byte aligned; writers before the SFrame v3 release
+   used 64-byte entries (the fields up to `abi`), so readers must accept entry_size 64 and read
+   `sframe_version` only when entry_size covers it. Protected by `seq`, a sequence counter: odd
+   while the writer changes the slot, incremented again (to even) when done. A copy of the slot
+   is valid only if `seq` read before and after copying it is the same even number. */
 typedef struct jitunwind_registry_entry {
   uint64_t seq;          /*  0: sequence counter (even = stable) */
   uint64_t window_id;    /*  8: the runtime's id for the window (may be reused after release) */
@@ -70,14 +72,22 @@ typedef struct jitunwind_registry_entry {
   uint64_t sframe_size;  /* 48: bytes of the SFrame section */
   uint32_t state;        /* 56: JITUNWIND_WINDOW_FREE / _LIVE / _RETIRED */
   uint32_t abi;          /* 60: SFrame ABI id of the code: 1 AArch64 BE, 2 AArch64 LE, 3 AMD64 */
+  uint32_t sframe_version; /* 64: version byte of the SFrame section (2 or 3); 0 while there is
+                                  no section, and in 64-byte entries (older writers) */
+  uint32_t reserved0;    /* 68: 0 */
+  uint64_t reserved[7];  /* 72: 0 */
 } jitunwind_registry_entry;
+
+/* The smallest entry_size a reader accepts: the fields up to `abi` (the layout of writers before
+   `sframe_version` was added). */
+#define JITUNWIND_REGISTRY_ENTRY_MIN_SIZE 64u
 
 /* clang-format on */
 
 #ifdef __cplusplus
 }  // extern "C"
 static_assert(sizeof(jitunwind_registry_header) == 64, "registry ABI: header is 64 bytes");
-static_assert(sizeof(jitunwind_registry_entry) == 64, "registry ABI: entry is 64 bytes");
+static_assert(sizeof(jitunwind_registry_entry) == 128, "registry ABI: entry is 128 bytes");
 #endif
 
 #endif /* JITUNWIND_REGISTRY_ABI_H */

@@ -56,6 +56,10 @@ struct window_record {
   uint64_t sframe_address = 0;
   uint64_t sframe_size = 0;
   abi code_abi = abi::amd64;
+  /// The SFrame version the writer says its section has (2 or 3); 0 when not said (no section
+  /// yet, or a writer of 64-byte entries). The section's own header is what counts: readers
+  /// that copy it check both agree.
+  uint8_t sframe_version = 0;
   uint32_t slot = 0;              ///< index in the registry's entry array
   uint64_t entry_address = 0;     ///< address of the entry in the target
   uint64_t sequence = 0;          ///< the entry's sequence counter when copied
@@ -92,8 +96,10 @@ struct read_options {
   /// Largest SFrame section read_window_sframe accepts (the value comes from the target).
   uint64_t max_sframe_size = uint64_t{256} << 20;
   /// Largest entry array (slot_count * entry_size bytes) a registry read copies; the sizes come
-  /// from the target, so a corrupt header must not make the reader allocate gigabytes.
-  uint64_t max_entries_size = uint64_t{64} << 20;
+  /// from the target, so a corrupt header must not make it copy gigabytes. The array is copied
+  /// in chunks (the reader holds three chunks, not the array), so this bounds work, not memory:
+  /// 256 MiB holds a full registry of 2^20 slots of today's 128-byte entries (v3).
+  uint64_t max_entries_size = uint64_t{256} << 20;
   /// read_window_sframe copies the SFrame header first and then only the bytes it says the
   /// section uses (at most sframe_size): a window that claims a large section over memory the
   /// target never touched (free for it, not for the reader) costs its header; bytes without

@@ -1,4 +1,5 @@
-/// jitunwind/sframe.h — SFrame: encoder (v2), decoder/validator (v1 and v2), lookup, unwinder.
+/// jitunwind/sframe.h — SFrame: encoder (v3, v2 on request), decoder/validator (v1, v2, v3),
+/// lookup, unwinder.
 ///
 /// SFrame is the compact "how to find the CFA, return address and saved FP at this PC" table
 /// that the kernel's user-space unwinder, our eBPF walker and binutils/LLVM tools read. The SDK
@@ -35,9 +36,12 @@ namespace jitunwind::sframe {
 inline constexpr uint16_t magic = 0xdee2;
 inline constexpr uint8_t version_1 = 1;
 inline constexpr uint8_t version_2 = 2;
+/// What binutils 2.46 writes and the kernel's SFrame series (since v13) reads; our default.
+inline constexpr uint8_t version_3 = 3;
 
 /// Header flags.
 inline constexpr uint8_t flag_fde_sorted = 0x1;
+/// v1 and v2 only (undefined in v3).
 inline constexpr uint8_t flag_frame_pointer = 0x2;
 inline constexpr uint8_t flag_fde_func_start_pcrel = 0x4;
 
@@ -64,37 +68,54 @@ struct section_info {
 struct encoder_options {
   abi target = abi::amd64;
   /// Address of the section's first byte where it will be used (in the process, or in the ELF
-  /// image). FDE start addresses are stored as 32-bit offsets from it (or from each FDE's own
-  /// start field with `pcrel`), so every function must lie within ±2 GiB of the section.
+  /// image). FDE start addresses are stored as offsets from it (or from each FDE's own start
+  /// field with `pcrel`): 32-bit in v2, so every function must lie within ±2 GiB of the
+  /// section; 64-bit in v3.
   uint64_t section_address = 0;
   /// Set FDE_FUNC_START_PCREL (start offsets relative to the FDE field; the default, required
   /// by the newer kernel series). false: offsets relative to the section start.
   bool pcrel = true;
-  /// FRAME_POINTER flag: unset = automatic (set when every function establishes an FP-based
-  /// CFA in some row, i.e. the whole section keeps frame pointers).
+  /// v2 only: FRAME_POINTER flag: unset = automatic (set when every function establishes an
+  /// FP-based CFA in some row, i.e. the whole section keeps frame pointers). v3 has no such
+  /// flag: `true` is refused there.
   std::optional<bool> frame_pointer;
   /// true: every function must pass `jitunwind::validate` (what a code generator should
   /// produce). false: accept any function SFrame can express on the ABI (rows sorted and inside
   /// the function, offsets that fit the FRE layout), e.g. to re-encode a foreign section whose
   /// rows our stricter rules reject (see `decoded_section::nonconforming`).
   bool strict = true;
+  /// SFrame version to write: 3 (the default: binutils 2.46, the kernel series since v13) or 2
+  /// (binutils 2.41-2.45, LLVM, kernels before v13).
+  uint8_t version = version_3;
+  /// v3: a function with a row that a DEFAULT FDE cannot hold (CFA from another register or
+  /// from memory, RA/FP rules naming registers, AMD64 RA not at CFA-8) is written as a FLEX FDE.
+  /// false: such a function is refused (`invalid_argument` naming the function, the row and what
+  /// needs FLEX) — for runtimes that register with kernels whose v3 reader drops a whole
+  /// section when it meets a FLEX FDE. v2 cannot express these rows at all.
+  bool allow_flex = true;
 };
 
-/// Builds a v2 section incrementally: functions are appended in address order and the section
-/// can be serialized at any time without re-encoding what was appended before.
+/// Builds a v3 (or v2) section incrementally: functions are appended in address order and the
+/// section can be serialized at any time without re-encoding what was appended before.
 ///
 /// Widths: each FDE uses the smallest FRE start-address width (1, 2 or 4 bytes) that fits the
-/// function's (or repeated block's) size, and each FRE the smallest offset width that fits its
-/// offsets.
+/// function's (or repeated block's) size, and each FRE the smallest data-word width that fits
+/// its offsets (and, in FLEX FREs, its control words), as gas does. v3 functions are DEFAULT
+/// FDEs unless a row needs FLEX (see `allow_flex`); a v3 function without rows is an outermost
+/// frame (a DEFAULT FDE without FREs).
 class JITUNWIND_API encoder {
  public:
-  /// `errc::invalid_argument` for an unknown ABI.
+  /// `errc::invalid_argument` for an unknown ABI (or s390x, which is read only), a version other
+  /// than 2 and 3, or `frame_pointer = true` with version 3.
   static result<encoder> create(const encoder_options& options);
 
-  /// Validates `f` (`jitunwind::validate`) and appends it. Errors: `invalid_argument` for bad
-  /// rows, or a function that starts before the end of the previous one (overlap / out of
-  /// order); `out_of_range` when its start cannot be expressed as a 32-bit offset from the
-  /// section. Nothing is appended on error.
+  /// Validates `f` (`jitunwind::validate`; in v3 a function without rows is checked as an
+  /// outermost function) and appends it. Errors: `invalid_argument` for bad
+  /// rows, a row the version cannot express (v2: the v3 rules and signal frames; v3 without
+  /// `allow_flex`: rows that need FLEX; v3: more than 65535 rows), or a function that starts
+  /// before the end of the previous one (overlap / out of order); `out_of_range` when (v2) its
+  /// start cannot be expressed as a 32-bit offset from the section. Nothing is appended on
+  /// error.
   result<void> append(const function_desc& f);
 
   /// Number of bytes `write` produces now.
@@ -112,8 +133,13 @@ class JITUNWIND_API encoder {
   /// for one code window can serve the next without growing its buffers again.
   void clear() noexcept;
 
+  /// Takes out the function that starts at `start` (its FDE and FREs; O(functions + FRE
+  /// bytes)). Sections written before no longer match: write the next one whole
+  /// (`write_update` with `written` 0). `not_found` if no function starts there.
+  result<void> remove(uint64_t start);
+
   /// The section will live at another address: recompute FDE start offsets (O(functions)).
-  /// `out_of_range` if some function is then out of reach; the encoder is unchanged then.
+  /// `out_of_range` if (v2) some function is then out of reach; the encoder is unchanged then.
   result<void> relocate(uint64_t new_section_address);
 
   /// Brings a section up to date in place, for a runtime that republishes a growing section:
@@ -132,8 +158,13 @@ class JITUNWIND_API encoder {
   void write_header(uint8_t* h) const;
   void write_fdes(uint8_t* fde_area, uint64_t section_address, size_t from, size_t to) const;
 
+  size_t fde_size() const noexcept;
+  result<void> encode_rows(const function_desc& f, uint8_t type, bool flex);
+
   encoder_options options_;
-  // FDEs are kept with absolute start addresses and encoded on write; FRE bytes are final.
+  // FDEs are kept with absolute start addresses and encoded on write; FRE bytes are final. In
+  // v3 each function's bytes in `fres_` begin with its attribute record, and `fre_offset` is
+  // the record's offset.
   struct fde_entry {
     uint64_t start;
     uint32_t size;
@@ -155,6 +186,8 @@ class JITUNWIND_API encoder {
   uint32_t last_fre_offset_ = 0;
   uint32_t last_fre_bytes_ = 0;
   uint8_t last_type_ = 0xff;  // 0xff: no shape cached
+  bool last_signal_ = false;
+  uint8_t last_pauth_ = 0;
   bool last_uses_fp_ = false;
 };
 
@@ -167,13 +200,17 @@ JITUNWIND_API result<std::vector<uint8_t>> encode(const encoder_options& options
 
 /// How one FDE and its FREs are laid out in the bytes (for dumps and tests).
 struct fde_layout {
-  uint32_t offset = 0;           ///< of the FDE, from the section start
-  int32_t start_field = 0;       ///< raw `sfde_func_start_address`
-  uint8_t info = 0;              ///< raw `sfde_func_info`
+  uint32_t offset = 0;           ///< of the FDE (v3: its index entry), from the section start
+  int64_t start_field = 0;       ///< raw start offset (32 bits in v1/v2, 64 in v3)
+  uint8_t info = 0;              ///< raw function info byte
+  uint8_t info2 = 0;             ///< raw second info byte (v3; 0 before)
+  uint8_t fde_type = 0;          ///< v3 FDE type: 0 DEFAULT, 1 FLEX (0 before v3)
   uint8_t fre_address_size = 1;  ///< 1, 2 or 4 bytes per FRE start address
   bool pcmask = false;
+  bool signal = false;             ///< v3 signal-frame bit
   uint8_t pauth_key = 0;           ///< AArch64 pointer-authentication key: 0 = A, 1 = B
-  uint8_t rep_size = 0;            ///< raw `sfde_func_rep_size` (v2); v1 PCMASK: implied 16
+  uint8_t rep_size = 0;            ///< raw repetition size (v2, v3); v1 PCMASK: implied 16
+  uint32_t attr_offset = 0;        ///< v3: the attribute record, from the FRE sub-section
   uint32_t fre_offset = 0;         ///< first FRE, from the start of the FRE sub-section
   uint32_t fre_bytes = 0;          ///< bytes taken by this FDE's FREs
   std::vector<uint8_t> fre_infos;  ///< raw `sfre_info` byte of each FRE (offset size, count, ...)
@@ -198,17 +235,32 @@ struct decoded_section {
   std::vector<nonconforming_function> nonconforming;
 };
 
-/// Validates and decodes a v1 or v2 section that lives at `section_address`.
+/// Validates and decodes a v1, v2 or v3 section that lives at `section_address`.
 /// `errc::malformed` with a precise message for any inconsistency; `errc::unsupported` for a
-/// well-formed section of a version or ABI this decoder does not know (e.g. v3), or with a
+/// well-formed section of a version, ABI or FDE type this decoder does not know, or with a
 /// non-zero fixed FP offset. Unsorted sections (as in relocatable objects) are accepted; rows
 /// that are legal SFrame but fail `jitunwind::validate` are returned and listed in
-/// `nonconforming`. The rules are listed in docs/sframe.md.
+/// `nonconforming`. s390x sections are decoded as data (every function is nonconforming). A
+/// v3 DEFAULT FDE without FREs (an outermost function) decodes to a function without rows. The
+/// rules are listed in docs/sframe.md.
 JITUNWIND_API result<decoded_section> decode(std::span<const uint8_t> bytes,
                                              uint64_t section_address);
 
 /// Only validates (same rules and messages as `decode`, no allocation of rows).
 JITUNWIND_API result<section_info> check(std::span<const uint8_t> bytes, uint64_t section_address);
+
+/// Re-encodes a section (v1, v2 or v3, at `section_address`) as `options.version`, for
+/// `options.section_address`, with `options.target` taken from the section. Rows are kept as
+/// they are (`strict` is ignored: the encoding is non-strict, so foreign rows such as gas's
+/// "FP saved" after an epilogue survive). A function without rows means "outermost frame" in v3
+/// and nothing before v3, so going to v2 it becomes one outermost row, and coming from v1/v2 it
+/// is left out. Errors: the decoder's for the input; `unsupported` for
+/// s390x; the encoder's for what the target version cannot express (naming the function and
+/// row: v3 rules or signal frames in v2, FLEX with `allow_flex = false`, more than 65535 rows in
+/// v3) or cannot reach (v2: ±2 GiB).
+JITUNWIND_API result<std::vector<uint8_t>> convert(std::span<const uint8_t> bytes,
+                                                   uint64_t section_address,
+                                                   const encoder_options& options);
 
 // ---------------------------------------------------------------------------------------------
 // Lookup
@@ -218,7 +270,8 @@ struct lookup_result {
   size_t function_index = 0;
   uint64_t function_start = 0;
   uint32_t function_size = 0;
-  frame_row row;
+  bool signal_frame = false;  ///< the function is a signal trampoline (v3)
+  frame_row row;              ///< v3 DEFAULT FDE without FREs: `outermost_row(0)`
 };
 
 /// A validated, read-only view of a section for fast lookups. It does not copy the bytes: they
@@ -255,6 +308,7 @@ class JITUNWIND_API table {
   size_t fde_base_ = 0;
   size_t fre_base_ = 0;
   uint8_t fde_size_ = 20;
+  uint8_t version_ = 2;
   bool big_endian_ = false;
   // Function starts as offsets from pc_range_.first (4 bytes per function), so the binary
   // search touches a small dense array instead of the 20-byte FDEs. Empty when the range does
@@ -290,13 +344,18 @@ enum class stop_reason : uint8_t {
   depth_limit = 4,  ///< the frame cap was reached
   bad_rule = 5,     ///< the row cannot be applied (e.g. RA in register past frame 0)
   zero_pc = 6,      ///< the return address read was 0 (end of the stack by convention)
+  /// The row has a rule this unwinder cannot apply: it needs a register other than SP, FP and
+  /// the AArch64 link register (`regs` has no others), or the ABI is s390x.
+  unsupported_rule = 7,
 };
 
 JITUNWIND_API const char* to_string(stop_reason r) noexcept;
 
 /// One step: applies `row` (the row covering callee.pc) to the callee's registers and returns
 /// the caller's: SP = CFA, PC = the RA (read at CFA + ra_offset, or taken from lr when
-/// `innermost` and the RA is in the link register), FP = saved FP or unchanged.
+/// `innermost` and the RA is in the link register), FP = saved FP or unchanged. The v3 rules
+/// it follows: CFA = *(SP|FP + offset); RA or FP read at (SP|FP|LR) + offset or taken from one
+/// of those registers (+ offset); a register the step does not have gives `unsupported_rule`.
 /// `ra_undefined` rows give `stop_reason::outermost`. The caller's SP must be strictly above
 /// the callee's (`no_progress` otherwise) — except for an innermost AArch64 leaf whose RA is
 /// still in the link register, where CFA = SP is legitimate; the CFA must be 8-byte aligned
@@ -331,7 +390,8 @@ class JITUNWIND_API unwinder {
   };
   /// Walks from `start` until a stop reason, at most `max_frames` PCs. For frames after the
   /// first, the row is looked up at pc - 1 (the return address may be past the function's end
-  /// when the call was its last instruction).
+  /// when the call was its last instruction) — except below a signal frame, whose caller's PC
+  /// is the interrupted instruction itself, and at a signal trampoline found only at pc.
   trace unwind(const regs& start, const memory_reader& reader, size_t max_frames = 128) const;
 
  private:

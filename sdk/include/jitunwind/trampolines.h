@@ -107,8 +107,10 @@ class JITUNWIND_API trampoline_pool {
   /// fresh stub; a full window is sealed and a new one opened.
   result<trampoline> acquire(std::string_view name);
 
-  /// The interpreted function was unloaded: its stub may be handed out again. The caller
-  /// guarantees that no thread is inside this trampoline and none will call it again.
+  /// The interpreted function was unloaded: its stub may be handed out again, unless the
+  /// session never reuses addresses (`session::recycles_addresses()`; then the stub stays
+  /// unused). The caller guarantees that no thread is inside this trampoline and none will call
+  /// it again.
   result<void> release(const trampoline& t);
 
   /// Stubs handed out and not released.

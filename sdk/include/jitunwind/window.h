@@ -4,24 +4,32 @@
 /// kernel registration) and the code windows. A window is an address range of code plus the
 /// SFrame section that describes it (kept within ±2 GiB of the code, as SFrame's 32-bit FDE
 /// offsets require). The runtime appends functions to a window in address order and publishes:
-/// everything appended since the last publish becomes visible to every active publisher at once.
+/// everything appended (or retired) since the last publish becomes visible to every active
+/// publisher at once.
 ///
-/// Lifecycle of a window: open (append/publish) → sealed (no more appends) → retired
-/// (unpublished; its code may still run until the runtime's grace period ends) → freed, or reused
-/// (same range, new generation: consumers never see the old rows or names again).
+/// Lifecycle of a window (docs/window.md has the diagram and what each consumer sees): open
+/// (append/publish, patch, retire_function) → sealed (no more appends) → retired (unpublished;
+/// its code may still run until the runtime's grace period ends) → freed, or reused (same
+/// range, open again). Every publish of any window gets a process-wide, increasing
+/// **generation** (registry entries, USDT events, jitwalk and the CLI show it): `(window id,
+/// generation)` names one published content. `reuse_count()` counts reuses of one window's
+/// range; it is not a generation. A freed window's handle stays valid until
+/// `session::release` (or the session's end).
 ///
 /// Two kinds of windows:
-/// - **owned**: the SDK maps the memory. Code is written through `code_writer` while the pages are
-///   RW and not executable; `publish` makes them RX. Pages are never writable and executable at
-///   once: after a publish, new code starts on a fresh page (or use `dual_mapping`, where code is
-///   written through a separate RW alias of the same memory — perf maps then do not apply because
-///   perf only reads them for anonymous memory; jitdump still works).
+/// - **owned**: the SDK maps the memory, laid out as `code_layout` says: `page_flip` (RW until
+///   publish makes the pages RX; new code after a publish starts on a fresh page), or one of the
+///   alias layouts, where code is written through a separate RW view of the same pages and
+///   functions pack tightly whatever the publishing rhythm (`shared_alias`: perf maps still
+///   name the code; `memfd_alias`: they do not). No page is ever writable and executable
+///   through the same mapping.
 /// - **described**: the runtime owns the memory (e.g. asmjit's JitRuntime); the SDK only
 ///   describes ranges inside it.
 ///
 /// Thread-safety: `session` member functions are thread-safe. A `window` is used by one thread at
-/// a time (append, publish, seal); different windows may be used from different threads
-/// concurrently. `retire` and `reuse` must not race with operations on the same window.
+/// a time (append, publish, seal, patch, retire_function); different windows may be used from
+/// different threads concurrently. `retire` and `reuse` must not race with operations on the
+/// same window, nor `session::release` with anything on that window.
 ///
 /// Errors: every fallible function returns `result`; a failing publisher never stops the others —
 /// its failure is recorded in `session::status()` and reported through the log sink.
@@ -60,17 +68,33 @@ constexpr publisher_set operator|(publisher a, publisher b) {
 constexpr publisher_set operator|(publisher_set a, publisher b) {
   return a | static_cast<uint32_t>(b);
 }
-constexpr bool contains(publisher_set s, publisher p) { return (s & static_cast<uint32_t>(p)) != 0; }
+constexpr bool contains(publisher_set s, publisher p) {
+  return (s & static_cast<uint32_t>(p)) != 0;
+}
 
 /// Every publisher that works without configuration (all but `kernel`).
-inline constexpr publisher_set default_publishers =
-    publisher::registry | publisher::usdt_events | publisher::perfmap | publisher::jitdump |
-    publisher::gdb;
+inline constexpr publisher_set default_publishers = publisher::registry | publisher::usdt_events |
+                                                    publisher::perfmap | publisher::jitdump |
+                                                    publisher::gdb;
 
 /// "registry", "usdt-events", "perfmap", "jitdump", "gdb", "kernel".
 JITUNWIND_API const char* to_string(publisher p) noexcept;
 /// Parses a comma-separated list ("perfmap,jitdump", "all", "none", "default").
 JITUNWIND_API result<publisher_set> parse_publishers(std::string_view list);
+
+/// Whether a session may put new code at addresses that carried other published code before
+/// (a recycled window's memory, `window::reuse`). perf cannot tell two codes at one address
+/// apart in every case (docs/window.md, "Reused addresses"): with reuse off, freed owned
+/// windows keep their address range reserved (no memory: the pages are dropped, the range is
+/// mapped inaccessible), `window::reuse` is refused, described windows over a range that held
+/// published code are refused, and trampoline pools hand out fresh stubs only.
+enum class address_reuse : uint8_t {
+  /// Off while a file publisher perf reads (perf map or jitdump) is active, else allowed.
+  automatic = 0,
+  allowed = 1,
+  never = 2,
+};
+JITUNWIND_API const char* to_string(address_reuse r) noexcept;
 
 /// How the file publishers (perf map, jitdump) put their records into their files. The in-memory
 /// publishers (registry, SFrame, USDT events, GDB JIT interface, kernel) are always immediate:
@@ -122,13 +146,26 @@ struct session_options {
   /// Kernel registration backend, e.g. "prctl:79,80" or "syscall:470,471"; empty = off. Never
   /// guessed: see docs/kernel-registration.md.
   std::string kernel_sframe;
+  /// May new code go where other published code was? See `address_reuse`.
+  address_reuse reuse = address_reuse::automatic;
   log_sink log;
+  /// SFrame version of every window's section: 3 (the default: binutils 2.46 and the kernel
+  /// series since v13 read it) or 2 (for readers of binutils 2.41-2.45 / LLVM's era). The kernel
+  /// publisher hands the kernel v3 either way (it re-encodes a v2 window for the kernel).
+  uint8_t sframe_version = 3;
+  /// false: functions whose rows need an SFrame v3 FLEX FDE (CFA from a register other than
+  /// SP/FP or from memory, RA/FP rules naming registers) are refused when added, naming the
+  /// function and row — for runtimes that register with kernels whose v3 reader drops a whole
+  /// section when it meets a FLEX FDE.
+  bool sframe_allow_flex = true;
 
   /// Defaults overridden by the environment: JITUNWIND_PUBLISH (publisher list),
   /// JITUNWIND_DIR (perf map and jitdump directory), JITDUMPDIR, JITUNWIND_KERNEL_SFRAME,
+  /// JITUNWIND_SFRAME_VERSION (2 or 3), JITUNWIND_SFRAME_FLEX (0 refuses FLEX, 1 allows it),
   /// JITUNWIND_DURABILITY ("sync", "batched", or per file "perfmap:sync,jitdump:batched"),
   /// JITUNWIND_FLUSH_MS (flush_latency, 1..60000), JITUNWIND_FLUSH_BYTES (flush_bytes, with an
-  /// optional k or m suffix), JITUNWIND_FLUSH_THREAD ("on"/"off", "1"/"0").
+  /// optional k or m suffix), JITUNWIND_FLUSH_THREAD ("on"/"off", "1"/"0"),
+  /// JITUNWIND_ADDRESS_REUSE (`auto`, `allowed` or `never`).
   /// `invalid_argument` naming the variable for a value that does not parse.
   JITUNWIND_API static result<session_options> from_env();
 };
@@ -150,21 +187,43 @@ struct publisher_status {
 enum class window_state : uint8_t { open = 0, sealed = 1, retired = 2, freed = 3 };
 JITUNWIND_API const char* to_string(window_state s) noexcept;
 
+/// How an owned window's code memory is mapped (docs/window.md, "Code layouts"; costs in
+/// docs/performance.md). Whatever the layout, no page is writable and executable through the
+/// same mapping at once.
+enum class code_layout : uint8_t {
+  /// One private anonymous mapping: pages are RW and not executable until `publish` makes them
+  /// RX; code allocated after a publish starts on a fresh page (a page per publish). perf maps
+  /// name the code. `patch` flips the patched page(s) to RW and back: no thread may run code on
+  /// them meanwhile.
+  page_flip = 0,
+  /// A memfd mapped twice, RX where the code runs and RW where it is written (the former
+  /// `dual_mapping`): functions pack tightly, nothing changes protection, but perf maps cannot
+  /// name the code (perf reads them only for anonymous memory); jitdump can.
+  memfd_alias = 1,
+  /// A shared anonymous mapping seen twice (`mremap` of the RX view gives the RW alias):
+  /// sub-page publishing like `memfd_alias`, and /proc/PID/maps shows both views as
+  /// `/dev/zero (deleted)`, which perf treats as anonymous memory: perf maps name the code.
+  /// The RW alias is not inherited by fork (MADV_DONTFORK): a child runs the code but cannot
+  /// write into the parent's windows.
+  shared_alias = 2,
+};
+JITUNWIND_API const char* to_string(code_layout l) noexcept;
+
 struct owned_window_options {
   /// Bytes of code the window can hold (rounded up to pages).
   size_t code_capacity = 1 << 20;
   /// Bytes reserved for the window's SFrame (two buffers of this size, rounded up to pages);
   /// 0 = a size derived from code_capacity. Appending fails with `limit_exceeded` when full.
   size_t sframe_capacity = 0;
-  /// Write code through a separate RW alias of the same memory (memfd) instead of flipping page
-  /// protections; perf maps cannot name code in such windows (perf ignores non-anonymous code).
-  bool dual_mapping = false;
+  code_layout layout = code_layout::page_flip;
 };
 
 struct described_window_options {
   uint64_t text_start = 0;
   size_t text_size = 0;
-  size_t sframe_capacity = 0;  ///< as in owned_window_options
+  /// Bytes for the window's SFrame (two buffers of this size, rounded up to 64 bytes; buffers
+  /// of small windows share mappings); 0 = a size derived from text_size.
+  size_t sframe_capacity = 0;
 };
 
 class session;
@@ -175,8 +234,13 @@ class JITUNWIND_API window {
   virtual ~window() = default;
 
   uint64_t id() const noexcept { return id_; }
-  /// Bumped by every reuse of the window; consumers key rows by (id, generation).
-  uint32_t generation() const noexcept { return generation_; }
+  /// How many times `reuse` gave this window's range back (0 for a window never reused). Not a
+  /// generation: consumers key rows and names by (id, `published_generation()`).
+  uint32_t reuse_count() const noexcept { return reuse_count_; }
+  /// The process-wide generation of this window's last publish (what the registry, the USDT
+  /// events, jitwalk and `jitunwind windows` show); 0 before the first publish of the
+  /// window's current use (a reuse starts over).
+  virtual uint64_t published_generation() const noexcept = 0;
   virtual window_state state() const noexcept = 0;
   virtual uint64_t text_start() const noexcept = 0;
   virtual size_t text_size() const noexcept = 0;
@@ -225,18 +289,42 @@ class JITUNWIND_API window {
   /// No more appends; publishes what is pending.
   virtual result<void> seal() = 0;
 
+  /// Overwrites published (or appended) code in place: `bytes` at `address`, which must lie
+  /// inside one appended function; its rows are unchanged (patch instructions for ones of the
+  /// same frame effect: a call target, an inline-cache constant, a jump into a trap). W^X holds
+  /// throughout. When `patch` returns, every thread of the process executes the new bytes
+  /// (membarrier SYNC_CORE, where the kernel has it). Concurrent execution of the patched bytes
+  /// (docs/window.md, "Patching"): with the alias layouts, a patch of at most 8 bytes inside
+  /// one naturally aligned 8-byte word is one atomic store; anything else must not be running.
+  /// With `page_flip` the patched pages are not executable during the call: no thread may run
+  /// code on them. Allowed on open and sealed windows. Errors: `invalid_argument` (described
+  /// window, empty patch, range not inside one function), `bad_state` (retired or freed).
+  virtual result<void> patch(uint64_t address, span<const uint8_t> bytes) = 0;
+
+  /// Takes one function out of the window at the next `publish`: its rows leave the SFrame
+  /// (registry, kernel), its GDB symbol goes, `code_remove` fires; the perf map and jitdump
+  /// cannot withdraw a name (docs/window.md). Its code stays where it is (consumers keep
+  /// naming it) and its space is not reused: it comes back with the window. Call it once no
+  /// thread runs in the function and none will enter it again: without rows a frame still in it
+  /// cannot be unwound. Allowed on open and sealed windows. Errors: `invalid_argument` (no
+  /// appended function starts at `start`), `bad_state` (retired or freed window).
+  virtual result<void> retire_function(uint64_t start) = 0;
+
   /// Unpublishes the window: removed from the registry (tombstone), kernel unregistered, GDB
   /// objects removed, a `window_retire` event fired. The code may still be running: after
   /// `grace` (measured by session::poll) `on_grace_over` is called (from the thread calling
-  /// poll) and the window is freed, unless the callback returns `true` to keep it for `reuse`.
+  /// poll) and the window is freed, unless the callback returns `true` to keep it for `reuse`
+  /// (ignored when the session does not reuse addresses, or the handle was released). The
+  /// callback runs inside session::poll: it must not call poll or release.
   /// The session may keep a freed window's memory (wiped, as by `reuse`) for its next window of
-  /// the same capacities; see docs/window.md.
+  /// the same capacities, unless address reuse is off; see docs/window.md.
   virtual result<void> retire(std::chrono::milliseconds grace,
                               std::function<bool(window&)> on_grace_over = {}) = 0;
 
   /// A retired window whose grace period is over and that was kept: back to open, same range,
-  /// generation + 1, no functions. Owned code is wiped: what was allocated becomes int3, the
-  /// range RW and not executable (the pages stay resident).
+  /// `reuse_count()` + 1, no functions; its next publish has a new generation. Owned code is
+  /// wiped: what was allocated becomes int3, the range RW and not executable (the pages stay
+  /// resident). `bad_state` also when the session's address reuse is off.
   virtual result<void> reuse() = 0;
 
   /// Functions appended (published or not) in address order: {name, start, size}.
@@ -253,7 +341,7 @@ class JITUNWIND_API window {
  protected:
   window(uint64_t id) : id_(id) {}
   uint64_t id_;
-  uint32_t generation_ = 1;
+  uint32_t reuse_count_ = 0;
 };
 
 /// Owns the publishers and windows. Create one per process (or per runtime in a process).
@@ -269,7 +357,10 @@ class JITUNWIND_API session {
   virtual ~session() = default;
 
   virtual result<window*> create_owned_window(const owned_window_options& options) = 0;
-  /// `out_of_range` when no SFrame buffer can be placed within ±2 GiB of the range.
+  /// The SFrame buffers are placed by searching the address space for room within ±2 GiB of
+  /// the range; small windows share mappings. Errors: `out_of_range` (no room in reach: the
+  /// message says how much was needed and the largest gap found), `already_exists` (overlaps a
+  /// window not freed, or, with address reuse off, code published before), `no_memory`.
   virtual result<window*> describe_window(const described_window_options& options) = 0;
 
   /// Runs due grace-period callbacks and frees retired windows. Call it regularly (e.g. from the
@@ -277,6 +368,16 @@ class JITUNWIND_API session {
   /// `batched` file publishers it also writes records that have waited `flush_latency`.
   virtual size_t poll() = 0;
 
+  /// Ends a window handle, so that a runtime that keeps creating windows does not keep their
+  /// handles: a freed window goes now; a retired one whose grace period is running goes when
+  /// it is over (its callback still runs, but cannot keep it); a retired window kept for reuse
+  /// is freed now. The pointer is invalid afterwards. Errors: `bad_state` (open or sealed:
+  /// retire it first), `invalid_argument` (not a window of this session, or released already).
+  virtual result<void> release(window* w) = 0;
+
+  /// Whether this session puts new code at addresses that carried published code before
+  /// (session_options::reuse, with `automatic` resolved against the active publishers).
+  virtual bool recycles_addresses() const noexcept = 0;
   /// Writes every buffered perf map line and jitdump record now (one `write` per file); a no-op
   /// under `sync`. A file that cannot be written marks its publisher failed, as a publish would,
   /// and the first such error is returned (`io_error`).

@@ -25,6 +25,7 @@ jitunwind_remote_window to_c(const remote::window_record& w) {
   c.entry_address = w.entry_address;
   c.sequence = w.sequence;
   c.slot = w.slot;
+  c.sframe_version = w.sframe_version;
   return c;
 }
 
@@ -42,6 +43,7 @@ remote::window_record from_c(const jitunwind_remote_window& c) {
   w.entry_address = c.entry_address;
   w.sequence = c.sequence;
   w.slot = c.slot;
+  w.sframe_version = static_cast<uint8_t>(c.sframe_version);
   return w;
 }
 

@@ -57,8 +57,14 @@ void fill(const sframe::decoded_section& d, jitunwind_function* functions,
     c.pcmask_rep = f.pcmask_rep;
     c.rows = rows + next;
     c.row_count = f.rows.size();
-    c.flags = 0;
-    for (const auto& r : f.rows) rows[next++] = capi::to_c(r);
+    c.flags = f.signal_frame ? JITUNWIND_FUNCTION_SIGNAL_FRAME : 0;
+    for (const auto& r : f.rows) {
+      if (r.cfa == cfa_base::reg || r.cfa_deref || r.ra == ra_rule::register_value ||
+          r.ra == ra_rule::register_saved || r.fp == fp_rule::register_value ||
+          r.fp == fp_rule::register_saved)
+        c.flags |= JITUNWIND_FUNCTION_V3_RULES;
+      rows[next++] = capi::to_c(r);
+    }
   }
   for (const auto& nc : d.nonconforming)
     functions[nc.index].flags |= JITUNWIND_FUNCTION_NONCONFORMING;
@@ -91,6 +97,8 @@ void jitunwind_sframe_encoder_options_init(jitunwind_sframe_encoder_options* o) 
   o->pcrel = defaults.pcrel ? 1 : 0;
   o->frame_pointer = defaults.frame_pointer ? (*defaults.frame_pointer ? 1 : 0) : -1;
   o->strict = defaults.strict ? 1 : 0;
+  o->version = defaults.version;
+  o->allow_flex = defaults.allow_flex ? 1 : 0;
 }
 
 jitunwind_status jitunwind_sframe_encoder_create(const jitunwind_sframe_encoder_options* options,
@@ -111,6 +119,10 @@ jitunwind_status jitunwind_sframe_encoder_create(const jitunwind_sframe_encoder_
     o.pcrel = c.pcrel != 0;
     if (c.frame_pointer >= 0) o.frame_pointer = c.frame_pointer != 0;
     o.strict = c.strict != 0;
+    if (c.version < 0 || c.version > 255)
+      return fail(error, errc::invalid_argument, "version must be 2 or 3");
+    o.version = static_cast<uint8_t>(c.version);
+    o.allow_flex = c.allow_flex != 0;
     auto enc = sframe::encoder::create(o);
     if (!enc) return fail(error, enc.error());
     *out = new jitunwind_sframe_encoder{std::move(*enc)};

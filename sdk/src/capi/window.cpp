@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 
 using namespace jitunwind;
 using jitunwind::capi::fail;
@@ -16,10 +17,18 @@ using jitunwind::capi::succeed;
 
 namespace {
 
-session* S(jitunwind_session* s) { return reinterpret_cast<session*>(s); }
-const session* S(const jitunwind_session* s) { return reinterpret_cast<const session*>(s); }
-window* W(jitunwind_window* w) { return reinterpret_cast<window*>(w); }
-const window* W(const jitunwind_window* w) { return reinterpret_cast<const window*>(w); }
+session* S(jitunwind_session* s) {
+  return reinterpret_cast<session*>(s);
+}
+const session* S(const jitunwind_session* s) {
+  return reinterpret_cast<const session*>(s);
+}
+window* W(jitunwind_window* w) {
+  return reinterpret_cast<window*>(w);
+}
+const window* W(const jitunwind_window* w) {
+  return reinterpret_cast<const window*>(w);
+}
 
 // The C callback and its user pointer travel in a heap block: sinks are plain values copied
 // into the session, so the block lives as long as the session (freed by session_destroy).
@@ -82,9 +91,15 @@ jitunwind_status jitunwind_session_create(const jitunwind_session_options* optio
     if (c.perfmap_dir != nullptr) o.perfmap_dir = c.perfmap_dir;
     if (c.jitdump_dir != nullptr) o.jitdump_dir = c.jitdump_dir;
     if (c.kernel_sframe != nullptr) o.kernel_sframe = c.kernel_sframe;
-    for (const auto& [from, to] : {std::pair{c.perfmap_durability, &o.perfmap_durability},
-                                   std::pair{c.jitdump_durability, &o.jitdump_durability}}) {
-      const int raw = capi::raw_value(from);
+    const int reuse = capi::raw_value(c.address_reuse);
+    if (reuse < 0 || reuse > 2)
+      return fail(error, errc::invalid_argument,
+                  ("unknown address_reuse " + std::to_string(reuse)).c_str());
+    o.reuse = static_cast<address_reuse>(reuse);
+    // Raw values first: an out-of-range enum must not be loaded as the enum type (UB).
+    for (const auto& [raw, to] :
+         {std::pair{capi::raw_value(c.perfmap_durability), &o.perfmap_durability},
+          std::pair{capi::raw_value(c.jitdump_durability), &o.jitdump_durability}}) {
       if (raw < 0 || raw > JITUNWIND_DURABILITY_BATCHED)
         return fail(error, errc::invalid_argument, "unknown durability");
       if (raw != JITUNWIND_DURABILITY_DEFAULT)
@@ -135,7 +150,23 @@ jitunwind_publisher_state jitunwind_session_publisher_state(const jitunwind_sess
   return JITUNWIND_PUBLISHER_DISABLED;
 }
 
-size_t jitunwind_session_poll(jitunwind_session* s) { return s == nullptr ? 0 : S(s)->poll(); }
+size_t jitunwind_session_poll(jitunwind_session* s) {
+  return s == nullptr ? 0 : S(s)->poll();
+}
+
+jitunwind_status jitunwind_session_release(jitunwind_session* s, jitunwind_window* w,
+                                           jitunwind_error* error) {
+  return guard(error, [&] {
+    if (s == nullptr || w == nullptr)
+      return fail(error, errc::invalid_argument, "session or window is NULL");
+    if (auto r = S(s)->release(W(w)); !r) return fail(error, r.error());
+    return succeed(error);
+  });
+}
+
+int jitunwind_session_recycles_addresses(const jitunwind_session* s) {
+  return s != nullptr && S(s)->recycles_addresses() ? 1 : 0;
+}
 
 jitunwind_status jitunwind_session_flush(jitunwind_session* s, jitunwind_error* error) {
   return guard(error, [&] {
@@ -146,15 +177,18 @@ jitunwind_status jitunwind_session_flush(jitunwind_session* s, jitunwind_error* 
 }
 
 jitunwind_status jitunwind_session_create_owned_window(jitunwind_session* s, size_t code_capacity,
-                                                       size_t sframe_capacity, int dual_mapping,
+                                                       size_t sframe_capacity, int layout,
                                                        jitunwind_window** out,
                                                        jitunwind_error* error) {
   return guard(error, [&] {
     if (s == nullptr || out == nullptr)
       return fail(error, errc::invalid_argument, "session or out is NULL");
-    auto w = S(s)->create_owned_window(
-        {.code_capacity = code_capacity, .sframe_capacity = sframe_capacity,
-         .dual_mapping = dual_mapping != 0});
+    if (layout < 0 || layout > 2)
+      return fail(error, errc::invalid_argument,
+                  ("unknown code layout " + std::to_string(layout)).c_str());
+    auto w = S(s)->create_owned_window({.code_capacity = code_capacity,
+                                        .sframe_capacity = sframe_capacity,
+                                        .layout = static_cast<code_layout>(layout)});
     if (!w) return fail(error, w.error());
     *out = reinterpret_cast<jitunwind_window*>(*w);
     return succeed(error);
@@ -163,8 +197,7 @@ jitunwind_status jitunwind_session_create_owned_window(jitunwind_session* s, siz
 
 jitunwind_status jitunwind_session_describe_window(jitunwind_session* s, uint64_t text_start,
                                                    size_t text_size, size_t sframe_capacity,
-                                                   jitunwind_window** out,
-                                                   jitunwind_error* error) {
+                                                   jitunwind_window** out, jitunwind_error* error) {
   return guard(error, [&] {
     if (s == nullptr || out == nullptr)
       return fail(error, errc::invalid_argument, "session or out is NULL");
@@ -176,9 +209,14 @@ jitunwind_status jitunwind_session_describe_window(jitunwind_session* s, uint64_
   });
 }
 
-uint64_t jitunwind_window_id(const jitunwind_window* w) { return w ? W(w)->id() : 0; }
-uint32_t jitunwind_window_generation(const jitunwind_window* w) {
-  return w ? W(w)->generation() : 0;
+uint64_t jitunwind_window_id(const jitunwind_window* w) {
+  return w ? W(w)->id() : 0;
+}
+uint32_t jitunwind_window_reuse_count(const jitunwind_window* w) {
+  return w ? W(w)->reuse_count() : 0;
+}
+uint64_t jitunwind_window_published_generation(const jitunwind_window* w) {
+  return w ? W(w)->published_generation() : 0;
 }
 jitunwind_window_state jitunwind_window_get_state(const jitunwind_window* w) {
   return w ? static_cast<jitunwind_window_state>(W(w)->state()) : JITUNWIND_WINDOW_FREED;
@@ -229,8 +267,8 @@ jitunwind_status jitunwind_window_seal(jitunwind_window* w, jitunwind_error* err
 }
 
 jitunwind_status jitunwind_window_retire(jitunwind_window* w, uint32_t grace_ms,
-                                         int (*on_grace_over)(void*, jitunwind_window*),
-                                         void* user, jitunwind_error* error) {
+                                         int (*on_grace_over)(void*, jitunwind_window*), void* user,
+                                         jitunwind_error* error) {
   return guard(error, [&] {
     if (w == nullptr) return fail(error, errc::invalid_argument, "window is NULL");
     std::function<bool(window&)> cb;
@@ -249,6 +287,27 @@ jitunwind_status jitunwind_window_reuse(jitunwind_window* w, jitunwind_error* er
   return guard(error, [&] {
     if (w == nullptr) return fail(error, errc::invalid_argument, "window is NULL");
     if (auto r = W(w)->reuse(); !r) return fail(error, r.error());
+    return succeed(error);
+  });
+}
+
+jitunwind_status jitunwind_window_patch(jitunwind_window* w, uint64_t address, const void* bytes,
+                                        size_t size, jitunwind_error* error) {
+  return guard(error, [&] {
+    if (w == nullptr || (bytes == nullptr && size != 0))
+      return fail(error, errc::invalid_argument, "window or bytes is NULL");
+    const auto* b = static_cast<const uint8_t*>(bytes);
+    if (auto r = W(w)->patch(address, std::span<const uint8_t>(b, size)); !r)
+      return fail(error, r.error());
+    return succeed(error);
+  });
+}
+
+jitunwind_status jitunwind_window_retire_function(jitunwind_window* w, uint64_t start,
+                                                  jitunwind_error* error) {
+  return guard(error, [&] {
+    if (w == nullptr) return fail(error, errc::invalid_argument, "window is NULL");
+    if (auto r = W(w)->retire_function(start); !r) return fail(error, r.error());
     return succeed(error);
   });
 }

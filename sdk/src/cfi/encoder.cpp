@@ -20,7 +20,7 @@ struct registers {
   uint8_t sp, fp, ra;
 };
 
-registers dwarf_registers(abi a) {
+registers cfi_registers(abi a) {
   if (a == abi::amd64) return {dwarf::amd64_rsp, dwarf::amd64_rbp, dwarf::amd64_rip};
   return {dwarf::aarch64_sp, dwarf::aarch64_x29, dwarf::aarch64_x30};
 }
@@ -74,7 +74,7 @@ void emit_saved_at(Out& out, uint8_t reg, int32_t offset) {
 // For an outermost row only "RA undefined" matters; the CFA rule is left as it was.
 template <class Out>
 void emit_transition(Out& out, abi a, frame_row& s, const frame_row& to) {
-  const registers regs = dwarf_registers(a);
+  const registers regs = cfi_registers(a);
   frame_row want = to;
   if (to.ra == ra_rule::undefined) {
     want.cfa = s.cfa;
@@ -163,7 +163,7 @@ void emit_saved_register(Out& out, const saved_register& s) {
 
 void emit_cie(std::vector<uint8_t>& out, abi a, uint8_t fde_encoding) {
   const size_t start = out.size();
-  const registers regs = dwarf_registers(a);
+  const registers regs = cfi_registers(a);
   dwarf::put_u32(out, 0);  // length, patched below
   dwarf::put_u32(out, 0);  // CIE id (0 in .eh_frame)
   dwarf::put_u8(out, 1);   // version
@@ -319,6 +319,21 @@ result<void> encoder::append(const function_desc& f) {
     return {};
   }
   if (auto v = validate(options_.target, f); !v) return std::move(v).error();
+  // The SFrame v3 rules that name registers (a CFA from another register or from memory, RA/FP
+  // in or relative to a register) would need DWARF expressions this encoder does not write yet:
+  // refuse them by name rather than describe the function wrongly. (An RA saved at another CFA
+  // offset is a plain DW_CFA_offset.)
+  const auto names_registers = [](const frame_row& r) {
+    return r.cfa == cfa_base::reg || r.cfa_deref || r.ra == ra_rule::register_value ||
+           r.ra == ra_rule::register_saved || r.fp == fp_rule::register_value ||
+           r.fp == fp_rule::register_saved;
+  };
+  for (size_t i = 0; i < f.rows.size(); ++i)
+    if (names_registers(f.rows[i]))
+      return make_error(errc::unsupported,
+                        "cfi: function at 0x%llx: row %zu (offset %u) uses an SFrame v3 rule "
+                        "(register or dereference) that the .eh_frame encoder does not write",
+                        static_cast<unsigned long long>(f.start), i, f.rows[i].pc_offset);
   const size_t old_bytes = bytes_.size();
   const size_t old_fdes = fdes_.size();
   auto rollback = [&](error e) -> result<void> {

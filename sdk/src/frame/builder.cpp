@@ -40,12 +40,14 @@ frame_builder::frame_builder(abi a) : abi_(a) {
 
 void frame_builder::reset() {
   current_ = entry_row(abi_);
-  rows_.assign(1, current_);
+  rows_.clear();
   saved_states_.clear();
   saved_now_.clear();
   saved_changes_.clear();
   saved_now_states_.clear();
   error_.reset();
+  pending_error_.reset();
+  pending_directives_.clear();
   last_at_ = 0;
   directive_count_ = 0;
 }
@@ -56,6 +58,44 @@ void frame_builder::fail(const char* directive, uint32_t at, std::string message
                                                 directive_count_, directive, at, message.c_str()));
 }
 
+// The rules at last_at_ are one row made by every directive at that offset, in any order (as
+// with .cfi_* directives); only the complete row must satisfy the ABI's rules. An RA made
+// undefined marks an outermost frame whatever else the row says (canonicalized on completion).
+std::optional<error> frame_builder::check_pending() const {
+  if (current_.ra == ra_rule::undefined) return std::nullopt;
+  if (abi_ == abi::amd64 && detail::amd64_row_obviously_valid(current_)) return std::nullopt;
+  auto why = detail::check_row_rules(abi_, current_);
+  if (!why) return std::nullopt;
+  std::string who;
+  for (const auto& [position, name] : pending_directives_) {
+    who += who.empty() ? "" : ", ";
+    who += format("#%u %s", position, name);
+  }
+  if (who.empty()) who = "entry rules";  // cannot fail: entry_row is valid
+  return error(errc::invalid_argument, format("frame directive%s %s at offset %u: %s",
+                                              pending_directives_.size() > 1 ? "s" : "",
+                                              who.c_str(), last_at_, why->c_str()));
+}
+
+bool frame_builder::ok() const noexcept {
+  if (error_) return false;
+  try {
+    return !check_pending().has_value();
+  } catch (...) {
+    return false;  // out of memory while formatting the message
+  }
+}
+
+const error* frame_builder::first_error() const noexcept {
+  if (error_) return &*error_;
+  try {
+    pending_error_ = check_pending();
+  } catch (...) {
+    pending_error_.reset();
+  }
+  return pending_error_ ? &*pending_error_ : nullptr;
+}
+
 bool frame_builder::begin(uint32_t at, const char* directive) {
   if (error_) return false;
   ++directive_count_;
@@ -63,26 +103,21 @@ bool frame_builder::begin(uint32_t at, const char* directive) {
     fail(directive, at, format("offsets must not decrease (previous directive at %u)", last_at_));
     return false;
   }
-  last_at_ = at;
-  return true;
-}
-
-// Records the current rules as the row starting at `at`, after checking them.
-void frame_builder::commit(uint32_t at) {
-  if (current_.ra == ra_rule::undefined) current_ = outermost_row(at);
-  current_.pc_offset = at;
-  if (abi_ == abi::amd64 && detail::amd64_row_obviously_valid(current_)) {
-    // the common case: no need for the general check
-  } else if (auto why = detail::check_row_rules(abi_, current_)) {
-    error_.emplace(errc::invalid_argument, format("frame directive #%u at offset %u: %s",
-                                                  directive_count_, at, why->c_str()));
-    return;
-  }
-  if (rows_.back().pc_offset == at) {
-    rows_.back() = current_;
-  } else {
+  if (at > last_at_) {
+    // The row at last_at_ is complete: check it, keep it, start the row at `at` from it.
+    if (auto e = check_pending()) {
+      error_ = std::move(e);
+      return false;
+    }
+    if (current_.ra == ra_rule::undefined) current_ = outermost_row(last_at_);
+    current_.pc_offset = last_at_;
     rows_.push_back(current_);
+    pending_directives_.clear();
+    last_at_ = at;
   }
+  current_.pc_offset = at;
+  pending_directives_.emplace_back(directive_count_, directive);
+  return true;
 }
 
 bool frame_builder::begin(uint32_t at, const char* directive, reg r) {
@@ -104,14 +139,12 @@ frame_builder& frame_builder::def_cfa(uint32_t at, reg base, int32_t offset) {
   }
   current_.cfa = base == reg::sp ? cfa_base::sp : cfa_base::fp;
   current_.cfa_offset = offset;
-  commit(at);
   return *this;
 }
 
 frame_builder& frame_builder::def_cfa_offset(uint32_t at, int32_t offset) {
   if (!begin(at, "def_cfa_offset")) return *this;
   current_.cfa_offset = offset;
-  commit(at);
   return *this;
 }
 
@@ -123,7 +156,6 @@ frame_builder& frame_builder::adjust_cfa_offset(uint32_t at, int32_t delta) {
     return *this;
   }
   current_.cfa_offset += delta;
-  commit(at);
   return *this;
 }
 
@@ -134,7 +166,6 @@ frame_builder& frame_builder::def_cfa_register(uint32_t at, reg base) {
     return *this;
   }
   current_.cfa = base == reg::sp ? cfa_base::sp : cfa_base::fp;
-  commit(at);
   return *this;
 }
 
@@ -151,7 +182,6 @@ frame_builder& frame_builder::offset(uint32_t at, reg r, int32_t cfa_relative) {
     current_.ra = ra_rule::saved;
     current_.ra_offset = cfa_relative;
   }
-  commit(at);
   return *this;
 }
 
@@ -168,7 +198,6 @@ frame_builder& frame_builder::restore(uint32_t at, reg r) {
     fail("restore", at, format("%s has no saved rule to restore; use def_cfa", reg_name(abi_, r)));
     return *this;
   }
-  commit(at);
   return *this;
 }
 
@@ -179,8 +208,7 @@ frame_builder& frame_builder::undefined(uint32_t at, reg r) {
          format("only the return address can be undefined, not %s", reg_name(abi_, r)));
     return *this;
   }
-  current_ = outermost_row(at);
-  commit(at);
+  current_.ra = ra_rule::undefined;  // the whole row becomes outermost once complete
   return *this;
 }
 
@@ -191,7 +219,6 @@ frame_builder& frame_builder::negate_ra_state(uint32_t at) {
     return *this;
   }
   current_.ra_mangled = !current_.ra_mangled;
-  commit(at);
   return *this;
 }
 
@@ -274,18 +301,16 @@ frame_builder& frame_builder::restore_state(uint32_t at) {
     if (!kept) set_saved(at, {at, now.dwarf_reg, saved_rule::unchanged, 0});
   }
   for (const saved_register& t : then) set_saved(at, t);
-  commit(at);
   return *this;
 }
 
 frame_builder& frame_builder::push_frame_pointer(uint32_t after_push, uint32_t after_set_fp) {
-  if (error_) return *this;
+  if (!begin(after_push, "push_frame_pointer")) return *this;
   if (current_.cfa != cfa_base::sp) {
     fail("push_frame_pointer", after_push, "the CFA must be SP-based before the frame is set up");
     return *this;
   }
   const int32_t pushed = abi_ == abi::amd64 ? 8 : 16;
-  if (!begin(after_push, "push_frame_pointer")) return *this;
   current_.cfa_offset += pushed;
   current_.fp = fp_rule::saved;
   current_.fp_offset = -current_.cfa_offset;
@@ -293,7 +318,6 @@ frame_builder& frame_builder::push_frame_pointer(uint32_t after_push, uint32_t a
     current_.ra = ra_rule::saved;
     current_.ra_offset = -current_.cfa_offset + 8;
   }
-  commit(after_push);
   return def_cfa_register(after_set_fp, reg::fp);
 }
 
@@ -303,21 +327,23 @@ frame_builder& frame_builder::pop_frame_pointer(uint32_t after_pop) {
   const bool mangled = current_.ra_mangled;
   current_ = entry;
   current_.ra_mangled = mangled && abi_ != abi::amd64;
-  commit(after_pop);
   return *this;
 }
 
-frame_builder& frame_builder::stack_alloc(uint32_t at, int32_t bytes) {
-  if (!begin(at, "stack_alloc")) return *this;
+frame_builder& frame_builder::move_sp(uint32_t at, int32_t bytes, const char* directive) {
+  if (!begin(at, directive)) return *this;
   if (current_.cfa == cfa_base::sp) {
     if (add_overflows(current_.cfa_offset, bytes)) {
-      fail("stack_alloc", at, format("CFA offset %d + %d overflows", current_.cfa_offset, bytes));
+      fail(directive, at, format("CFA offset %d + %d overflows", current_.cfa_offset, bytes));
       return *this;
     }
     current_.cfa_offset += bytes;
   }
-  commit(at);
   return *this;
+}
+
+frame_builder& frame_builder::stack_alloc(uint32_t at, int32_t bytes) {
+  return move_sp(at, bytes, "stack_alloc");
 }
 
 frame_builder& frame_builder::stack_free(uint32_t at, int32_t bytes) {
@@ -325,16 +351,20 @@ frame_builder& frame_builder::stack_free(uint32_t at, int32_t bytes) {
     if (begin(at, "stack_free")) fail("stack_free", at, "byte count out of range");
     return *this;
   }
-  return stack_alloc(at, -bytes);
+  return move_sp(at, -bytes, "stack_free");
 }
 
 result<function_desc> frame_builder::finish(uint64_t start, uint32_t size) const {
   if (error_) return *error_;
+  if (auto e = check_pending()) return *std::move(e);
+  frame_row last = current_.ra == ra_rule::undefined ? outermost_row(last_at_) : current_;
+  last.pc_offset = last_at_;
   function_desc f;
   f.start = start;
   f.size = size;
-  f.rows.reserve(rows_.size());
-  for (const frame_row& r : rows_) {
+  f.rows.reserve(rows_.size() + 1);
+  for (size_t i = 0; i <= rows_.size(); ++i) {
+    const frame_row& r = i < rows_.size() ? rows_[i] : last;
     if (r.pc_offset > size)
       return detail::make_error(errc::invalid_argument,
                                 "function at 0x%llx: a directive at offset %u is past the "

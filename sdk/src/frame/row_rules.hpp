@@ -17,6 +17,7 @@ std::optional<std::string> check_row_rules(abi a, const frame_row& r);
 /// "ask check_row_rules", not "invalid".
 inline bool amd64_row_obviously_valid(const frame_row& r) noexcept {
   if (r.ra != ra_rule::saved || r.ra_offset != -8 || r.ra_mangled) return false;
+  if (r.cfa_reg != 0 || r.cfa_deref || r.ra_reg != 0 || r.fp_reg != 0) return false;
   if (r.cfa_offset % 8 != 0) return false;
   if (r.cfa == cfa_base::sp ? r.cfa_offset < 8 : (r.cfa != cfa_base::fp || r.cfa_offset <= 0))
     return false;

@@ -14,6 +14,7 @@ uint16_t machine_for(abi a) noexcept {
     case abi::aarch64_le:
       return EM_AARCH64;
     case abi::aarch64_be:
+    case abi::s390x:
       return 0;
   }
   return 0;

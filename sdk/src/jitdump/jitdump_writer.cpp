@@ -246,6 +246,11 @@ result<uint64_t> jitdump_writer::append_unwinding(std::vector<uint8_t>& out, uin
   const size_t at = out.size();
   append_pod(out, head);  // filled in below
   auto hdr = append_unwinding_data(*cfi_, code_addr, code_size, frame, out);
+  if (!hdr && hdr.error().code() == errc::unsupported && frame != nullptr) {
+    // Rows .eh_frame cannot carry yet (SFrame v3 register rules): this function gets no
+    // unwinding data (perf falls back to frame pointers for it), the others still do.
+    hdr = append_unwinding_data(*cfi_, code_addr, code_size, nullptr, out);
+  }
   if (!hdr) {
     out.resize(at);
     return std::move(hdr).error();

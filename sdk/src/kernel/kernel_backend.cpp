@@ -217,7 +217,7 @@ result<void> kernel_backend::register_window(const kernel_window& w) {
   }
   const long rc = issue_register(w);
   if (rc >= 0) {
-    registered_.insert(w.sframe_address);
+    registered_[w.sframe_address] = text_range{w.text_start, w.text_start + w.text_size};
     if (status_ != backend_status::active) {
       status_ = backend_status::active;
       status_message_ = "kernel SFrame registration via " + to_string(spec_) + ": active";
@@ -282,6 +282,14 @@ std::string kernel_backend::status_message() const {
 size_t kernel_backend::registered_count() const {
   std::lock_guard lock(mutex_);
   return registered_.size();
+}
+
+std::vector<text_range> kernel_backend::registered_texts() const {
+  std::lock_guard lock(mutex_);
+  std::vector<text_range> out;
+  out.reserve(registered_.size());
+  for (const auto& [address, text] : registered_) out.push_back(text);
+  return out;
 }
 
 }  // namespace jitunwind::detail::kernel

@@ -11,12 +11,15 @@
 #include <jitunwind/log.h>
 #include <jitunwind/result.h>
 
+#include "kernel/registration_check.hpp"
+
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
-#include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace jitunwind::detail::kernel {
 
@@ -28,6 +31,8 @@ class syscall_layer {
   virtual long prctl(int option, unsigned long arg2, unsigned long arg3, unsigned long arg4,
                      unsigned long arg5) = 0;
   virtual long syscall2(long number, unsigned long arg1, unsigned long arg2) = 0;
+  /// The process's mappings, for the registration checklist (real: /proc/self/maps).
+  virtual result<std::vector<vma>> mappings() { return read_own_mappings(); }
 };
 
 /// prctl(2) and syscall(2) of this process. Thread-safe.
@@ -117,6 +122,10 @@ class kernel_backend {
   const interface_spec& interface() const { return spec_; }
   /// Number of windows currently registered with the kernel.
   size_t registered_count() const;
+  /// The text ranges of the windows currently registered (the kernel refuses overlaps).
+  std::vector<text_range> registered_texts() const;
+  /// The system calls this backend issues (for the checklist's view of the mappings).
+  syscall_layer& calls() const { return calls_; }
 
  private:
   kernel_backend(interface_spec spec, syscall_layer& calls, log_sink log);
@@ -129,7 +138,7 @@ class kernel_backend {
   mutable std::mutex mutex_;
   backend_status status_;
   std::string status_message_;
-  std::set<uint64_t> registered_;  // SFrame start addresses
+  std::map<uint64_t, text_range> registered_;  // SFrame start address -> its text
 };
 
 }  // namespace jitunwind::detail::kernel

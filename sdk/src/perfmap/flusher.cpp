@@ -12,7 +12,11 @@ namespace jitunwind::detail {
 flusher::flusher() : fork_generation_(forks_so_far()) {}
 
 flusher::~flusher() {
-  if (in_forked_child()) return;  // the thread is the parent's; its locks too
+  if (in_forked_child()) {
+    // The thread is the parent's; its locks too (a few bytes left behind in the child).
+    (void)locks_.release();
+    return;
+  }
   bool join = false;
   {
     std::lock_guard lock(mu_);

@@ -20,6 +20,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -62,9 +63,18 @@ class flusher {
   bool in_forked_child() const noexcept;
 
   const uint64_t fork_generation_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;       // the thread waits here
-  std::condition_variable idle_cv_;  // unwatch waits here while `busy_` is its file
+  // The locks live apart so that a forked child can leave them undestroyed: the parent's thread
+  // may have been waiting on cv_ at the fork, and glibc's pthread_cond_destroy waits for that
+  // waiter, which does not exist in the child, forever (a child's session end hung).
+  struct locks {
+    std::mutex mu;
+    std::condition_variable cv, idle_cv;
+  };
+  std::unique_ptr<locks> locks_ = std::make_unique<locks>();
+  std::mutex& mu_ = locks_->mu;
+  std::condition_variable& cv_ = locks_->cv;  // the thread waits here
+  std::condition_variable& idle_cv_ =
+      locks_->idle_cv;               // unwatch waits here while `busy_` is its file
   std::vector<record_file*> files_;  // mu_
   record_file* busy_ = nullptr;      // being written by the thread (mu_)
   // started_: `thread_` is a thread to join (running, or ended: `ended_`). mu_.

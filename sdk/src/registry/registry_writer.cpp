@@ -56,6 +56,11 @@ result<void> validate_window(const registry_window& w) {
                       static_cast<unsigned long long>(w.text_start),
                       static_cast<unsigned long long>(w.text_size));
   }
+  if (w.sframe_version > 3) {
+    return make_error(errc::invalid_argument,
+                      "registry: window %llu: SFrame version %u (0 = not said, 1, 2 or 3)",
+                      static_cast<unsigned long long>(w.window_id), w.sframe_version);
+  }
   if ((w.sframe_address == 0) != (w.sframe_size == 0) ||
       w.sframe_address + w.sframe_size < w.sframe_address) {
     return make_error(errc::invalid_argument,
@@ -167,6 +172,7 @@ void registry_writer::store_window(jitunwind_registry_entry& e, const registry_w
   at(e.sframe_size).store(w.sframe_size, r);
   at(e.state).store(static_cast<uint32_t>(state), r);
   at(e.abi).store(static_cast<uint32_t>(w.code_abi), r);
+  at(e.sframe_version).store(w.sframe_version, r);
 }
 
 result<registry_publication> registry_writer::add(const registry_window& window,
@@ -321,6 +327,7 @@ bool read_entry(const jitunwind_registry_entry& e, registry_record& out) {
     rec.window.sframe_size = at(e.sframe_size).load(r);
     const uint32_t state = at(e.state).load(r);
     const uint32_t abi_id = at(e.abi).load(r);
+    rec.window.sframe_version = static_cast<uint8_t>(at(e.sframe_version).load(r));
     std::atomic_thread_fence(std::memory_order_acquire);
     if (at(e.seq).load(r) != s1) continue;
     rec.state = static_cast<registry_state>(state);

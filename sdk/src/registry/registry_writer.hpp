@@ -27,6 +27,7 @@ struct registry_window {
   uint64_t sframe_address = 0;  ///< 0 (with size 0) while the window has no SFrame yet
   uint64_t sframe_size = 0;
   abi code_abi = abi::amd64;
+  uint8_t sframe_version = 0;  ///< the section's version byte; 0 while there is no section
 };
 
 enum class registry_state : uint32_t {
@@ -64,7 +65,7 @@ class registry_writer {
   static constexpr uint32_t default_capacity = 65536;
 
   /// Binds a writer to `header` (which must outlive it) and initializes the header's constant
-  /// fields. The entry array (capacity * 64 bytes) is mapped on the first add().
+  /// fields. The entry array (capacity * 128 bytes) is mapped on the first add().
   registry_writer(jitunwind_registry_header& header, uint32_t capacity);
   ~registry_writer();
   registry_writer(const registry_writer&) = delete;

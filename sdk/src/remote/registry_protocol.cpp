@@ -67,10 +67,10 @@ result<header_fields> decode_header(std::span<const uint8_t> bytes, const std::s
     return make_error(errc::malformed, "%s: header_size %u outside [%zu, %u]", where.c_str(),
                       h.header_size, sizeof(jitunwind_registry_header), max_struct_size);
   }
-  if (h.entry_size < sizeof(jitunwind_registry_entry) || h.entry_size > max_struct_size ||
+  if (h.entry_size < JITUNWIND_REGISTRY_ENTRY_MIN_SIZE || h.entry_size > max_struct_size ||
       h.entry_size % 8 != 0) {
-    return make_error(errc::malformed, "%s: entry_size %u outside [%zu, %u] or not 8-aligned",
-                      where.c_str(), h.entry_size, sizeof(jitunwind_registry_entry),
+    return make_error(errc::malformed, "%s: entry_size %u outside [%u, %u] or not 8-aligned",
+                      where.c_str(), h.entry_size, JITUNWIND_REGISTRY_ENTRY_MIN_SIZE,
                       max_struct_size);
   }
   if (h.capacity > max_entries) {
@@ -94,7 +94,7 @@ result<header_fields> decode_header(std::span<const uint8_t> bytes, const std::s
 
 result<window_record> decode_entry(std::span<const uint8_t> e, const std::string& where,
                                    uint32_t slot) {
-  if (e.size() < sizeof(jitunwind_registry_entry)) {
+  if (e.size() < JITUNWIND_REGISTRY_ENTRY_MIN_SIZE) {
     return make_error(errc::malformed, "%s: entry %u: copy of %zu bytes", where.c_str(), slot,
                       e.size());
   }
@@ -108,6 +108,11 @@ result<window_record> decode_entry(std::span<const uint8_t> e, const std::string
   w.sframe_size = load<uint64_t>(e, offsetof(jitunwind_registry_entry, sframe_size));
   const uint32_t state = load<uint32_t>(e, offsetof(jitunwind_registry_entry, state));
   const uint32_t abi_id = load<uint32_t>(e, offsetof(jitunwind_registry_entry, abi));
+  // Older writers' 64-byte entries end before this field: "not said".
+  const uint32_t version =
+      e.size() >= offsetof(jitunwind_registry_entry, sframe_version) + 4
+          ? load<uint32_t>(e, offsetof(jitunwind_registry_entry, sframe_version))
+          : 0;
   w.slot = slot;
   if (state > JITUNWIND_WINDOW_RETIRED) {
     return make_error(errc::malformed, "%s: entry %u: state %u is not free/live/retired",
@@ -120,6 +125,11 @@ result<window_record> decode_entry(std::span<const uint8_t> e, const std::string
                       where.c_str(), slot, ull(w.window_id), abi_id);
   }
   w.code_abi = static_cast<abi>(abi_id);
+  if (version > 3) {
+    return make_error(errc::malformed, "%s: entry %u (window %llu): SFrame version %u is not 0-3",
+                      where.c_str(), slot, ull(w.window_id), version);
+  }
+  w.sframe_version = static_cast<uint8_t>(version);
   if (w.text_start + w.text_size < w.text_start ||
       w.sframe_address + w.sframe_size < w.sframe_address) {
     return make_error(errc::malformed, "%s: entry %u (window %llu): text or SFrame range wraps",

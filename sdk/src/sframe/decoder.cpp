@@ -1,4 +1,4 @@
-// Decoding and validation of SFrame v1/v2 sections. Every count and offset is checked against
+// Decoding and validation of SFrame v1/v2/v3 sections. Every count and offset is checked against
 // the section size before it is used; the work is bounded by the section size (each FRE takes at
 // least 2 bytes and the FDEs' FRE counts must add up to the header's count).
 #include "sframe/decoder.hpp"
@@ -26,6 +26,8 @@ const char* endian_name(bool big) {
 
 result<section_layout> parse_header(std::span<const uint8_t> bytes) {
   const size_t size = bytes.size();
+  if (size == 0)
+    return make_error(errc::malformed, "sframe: empty section (0 bytes): there is no SFrame data");
   if (size < 4)
     return make_error(errc::malformed,
                       "sframe: section of %zu bytes is too short for the 4-byte preamble", size);
@@ -42,22 +44,23 @@ result<section_layout> parse_header(std::span<const uint8_t> bytes) {
   }
   section_info& h = l.info;
   h.version = b[2];
-  if (h.version != version_1 && h.version != version_2)
-    return make_error(errc::unsupported,
-                      "sframe: version %u is not supported (this decoder reads versions 1 and 2)",
-                      h.version);
+  if (h.version < version_1 || h.version > version_3)
+    return make_error(
+        errc::unsupported,
+        "sframe: version %u is not supported (this decoder reads versions 1, 2 and 3)", h.version);
   if (size < header_size)
     return make_error(errc::malformed,
                       "sframe: section of %zu bytes is shorter than the %zu-byte header", size,
                       header_size);
   h.flags = b[3];
-  if (h.flags & ~known_flags)
-    return make_error(errc::unsupported, "sframe: header flags 0x%02x have unknown bits 0x%02x",
-                      h.flags, h.flags & ~known_flags);
+  if (h.flags & ~known_flags(h.version))
+    return make_error(errc::unsupported,
+                      "sframe: header flags 0x%02x have bits 0x%02x undefined in version %u",
+                      h.flags, h.flags & ~known_flags(h.version), h.version);
   if (!known_abi(b[4]))
     return make_error(errc::unsupported,
                       "sframe: ABI/arch id %u is not supported (1 = AArch64 BE, 2 = AArch64 LE, "
-                      "3 = AMD64)",
+                      "3 = AMD64, 4 = s390x)",
                       b[4]);
   h.target = static_cast<abi>(b[4]);
   if (l.big != big_endian(h.target))
@@ -79,7 +82,7 @@ result<section_layout> parse_header(std::span<const uint8_t> bytes) {
   h.fre_len = load_u32(b + 16, l.big);
   h.fde_off = load_u32(b + 20, l.big);
   h.fre_off = load_u32(b + 24, l.big);
-  l.fde_size = h.version == version_1 ? fde_size_v1 : fde_size_v2;
+  l.fde_size = fde_size(h.version);
 
   const size_t base = header_size + h.aux_header_len;
   if (base > size)
@@ -113,6 +116,23 @@ result<section_layout> parse_header(std::span<const uint8_t> bytes) {
   return l;
 }
 
+namespace {
+
+// One FRE's words, read both zero- and sign-extended (FLEX control words are unsigned).
+struct fre_words {
+  uint32_t raw[max_flex_words];
+  int32_t value[max_flex_words];
+};
+
+void read_words(const uint8_t* p, unsigned count, size_t width, bool big, fre_words& w) {
+  for (unsigned k = 0; k < count; ++k) {
+    w.raw[k] = static_cast<uint32_t>(load(p + k * width, width, big));
+    w.value[k] = load_signed(p + k * width, width, big);
+  }
+}
+
+}  // namespace
+
 std::optional<uint64_t> used_size(std::span<const uint8_t> head) {
   if (head.size() < header_size) return std::nullopt;
   const uint8_t* b = head.data();
@@ -122,9 +142,8 @@ std::optional<uint64_t> used_size(std::span<const uint8_t> head) {
   } else if (b[0] != 0xe2 || b[1] != 0xde) {
     return header_size;
   }
-  if (b[2] != version_1 && b[2] != version_2) return std::nullopt;
-  const uint64_t fde_bytes =
-      uint64_t{load_u32(b + 8, big)} * (b[2] == version_1 ? fde_size_v1 : fde_size_v2);
+  if (b[2] != version_1 && b[2] != version_2 && b[2] != version_3) return std::nullopt;
+  const uint64_t fde_bytes = uint64_t{load_u32(b + 8, big)} * fde_size(b[2]);
   const uint64_t fdes_end = uint64_t{load_u32(b + 20, big)} + fde_bytes;
   const uint64_t fres_end = uint64_t{load_u32(b + 24, big)} + load_u32(b + 16, big);
   return header_size + b[7] + std::max(fdes_end, fres_end);
@@ -134,6 +153,7 @@ result<walk_summary> walk_section(std::span<const uint8_t> bytes, uint64_t secti
                                   const section_layout& l, decoded_section* out) {
   const section_info& h = l.info;
   const abi a = h.target;
+  const bool v3 = h.version >= version_3;
   const uint8_t* section = bytes.data();
   const uint8_t* fres = section + l.fre_base;
   const bool flagged_sorted = (h.flags & flag_fde_sorted) != 0;
@@ -150,7 +170,31 @@ result<walk_summary> walk_section(std::span<const uint8_t> bytes, uint64_t secti
     out->layout.reserve(h.num_fdes);
   }
   for (size_t i = 0; i < h.num_fdes; ++i) {
-    const raw_fde f = read_fde(l, section, i);
+    raw_fde f = read_fde(l, section, i);
+    uint64_t first_fre = f.fre_offset;
+    if (v3) {
+      if (uint64_t{f.fre_offset} + attr_size_v3 > h.fre_len)
+        return make_error(errc::malformed,
+                          "sframe: FDE %zu: attribute record at offset %u runs past the FRE "
+                          "sub-section (len %u)",
+                          i, f.fre_offset, h.fre_len);
+      read_attr_v3(f, fres + f.fre_offset, l.big);
+      first_fre += attr_size_v3;
+      if (f.info & 0x40)
+        return make_error(errc::malformed,
+                          "sframe: FDE %zu: reserved bit 6 of the info byte set "
+                          "(info 0x%02x)",
+                          i, f.info);
+      if (fde_type(f.info2) > fde_type_flex || (f.info2 & ~0x1f) != 0)
+        return make_error(errc::unsupported,
+                          "sframe: FDE %zu: FDE type %u is not supported (0 DEFAULT, 1 FLEX; "
+                          "info2 0x%02x)",
+                          i, fde_type(f.info2), f.info2);
+    }
+    const bool flex = v3 && fde_type(f.info2) == fde_type_flex;
+    if (flex && a == abi::s390x)
+      return make_error(errc::unsupported,
+                        "sframe: FDE %zu: flexible FDEs on s390x are not supported", i);
     const uint8_t type = fde_fre_type(f.info);
     const size_t aw = fre_address_size(type);
     if (aw == 0)
@@ -167,8 +211,8 @@ result<walk_summary> walk_section(std::span<const uint8_t> bytes, uint64_t secti
     const uint64_t base = start - static_cast<uint64_t>(static_cast<int64_t>(f.start_field));
     if (base < section_address || (f.start_field >= 0 ? start < base : start > base))
       return make_error(errc::malformed,
-                        "sframe: FDE %zu: function start %+d from 0x%llx wraps the address space",
-                        i, f.start_field, static_cast<ull>(base));
+                        "sframe: FDE %zu: function start %+lld from 0x%llx wraps the address space",
+                        i, static_cast<long long>(f.start_field), static_cast<ull>(base));
     if (start > std::numeric_limits<uint64_t>::max() - f.size)
       return make_error(errc::malformed,
                         "sframe: FDE %zu: function at 0x%llx of %u bytes wraps the address space",
@@ -194,10 +238,10 @@ result<walk_summary> walk_section(std::span<const uint8_t> bytes, uint64_t secti
       return make_error(errc::malformed,
                         "sframe: FDE %zu: FRE counts add up to more than the header's %u FREs", i,
                         h.num_fres);
-    if (f.fre_count > 0 && f.fre_offset >= h.fre_len)
+    if (f.fre_count > 0 && first_fre >= h.fre_len)
       return make_error(errc::malformed,
-                        "sframe: FDE %zu: first FRE offset %u past FRE sub-section (len %u)", i,
-                        f.fre_offset, h.fre_len);
+                        "sframe: FDE %zu: first FRE offset %llu past FRE sub-section (len %u)", i,
+                        static_cast<ull>(first_fre), h.fre_len);
 
     function_desc* fd = nullptr;
     fde_layout* fl = nullptr;
@@ -206,21 +250,28 @@ result<walk_summary> walk_section(std::span<const uint8_t> bytes, uint64_t secti
       fd->start = start;
       fd->size = f.size;
       fd->pcmask_rep = rep;
+      fd->signal_frame = v3 && fde_signal(f.info);
+      fd->pauth_key = fde_pauth_key(f.info);
       fd->rows.reserve(f.fre_count);
       fl = &out->layout.emplace_back();
       fl->offset = static_cast<uint32_t>(fde_offset(l, i));
       fl->start_field = f.start_field;
       fl->info = f.info;
+      fl->info2 = f.info2;
+      fl->fde_type = v3 ? fde_type(f.info2) : 0;
       fl->fre_address_size = static_cast<uint8_t>(aw);
       fl->pcmask = pcmask;
+      fl->signal = fd->signal_frame;
       fl->pauth_key = fde_pauth_key(f.info);
       fl->rep_size = static_cast<uint8_t>(pcmask ? rep : f.rep_size);
-      fl->fre_offset = f.fre_offset;
+      fl->attr_offset = v3 ? f.fre_offset : 0;
+      fl->fre_offset = static_cast<uint32_t>(first_fre);
       fl->fre_infos.reserve(f.fre_count);
     }
 
-    uint64_t pos = f.fre_offset;
+    uint64_t pos = first_fre;
     uint32_t prev_fre_start = 0;
+    const unsigned max_words = flex ? max_flex_words : max_offsets(a);
     for (uint32_t j = 0; j < f.fre_count; ++j) {
       if (pos + aw + 1 > h.fre_len)
         return make_error(errc::malformed,
@@ -233,13 +284,13 @@ result<walk_summary> walk_section(std::span<const uint8_t> bytes, uint64_t secti
       const size_t osz = fre_offset_size(fre_size_code(info));
       if (osz == 0)
         return make_error(errc::malformed,
-                          "sframe: FDE %zu: FRE %u: offset size code 3 is invalid (info 0x%02x)", i,
-                          j, info);
+                          "sframe: FDE %zu: FRE %u: data word size code 3 is invalid (info 0x%02x)",
+                          i, j, info);
       const unsigned count = fre_count(info);
-      if (count > max_offsets(a))
+      if (count > max_words)
         return make_error(errc::malformed,
-                          "sframe: FDE %zu: FRE %u: %u offsets (%s FREs have at most %u)", i, j,
-                          count, to_string(a), max_offsets(a));
+                          "sframe: FDE %zu: FRE %u: %u data words (%s %s FREs have at most %u)", i,
+                          j, count, to_string(a), flex ? "FLEX" : "DEFAULT", max_words);
       if (a == abi::amd64 && fre_mangled(info))
         return make_error(errc::malformed,
                           "sframe: FDE %zu: FRE %u: RA-mangled bit set on AMD64 (info 0x%02x)", i,
@@ -250,7 +301,9 @@ result<walk_summary> walk_section(std::span<const uint8_t> bytes, uint64_t secti
                           "sframe: FDE %zu: FRE %u at offset %llu (%zu bytes) runs past FRE "
                           "sub-section (len %u)",
                           i, j, static_cast<ull>(pos), total, h.fre_len);
-      if (fre_start >= limit)
+      // A function of size 0 (gas emits them for empty .cfi_startproc/.cfi_endproc pairs) has
+      // its one row at offset 0.
+      if (fre_start >= limit && !(limit == 0 && fre_start == 0))
         return make_error(errc::malformed,
                           "sframe: FDE %zu: FRE %u starts at offset %u, past the end of the %s "
                           "(%u bytes)",
@@ -261,16 +314,30 @@ result<walk_summary> walk_section(std::span<const uint8_t> bytes, uint64_t secti
                           "(%u)",
                           i, j, fre_start, j - 1, prev_fre_start);
       prev_fre_start = fre_start;
-      if (fd != nullptr) {
+      // FLEX and s390x words are checked for meaning here, also when only validating.
+      frame_row row;
+      const char* bad = nullptr;
+      if (flex || a == abi::s390x) {
+        fre_words w;
+        read_words(p + aw + 1, count, osz, l.big, w);
+        bad = flex ? set_row_flex(row, a, fre_start, info, w.raw, w.value)
+                   : set_row_s390x(row, fre_start, info, w.value);
+      } else if (fd != nullptr) {
         int32_t offsets[3] = {0, 0, 0};
         for (unsigned k = 0; k < count; ++k)
           offsets[k] = load_signed(p + aw + 1 + k * osz, osz, l.big);
-        fd->rows.push_back(fre_to_row(a, fre_start, info, offsets));
+        set_row(row, a, fre_start, info, offsets);
+      }
+      if (bad != nullptr)
+        return make_error(errc::malformed, "sframe: FDE %zu: FRE %u: %s (info 0x%02x)", i, j, bad,
+                          info);
+      if (fd != nullptr) {
+        fd->rows.push_back(row);
         fl->fre_infos.push_back(info);
       }
       pos += total;
     }
-    if (fl != nullptr) fl->fre_bytes = static_cast<uint32_t>(pos - f.fre_offset);
+    if (fl != nullptr) fl->fre_bytes = static_cast<uint32_t>(pos - first_fre);
   }
   if (fre_total != h.num_fres)
     return make_error(errc::malformed, "sframe: FDEs reference %llu FREs but the header says %u",

@@ -191,7 +191,9 @@ result<void> trampoline_pool::release(const trampoline& t) {
   }
   p.used[t.slot] = 0;
   --p.in_use;
-  p.released.push_back(t.slot);
+  // A stub handed out again carries another name at the same address, which perf cannot
+  // always tell apart (docs/window.md): a session that never reuses addresses retires it.
+  if (p.owner.recycles_addresses()) p.released.push_back(t.slot);
   return {};
 }
 

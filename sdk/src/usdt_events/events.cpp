@@ -38,12 +38,13 @@ namespace jitunwind::detail::usdt_events {
 }
 
 [[gnu::noinline]] void fire_code_add(uint64_t address, uint64_t size, const char* name,
-                                     uint64_t window_id) {
-  STAP_PROBE4(jitunwind, code_add, address, size, name, window_id);
+                                     uint64_t window_id, uint64_t generation) {
+  STAP_PROBE5(jitunwind, code_add, address, size, name, window_id, generation);
 }
 
-[[gnu::noinline]] void fire_code_remove(uint64_t address, uint64_t size, uint64_t window_id) {
-  STAP_PROBE3(jitunwind, code_remove, address, size, window_id);
+[[gnu::noinline]] void fire_code_remove(uint64_t address, uint64_t size, uint64_t window_id,
+                                        uint64_t generation) {
+  STAP_PROBE4(jitunwind, code_remove, address, size, window_id, generation);
 }
 
 [[gnu::noinline]] void fire_usdt_load(const char* provider, uint64_t load_address,

@@ -28,8 +28,9 @@ void fire_window_publish(uint64_t window_id, uint64_t generation, uint64_t text,
                          uint64_t sframe, uint64_t sframe_len);
 void fire_window_retire(uint64_t window_id, uint64_t generation);
 void fire_window_free(uint64_t window_id, uint64_t generation);
-void fire_code_add(uint64_t address, uint64_t size, const char* name, uint64_t window_id);
-void fire_code_remove(uint64_t address, uint64_t size, uint64_t window_id);
+void fire_code_add(uint64_t address, uint64_t size, const char* name, uint64_t window_id,
+                   uint64_t generation);
+void fire_code_remove(uint64_t address, uint64_t size, uint64_t window_id, uint64_t generation);
 void fire_usdt_load(const char* provider, uint64_t load_address, const char* object_path);
 void fire_usdt_unload(const char* provider, uint64_t load_address);
 
@@ -56,33 +57,38 @@ inline void window_free(uint64_t window_id, uint64_t generation) {
   }
 }
 
-/// A function was added to a window. `name` is only read when traced; pass a callable returning
-/// the name through code_add_lazy when building the name costs something.
-inline void code_add(uint64_t address, uint64_t size, const char* name, uint64_t window_id) {
+/// A function was added to a window, visible from the publication `generation` on (the
+/// window_publish that follows carries it; 0: not known). `name` is only read when traced; pass
+/// a callable returning the name through code_add_lazy when building the name costs something.
+inline void code_add(uint64_t address, uint64_t size, const char* name, uint64_t window_id,
+                     uint64_t generation = 0) {
   if (__builtin_expect(jitunwind_code_add_semaphore != 0, 0)) {
-    fire_code_add(address, size, name, window_id);
+    fire_code_add(address, size, name, window_id, generation);
   }
 }
 
 /// Like code_add, but `make_name()` (returning something with `.c_str()` or a `const char*`) is
 /// called only while the probe is traced.
 template <class NameFn>
-inline void code_add_lazy(uint64_t address, uint64_t size, NameFn&& make_name, uint64_t window_id) {
+inline void code_add_lazy(uint64_t address, uint64_t size, NameFn&& make_name, uint64_t window_id,
+                          uint64_t generation = 0) {
   if (__builtin_expect(jitunwind_code_add_semaphore != 0, 0)) {
     const auto& name = make_name();
     if constexpr (requires { name.c_str(); }) {
-      fire_code_add(address, size, name.c_str(), window_id);
+      fire_code_add(address, size, name.c_str(), window_id, generation);
     } else {
-      fire_code_add(address, size, name, window_id);
+      fire_code_add(address, size, name, window_id, generation);
     }
   }
 }
 
-/// A single function's code was removed from a live window (most runtimes free whole windows
-/// and only use window_retire/window_free).
-inline void code_remove(uint64_t address, uint64_t size, uint64_t window_id) {
+/// A single function was taken out of a live window (window::retire_function) by the
+/// publication `generation`: its rows are gone from that generation on; its code stays until
+/// the window is freed.
+inline void code_remove(uint64_t address, uint64_t size, uint64_t window_id,
+                        uint64_t generation = 0) {
   if (__builtin_expect(jitunwind_code_remove_semaphore != 0, 0)) {
-    fire_code_remove(address, size, window_id);
+    fire_code_remove(address, size, window_id, generation);
   }
 }
 

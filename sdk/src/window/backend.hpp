@@ -37,13 +37,21 @@ struct published_function {
   bool named() const noexcept { return frames.pcmask_rep == 0; }
 };
 
+/// A function window::retire_function took out, announced at the next publish.
+struct removed_function {
+  uint64_t start = 0;
+  uint32_t size = 0;
+  /// NUL-terminated like published_function::name; valid during the on_publish call.
+  std::string_view name;
+};
+
 /// What a backend sees of a window when it is published or retired.
 struct window_view {
   uint64_t id = 0;
   /// Unique in the process and increasing: a fresh one for every publish of any window
   /// (registry entries and USDT events carry it; consumers key rows by (id, generation)).
   uint64_t generation = 0;
-  /// window::generation(): how many times the window's range was reused.
+  /// window::reuse_count(): how many times the window's range was reused.
   uint32_t reuse_count = 0;
   abi target = abi::amd64;
   uint64_t text_start = 0;
@@ -56,6 +64,8 @@ struct window_view {
   uint64_t previous_sframe_size = 0;
   /// The functions and named ranges this publish makes visible (empty on retire and free).
   std::span<const published_function> added;
+  /// The functions this publish takes out (window::retire_function; empty on retire and free).
+  std::span<const removed_function> removed;
   /// End of the last function (the code that is actually published starts at text_start).
   uint64_t code_end = 0;
 };

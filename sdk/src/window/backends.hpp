@@ -14,4 +14,12 @@ class flusher;
 result<std::unique_ptr<publisher_backend>> make_backend(publisher p, const session_options& options,
                                                         flusher* background);
 
+namespace kernel {
+class syscall_layer;
+}
+/// The kernel publisher issuing its calls through `calls` (tests pass a fake kernel; the
+/// session uses the real one). `calls` must outlive the publisher.
+result<std::unique_ptr<publisher_backend>> make_kernel_publisher(const session_options& options,
+                                                                 kernel::syscall_layer& calls);
+
 }  // namespace jitunwind::detail

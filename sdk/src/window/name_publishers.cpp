@@ -23,8 +23,9 @@ result<void> flush_writer(Writer& w, bool due_only, uint64_t now_ns) {
   return due_only ? w.flush_if_due(now_ns) : w.flush();
 }
 
-// perf map lines are never withdrawn: perf takes the last line for an address, so a reused
-// range simply gets new lines.
+// perf map lines are never withdrawn (the format has no way to; docs/window.md, "Reused
+// addresses", says what perf makes of several lines for one address), so a reused range gets
+// new lines and a retired function keeps its line.
 class perfmap_backend final : public publisher_backend {
  public:
   explicit perfmap_backend(std::unique_ptr<perfmap_writer> w) : writer_(std::move(w)) {}
@@ -83,78 +84,31 @@ class jitdump_backend final : public publisher_backend {
           std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(f.frames.start), f.frames.size);
       e.load.frame = &f.frames;
       e.load.clean_name = true;  // window::append and name_range reject control bytes
-      // Code copied from announced code is a CODE_MOVE of its index; code never announced (e.g.
-      // published before jitdump was on) is loaded.
-      if (f.moved_from != 0) {
-        if (const uint64_t* index = find_index(f.moved_from)) {
-          e.move_index = *index;
-          e.old_addr = f.moved_from;
-        }
-      }
+      // Code copied from elsewhere (window::append's moved_from) is loaded like new code, not
+      // written as CODE_MOVE: perf inject maps a move as the original load's object at the new
+      // address, and perf 6.1's DWARF unwinder then cuts about half of the call chains through
+      // it — byte-identical copies included (toy-jit recompiling: 454 of 974 samples reached
+      // main with moves, 2543 of 2543 with loads; docs/window.md, "Reused addresses").
       batch_.push_back(e);
     }
     if (batch_.empty()) return {};
-    if (auto r = writer_->write_batch(batch_, &indices_); !r) return r;
-    // A runtime publishes the same window many times in a row: keep its entry at hand.
-    if (last_ == nullptr || last_id_ != w.id) {
-      last_ = &windows_[w.text_start];
-      last_->id = w.id;
-      last_->end = w.text_start + w.text_size;
-      ids_[w.id] = w.text_start;
-      last_id_ = w.id;
-    }
-    for (size_t i = 0; i < batch_.size(); ++i)
-      last_->functions.emplace_back(batch_[i].load.code_addr, indices_[i]);
+    if (auto r = writer_->write_batch(batch_, nullptr); !r) return r;
     return {};
   }
 
   result<void> on_retire(const window_view&) override { return writer_->flush(); }
 
-  // After the grace period the code is gone: its index can no longer be the source of a move.
-  result<void> on_free(const window_view& w) override {
-    {
-      std::lock_guard lock(mutex_);
-      auto id = ids_.find(w.id);
-      if (id != ids_.end()) {
-        windows_.erase(id->second);
-        ids_.erase(id);
-      }
-      if (last_id_ == w.id) last_ = nullptr;
-    }
-    return writer_->flush();
-  }
+  result<void> on_free(const window_view&) override { return writer_->flush(); }
 
  private:
-  // The code index of the code announced at `addr` in a live window (caller holds mutex_).
-  const uint64_t* find_index(uint64_t addr) const {
-    auto it = windows_.upper_bound(addr);
-    if (it == windows_.begin()) return nullptr;
-    const per_window& pw = std::prev(it)->second;
-    if (addr >= pw.end) return nullptr;
-    // Appended in address order; a window's range is reset (on_free) before it is reused.
-    auto f = std::lower_bound(pw.functions.begin(), pw.functions.end(), addr,
-                              [](const auto& e, uint64_t a) { return e.first < a; });
-    if (f == pw.functions.end() || f->first != addr) return nullptr;
-    return &f->second;
-  }
-
-  struct per_window {
-    uint64_t id = 0;
-    uint64_t end = 0;
-    std::vector<std::pair<uint64_t, uint64_t>> functions;  // (code address, code index)
-  };
-
   std::unique_ptr<jitdump_writer> writer_;
   std::mutex mutex_;
-  std::map<uint64_t, per_window> windows_;      // by text start
-  std::unordered_map<uint64_t, uint64_t> ids_;  // window id -> text start
-  per_window* last_ = nullptr;                  // of the last publish (map nodes do not move)
-  uint64_t last_id_ = 0;
-  std::vector<jitdump_entry> batch_;            // one publish (mutex_)
-  std::vector<uint64_t> indices_;               // its code indices (mutex_)
+  std::vector<jitdump_entry> batch_;  // one publish (mutex_)
 };
 
-// One GDB JIT object per publish batch; all of a window's objects go when it is retired.
+// One GDB JIT object per publish batch; all of a window's objects go when it is retired. A
+// function taken out (window::retire_function) leaves by replacing its batch's object with one
+// without it, so the backend keeps a copy of each batch (names and rows) while it is registered.
 class gdb_backend final : public publisher_backend {
  public:
   explicit gdb_backend(std::unique_ptr<gdbjit::registrar> r) : registrar_(std::move(r)) {}
@@ -169,41 +123,85 @@ class gdb_backend final : public publisher_backend {
   }
 
   result<void> on_publish(const window_view& w) override {
-    std::vector<gdbjit::function_symbol> batch;
-    batch.reserve(w.added.size());
+    std::lock_guard lock(mutex_);
+    std::vector<batch>& batches = by_window_[w.id];
+    for (const removed_function& f : w.removed) {
+      if (auto r = take_out(batches, f.start); !r) return r;
+    }
+    batch b;
     for (const published_function& f : w.added) {
       // Stub arrays are skipped: their stubs are named one by one. Names were checked by
       // window::append / name_range (no control bytes).
-      if (f.named())
-        batch.push_back({f.name, f.frames.start, f.frames.size, &f.frames, /*clean_name=*/true});
+      if (f.named()) b.functions.push_back({std::string(f.name), f.frames});
     }
-    if (batch.empty()) return {};
-    auto id = registrar_->add(batch);
+    if (b.functions.empty()) return {};
+    auto id = registrar_->add(symbols(b));
     if (!id) return std::move(id).error();
-    std::lock_guard lock(mutex_);
-    by_window_[w.id].push_back(*id);
+    b.id = *id;
+    batches.push_back(std::move(b));
     return {};
   }
 
   result<void> on_retire(const window_view& w) override {
-    std::vector<gdbjit::registration_id> ids;
+    std::vector<batch> batches;
     {
       std::lock_guard lock(mutex_);
       auto it = by_window_.find(w.id);
       if (it == by_window_.end()) return {};
-      ids.swap(it->second);
+      batches.swap(it->second);
       by_window_.erase(it);
     }
-    for (auto id : ids) {
-      if (auto r = registrar_->remove(id); !r) return r;
+    for (const batch& b : batches) {
+      if (auto r = registrar_->remove(b.id); !r) return r;
     }
     return {};
   }
 
  private:
+  struct stored_function {
+    std::string name;
+    function_desc frames;
+  };
+  struct batch {
+    gdbjit::registration_id id = 0;
+    std::vector<stored_function> functions;
+  };
+
+  static std::vector<gdbjit::function_symbol> symbols(const batch& b) {
+    std::vector<gdbjit::function_symbol> out;
+    out.reserve(b.functions.size());
+    for (const stored_function& f : b.functions)
+      out.push_back({f.name, f.frames.start, f.frames.size, &f.frames, /*clean_name=*/true});
+    return out;
+  }
+
+  // Replaces the object holding the function at `start` by one without it (caller holds mutex_).
+  result<void> take_out(std::vector<batch>& batches, uint64_t start) {
+    for (size_t i = 0; i < batches.size(); ++i) {
+      batch& b = batches[i];
+      auto f = std::find_if(b.functions.begin(), b.functions.end(),
+                            [&](const stored_function& s) { return s.frames.start == start; });
+      if (f == b.functions.end()) continue;
+      if (auto r = registrar_->remove(b.id); !r) return r;
+      b.functions.erase(f);
+      if (b.functions.empty()) {
+        batches.erase(batches.begin() + static_cast<ptrdiff_t>(i));
+        return {};
+      }
+      auto id = registrar_->add(symbols(b));
+      if (!id) {
+        batches.erase(batches.begin() + static_cast<ptrdiff_t>(i));
+        return std::move(id).error();
+      }
+      b.id = *id;
+      return {};
+    }
+    return {};  // never named (a stub array's part, or published before gdb was on)
+  }
+
   std::unique_ptr<gdbjit::registrar> registrar_;
   std::mutex mutex_;
-  std::unordered_map<uint64_t, std::vector<gdbjit::registration_id>> by_window_;
+  std::unordered_map<uint64_t, std::vector<batch>> by_window_;
 };
 
 }  // namespace

@@ -24,32 +24,70 @@ std::string_view trim(std::string_view s) {
 
 const char* to_string(publisher p) noexcept {
   switch (p) {
-    case publisher::registry: return "registry";
-    case publisher::usdt_events: return "usdt-events";
-    case publisher::perfmap: return "perfmap";
-    case publisher::jitdump: return "jitdump";
-    case publisher::gdb: return "gdb";
-    case publisher::kernel: return "kernel";
+    case publisher::registry:
+      return "registry";
+    case publisher::usdt_events:
+      return "usdt-events";
+    case publisher::perfmap:
+      return "perfmap";
+    case publisher::jitdump:
+      return "jitdump";
+    case publisher::gdb:
+      return "gdb";
+    case publisher::kernel:
+      return "kernel";
   }
   return "unknown";
 }
 
 const char* to_string(publisher_state s) noexcept {
   switch (s) {
-    case publisher_state::disabled: return "disabled";
-    case publisher_state::active: return "active";
-    case publisher_state::failed: return "failed";
-    case publisher_state::unsupported: return "unsupported";
+    case publisher_state::disabled:
+      return "disabled";
+    case publisher_state::active:
+      return "active";
+    case publisher_state::failed:
+      return "failed";
+    case publisher_state::unsupported:
+      return "unsupported";
   }
   return "unknown";
 }
 
 const char* to_string(window_state s) noexcept {
   switch (s) {
-    case window_state::open: return "open";
-    case window_state::sealed: return "sealed";
-    case window_state::retired: return "retired";
-    case window_state::freed: return "freed";
+    case window_state::open:
+      return "open";
+    case window_state::sealed:
+      return "sealed";
+    case window_state::retired:
+      return "retired";
+    case window_state::freed:
+      return "freed";
+  }
+  return "unknown";
+}
+
+const char* to_string(address_reuse r) noexcept {
+  switch (r) {
+    case address_reuse::automatic:
+      return "auto";
+    case address_reuse::allowed:
+      return "allowed";
+    case address_reuse::never:
+      return "never";
+  }
+  return "unknown";
+}
+
+const char* to_string(code_layout l) noexcept {
+  switch (l) {
+    case code_layout::page_flip:
+      return "page-flip";
+    case code_layout::memfd_alias:
+      return "memfd-alias";
+    case code_layout::shared_alias:
+      return "shared-alias";
   }
   return "unknown";
 }
@@ -174,8 +212,9 @@ result<session_options> session_options::from_env() {
   if (publish != nullptr && *publish == '\0') publish = nullptr;
   if (const char* v = publish) {
     auto set = parse_publishers(v);
-    if (!set) return make_error(errc::invalid_argument, "JITUNWIND_PUBLISH: %s",
-                                set.error().message().c_str());
+    if (!set)
+      return make_error(errc::invalid_argument, "JITUNWIND_PUBLISH: %s",
+                        set.error().message().c_str());
     o.publishers = *set;
   }
   if (const char* v = std::getenv("JITUNWIND_DIR"); v != nullptr && *v != '\0') {
@@ -183,6 +222,18 @@ result<session_options> session_options::from_env() {
     o.jitdump_dir = v;
   }
   if (const char* v = std::getenv("JITDUMPDIR"); v != nullptr && *v != '\0') o.jitdump_dir = v;
+  if (const char* v = std::getenv("JITUNWIND_ADDRESS_REUSE"); v != nullptr && *v != '\0') {
+    const std::string_view value = trim(v);
+    if (value == "auto")
+      o.reuse = address_reuse::automatic;
+    else if (value == "allowed")
+      o.reuse = address_reuse::allowed;
+    else if (value == "never")
+      o.reuse = address_reuse::never;
+    else
+      return make_error(errc::invalid_argument,
+                        "JITUNWIND_ADDRESS_REUSE: '%s' is not auto, allowed or never", v);
+  }
   // Setting an interface opts in to the kernel publisher, unless JITUNWIND_PUBLISH lists the
   // publishers itself; "off" and "none" mean no kernel calls, as in kernel_sframe.
   if (const char* v = std::getenv("JITUNWIND_KERNEL_SFRAME"); v != nullptr && *v != '\0') {
@@ -191,6 +242,22 @@ result<session_options> session_options::from_env() {
       o.kernel_sframe = v;
       if (publish == nullptr) o.publishers |= static_cast<uint32_t>(publisher::kernel);
     }
+  }
+  if (const char* v = env("JITUNWIND_SFRAME_VERSION")) {
+    const std::string_view value = trim(v);
+    if (value != "2" && value != "3")
+      return make_error(errc::invalid_argument, "JITUNWIND_SFRAME_VERSION: '%s' (expected 2 or 3)",
+                        v);
+    o.sframe_version = static_cast<uint8_t>(value[0] - '0');
+  }
+  if (const char* v = env("JITUNWIND_SFRAME_FLEX")) {
+    const std::string_view value = trim(v);
+    if (value != "0" && value != "1")
+      return make_error(errc::invalid_argument,
+                        "JITUNWIND_SFRAME_FLEX: '%s' (expected 0 to refuse FLEX FDEs, 1 to allow "
+                        "them)",
+                        v);
+    o.sframe_allow_flex = value == "1";
   }
   if (const char* v = env("JITUNWIND_DURABILITY")) {
     if (auto r = parse_durability_list(v, o); !r)

@@ -17,8 +17,10 @@ class registry_backend final : public publisher_backend {
   std::string note() const override { return "exported as jitunwind_registry"; }
 
   result<void> on_publish(const window_view& w) override {
-    const registry_window entry{w.id, w.text_start, w.text_size, w.sframe_address,
-                                w.sframe.size(), w.target};
+    // The version byte of the section itself (the session's choice, 3 by default).
+    const uint8_t version = w.sframe.size() > 2 ? w.sframe[2] : 0;
+    const registry_window entry{w.id,           w.text_start, w.text_size, w.sframe_address,
+                                w.sframe.size(), w.target,    version};
     std::unique_lock lock(mutex_);
     auto it = slots_.find(w.id);
     if (it == slots_.end()) {

@@ -14,6 +14,10 @@ result<std::unique_ptr<session>> session::create(const session_options& options)
       options.target != abi::aarch64_be)
     return detail::make_error(errc::invalid_argument, "session: unknown ABI id %d",
                               static_cast<int>(options.target));
+  if (options.sframe_version != 2 && options.sframe_version != 3)
+    return detail::make_error(errc::invalid_argument,
+                              "session: SFrame version %u cannot be written (2 or 3)",
+                              options.sframe_version);
   // Every publisher's bit, up to the highest (kernel): anything above is a caller's mistake.
   constexpr publisher_set known = (static_cast<uint32_t>(publisher::kernel) << 1) - 1;
   if ((options.publishers & ~known) != 0)
@@ -49,12 +53,12 @@ uint64_t next_window_id() noexcept {
 session_impl::session_impl(const session_options& options) : options_(options) {}
 
 session_impl::~session_impl() {
-  std::vector<std::unique_ptr<window_impl>> windows;
+  std::unordered_map<const window*, std::unique_ptr<window_impl>> windows;
   {
     std::lock_guard lock(mutex_);
     windows.swap(windows_);
   }
-  for (auto& w : windows) w->shutdown();
+  for (auto& [handle, w] : windows) w->shutdown();
   windows.clear();
   slots_.clear();  // backends flush and close their files (jitdump CODE_CLOSE)
   flusher_.reset();
@@ -87,12 +91,11 @@ void session_impl::start_publishers() {
                                 (s.message.empty() ? "" : ": " + s.message));
     } else {
       const error& e = backend.error();
-      s.state = e.code() == errc::unsupported ? publisher_state::unsupported
-                                              : publisher_state::failed;
+      s.state =
+          e.code() == errc::unsupported ? publisher_state::unsupported : publisher_state::failed;
       s.message = e.message();
       log(e.code() == errc::unsupported ? log_level::info : log_level::warning,
-          std::string("publisher ") + to_string(p) + " " + to_string(s.state) + ": " +
-              e.message());
+          std::string("publisher ") + to_string(p) + " " + to_string(s.state) + ": " + e.message());
     }
     slots_.push_back(std::move(s));
   }
@@ -102,8 +105,16 @@ void session_impl::start_publishers() {
     if (s.state == publisher_state::active) mask |= 1u << i;
     if (s.kind == publisher::jitdump || s.kind == publisher::gdb) rows_mask_ |= 1u << i;
     if (s.kind == publisher::jitdump && s.state == publisher_state::active) code_gap_ = 160;
+    // perf reads both files after the fact and cannot tell two codes at one address apart in
+    // every case (docs/window.md, "Reused addresses").
+    if ((s.kind == publisher::jitdump || s.kind == publisher::perfmap) &&
+        s.state == publisher_state::active && options_.reuse == address_reuse::automatic)
+      recycles_ = false;
   }
+  if (options_.reuse == address_reuse::never) recycles_ = false;
   active_mask_.store(mask, std::memory_order_release);
+  log(log_level::debug, std::string("address reuse ") +
+                            (recycles_ ? "allowed" : "off: freed code ranges stay reserved"));
 }
 
 void session_impl::mark_failed(slot& s, const char* what, uint64_t window_id, const error& e) {
@@ -114,8 +125,8 @@ void session_impl::mark_failed(slot& s, const char* what, uint64_t window_id, co
   {
     std::lock_guard lock(mutex_);
     if (s.state != publisher_state::active) return;
-    s.state = e.code() == errc::unsupported ? publisher_state::unsupported
-                                            : publisher_state::failed;
+    s.state =
+        e.code() == errc::unsupported ? publisher_state::unsupported : publisher_state::failed;
     active_mask_.fetch_and(~(1u << static_cast<uint32_t>(&s - slots_.data())),
                            std::memory_order_acq_rel);
     s.message = message;
@@ -128,21 +139,25 @@ result<window*> session_impl::create_owned_window(const owned_window_options& o)
   if (sframe_capacity == 0) {
     // About one typical function (FDE + 4 rows) per 64 bytes of code, at least one page, at
     // most the per-window limit (256 MiB: still ~10 million functions).
-    sframe_capacity = std::clamp<size_t>(o.code_capacity / 64 * 48 + 64, page_size(),
-                                         size_t{1} << 28);
+    sframe_capacity =
+        std::clamp<size_t>(o.code_capacity / 64 * 48 + 64, page_size(), size_t{1} << 28);
   }
   owned_memory mem = take_owned(round_up(o.code_capacity, page_size()),
-                                round_up(sframe_capacity, page_size()), o.dual_mapping);
+                                round_up(sframe_capacity, page_size()), o.layout);
   if (mem.code_capacity() == 0) {
-    auto fresh = owned_memory::create(o.code_capacity, sframe_capacity, o.dual_mapping);
+    auto fresh = owned_memory::create(o.code_capacity, sframe_capacity, o.layout);
     if (!fresh) return std::move(fresh).error();
     mem = std::move(fresh).value();
   }
-  auto w = std::make_unique<window_impl>(*this, next_window_id(), std::move(mem));
+  return adopt_window(std::make_unique<window_impl>(*this, next_window_id(), std::move(mem)));
+}
+
+window* session_impl::adopt_window(std::unique_ptr<window_impl> w) {
   window_impl* raw = w.get();
   std::lock_guard lock(mutex_);
-  windows_.push_back(std::move(w));
+  windows_.emplace(raw, std::move(w));
   live_.push_back(raw);
+  live_by_start_.emplace(raw->text_start(), raw);
   return raw;
 }
 
@@ -155,12 +170,19 @@ result<window*> session_impl::describe_window(const described_window_options& o)
                       "describe_window: a window of %zu bytes cannot be described by one SFrame "
                       "section (32-bit offsets); split it",
                       o.text_size);
+  // About one typical function (FDE + 4 rows) per 64 bytes of code; small windows share
+  // arenas, so no page minimum.
+  const size_t sframe_capacity =
+      o.sframe_capacity != 0 ? o.sframe_capacity : o.text_size / 64 * 48 + 64;
+  sframe_block block;
   {
     std::lock_guard lock(mutex_);
-    for (const window_impl* w : live_) {
-      if (w->state() == window_state::freed) continue;
+    // Windows not freed do not overlap: only the nearest one starting below the end can.
+    auto next = live_by_start_.lower_bound(o.text_start + o.text_size);
+    if (next != live_by_start_.begin()) {
+      const window_impl* w = std::prev(next)->second;
       const uint64_t a = w->text_start(), b = a + w->text_size();
-      if (o.text_start < b && a < o.text_start + o.text_size)
+      if (o.text_start < b)
         return make_error(errc::already_exists,
                           "describe_window: [0x%llx, 0x%llx) overlaps window %llu [0x%llx, "
                           "0x%llx)",
@@ -169,44 +191,18 @@ result<window*> session_impl::describe_window(const described_window_options& o)
                           static_cast<unsigned long long>(w->id()),
                           static_cast<unsigned long long>(a), static_cast<unsigned long long>(b));
     }
+    auto taken = sframe_space_.take(o.text_start, o.text_size, sframe_capacity);
+    if (!taken) return std::move(taken).error();
+    block = *taken;
   }
-  size_t sframe_capacity = o.sframe_capacity;
-  if (sframe_capacity == 0)
-    sframe_capacity = std::max<size_t>(page_size(), o.text_size / 64 * 48 + 64);
-  // A freed window's buffers of the same size within reach of this range, else new ones.
-  std::optional<near_buffers> spare;
-  {
-    const size_t each = round_up(sframe_capacity, page_size());
-    std::lock_guard lock(mutex_);
-    for (size_t i = spare_buffers_.size(); i-- > 0;) {
-      near_buffers& b = spare_buffers_[i];
-      if (b.sframe().capacity() != each ||
-          !within_sframe_reach(o.text_start, o.text_size, b.address(), b.length()))
-        continue;
-      spare.emplace(std::move(b));
-      spare_buffers_.erase(spare_buffers_.begin() + static_cast<ptrdiff_t>(i));
-      break;
-    }
-  }
-  if (!spare) {
-    auto near = near_buffers::create(o.text_start, o.text_size, sframe_capacity);
-    if (!near) return std::move(near).error();
-    spare.emplace(std::move(near).value());
-  }
-  auto w = std::make_unique<window_impl>(*this, next_window_id(), o.text_start, o.text_size,
-                                         std::move(*spare));
-  window_impl* raw = w.get();
-  std::lock_guard lock(mutex_);
-  windows_.push_back(std::move(w));
-  live_.push_back(raw);
-  return raw;
+  return adopt_window(
+      std::make_unique<window_impl>(*this, next_window_id(), o.text_start, o.text_size, block));
 }
 
-void session_impl::recycle(near_buffers buffers) {
-  if (buffers.length() == 0) return;
+void session_impl::give_back(const sframe_block& block) {
+  if (!block.valid()) return;
   std::lock_guard lock(mutex_);
-  if (spare_buffers_.size() == max_spare_buffers) spare_buffers_.erase(spare_buffers_.begin());
-  spare_buffers_.push_back(std::move(buffers));
+  sframe_space_.give_back(block);
 }
 
 void session_impl::recycle(owned_memory memory) {
@@ -216,10 +212,11 @@ void session_impl::recycle(owned_memory memory) {
   spare_owned_.push_back(std::move(memory));
 }
 
-owned_memory session_impl::take_owned(size_t code_capacity, size_t sframe_each, bool dual) {
+owned_memory session_impl::take_owned(size_t code_capacity, size_t sframe_each,
+                                      code_layout layout) {
   std::lock_guard lock(mutex_);
   for (size_t i = spare_owned_.size(); i-- > 0;) {
-    if (!spare_owned_[i].fits(code_capacity, sframe_each, dual)) continue;
+    if (!spare_owned_[i].fits(code_capacity, sframe_each, layout)) continue;
     owned_memory m = std::move(spare_owned_[i]);
     spare_owned_.erase(spare_owned_.begin() + static_cast<ptrdiff_t>(i));
     return m;
@@ -237,7 +234,26 @@ window_lists session_impl::take_lists() {
   return std::exchange(spare_lists_, {});
 }
 
+void session_impl::forget_freed() {
+  std::vector<std::unique_ptr<window_impl>> gone;  // destroyed outside the lock
+  {
+    std::lock_guard lock(mutex_);
+    std::erase_if(live_, [&](window_impl* w) {
+      if (w->state() != window_state::freed) return false;
+      auto at = live_by_start_.find(w->text_start());
+      if (at != live_by_start_.end() && at->second == w) live_by_start_.erase(at);
+      if (w->release_when_freed()) {
+        auto h = windows_.find(w);
+        gone.push_back(std::move(h->second));
+        windows_.erase(h);
+      }
+      return true;
+    });
+  }
+}
+
 size_t session_impl::poll() {
+  std::lock_guard poll_lock(poll_mutex_);
   std::vector<window_impl*> windows;
   {
     std::lock_guard lock(mutex_);
@@ -246,16 +262,39 @@ size_t session_impl::poll() {
   const auto now = std::chrono::steady_clock::now();
   size_t acted = 0;
   for (window_impl* w : windows) acted += w->poll_grace(now) ? 1 : 0;
-  if (acted != 0) {
-    std::lock_guard lock(mutex_);
-    std::erase_if(live_, [](const window_impl* w) { return w->state() == window_state::freed; });
-  }
+  if (acted != 0) forget_freed();
   // Without a flusher thread, a runtime's regular poll keeps the batched files' latency bound.
   if (batched_files_) {
     const uint64_t now_ns = monotonic_ns();
     for_each_backend("flush", 0, [&](publisher_backend& b) { return b.flush(true, now_ns); });
   }
   return acted;
+}
+
+result<void> session_impl::release(window* handle) {
+  std::lock_guard poll_lock(poll_mutex_);
+  window_impl* w = nullptr;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = windows_.find(handle);
+    if (it == windows_.end())
+      return make_error(errc::invalid_argument,
+                        "release: %p is not a window of this session (or was released already)",
+                        static_cast<void*>(handle));
+    w = it->second.get();
+  }
+  auto now = w->prepare_release();
+  if (!now) return std::move(now).error();
+  if (!*now) return {};               // still in its grace period: poll frees and then destroys it
+  std::unique_ptr<window_impl> gone;  // destroyed after the lock is released
+  std::lock_guard lock(mutex_);
+  std::erase(live_, w);
+  auto at = live_by_start_.find(w->text_start());
+  if (at != live_by_start_.end() && at->second == w) live_by_start_.erase(at);
+  auto it = windows_.find(w);
+  gone = std::move(it->second);
+  windows_.erase(it);
+  return {};
 }
 
 result<void> session_impl::flush() {

@@ -7,12 +7,15 @@
 #include "perfmap/flusher.hpp"
 #include "window/backend.hpp"
 #include "window/code_memory.hpp"
+#include "window/placement.hpp"
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <unordered_map>
 #include <vector>
 
 namespace jitunwind::detail {
@@ -44,13 +47,14 @@ class window_impl final : public window {
  public:
   window_impl(session_impl& s, uint64_t id, owned_memory mem);
   window_impl(session_impl& s, uint64_t id, uint64_t text_start, size_t text_size,
-              near_buffers near);
+              sframe_block block);
   ~window_impl() override;
 
   window_state state() const noexcept override { return state_.load(std::memory_order_acquire); }
   uint64_t text_start() const noexcept override { return text_start_; }
   size_t text_size() const noexcept override { return text_size_; }
   bool owned() const noexcept override { return owned_; }
+  uint64_t published_generation() const noexcept override { return publication_generation_; }
 
   result<code_space> allocate(size_t size, size_t alignment) override;
   result<void> append(std::string_view name, const function_desc& frames,
@@ -58,6 +62,8 @@ class window_impl final : public window {
   result<void> name_range(std::string_view name, const function_desc& frames) override;
   result<void> publish() override;
   result<void> seal() override;
+  result<void> patch(uint64_t address, span<const uint8_t> bytes) override;
+  result<void> retire_function(uint64_t start) override;
   result<void> retire(std::chrono::milliseconds grace,
                       std::function<bool(window&)> on_grace_over) override;
   result<void> reuse() override;
@@ -68,13 +74,19 @@ class window_impl final : public window {
   bool poll_grace(std::chrono::steady_clock::time_point now);
   /// Unpublishes and releases everything (session shutdown).
   void shutdown();
+  /// session::release: true if the handle can go now (freed, or freed now because it was kept
+  /// for reuse); otherwise the window is marked to go when its grace period ends.
+  result<bool> prepare_release();
+  /// Marked by prepare_release: poll destroys the window once it is freed.
+  bool release_when_freed() const noexcept { return release_when_freed_; }
 
  private:
   result<void> reset_encoder();
   void adopt(window_lists lists);
   window_lists release_lists();
-  /// `with_added`: the functions appended since the last publish are in `added`.
-  window_view view(bool with_added) const;
+  /// `with_changes`: the functions appended and removed since the last publish are in
+  /// `added` and `removed`.
+  window_view view(bool with_changes) const;
   published_function& next_pending();
   /// Records an appended function or named range for the next publish.
   void add_pending(std::string_view name, const function_desc& frames, uint64_t moved_from,
@@ -83,11 +95,13 @@ class window_impl final : public window {
   const sframe_buffers& buffers() const noexcept;
   /// `recycle`: hand the memory to the session for the next window instead of releasing it.
   void free_memory(bool recycle);
+  /// The appended function [start, end) containing [address, address + size), or null.
+  const std::pair<uint64_t, uint64_t>* function_at(uint64_t address, size_t size) const;
 
   session_impl& session_;
   const bool owned_;
   owned_memory mem_;
-  near_buffers near_;
+  sframe_block block_;
   uint64_t text_start_ = 0;
   size_t text_size_ = 0;
 
@@ -108,6 +122,9 @@ class window_impl final : public window {
   // [start, end) of the appended functions, in address order (name_range searches them).
   std::vector<std::pair<uint64_t, uint64_t>> ranges_;
   uint64_t last_end_ = 0;  // end address of the last appended function
+  // Functions retired since the last publish (names in names_; views set at publish).
+  std::vector<window_lists::record> removed_;
+  std::vector<removed_function> removed_views_;
 
   size_t alloc_cursor_ = 0;  // owned: bytes of code reserved so far
   size_t exec_from_ = 0;     // owned: first byte not yet made executable
@@ -130,6 +147,7 @@ class window_impl final : public window {
   std::chrono::steady_clock::time_point grace_deadline_{};
   std::function<bool(window&)> on_grace_over_;
   bool kept_for_reuse_ = false;
+  bool release_when_freed_ = false;  // set by session::release (under the poll lock)
 };
 
 class session_impl final : public session {
@@ -142,6 +160,8 @@ class session_impl final : public session {
   result<window*> create_owned_window(const owned_window_options& options) override;
   result<window*> describe_window(const described_window_options& options) override;
   size_t poll() override;
+  result<void> release(window* w) override;
+  bool recycles_addresses() const noexcept override { return recycles_; }
   result<void> flush() override;
   std::vector<publisher_status> status() const override;
   const session_options& options() const noexcept override { return options_; }
@@ -152,14 +172,15 @@ class session_impl final : public session {
 
   void log(log_level level, const std::string& message) const { options_.log(level, message); }
 
-  /// A freed described window's SFrame buffers, kept for the next describe_window: their pages
-  /// are already faulted in (a fresh mapping costs a page fault per 4 KiB the section grows).
-  void recycle(near_buffers buffers);
+  /// A freed described window's SFrame buffers go back to the arena they came from (pages
+  /// stay faulted in for the next window of that size).
+  void give_back(const sframe_block& block);
   /// A freed owned window's memory, already wiped (owned_memory::wipe), for the next owned
-  /// window of the same capacities: same reasoning, for code pages and SFrame buffers alike.
+  /// window of the same capacities: a fresh mapping costs a page fault per 4 KiB of code and
+  /// SFrame. Keeps at most max_spare_buffers.
   void recycle(owned_memory memory);
   /// Spare memory for an owned window of these capacities, or empty memory.
-  owned_memory take_owned(size_t code_capacity, size_t sframe_each, bool dual);
+  owned_memory take_owned(size_t code_capacity, size_t sframe_each, code_layout layout);
   /// A freed window's per-function lists and encoder (see window_lists): the next window's
   /// appends grow nothing. One set is kept, the larger.
   void recycle(window_lists lists);
@@ -184,6 +205,10 @@ class session_impl final : public session {
     std::unique_ptr<publisher_backend> backend;
   };
   void mark_failed(slot& s, const char* what, uint64_t window_id, const error& e);
+  /// Adds a new window to the session's lists.
+  window* adopt_window(std::unique_ptr<window_impl> w);
+  /// Drops freed windows from the live lists; destroys those released. Caller holds poll_mutex_.
+  void forget_freed();
 
   session_options options_;
   // Keeps the batched files' latency bound while the runtime publishes nothing (thread started
@@ -191,23 +216,27 @@ class session_impl final : public session {
   std::unique_ptr<flusher> flusher_;
   // A file publisher is batched: poll() checks its latency bound.
   bool batched_files_ = false;
-  std::vector<slot> slots_;  // publishing order
-  mutable std::mutex mutex_;  // guards slots_' state/message, windows_ and live_
+  std::vector<slot> slots_;   // publishing order
+  mutable std::mutex mutex_;  // guards slots_' state/message, the window lists and spares
+  // Serializes poll() and release(): a window is destroyed only by one of them, never while
+  // the other walks the live list.
+  std::mutex poll_mutex_;
   // Bit i set: slots_[i] is active. Read without the lock on every publish (a publish would
   // otherwise take mutex_ once per publisher); cleared under mutex_ when a publisher fails.
   std::atomic<uint32_t> active_mask_{0};
   uint32_t rows_mask_ = 0;  // slots of the publishers that read rows (jitdump, gdb)
-  // Every window ever created (pointers stay valid until the session goes), and those not freed:
-  // poll() and the overlap check of describe_window() look only at the latter, so their cost
-  // does not grow with the number of windows a long-running runtime has retired.
-  std::vector<std::unique_ptr<window_impl>> windows_;
+  bool recycles_ = true;    // session_options::reuse resolved against the active publishers
+  // Every window handle not released, and those not freed: poll() looks only at the latter, so
+  // its cost does not grow with the number of windows a long-running runtime has retired.
+  std::unordered_map<const window*, std::unique_ptr<window_impl>> windows_;
   std::vector<window_impl*> live_;
-  // Buffers of freed described windows (recycle), at most max_spare_buffers, newest last.
+  std::map<uint64_t, window_impl*> live_by_start_;  // overlap checks of describe_window
+  // Memory of freed owned windows, at most max_spare_buffers, newest last; and one window's
+  // lists.
   static constexpr size_t max_spare_buffers = 2;
-  std::vector<near_buffers> spare_buffers_;
-  // Memory of freed owned windows, same rules; and one window's lists.
   std::vector<owned_memory> spare_owned_;
   window_lists spare_lists_;
+  sframe_space sframe_space_;
   size_t code_gap_ = 0;
 };
 

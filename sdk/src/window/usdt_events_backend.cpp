@@ -14,8 +14,11 @@ class usdt_events_backend final : public publisher_backend {
   std::string note() const override { return "probes jitunwind:window_publish, code_add, ..."; }
 
   result<void> on_publish(const window_view& w) override {
+    for (const removed_function& f : w.removed)
+      usdt_events::code_remove(f.start, f.size, w.id, w.generation);
     for (const published_function& f : w.added) {
-      if (f.named()) usdt_events::code_add(f.frames.start, f.frames.size, f.name.data(), w.id);
+      if (f.named())
+        usdt_events::code_add(f.frames.start, f.frames.size, f.name.data(), w.id, w.generation);
     }
     usdt_events::window_publish(w.id, w.generation, w.text_start, w.text_size, w.sframe_address,
                                 w.sframe.size());

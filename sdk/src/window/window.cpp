@@ -12,10 +12,6 @@ namespace jitunwind::detail {
 
 namespace {
 
-// Upper bound of the SFrame bytes one function adds: the FDE plus, per row, a 4-byte start
-// address, the info byte and three 4-byte offsets.
-size_t sframe_bytes_bound(const function_desc& f) { return 20 + f.rows.size() * (4 + 1 + 12); }
-
 result<void> check_name(std::string_view name) {
   if (name.empty()) return make_error(errc::invalid_argument, "function name is empty");
   if (name.size() > 4096)
@@ -43,8 +39,8 @@ window_impl::window_impl(session_impl& s, uint64_t id, owned_memory mem)
 }
 
 window_impl::window_impl(session_impl& s, uint64_t id, uint64_t text_start, size_t text_size,
-                         near_buffers near)
-    : window(id), session_(s), owned_(false), near_(std::move(near)) {
+                         sframe_block block)
+    : window(id), session_(s), owned_(false), block_(block) {
   adopt(s.take_lists());
   text_start_ = text_start;
   text_size_ = text_size;
@@ -54,7 +50,7 @@ window_impl::window_impl(session_impl& s, uint64_t id, uint64_t text_start, size
 window_impl::~window_impl() = default;
 
 const sframe_buffers& window_impl::buffers() const noexcept {
-  return owned_ ? mem_.sframe() : near_.sframe();
+  return owned_ ? mem_.sframe() : block_.buffers;
 }
 
 // Lists from take_lists are empty (release_lists empties them); entries of pending_ are reused
@@ -69,6 +65,7 @@ void window_impl::adopt(window_lists l) {
 
 window_lists window_impl::release_lists() {
   forget_functions();
+  removed_.clear();
   return {std::exchange(pending_, {}), std::exchange(records_, {}), std::exchange(names_, {}),
           std::exchange(ranges_, {}), std::exchange(encoder_, std::nullopt)};
 }
@@ -76,11 +73,15 @@ window_lists window_impl::release_lists() {
 result<void> window_impl::reset_encoder() {
   sframe::encoder_options o;
   o.target = session_.options().target;
+  o.version = session_.options().sframe_version;
+  o.allow_flex = session_.options().sframe_allow_flex;
   o.section_address = reinterpret_cast<uint64_t>(buffers().buffer(0));
   // An encoder from a freed window keeps its storage; with no function left, relocating it
   // cannot fail, and it then encodes exactly like a new one with these options.
   bool reused = false;
-  if (encoder_ && encoder_->options().target == o.target) {
+  if (encoder_ && encoder_->options().target == o.target &&
+      encoder_->options().version == o.version &&
+      encoder_->options().allow_flex == o.allow_flex) {
     encoder_->clear();
     reused = encoder_->relocate(o.section_address).ok();
   }
@@ -103,18 +104,16 @@ result<window::code_space> window_impl::allocate(size_t size, size_t alignment) 
   if (state() != window_state::open)
     return make_error(errc::bad_state, "window %llu: allocate() on a %s window",
                       static_cast<unsigned long long>(id_), to_string(state()));
-  if (size == 0 || alignment == 0 || (alignment & (alignment - 1)) != 0 ||
-      alignment > page_size())
+  if (size == 0 || alignment == 0 || (alignment & (alignment - 1)) != 0 || alignment > page_size())
     return make_error(errc::invalid_argument,
                       "window %llu: allocate(size %zu, alignment %zu): size must be > 0 and "
                       "alignment a power of two up to the page size",
                       static_cast<unsigned long long>(id_), size, alignment);
   const size_t offset = round_up(alloc_cursor_, alignment);
   if (offset > mem_.code_capacity() || size > mem_.code_capacity() - offset)
-    return make_error(errc::limit_exceeded,
-                      "window %llu: %zu bytes of code do not fit (%zu of %zu bytes used)",
-                      static_cast<unsigned long long>(id_), size, alloc_cursor_,
-                      mem_.code_capacity());
+    return make_error(
+        errc::limit_exceeded, "window %llu: %zu bytes of code do not fit (%zu of %zu bytes used)",
+        static_cast<unsigned long long>(id_), size, alloc_cursor_, mem_.code_capacity());
   // The gap is best effort: the last allocation of a window may use it for code.
   alloc_cursor_ = std::min(offset + size + session_.code_gap(), mem_.code_capacity());
   const uint64_t address = text_start_ + offset;
@@ -137,8 +136,7 @@ result<void> window_impl::append(std::string_view name, const function_desc& fra
                       "%s [0x%llx, 0x%llx)",
                       id, static_cast<int>(name.size()), name.data(),
                       static_cast<unsigned long long>(frames.start),
-                      static_cast<unsigned long long>(end),
-                      owned_ ? "allocated code" : "range",
+                      static_cast<unsigned long long>(end), owned_ ? "allocated code" : "range",
                       static_cast<unsigned long long>(text_start_),
                       static_cast<unsigned long long>(limit));
   if (frames.start < last_end_)
@@ -151,14 +149,20 @@ result<void> window_impl::append(std::string_view name, const function_desc& fra
   if (!encoder_ready_) {
     if (auto ok = reset_encoder(); !ok) return ok;
   }
-  if (encoder_->size() + sframe_bytes_bound(frames) > buffers().capacity())
+  if (auto ok = encoder_->append(frames); !ok)
+    return make_error(ok.error().code(), "window %llu: function '%.*s': %s", id,
+                      static_cast<int>(name.size()), name.data(), ok.error().message().c_str());
+  // The exact size, not a bound: v3 rows that need FLEX are twice as large as the others, and a
+  // bound for them made small described windows (preload, one per .eh_frame) refuse functions
+  // that fit. The function is the encoder's last (address order), so taking it out leaves the
+  // bytes of the functions written before unchanged.
+  if (encoder_->size() > buffers().capacity()) {
+    (void)encoder_->remove(frames.start);
     return make_error(errc::limit_exceeded,
                       "window %llu: SFrame capacity of %zu bytes is full (%zu used); open a new "
                       "window",
                       id, buffers().capacity(), encoder_->size());
-  if (auto ok = encoder_->append(frames); !ok)
-    return make_error(ok.error().code(), "window %llu: function '%.*s': %s", id,
-                      static_cast<int>(name.size()), name.data(), ok.error().message().c_str());
+  }
   add_pending(name, frames, moved_from, /*name_only=*/false);
   ranges_.emplace_back(frames.start, end);
   last_end_ = end;
@@ -174,8 +178,7 @@ result<void> window_impl::name_range(std::string_view name, const function_desc&
   const auto id = static_cast<unsigned long long>(id_);
   const window_state st = state();
   if (st != window_state::open && st != window_state::sealed)
-    return make_error(errc::bad_state, "window %llu: name_range on a %s window", id,
-                      to_string(st));
+    return make_error(errc::bad_state, "window %llu: name_range on a %s window", id, to_string(st));
   if (auto ok = check_name(name); !ok)
     return make_error(errc::invalid_argument, "window %llu: %s", id, ok.error().message().c_str());
   if (auto ok = validate(session_.options().target, frames); !ok)
@@ -222,11 +225,11 @@ void window_impl::add_pending(std::string_view name, const function_desc& frames
   names_.push_back('\0');
 }
 
-window_view window_impl::view(bool with_added) const {
+window_view window_impl::view(bool with_changes) const {
   window_view v;
   v.id = id_;
   v.generation = publication_generation_;
-  v.reuse_count = generation_;
+  v.reuse_count = reuse_count_;
   v.code_end = last_end_;
   v.target = session_.options().target;
   v.text_start = text_start_;
@@ -237,7 +240,10 @@ window_view window_impl::view(bool with_added) const {
   }
   v.previous_sframe_address = previous_sframe_address_;
   v.previous_sframe_size = previous_sframe_size_;
-  if (with_added) v.added = std::span<const published_function>(pending_.data(), pending_count_);
+  if (with_changes) {
+    v.added = std::span<const published_function>(pending_.data(), pending_count_);
+    v.removed = removed_views_;
+  }
   return v;
 }
 
@@ -246,16 +252,17 @@ result<void> window_impl::publish() {
   const window_state st = state();
   if (st != window_state::open && st != window_state::sealed)
     return make_error(errc::bad_state, "window %llu: publish on a %s window", id, to_string(st));
-  if (pending_count_ == 0 && current_buffer_ >= 0) return {};
+  if (pending_count_ == 0 && removed_.empty() && current_buffer_ >= 0) return {};
   if (!encoder_ready_) {
     if (auto ok = reset_encoder(); !ok) return ok;
   }
   if (owned_) {
     if (auto ok = mem_.make_executable(exec_from_, alloc_cursor_ - exec_from_); !ok)
       return make_error(ok.error().code(), "window %llu: %s", id, ok.error().message().c_str());
-    // New code goes to a fresh page: published pages are never made writable again.
-    if (!mem_.dual()) alloc_cursor_ = std::min(round_up(alloc_cursor_, page_size()),
-                                               mem_.code_capacity());
+    // page_flip: new code goes to a fresh page (published pages become writable again only
+    // for a patch). Alias layouts pack functions whatever the publishing rhythm.
+    if (!mem_.aliased())
+      alloc_cursor_ = std::min(round_up(alloc_cursor_, page_size()), mem_.code_capacity());
     exec_from_ = alloc_cursor_;
   }
   // Build the new section in the buffer not in use, then switch: consumers of the old one
@@ -281,9 +288,15 @@ result<void> window_impl::publish() {
     published_function& pf = pending_[i];
     pf.name = std::string_view(names_.data() + pf.name_offset, pf.name_size);
   }
+  removed_views_.clear();
+  for (const window_lists::record& r : removed_)
+    removed_views_.push_back(
+        {r.start, r.size, std::string_view(names_.data() + r.name_offset, r.name_size)});
   const window_view v = view(true);
   session_.for_each_backend("publish", id_, [&](publisher_backend& b) { return b.on_publish(v); });
   pending_count_ = 0;
+  removed_.clear();
+  removed_views_.clear();
   return {};
 }
 
@@ -295,6 +308,77 @@ result<void> window_impl::seal() {
   state_.store(window_state::sealed, std::memory_order_release);
   const window_view v = view(false);
   session_.for_each_backend("seal", id_, [&](publisher_backend& b) { return b.on_seal(v); });
+  return {};
+}
+
+const std::pair<uint64_t, uint64_t>* window_impl::function_at(uint64_t address, size_t size) const {
+  auto it = std::upper_bound(ranges_.begin(), ranges_.end(), address,
+                             [](uint64_t a, const auto& r) { return a < r.first; });
+  if (it == ranges_.begin()) return nullptr;
+  const auto& r = *std::prev(it);
+  return address < r.second && size <= r.second - address ? &r : nullptr;
+}
+
+result<void> window_impl::patch(uint64_t address, span<const uint8_t> bytes) {
+  const auto id = static_cast<unsigned long long>(id_);
+  const window_state st = state();
+  if (st != window_state::open && st != window_state::sealed)
+    return make_error(errc::bad_state, "window %llu: patch on a %s window", id, to_string(st));
+  if (!owned_)
+    return make_error(errc::invalid_argument,
+                      "window %llu: patch is for owned windows; a described window's memory is "
+                      "the runtime's to write",
+                      id);
+  if (bytes.empty())
+    return make_error(errc::invalid_argument, "window %llu: empty patch at 0x%llx", id,
+                      static_cast<unsigned long long>(address));
+  if (function_at(address, bytes.size()) == nullptr)
+    return make_error(errc::invalid_argument,
+                      "window %llu: patch [0x%llx, 0x%llx) is not inside one appended function", id,
+                      static_cast<unsigned long long>(address),
+                      static_cast<unsigned long long>(address + bytes.size()));
+  const size_t offset = address - text_start_;
+  if (auto ok = mem_.patch(offset, bytes, offset < exec_from_); !ok)
+    return make_error(ok.error().code(), "window %llu: %s", id, ok.error().message().c_str());
+  return {};
+}
+
+result<void> window_impl::retire_function(uint64_t start) {
+  const auto id = static_cast<unsigned long long>(id_);
+  const window_state st = state();
+  if (st != window_state::open && st != window_state::sealed)
+    return make_error(errc::bad_state, "window %llu: retire_function on a %s window", id,
+                      to_string(st));
+  auto range = std::lower_bound(ranges_.begin(), ranges_.end(), start,
+                                [](const auto& r, uint64_t a) { return r.first < a; });
+  if (range == ranges_.end() || range->first != start)
+    return make_error(errc::invalid_argument,
+                      "window %llu: retire_function: no function of the window starts at 0x%llx",
+                      id, static_cast<unsigned long long>(start));
+  const uint64_t end = range->second;
+  if (auto ok = encoder_->remove(start); !ok)
+    return make_error(ok.error().code(), "window %llu: %s", id, ok.error().message().c_str());
+  // The function, and names given to parts of it (name_range), leave the window. What the
+  // consumers already have is taken back at the next publish; what is still pending never
+  // reaches them.
+  const auto inside = [&](uint64_t a, uint64_t size) { return a >= start && a + size <= end; };
+  const auto first_pending = pending_.begin();
+  const auto pending_end = std::stable_partition(
+      first_pending, first_pending + static_cast<ptrdiff_t>(pending_count_),
+      [&](const published_function& pf) { return !inside(pf.frames.start, pf.frames.size); });
+  const size_t still_pending = static_cast<size_t>(pending_end - first_pending);
+  std::erase_if(records_, [&](const window_lists::record& r) {
+    if (!inside(r.start, r.size)) return false;
+    const bool was_pending =
+        std::any_of(pending_end, first_pending + static_cast<ptrdiff_t>(pending_count_),
+                    [&](const published_function& pf) { return pf.name_offset == r.name_offset; });
+    if (!was_pending) removed_.push_back(r);
+    return true;
+  });
+  pending_count_ = still_pending;
+  ranges_.erase(range);
+  // The published sections no longer match the encoder: the next publish writes whole ones.
+  written_[0] = written_[1] = 0;
   return {};
 }
 
@@ -326,6 +410,8 @@ bool window_impl::poll_grace(std::chrono::steady_clock::time_point now) {
     return false;  // another poller has it
   kept_for_reuse_ = on_grace_over_ ? on_grace_over_(*this) : false;
   on_grace_over_ = nullptr;
+  // A released handle cannot be reused, nor can any range while address reuse is off.
+  if (release_when_freed_ || !session_.recycles_addresses()) kept_for_reuse_ = false;
   if (!kept_for_reuse_) free_memory(/*recycle=*/true);
   grace_.store(grace_stage::done, std::memory_order_release);
   return true;
@@ -336,14 +422,21 @@ void window_impl::free_memory(bool recycle) {
   session_.for_each_backend("free", id_, [&](publisher_backend& b) { return b.on_free(v); });
   // Nobody reads the buffers or runs the code any more (the publishers were told above, the
   // grace period is over); the session may give them, pages already faulted in, to the next
-  // window. Code that cannot be wiped is unmapped instead.
-  if (recycle) {
-    if (owned_ && mem_.wipe(alloc_cursor_).ok()) session_.recycle(std::move(mem_));
-    session_.recycle(std::exchange(near_, near_buffers{}));
-    session_.recycle(release_lists());
+  // window. With address reuse off, code ranges are never handed out again: the pages move to
+  // a new range (page_flip) or are dropped, and the old range stays reserved.
+  const bool reuse_addresses = session_.recycles_addresses();
+  if (owned_) {
+    const bool wiped = recycle && mem_.wipe(alloc_cursor_).ok();
+    if (wiped && reuse_addresses)
+      session_.recycle(std::move(mem_));
+    else if (wiped && mem_.move_away().ok())
+      session_.recycle(std::move(mem_));
+    else if (!reuse_addresses)
+      mem_.release_reserving();
   }
+  session_.give_back(std::exchange(block_, sframe_block{}));
+  if (recycle) session_.recycle(release_lists());
   mem_ = owned_memory{};
-  near_ = near_buffers{};
   pending_ = {};
   encoder_.reset();
   encoder_ready_ = false;
@@ -352,13 +445,35 @@ void window_impl::free_memory(bool recycle) {
   records_ = {};
   names_ = {};
   ranges_ = {};
+  removed_ = {};
+  removed_views_ = {};
   current_buffer_ = -1;
   current_size_ = 0;
   state_.store(window_state::freed, std::memory_order_release);
 }
 
+result<bool> window_impl::prepare_release() {
+  const window_state st = state();
+  if (st == window_state::open || st == window_state::sealed)
+    return make_error(errc::bad_state, "window %llu: release of a %s window (retire it first)",
+                      static_cast<unsigned long long>(id_), to_string(st));
+  if (st == window_state::freed) return true;
+  // Retired. The caller holds the session's poll lock: no grace callback is running.
+  if (grace_.load(std::memory_order_acquire) == grace_stage::done) {
+    free_memory(/*recycle=*/true);  // kept for reuse: not any more
+    return true;
+  }
+  release_when_freed_ = true;
+  return false;
+}
+
 result<void> window_impl::reuse() {
   const auto id = static_cast<unsigned long long>(id_);
+  if (!session_.recycles_addresses())
+    return make_error(errc::bad_state,
+                      "window %llu: reuse with address reuse off (session_options::reuse, or "
+                      "automatic with the perf map or jitdump publisher on)",
+                      id);
   if (state() != window_state::retired ||
       grace_.load(std::memory_order_acquire) != grace_stage::done || !kept_for_reuse_)
     return make_error(errc::bad_state,
@@ -380,7 +495,9 @@ result<void> window_impl::reuse() {
   current_size_ = 0;
   previous_sframe_address_ = 0;
   previous_sframe_size_ = 0;
-  ++generation_;
+  publication_generation_ = 0;
+  removed_.clear();
+  ++reuse_count_;
   kept_for_reuse_ = false;
   grace_.store(grace_stage::idle, std::memory_order_relaxed);  // published by the store below
   state_.store(window_state::open, std::memory_order_release);

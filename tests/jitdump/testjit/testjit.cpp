@@ -13,6 +13,7 @@
 #include "jitdump/jitdump_writer.hpp"
 #include "perfmap/flusher.hpp"
 #include "perfmap/perfmap_writer.hpp"
+#include "support/jit_program.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -46,20 +47,8 @@ extern "C" __attribute__((noinline)) void native_breakpoint(uint64_t n) {
 
 namespace {
 
-[[noreturn]] void die(const std::string& what) {
-  std::fprintf(stderr, "testjit: %s\n", what.c_str());
-  std::exit(2);
-}
-
-template <class T>
-T must(result<T> r, const char* what) {
-  if (!r) die(std::string(what) + ": " + r.error().message());
-  return std::move(r).value();
-}
-
-void must(result<void> r, const char* what) {
-  if (!r) die(std::string(what) + ": " + r.error().message());
-}
+using test::die;
+using test::must;
 
 struct code_buffer {
   std::vector<uint8_t> bytes;
@@ -131,6 +120,9 @@ struct options {
   double seconds = 1.0;
   int stress_threads = 0;
   int kill_after_ms = 0;
+  // Writer stress (not --session): first wait until the threads wrote this many functions, so
+  // a loaded machine gets as much publishing before the kill as an idle one.
+  uint64_t kill_after_functions = 0;
   int stress_pause_us = 0;
   int batch = 1;
   bool session = false;
@@ -154,6 +146,7 @@ void usage() {
       "  --breakpoint   call native_breakpoint() once through the JIT code, then exit\n"
       "  --unregister   (with --gdb) unregister before calling\n"
       "  --stress N     N threads publish fake functions until SIGKILL after --kill-after-ms\n"
+      "                 (after --kill-after-functions F written functions, when given)\n"
       "  --stress-pause-us US  pause between two publications of a stress thread\n"
       "  --batch N      (with --stress) publish N functions at a time: perfmap_writer::add_batch\n"
       "                and jitdump_writer::write_batch, or one window publish per N appends\n"
@@ -200,6 +193,8 @@ options parse(int argc, char** argv) {
       o.stress_threads = std::atoi(next().c_str());
     } else if (a == "--kill-after-ms") {
       o.kill_after_ms = std::atoi(next().c_str());
+    } else if (a == "--kill-after-functions") {
+      o.kill_after_functions = std::strtoull(next().c_str(), nullptr, 10);
     } else if (a == "--stress-pause-us") {
       o.stress_pause_us = std::atoi(next().c_str());
     } else if (a == "--batch") {
@@ -267,6 +262,7 @@ file_policy policy_for(const options& o, flusher* background) {
   static const uint8_t tramp[16] = {0x48, 0x83, 0xec, 0x08, 0xe8, 0,    0,    0,
                                     0,    0x48, 0x83, 0xc4, 0x08, 0xc3, 0x90, 0x90};
   std::atomic<bool> go{true};
+  std::atomic<uint64_t> written{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < o.stress_threads; ++t) {
     threads.emplace_back([&, t] {
@@ -298,6 +294,7 @@ file_policy policy_for(const options& o, flusher* background) {
           if (map) must(map->add_batch(lines), "perf map add_batch");
           if (dump) must(dump->write_batch(loads), "jitdump write_batch");
         }
+        if (k == batch - 1) written.fetch_add(batch, std::memory_order_relaxed);
         if (progress != nullptr && k == batch - 1)
           progress[t].store(i + 1, std::memory_order_release);
         if (o.stress_pause_us > 0)
@@ -305,6 +302,8 @@ file_policy policy_for(const options& o, flusher* background) {
       }
     });
   }
+  while (written.load(std::memory_order_relaxed) < o.kill_after_functions)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   std::this_thread::sleep_for(std::chrono::milliseconds(o.kill_after_ms));
   std::printf("killing myself\n");
   std::fflush(stdout);
@@ -353,16 +352,17 @@ void check_publishers(const session& s) {
   std::vector<std::thread> threads;
   for (int t = 0; t < o.stress_threads; ++t) {
     threads.emplace_back([&, t] {
-      window* w = must(s->create_owned_window({.code_capacity = 64 << 20, .dual_mapping = true}),
-                       "window");
+      window* w = must(
+          s->create_owned_window({.code_capacity = 64 << 20, .layout = code_layout::memfd_alias}),
+          "window");
       for (uint64_t i = 0; go.load(std::memory_order_relaxed); ++i) {
         auto space = must(w->allocate(16), "allocate");
         std::memcpy(space.writable.data(), tramp, sizeof tramp);
         char name[96];
         std::snprintf(name, sizeof name, "stress_t%d_fn%llu_with_a_longer_name", t,
                       static_cast<unsigned long long>(i));
-        must(w->append(name, must(recipes::trampoline(abi::amd64, space.address, 16, 4, 8, 14),
-                                  "rows")),
+        must(w->append(name,
+                       must(recipes::trampoline(abi::amd64, space.address, 16, 4, 8, 14), "rows")),
              "append");
         if ((i + 1) % static_cast<uint64_t>(o.batch) == 0) {
           must(w->publish(), "publish");
@@ -408,6 +408,7 @@ std::vector<jit_function> publish_with_session(const options& o, std::unique_ptr
 }  // namespace
 
 int main(int argc, char** argv) {
+  test::program_name = "testjit";
   const options o = parse(argc, argv);
   if (o.stress_threads > 0) stress(o);
   std::unique_ptr<session> s;

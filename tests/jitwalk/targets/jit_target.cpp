@@ -34,6 +34,12 @@
 //          call; exit status 4 unless both arrived)
 //          --pthread-exit (after all of it, the main thread leaves by pthread_exit and a second
 //          thread ends the process once it is gone)
+//          --drap (f realigns its stack the way GCC's DRAP prologues do: its body's rows are
+//          SFrame v3 flexible ones, CFA = *(rbp - 8) and the caller's rbp at *(rbp + 0); the
+//          prologue and epilogue rows name r10, which the BPF walker cannot follow)
+//          --drap-register-call (with --drap: f's base case loads r10 = CFA before it calls the
+//          helper, and the call's row says CFA = r10 + 0: the walk must end there, counted as a
+//          rule it cannot follow, after the one JIT frame it can name)
 //          hostile shapes of what a profiled process controls (targets/hostile.hpp, tests in
 //          tests/hostile): --comm NAME, --perf-map-kind fifo|zero-link|sparse, --map-elf
 //          KIND:PATH (shared-names, symbol-tables, truncate), --bad-slots, --many-windows N
@@ -50,6 +56,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -61,6 +69,7 @@
 #include <vector>
 
 #include "hostile.hpp"
+#include "support/jit_program.hpp"
 #include "usdt_events/events.hpp"
 
 using namespace jitunwind;
@@ -168,7 +177,7 @@ void publish(window& w, const std::vector<uint8_t>& code, const std::vector<emit
   w.generation = registry_write(w.slot, w.id, JITUNWIND_WINDOW_LIVE, text, code.size(), sframe_addr,
                                 sframe_size);
   for (const auto& f : fns) {
-    ev::code_add(f.frames.start, f.frames.size, f.name.c_str(), w.id);
+    ev::code_add(f.frames.start, f.frames.size, f.name.c_str(), w.id, w.generation);
     if (g_perfmap != nullptr) {
       std::fprintf(g_perfmap, "%llx %x %s\n", static_cast<unsigned long long>(f.frames.start),
                    f.frames.size, f.name.c_str());
@@ -192,17 +201,7 @@ void retire_and_free(window& w) {
 // ---------------------------------------------------------------------------------------------
 // Code generation.
 
-struct code_buf {
-  std::vector<uint8_t> b;
-  void put(std::initializer_list<uint8_t> v) { b.insert(b.end(), v); }
-  void u32(uint32_t v) {
-    for (int i = 0; i < 4; ++i) b.push_back(static_cast<uint8_t>(v >> (8 * i)));
-  }
-  void u64(uint64_t v) {
-    for (int i = 0; i < 8; ++i) b.push_back(static_cast<uint8_t>(v >> (8 * i)));
-  }
-  uint32_t at() const { return static_cast<uint32_t>(b.size()); }
-};
+using jitunwind::test::code_buf;
 
 bool g_fp = false;
 uint32_t g_spin = 20000;
@@ -232,6 +231,10 @@ bool g_forget_epilogue = false;
 // --zero-locals: each frame's two local slots hold 0 (with --forget-epilogue, the slot the wrong
 // row reads the return address from is then known: what a checker reports must not depend on it).
 bool g_zero_locals = false;
+// --drap: f is a stack-realigning function (see gen_rec_drap).
+bool g_drap = false;
+// --drap-register-call: see gen_rec_drap.
+bool g_drap_register_call = false;
 // --raise-sigtrap: the program's own SIGTRAPs (a tracer must pass them on, not take them).
 bool g_raise_sigtrap = false;
 std::atomic<int> g_sigtraps{0};
@@ -263,8 +266,43 @@ function_desc fn_rows(uint64_t start, uint32_t size, uint32_t after_alloc, int32
   return f.value();
 }
 
+std::vector<emitted_function> gen_rec_drap(window& w, unsigned pad, std::vector<uint8_t>& out);
+
+// f's recursion after `pad` nops: n ? f(n - 1) : base. Returns where the jz's displacement
+// byte is (emit_spin patches it) and the recursive call's return offset.
+struct rec_step {
+  uint32_t jz, ra;
+};
+rec_step emit_rec_step(code_buf& c, unsigned pad) {
+  for (unsigned i = 0; i < pad; ++i) c.put({0x90});
+  c.put({0x48, 0x85, 0xFF});  // test rdi, rdi
+  c.put({0x74, 0x00});        // jz base (patched)
+  const uint32_t jz = c.at() - 1;
+  c.put({0x48, 0xFF, 0xCF});  // dec rdi
+  c.put({0xE8});              // call f
+  c.u32(static_cast<uint32_t>(0 - (c.at() + 4)));
+  return {jz, c.at()};
+}
+
+// f's base case starts here (the jz of emit_rec_step jumps to it): a spin loop.
+void emit_spin(code_buf& c, uint32_t jz) {
+  c.b[jz] = static_cast<uint8_t>(c.at() - (jz + 1));
+  c.put({0xB9});  // mov ecx, spin
+  c.u32(g_spin ? g_spin : 1);
+  c.put({0xFF, 0xC9, 0x75, 0xFC});  // l: dec ecx; jnz l
+}
+
+// The call of the checkpoint helper; returns its return offset.
+uint32_t emit_helper_call(code_buf& c) {
+  c.put({0x48, 0xB8});  // mov rax, helper
+  c.u64(reinterpret_cast<uint64_t>(&jw_helper));
+  c.put({0xFF, 0xD0});  // call rax
+  return c.at();
+}
+
 // f(n) into window `w`, `pad` nops after the prologue (recycling changes the layout).
 std::vector<emitted_function> gen_rec(window& w, unsigned pad, std::vector<uint8_t>& out) {
+  if (g_drap) return gen_rec_drap(w, pad, out);
   code_buf c;
   const uint64_t base = reinterpret_cast<uint64_t>(w.base);
   prologue(c);                      // 0..4
@@ -274,28 +312,14 @@ std::vector<emitted_function> gen_rec(window& w, unsigned pad, std::vector<uint8
     c.put({0x48, 0x89, 0x04, 0x24});        // mov [rsp], rax
     c.put({0x48, 0x89, 0x44, 0x24, 0x08});  // mov [rsp + 8], rax
   }
-  for (unsigned i = 0; i < pad; ++i) c.put({0x90});
-  c.put({0x48, 0x85, 0xFF});  // test rdi, rdi
-  c.put({0x74, 0x00});        // jz base (patched)
-  const uint32_t jz = c.at() - 1;
-  c.put({0x48, 0xFF, 0xCF});  // dec rdi
-  c.put({0xE8});              // call f
-  c.u32(static_cast<uint32_t>(0 - (c.at() + 4)));
-  const uint32_t ra_rec = c.at();
+  const auto [jz, ra_rec] = emit_rec_step(c, pad);
   c.put({0x48, 0x83, 0xC4, 0x10});  // add rsp, 16
   const uint32_t ep1_add = c.at();
   c.put({0x5D});  // pop rbp
   const uint32_t ep1_pop = c.at();
   c.put({0xC3});  // ret
-  const uint32_t base_at = c.at();
-  c.b[jz] = static_cast<uint8_t>(base_at - (jz + 1));
-  c.put({0xB9});  // mov ecx, spin
-  c.u32(g_spin ? g_spin : 1);
-  c.put({0xFF, 0xC9, 0x75, 0xFC});  // l: dec ecx; jnz l
-  c.put({0x48, 0xB8});              // mov rax, helper
-  c.u64(reinterpret_cast<uint64_t>(&jw_helper));
-  c.put({0xFF, 0xD0});  // call rax
-  const uint32_t ra_base = c.at();
+  emit_spin(c, jz);
+  const uint32_t ra_base = emit_helper_call(c);
   c.put({0x48, 0x83, 0xC4, 0x10});  // add rsp, 16
   const uint32_t ep2_add = c.at();
   c.put({0x5D});
@@ -306,6 +330,123 @@ std::vector<emitted_function> gen_rec(window& w, unsigned pad, std::vector<uint8
   g_layout.ra_f_rec = base + ra_rec;
   g_layout.ra_f_base = base + ra_base;
   return {{"jit:rec", fn_rows(base, c.at(), 8, 16, {{ep1_add, ep1_pop}, {ep2_add, ep2_pop}})}};
+}
+
+// --drap: f(n) with a stack-realigning prologue in the shape GCC gives functions that need
+// more alignment than the ABI's (DRAP, "dynamic realign argument pointer"):
+//    0 lea r10, [rsp + 8]    r10 = CFA                     CFA = r10 + 0
+//    5 and rsp, -16
+//    9 push qword [r10 - 8]  a copy of the return address
+//   13 push rbp                                            rbp saved at *(rsp + 0)
+//   14 mov rbp, rsp                                        rbp saved at *(rbp + 0)
+//   17 push r10              [rbp - 8] = CFA               CFA = *(rbp - 8)
+//   19 sub rsp, 8            (the call below sees a 16-byte aligned stack)
+//      body: n ? f(n - 1) : (spin; call helper)
+//      mov r10, [rbp - 8]                                  CFA = r10 + 0
+//      leave                                               rbp restored
+//      lea rsp, [r10 - 8]                                  CFA = rsp + 8
+//      ret
+// Only the body's rows can be followed by a walker that carries SP, FP and IP: the calls are
+// in the body, so every frame below a checkpoint is walked with CFA = *(rbp - 8) and the
+// caller's rbp from *(rbp + 0). g keeps its SP-based CFA (without --fp), so a walker that took
+// rbp + 16 for f's CFA would hand g an SP 16 bytes off and miss g's return address.
+std::vector<emitted_function> gen_rec_drap(window& w, unsigned pad, std::vector<uint8_t>& out) {
+  const auto regs = dwarf_registers(abi::amd64);
+  constexpr uint8_t r10 = 10;
+  code_buf c;
+  const uint64_t base = reinterpret_cast<uint64_t>(w.base);
+  c.put({0x4C, 0x8D, 0x54, 0x24, 0x08});  // lea r10, [rsp + 8]
+  const uint32_t after_lea = c.at();
+  c.put({0x48, 0x83, 0xE4, 0xF0});  // and rsp, -16
+  c.put({0x41, 0xFF, 0x72, 0xF8});  // push qword [r10 - 8]
+  c.put({0x55});                    // push rbp
+  const uint32_t after_push_rbp = c.at();
+  c.put({0x48, 0x89, 0xE5});  // mov rbp, rsp
+  const uint32_t after_mov_rbp = c.at();
+  c.put({0x41, 0x52});  // push r10
+  const uint32_t after_push_r10 = c.at();
+  c.put({0x48, 0x83, 0xEC, 0x08});  // sub rsp, 8
+  const auto [jz, ra_rec] = emit_rec_step(c, pad);
+  std::vector<std::array<uint32_t, 4>> epilogues;  // {after mov r10, after leave, after lea, end}
+  auto epilogue = [&] {
+    std::array<uint32_t, 4> e{};
+    c.put({0x4C, 0x8B, 0x55, 0xF8});  // mov r10, [rbp - 8]
+    e[0] = c.at();
+    c.put({0xC9});  // leave
+    e[1] = c.at();
+    c.put({0x49, 0x8D, 0x62, 0xF8});  // lea rsp, [r10 - 8]
+    e[2] = c.at();
+    c.put({0xC3});  // ret
+    e[3] = c.at();
+    epilogues.push_back(e);
+  };
+  epilogue();
+  emit_spin(c, jz);
+  uint32_t r10_loaded = 0;
+  if (g_drap_register_call) {
+    // The call's row names r10 (true when the call executes: r10 = CFA). r10 is not
+    // callee-saved, so no unwinder can trust it in the helper's caller: the BPF walker must
+    // stop at this frame rather than guess.
+    c.put({0x4C, 0x8B, 0x55, 0xF8});  // mov r10, [rbp - 8]
+    r10_loaded = c.at();
+  }
+  const uint32_t ra_base = emit_helper_call(c);
+  epilogue();
+  out = c.b;
+  g_layout.f = base;
+  g_layout.ra_f_rec = base + ra_rec;
+  g_layout.ra_f_base = base + ra_base;
+
+  // The rows, written out: frame_builder speaks the directives SFrame v2 can hold.
+  auto row = [](uint32_t at) {
+    frame_row r = entry_row(abi::amd64);
+    r.pc_offset = at;
+    return r;
+  };
+  auto cfa_r10 = [&](frame_row r) {
+    r.cfa = cfa_base::reg;
+    r.cfa_reg = r10;
+    r.cfa_offset = 0;
+    return r;
+  };
+  auto fp_at = [](frame_row r, uint8_t dwarf_reg) {
+    r.fp = fp_rule::register_saved;
+    r.fp_reg = dwarf_reg;
+    r.fp_offset = 0;
+    return r;
+  };
+  frame_row body = fp_at(row(after_push_r10), regs.fp);
+  body.cfa = cfa_base::fp;
+  body.cfa_deref = true;
+  body.cfa_offset = -8;
+  function_desc f;
+  f.start = base;
+  f.size = c.at();
+  f.rows = {row(0), cfa_r10(row(after_lea)), fp_at(cfa_r10(row(after_push_rbp)), regs.sp),
+            fp_at(cfa_r10(row(after_mov_rbp)), regs.fp), body};
+  for (const auto& e : epilogues) {
+    f.rows.push_back(fp_at(cfa_r10(row(e[0])), regs.fp));
+    f.rows.push_back(cfa_r10(row(e[1])));
+    f.rows.push_back(row(e[2]));
+    if (e[3] < f.size) {
+      frame_row again = body;
+      again.pc_offset = e[3];
+      f.rows.push_back(again);
+    }
+  }
+  if (r10_loaded != 0) {
+    frame_row again = body;
+    again.pc_offset = ra_base;
+    f.rows.push_back(fp_at(cfa_r10(row(r10_loaded)), regs.fp));
+    f.rows.push_back(again);
+    std::sort(f.rows.begin(), f.rows.end(),
+              [](const frame_row& a, const frame_row& b) { return a.pc_offset < b.pc_offset; });
+  }
+  if (auto ok = validate(abi::amd64, f); !ok) {
+    std::fprintf(stderr, "jit_target: drap rows: %s\n", ok.error().message().c_str());
+    std::exit(3);
+  }
+  return {{"jit:rec", f}};
 }
 
 std::vector<emitted_function> gen_entry(window& w, std::vector<uint8_t>& out) {
@@ -364,16 +505,17 @@ extern "C" __attribute__((noinline)) void jw_helper() {
 // Hostile windows.
 
 void patch_bad_counts(std::vector<uint8_t>& s, const window&) {
-  // Header: num_fdes (u32) at offset 8 of the v2 header.
+  // Header: num_fdes (u32) at offset 8 of the header (the same in v2 and v3).
   const uint32_t fdes = 1000;
   std::memcpy(s.data() + 8, &fdes, 4);
 }
 
 void patch_row_past_end(std::vector<uint8_t>& s, const window& w) {
-  auto info = sframe::check(s, reinterpret_cast<uint64_t>(w.base) + kCodeSize);
-  if (!info) std::abort();
-  // The second FRE of the first (only) FDE: 1-byte start address after the 3 bytes of FRE 0.
-  const size_t fres = 28 + info->fre_off;
+  auto d = sframe::decode(s, reinterpret_cast<uint64_t>(w.base) + kCodeSize);
+  if (!d) std::abort();
+  // The second FRE of the first (only) FDE: 1-byte start address after the 3 bytes of FRE 0
+  // (the layout says where its FREs are: in v3 after the function's attribute record).
+  const size_t fres = 28 + d->info.fre_off + d->layout[0].fre_offset;
   s[fres + 3] = 0xF0;  // start offset 240 >= function size
 }
 
@@ -480,6 +622,10 @@ int main(int argc, char** argv) {
       pthread_exit_after = true;
     else if (a == "--raise-sigtrap")
       g_raise_sigtrap = true;
+    else if (a == "--drap")
+      g_drap = true;
+    else if (a == "--drap-register-call")
+      g_drap_register_call = true;
     else if (hostile_target::parse_option(a, next, g_hostile))
       continue;
     else {
