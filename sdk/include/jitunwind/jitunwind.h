@@ -184,7 +184,7 @@ typedef struct jitunwind_session jitunwind_session;
    jitunwind_session_create_from_env). `rows` (`row_count` of them, pc_offset relative to
    `code`; from jitunwind_frame_builder_finish or written by hand) say how to find the caller at
    each instruction, so that profilers unwind through the code. Thread-safe. Errors:
-   INVALID_ARGUMENT (rows, name, empty range), ALREADY_EXISTS (named already, or overlapping),
+   INVALID_ARGUMENT (rows: at least one; name; empty range), ALREADY_EXISTS (named already, or overlapping),
    OUT_OF_RANGE (no room for the unwind table within 2 GiB of the code), the environment's. */
 JITUNWIND_API jitunwind_status jitunwind_name_code(const void* code, size_t size, const char* name,
                                                    const jitunwind_frame_row* rows,
@@ -228,6 +228,7 @@ typedef struct jitunwind_sframe_encoder_options {
   int strict;               /* 1 (default): jitunwind_frame_validate rules; 0: format rules */
   int version;              /* 3 (default): SFrame v3 (binutils 2.46, kernel series); or 2 */
   int allow_flex;           /* 1 (default); 0: refuse functions that need a v3 FLEX FDE */
+  int reserved;             /* 0 (keeps the struct free of padding) */
 } jitunwind_sframe_encoder_options;
 
 JITUNWIND_API void jitunwind_sframe_encoder_options_init(jitunwind_sframe_encoder_options* o);
@@ -432,6 +433,7 @@ typedef struct jitunwind_session_options {
   uint32_t flush_latency_ms;
   int no_flush_thread;
   jitunwind_address_reuse address_reuse; /* 0 = AUTO */
+  uint32_t reserved;                     /* 0 (keeps the struct free of padding) */
 } jitunwind_session_options;
 
 /* The defaults: AMD64, JITUNWIND_PUBLISH_DEFAULT, /tmp for the perf map, $JITDUMPDIR or /tmp for
@@ -525,6 +527,30 @@ JITUNWIND_API jitunwind_status jitunwind_window_patch(jitunwind_window* window, 
 JITUNWIND_API jitunwind_status jitunwind_window_retire_function(jitunwind_window* window,
                                                                 uint64_t start,
                                                                 jitunwind_error* error);
+
+/* Since JITUNWIND_0.2. The window's text range [start, start + size) and whether the SDK owns
+   its memory (1: create_owned_window) or the runtime does (0: describe_window). */
+JITUNWIND_API uint64_t jitunwind_window_text_start(const jitunwind_window* window);
+JITUNWIND_API size_t jitunwind_window_text_size(const jitunwind_window* window);
+JITUNWIND_API int jitunwind_window_is_owned(const jitunwind_window* window);
+/* Since JITUNWIND_0.2. Gives a sub-range of an appended function a name of its own
+   (window::name_range: interpreter handlers, stubs inside one block of code); the rows are
+   checked as by append, the window's SFrame does not change. Visible at the next publish. */
+JITUNWIND_API jitunwind_status jitunwind_window_name_range(jitunwind_window* window,
+                                                           const char* name,
+                                                           const jitunwind_function* function,
+                                                           jitunwind_error* error);
+/* Since JITUNWIND_0.2. Calls `visit` for each function appended (published or not), in address
+   order, until it returns non-zero; `name` is valid during the call only. Returns how many
+   were visited. */
+typedef int (*jitunwind_function_visitor)(void* user, const char* name, uint64_t start,
+                                          uint32_t size);
+JITUNWIND_API size_t jitunwind_window_functions(const jitunwind_window* window,
+                                                jitunwind_function_visitor visit, void* user);
+/* Since JITUNWIND_0.2. The SFrame section as last published (NULL and 0 before the first
+   publish); valid until the window's next publish, reuse or release. */
+JITUNWIND_API const uint8_t* jitunwind_window_published_sframe(const jitunwind_window* window,
+                                                               size_t* size);
 
 
 /* ==== remote registry reader (jitunwind/remote.h) ========================================= */

@@ -41,8 +41,9 @@ JITUNWIND_API result<session*> default_session();
 /// Names `size` bytes of executable code at `code` for every publisher of the default session
 /// and publishes them at once. `rows` say how to find the caller at each instruction
 /// (`pc_offset` relative to `code`; from a `frame_builder` or `recipes`, as `function_desc::rows`);
-/// they are checked like `window::append` does. Naming the same range twice is
-/// `already_exists`: `forget_code` it first.
+/// they are checked like `window::append` does, and at least one is needed (an empty row list
+/// would mark an outermost frame). Naming the same range twice is `already_exists`:
+/// `forget_code` it first.
 JITUNWIND_API result<void> name_code(const void* code, size_t size, std::string_view name,
                                      span<const frame_row> rows);
 

@@ -221,6 +221,32 @@ uint64_t jitunwind_window_published_generation(const jitunwind_window* w) {
 jitunwind_window_state jitunwind_window_get_state(const jitunwind_window* w) {
   return w ? static_cast<jitunwind_window_state>(W(w)->state()) : JITUNWIND_WINDOW_FREED;
 }
+uint64_t jitunwind_window_text_start(const jitunwind_window* w) {
+  return w ? W(w)->text_start() : 0;
+}
+size_t jitunwind_window_text_size(const jitunwind_window* w) {
+  return w ? W(w)->text_size() : 0;
+}
+int jitunwind_window_is_owned(const jitunwind_window* w) {
+  return w && W(w)->owned() ? 1 : 0;
+}
+
+size_t jitunwind_window_functions(const jitunwind_window* w, jitunwind_function_visitor visit,
+                                  void* user) {
+  if (w == nullptr || visit == nullptr) return 0;
+  size_t visited = 0;
+  for (const auto& f : W(w)->functions()) {
+    ++visited;
+    if (visit(user, f.name.c_str(), f.start, f.size) != 0) break;
+  }
+  return visited;
+}
+
+const uint8_t* jitunwind_window_published_sframe(const jitunwind_window* w, size_t* size) {
+  const auto bytes = w ? W(w)->published_sframe() : span<const uint8_t>{};
+  if (size != nullptr) *size = bytes.size();
+  return bytes.empty() ? nullptr : bytes.data();
+}
 
 jitunwind_status jitunwind_window_allocate(jitunwind_window* w, size_t size, size_t alignment,
                                            uint64_t* address, void** writable,
@@ -246,6 +272,20 @@ jitunwind_status jitunwind_window_append(jitunwind_window* w, const char* name,
     auto f = capi::from_c(function, error, status);
     if (!f) return status;
     if (auto r = W(w)->append(name, *f, moved_from); !r) return fail(error, r.error());
+    return succeed(error);
+  });
+}
+
+jitunwind_status jitunwind_window_name_range(jitunwind_window* w, const char* name,
+                                             const jitunwind_function* function,
+                                             jitunwind_error* error) {
+  return guard(error, [&] {
+    if (w == nullptr || name == nullptr)
+      return fail(error, errc::invalid_argument, "window or name is NULL");
+    jitunwind_status status = JITUNWIND_OK;
+    auto f = capi::from_c(function, error, status);
+    if (!f) return status;
+    if (auto r = W(w)->name_range(name, *f); !r) return fail(error, r.error());
     return succeed(error);
   });
 }

@@ -60,6 +60,13 @@ result<void> name_code(const void* code, size_t size, std::string_view name,
   onramp_state& s = state();
   std::lock_guard lock(s.mutex);
   JITUNWIND_TRY_ASSIGN(session * sess, get_session(s));
+  // An empty row list is legal SFrame v3 (an outermost frame: unwinders stop there), which is
+  // never what a runtime naming its code means: refuse it rather than cut every stack.
+  if (rows.empty())
+    return detail::make_error(errc::invalid_argument,
+                              "name_code: no rows for code at 0x%llx: give at least the entry "
+                              "row (frame_builder(abi).finish(...) of an empty builder)",
+                              static_cast<unsigned long long>(start));
   if (s.windows.count(start) != 0)
     return detail::make_error(errc::already_exists,
                               "name_code: code at 0x%llx is named already (forget_code it first)",
