@@ -96,7 +96,8 @@ std::vector<creator> creators() {
 std::set<std::string> declared_options_structs(std::string* all_headers) {
   std::set<std::string> names;
   const std::regex decl(R"(\}\s*(jitunwind_\w+_options)\s*;)");
-  const auto listing = t::run_shell("ls " + t::source_path("sdk/include/jitunwind") + "/*.h");
+  const auto include = t::source_path("sdk/include/jitunwind");
+  const auto listing = t::run_shell("ls " + include + "/*.h " + include + "/c/*.h");
   std::string path;
   for (char ch : listing.out + "\n") {
     if (ch != '\n') {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # usage: symbols.sh LIBJITUNWIND_SO PUBLIC_INCLUDE_DIR
 # The shared library's C API carries symbol versions (sdk/jitunwind.map) and its SONAME is the C
-# ABI generation of jitunwind/config.h: every function jitunwind.h declares is exported as
+# ABI generation of jitunwind/config.h: every function the C headers (jitunwind/c/*.h) declare is exported as
 # name@@JITUNWIND_<v>, no exported C symbol lacks a version.
 set -euo pipefail
 lib=$1 include=$2
@@ -13,7 +13,7 @@ soname=$(readelf -d "$lib" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
 readelf -V -W "$lib" | grep -q 'Name: JITUNWIND_0\.1' || fail "no JITUNWIND_0.1 version definition"
 
 exported=$(nm -D --defined-only --with-symbol-versions "$lib" | awk '{print $3}')
-declared=$(grep -h 'JITUNWIND_API' "$include/jitunwind/jitunwind.h" |
+declared=$(cat "$include"/jitunwind/c/*.h | grep 'JITUNWIND_API' |
            grep -oE '\bjitunwind_[a-z0-9_]+\(' | tr -d '(' | sort -u)
 [[ $(wc -l <<<"$declared") -ge 80 ]] || fail "found only $(wc -l <<<"$declared") declarations"
 for f in $declared; do

@@ -4,7 +4,7 @@
    [SECONDS]: with SECONDS, it keeps calling the JIT function that long (for perf and jitwalk). */
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 #define _POSIX_C_SOURCE 200809L
-#include <jitunwind/jitunwind.h>
+#include <jitunwind/c/embed.h>
 
 #include <stdio.h>
 #include <stdlib.h>
