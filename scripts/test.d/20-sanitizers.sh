@@ -8,11 +8,12 @@
 # SANITIZE_TESTS (CTest names are "<module>:<test case>").
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+source scripts/sanitizer-build-flags.sh
 
 SANITIZE_TARGETS=(test_frame test_sframe test_elf jitunwind_cli test_cli test_usdt test_window test_cfi)
 SANITIZE_TESTS='^(frame|sframe|elf|cli|usdt|window|cfi):'
 
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+cmake -S . -B build-asan "${SANITIZER_BUILD_FLAGS[@]}" \
   -DJITUNWIND_SANITIZE=address,undefined -DJITUNWIND_BUILD_BENCH=OFF >/dev/null
 cmake --build build-asan -j2 --target "${SANITIZE_TARGETS[@]}"
 export ASAN_OPTIONS=abort_on_error=1:detect_leaks=1:strict_string_checks=1

@@ -6,8 +6,9 @@
 # (stage 10 runs them), so only jitwalk and its test programs are compiled here.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+source scripts/sanitizer-build-flags.sh
 
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+cmake -S . -B build-asan "${SANITIZER_BUILD_FLAGS[@]}" \
   -DJITUNWIND_SANITIZE=address,undefined -DJITUNWIND_BUILD_BENCH=OFF \
   -DJITWALK_TEST_EXAMPLES=OFF >/dev/null
 cmake --build build-asan -j2 --target test_jitwalk

@@ -6,8 +6,9 @@
 # multithreaded fork). Only these targets are built, so the stage stays a few minutes on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+source scripts/sanitizer-build-flags.sh
 BUILD_DIR=build-tsan
-cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DJITUNWIND_SANITIZE=thread \
+cmake -S . -B "$BUILD_DIR" "${SANITIZER_BUILD_FLAGS[@]}" -DJITUNWIND_SANITIZE=thread \
   -DJITUNWIND_BUILD_BPF=OFF -DJITUNWIND_BUILD_EXAMPLES=OFF -DJITUNWIND_BUILD_TOOLS=OFF \
   -DJITUNWIND_BUILD_BENCH=OFF >/dev/null
 cmake --build "$BUILD_DIR" -j"$(nproc)" --target test_registry test_remote test_window test_perfmap

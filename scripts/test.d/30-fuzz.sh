@@ -8,9 +8,10 @@
 # left in build-fuzz/ (crash-*, timeout-*, leak-*).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+source scripts/sanitizer-build-flags.sh
 FUZZ_SECONDS=${FUZZ_SECONDS:-15}
 
-CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+CC=clang CXX=clang++ cmake -S . -B build-fuzz "${SANITIZER_BUILD_FLAGS[@]}" \
   -DJITUNWIND_BUILD_FUZZ=ON -DJITUNWIND_SANITIZE=fuzzer-no-link,address,undefined \
   -DJITUNWIND_BUILD_TESTS=OFF -DJITUNWIND_BUILD_BENCH=OFF -DJITUNWIND_BUILD_TOOLS=OFF \
   -DJITUNWIND_BUILD_EXAMPLES=OFF -DJITUNWIND_BUILD_BPF=OFF >/dev/null
