@@ -178,6 +178,35 @@ JITUNWIND_API jitunwind_status jitunwind_frame_builder_finish(jitunwind_frame_bu
                                                               jitunwind_function* out,
                                                               jitunwind_error* error);
 
+/* Since JITUNWIND_0.2. Recipes (jitunwind::recipes): the rows of common function shapes for the
+   ABI of `storage`, a builder that only holds them: its directives are neither used nor
+   changed; `out->rows` stays valid until the builder's next finish, recipe, reset or destroy.
+   Offsets are code offsets, as for the directives. Errors: INVALID_ARGUMENT naming the bad
+   offset (as the C++ recipes). */
+typedef struct jitunwind_epilogue {
+  uint32_t after_pop; /* after `leave`/`pop rbp` (FP frame) or `add rsp, N` (SP frame) */
+  uint32_t after_ret; /* after `ret`; if < size, the body's rules resume there */
+} jitunwind_epilogue;
+/* A function that never moves SP and calls nothing: the entry rules hold throughout. */
+JITUNWIND_API jitunwind_status jitunwind_frame_recipe_leaf(jitunwind_frame_builder* storage,
+                                                           uint64_t start, uint32_t size,
+                                                           jitunwind_function* out,
+                                                           jitunwind_error* error);
+/* push rbp; mov rbp, rsp; [body]; (leave|pop rbp; ret)+ (AArch64: stp/mov/ldp/ret). */
+JITUNWIND_API jitunwind_status jitunwind_frame_recipe_frame_pointer(
+    jitunwind_frame_builder* storage, uint64_t start, uint32_t size, uint32_t after_push,
+    uint32_t after_set_fp, const jitunwind_epilogue* epilogues, size_t epilogue_count,
+    jitunwind_function* out, jitunwind_error* error);
+/* sub rsp, frame_bytes; [body]; (add rsp, frame_bytes; ret)+ with no frame pointer. */
+JITUNWIND_API jitunwind_status jitunwind_frame_recipe_sp_frame(
+    jitunwind_frame_builder* storage, uint64_t start, uint32_t size, uint32_t after_alloc,
+    int32_t frame_bytes, const jitunwind_epilogue* epilogues, size_t epilogue_count,
+    jitunwind_function* out, jitunwind_error* error);
+/* An interpreter trampoline: sub rsp; call; add rsp; ret (jitunwind::recipes::trampoline). */
+JITUNWIND_API jitunwind_status jitunwind_frame_recipe_trampoline(
+    jitunwind_frame_builder* storage, uint64_t start, uint32_t size, uint32_t after_alloc,
+    int32_t frame_bytes, uint32_t after_free, jitunwind_function* out, jitunwind_error* error);
+
 /* ==== the on-ramp (jitunwind/onramp.h) ==================================================== */
 
 /* A session: the publishers and windows (section "session, windows and publishers"). */
