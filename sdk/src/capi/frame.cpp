@@ -54,17 +54,22 @@ jitunwind_status hand_out(jitunwind_frame_builder* b, result<function_desc> f,
   return succeed(error);
 }
 
-// The arguments every recipe with epilogues shares, checked; the epilogues in C++ form.
-jitunwind_status recipe_args(const jitunwind_frame_builder* storage,
-                             const jitunwind_epilogue* epilogues, size_t count,
-                             const jitunwind_function* out, std::vector<recipes::epilogue>& e,
-                             jitunwind_error* error) {
-  if (storage == nullptr || out == nullptr)
-    return fail(error, errc::invalid_argument, "storage or out is NULL");
-  if (epilogues == nullptr && count > 0)
-    return fail(error, errc::invalid_argument, "epilogues is NULL but epilogue_count > 0");
-  for (size_t i = 0; i < count; ++i) e.push_back({epilogues[i].after_pop, epilogues[i].after_ret});
-  return succeed(error);
+// The recipes with epilogues: arguments checked, the epilogues in C++ form, the rows of
+// `recipe(abi, epilogues)` handed out.
+template <class F>
+jitunwind_status with_epilogues(jitunwind_frame_builder* storage,
+                                const jitunwind_epilogue* epilogues, size_t count,
+                                jitunwind_function* out, jitunwind_error* error, F&& recipe) {
+  return guard(error, [&] {
+    if (storage == nullptr || out == nullptr)
+      return fail(error, errc::invalid_argument, "storage or out is NULL");
+    if (epilogues == nullptr && count > 0)
+      return fail(error, errc::invalid_argument, "epilogues is NULL but epilogue_count > 0");
+    std::vector<recipes::epilogue> e;
+    for (size_t i = 0; i < count; ++i)
+      e.push_back({epilogues[i].after_pop, epilogues[i].after_ret});
+    return hand_out(storage, recipe(storage->builder.target(), e), out, error);
+  });
 }
 
 }  // namespace
@@ -192,15 +197,11 @@ jitunwind_status jitunwind_frame_recipe_frame_pointer(
     jitunwind_frame_builder* storage, uint64_t start, uint32_t size, uint32_t after_push,
     uint32_t after_set_fp, const jitunwind_epilogue* epilogues, size_t epilogue_count,
     jitunwind_function* out, jitunwind_error* error) {
-  return guard(error, [&] {
-    std::vector<recipes::epilogue> e;
-    if (auto st = recipe_args(storage, epilogues, epilogue_count, out, e, error); st != JITUNWIND_OK)
-      return st;
-    return hand_out(storage,
-                    recipes::frame_pointer(storage->builder.target(), start, size, after_push,
-                                           after_set_fp, e),
-                    out, error);
-  });
+  return with_epilogues(storage, epilogues, epilogue_count, out, error,
+                        [&](abi a, span<const recipes::epilogue> e) {
+                          return recipes::frame_pointer(a, start, size, after_push, after_set_fp,
+                                                        e);
+                        });
 }
 
 jitunwind_status jitunwind_frame_recipe_sp_frame(jitunwind_frame_builder* storage, uint64_t start,
@@ -209,15 +210,10 @@ jitunwind_status jitunwind_frame_recipe_sp_frame(jitunwind_frame_builder* storag
                                                  const jitunwind_epilogue* epilogues,
                                                  size_t epilogue_count, jitunwind_function* out,
                                                  jitunwind_error* error) {
-  return guard(error, [&] {
-    std::vector<recipes::epilogue> e;
-    if (auto st = recipe_args(storage, epilogues, epilogue_count, out, e, error); st != JITUNWIND_OK)
-      return st;
-    return hand_out(storage,
-                    recipes::sp_frame(storage->builder.target(), start, size, after_alloc,
-                                      frame_bytes, e),
-                    out, error);
-  });
+  return with_epilogues(storage, epilogues, epilogue_count, out, error,
+                        [&](abi a, span<const recipes::epilogue> e) {
+                          return recipes::sp_frame(a, start, size, after_alloc, frame_bytes, e);
+                        });
 }
 
 jitunwind_status jitunwind_frame_recipe_trampoline(jitunwind_frame_builder* storage,

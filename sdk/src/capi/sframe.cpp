@@ -108,9 +108,8 @@ jitunwind_status jitunwind_sframe_encoder_create(const jitunwind_sframe_encoder_
     if (out == nullptr) return fail(error, errc::invalid_argument, "out is NULL");
     *out = nullptr;
     jitunwind_sframe_encoder_options c;
-    jitunwind_sframe_encoder_options_init(&c);
-    if (auto st = capi::read_options(options, c, "jitunwind_sframe_encoder_options",
-                                     "jitunwind_sframe_encoder_options_init", error);
+    if (auto st = capi::read_options(options, c, jitunwind_sframe_encoder_options_init,
+                                     "jitunwind_sframe_encoder_options", error);
         st != JITUNWIND_OK)
       return st;
     sframe::encoder_options o;

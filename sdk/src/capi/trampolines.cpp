@@ -43,9 +43,8 @@ jitunwind_status create_pool(session* in, const jitunwind_trampoline_pool_option
   if (out == nullptr) return capi::fail(error, errc::invalid_argument, "trampolines: out is NULL");
   *out = nullptr;
   jitunwind_trampoline_pool_options c;
-  jitunwind_trampoline_pool_options_init(&c);
-  if (auto st = capi::read_options(options, c, "jitunwind_trampoline_pool_options",
-                                   "jitunwind_trampoline_pool_options_init", error);
+  if (auto st = capi::read_options(options, c, jitunwind_trampoline_pool_options_init,
+                                   "jitunwind_trampoline_pool_options", error);
       st != JITUNWIND_OK)
     return st;
   trampoline_pool_options o;

@@ -40,9 +40,8 @@ jitunwind_status jitunwind_usdt_provider_create(const char* name,
       return fail(error, errc::invalid_argument, "usdt: name and out must not be NULL");
     *out = nullptr;
     jitunwind_usdt_provider_options c;
-    jitunwind_usdt_provider_options_init(&c);
-    if (auto st = capi::read_options(options, c, "jitunwind_usdt_provider_options",
-                                     "jitunwind_usdt_provider_options_init", error);
+    if (auto st = capi::read_options(options, c, jitunwind_usdt_provider_options_init,
+                                     "jitunwind_usdt_provider_options", error);
         st != JITUNWIND_OK)
       return st;
     usdt::provider_options o;

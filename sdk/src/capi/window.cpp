@@ -57,6 +57,22 @@ jitunwind_status make_session(const session_options& o, jitunwind_session** out,
   return succeed(error);
 }
 
+// append and name_range: a named function from C, checked and converted, applied by `apply`.
+template <class F>
+jitunwind_status with_function(jitunwind_window* w, const char* name,
+                               const jitunwind_function* function, jitunwind_error* error,
+                               F&& apply) {
+  return guard(error, [&] {
+    if (w == nullptr || name == nullptr)
+      return fail(error, errc::invalid_argument, "window or name is NULL");
+    jitunwind_status status = JITUNWIND_OK;
+    auto f = capi::from_c(function, error, status);
+    if (!f) return status;
+    if (auto r = apply(*W(w), *f); !r) return fail(error, r.error());
+    return succeed(error);
+  });
+}
+
 }  // namespace
 
 extern "C" {
@@ -77,9 +93,8 @@ jitunwind_status jitunwind_session_create(const jitunwind_session_options* optio
     if (out == nullptr) return fail(error, errc::invalid_argument, "out is NULL");
     *out = nullptr;
     jitunwind_session_options c;
-    jitunwind_session_options_init(&c);
-    if (auto st = capi::read_options(options, c, "jitunwind_session_options",
-                                     "jitunwind_session_options_init", error);
+    if (auto st = capi::read_options(options, c, jitunwind_session_options_init,
+                                     "jitunwind_session_options", error);
         st != JITUNWIND_OK)
       return st;
     session_options o;
@@ -265,28 +280,16 @@ jitunwind_status jitunwind_window_allocate(jitunwind_window* w, size_t size, siz
 jitunwind_status jitunwind_window_append(jitunwind_window* w, const char* name,
                                          const jitunwind_function* function, uint64_t moved_from,
                                          jitunwind_error* error) {
-  return guard(error, [&] {
-    if (w == nullptr || name == nullptr)
-      return fail(error, errc::invalid_argument, "window or name is NULL");
-    jitunwind_status status = JITUNWIND_OK;
-    auto f = capi::from_c(function, error, status);
-    if (!f) return status;
-    if (auto r = W(w)->append(name, *f, moved_from); !r) return fail(error, r.error());
-    return succeed(error);
+  return with_function(w, name, function, error, [&](window& win, const function_desc& f) {
+    return win.append(name, f, moved_from);
   });
 }
 
 jitunwind_status jitunwind_window_name_range(jitunwind_window* w, const char* name,
                                              const jitunwind_function* function,
                                              jitunwind_error* error) {
-  return guard(error, [&] {
-    if (w == nullptr || name == nullptr)
-      return fail(error, errc::invalid_argument, "window or name is NULL");
-    jitunwind_status status = JITUNWIND_OK;
-    auto f = capi::from_c(function, error, status);
-    if (!f) return status;
-    if (auto r = W(w)->name_range(name, *f); !r) return fail(error, r.error());
-    return succeed(error);
+  return with_function(w, name, function, error, [&](window& win, const function_desc& f) {
+    return win.name_range(name, f);
   });
 }
 

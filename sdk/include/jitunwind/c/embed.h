@@ -218,7 +218,8 @@ typedef struct jitunwind_session jitunwind_session;
    jitunwind_session_create_from_env). `rows` (`row_count` of them, pc_offset relative to
    `code`; from jitunwind_frame_builder_finish or written by hand) say how to find the caller at
    each instruction, so that profilers unwind through the code. Thread-safe. Errors:
-   INVALID_ARGUMENT (rows: at least one; name; empty range), ALREADY_EXISTS (named already, or overlapping),
+   INVALID_ARGUMENT (rows: at least one; name; empty range), ALREADY_EXISTS (named already,
+   or overlapping),
    OUT_OF_RANGE (no room for the unwind table within 2 GiB of the code), the environment's. */
 JITUNWIND_API jitunwind_status jitunwind_name_code(const void* code, size_t size, const char* name,
                                                    const jitunwind_frame_row* rows,
@@ -321,7 +322,8 @@ JITUNWIND_API void jitunwind_session_options_init(jitunwind_session_options* opt
 /* The defaults overridden by the environment (JITUNWIND_PUBLISH, JITUNWIND_DIR, JITDUMPDIR,
    JITUNWIND_KERNEL_SFRAME, JITUNWIND_DURABILITY, JITUNWIND_FLUSH_MS, JITUNWIND_FLUSH_BYTES,
    JITUNWIND_FLUSH_THREAD, JITUNWIND_ADDRESS_REUSE), as jitunwind::session_options::from_env;
-   `options` NULL = the defaults without the environment. The strings of `options` are not used with from_env. */
+   `options` NULL = the defaults without the environment. The strings of `options` are not used
+   with from_env. */
 JITUNWIND_API jitunwind_status jitunwind_session_create(const jitunwind_session_options* options,
                                                         jitunwind_session** out,
                                                         jitunwind_error* error);

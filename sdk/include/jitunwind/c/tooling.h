@@ -1,5 +1,5 @@
-/* jitunwind/c/tooling.h — the C API for tools: the SFrame encoder, decoder, lookup and unwinder, and
- * the remote registry reader (what a profiler reads from another process).
+/* jitunwind/c/tooling.h — the C API for tools: the SFrame encoder, decoder, lookup and
+ * unwinder, and the remote registry reader (what a profiler reads from another process).
  *
  * Conventions: as jitunwind/c/embed.h.
  */
