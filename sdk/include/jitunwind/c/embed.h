@@ -12,6 +12,12 @@
  * - Fallible functions return a `jitunwind_status` (0 = success, otherwise the negated C++
  *   `errc`) and take an optional `jitunwind_error*` that receives the message. Nothing throws,
  *   nothing prints.
+ * - Names: `jitunwind_<object>_<verb>` (jitunwind_session_poll, jitunwind_window_publish) and
+ *   `jitunwind_<object>_<property>` for accessors (jitunwind_window_id, _text_start);
+ *   jitunwind_window_get_state keeps `get_` because jitunwind_window_state is its enum's name.
+ *   The frame builder's directives are `jitunwind_frame_<DWARF directive>` and its recipes
+ *   `jitunwind_frame_recipe_<shape>`. Functions newer than the first release say
+ *   "Since JITUNWIND_0.N" (their symbol version).
  * - Callbacks receive the `void* user` they were registered with.
  * - Memory returned to the caller says in its comment who frees it and how.
  * - Options structs start with `uint32_t struct_size`: fill one with its `_init` function
