@@ -21,4 +21,13 @@ cmake -S . -B build-asan "${SANITIZER_BUILD_FLAGS[@]}" \
 cmake --build build-asan -j2 --target "${SANITIZE_TARGETS[@]}"
 export ASAN_OPTIONS=abort_on_error=1:detect_leaks=1:strict_string_checks=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-ctest --test-dir build-asan --output-on-failure --timeout 900 -R "$SANITIZE_TESTS"
+# Left out here (stage 10 runs them):
+# - window:fork...: the child of a multi-threaded parent (the flusher thread) can inherit ASan's
+#   allocator lock held, and LeakSanitizer's check at the child's exit() then waits on it forever
+#   (GCC 12's libsanitizer has no fork handling for it; a 900 s timeout here, by timing).
+# - the two tests that run every binutils vector through `sframe convert` + llvm-readobj-22 and
+#   `sframe dump` (~2 min under ASan, mostly the external tools); the decoders they drive are
+#   fuzzed under ASan in stage 30 and hostile-input tested here.
+ctest --test-dir build-asan --output-on-failure --timeout 900 -R "$SANITIZE_TESTS" \
+  -E '^window:fork: |^cli:sframe convert: every v1/v2 vector|^cli:sframe dump prints the rows objdump printed'
+
