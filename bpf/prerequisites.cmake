@@ -12,6 +12,9 @@ endif()
 if(JITUNWIND_BUILD_BPF AND JITWALK_CLANG AND JITWALK_BPFTOOL AND EXISTS ${JITWALK_VMLINUX_BTF}
    AND LIBBPF_FOUND AND LIBELF_FOUND AND ZLIB_PC_FOUND)
   set(JITWALK_CAN_BUILD ON)
+  # For script-driven tests that take jitwalk's path as an argument ("" when it is not built).
+  set(JITWALK_PATH_FOR_TESTS $<TARGET_FILE:jitwalk>)
 else()
   set(JITWALK_CAN_BUILD OFF)
+  set(JITWALK_PATH_FOR_TESTS "")
 endif()

@@ -14,6 +14,8 @@ PACKAGES=(
   binutils elfutils llvm-22 gdb linux-perf bpftrace protobuf-compiler chromium
   # CFI -> SFrame differential tests: random C programs, LLVM's own --gsframe through clang
   csmith libcsmith-dev clang-22
+  # the C ABI check (abidiff against abi/libjitunwind.abi)
+  abigail-tools
   # the optional LLVM ORC plugin (jitunwind::orc) and its example
   llvm-22-dev
   # examples

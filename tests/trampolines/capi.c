@@ -13,7 +13,7 @@ int trampolines_capi_roundtrip(char* msg, size_t len) {
   jitunwind_error err;
   jitunwind_trampoline_pool* pool = NULL;
   jitunwind_trampoline_pool_options o;
-  memset(&o, 0, sizeof o);
+  jitunwind_trampoline_pool_options_init(&o);
   o.name_prefix = "c:";
   o.stubs_per_window = 2;
   if (jitunwind_trampoline_pool_create(&o, &pool, &err) != JITUNWIND_OK) {
@@ -53,7 +53,7 @@ int trampolines_capi_roundtrip(char* msg, size_t len) {
 int trampolines_capi_in_session(char* msg, size_t len) {
   jitunwind_error err;
   jitunwind_session_options so;
-  memset(&so, 0, sizeof so);
+  jitunwind_session_options_init(&so);
   so.publishers = JITUNWIND_PUBLISH_REGISTRY;
   jitunwind_session* s = NULL;
   if (jitunwind_session_create(&so, &s, &err) != JITUNWIND_OK) {

@@ -24,7 +24,7 @@ static int keep(void* user, jitunwind_window* w) {
 int window_capi_c_scenario(char* message, size_t message_size) {
   jitunwind_error err;
   jitunwind_session_options o;
-  memset(&o, 0, sizeof o);
+  jitunwind_session_options_init(&o);
   o.publishers = JITUNWIND_PUBLISH_REGISTRY | JITUNWIND_PUBLISH_KERNEL;
   o.kernel_sframe = "syscall:1000,1001"; /* no kernel has it: reported unsupported */
   o.log = count_log;
@@ -87,7 +87,7 @@ int window_capi_c_scenario(char* message, size_t message_size) {
 int window_capi_c_lifecycle(char* message, size_t message_size) {
   jitunwind_error err;
   jitunwind_session_options o;
-  memset(&o, 0, sizeof o);
+  jitunwind_session_options_init(&o);
   o.publishers = JITUNWIND_PUBLISH_REGISTRY;
   o.address_reuse = JITUNWIND_ADDRESS_REUSE_NEVER;
   jitunwind_session* s = NULL;
@@ -178,7 +178,7 @@ static int publish_one(jitunwind_session* s, jitunwind_error* err) {
 int window_capi_c_durability(const char* dir, const char* map) {
   jitunwind_error err;
   jitunwind_session_options o;
-  memset(&o, 0, sizeof o);
+  jitunwind_session_options_init(&o);
   o.publishers = JITUNWIND_PUBLISH_PERFMAP;
   o.perfmap_dir = dir;
   o.perfmap_durability = JITUNWIND_DURABILITY_BATCHED;
@@ -205,5 +205,98 @@ int window_capi_c_durability(const char* dir, const char* map) {
   o.perfmap_durability = JITUNWIND_DURABILITY_DEFAULT;
   o.flush_bytes = 10;
   if (jitunwind_session_create(&o, &s, &err) != JITUNWIND_E_INVALID_ARGUMENT) return 11;
+  return 0;
+}
+
+struct seen {
+  int count;
+  char first[64];
+  uint64_t start;
+  uint32_t size;
+};
+
+static int visit_function(void* user, const char* name, uint64_t start, uint32_t size) {
+  struct seen* s = (struct seen*)user;
+  if (s->count++ == 0) {
+    strncpy(s->first, name, sizeof s->first - 1);
+    s->start = start;
+    s->size = size;
+  }
+  return 0;
+}
+
+static int stop_at_first(void* user, const char* name, uint64_t start, uint32_t size) {
+  (void)user;
+  (void)name;
+  (void)start;
+  (void)size;
+  return 1;
+}
+
+/* The window accessors of JITUNWIND_0.2: text range, ownership, functions, published SFrame,
+   name_range. Returns 0 on success, otherwise the number of the failed step. */
+int window_capi_c_accessors(void) {
+  jitunwind_error err;
+  jitunwind_session_options o;
+  jitunwind_session_options_init(&o);
+  o.publishers = JITUNWIND_PUBLISH_REGISTRY;
+  jitunwind_session* s = NULL;
+  if (jitunwind_session_create(&o, &s, &err) != JITUNWIND_OK) return 1;
+  jitunwind_window* w = NULL;
+  if (jitunwind_session_create_owned_window(s, 4096, 0, 0, &w, &err) != JITUNWIND_OK) return 2;
+  if (jitunwind_window_is_owned(w) != 1 || jitunwind_window_text_size(w) < 4096) return 3;
+  size_t sframe_size = 1;
+  if (jitunwind_window_published_sframe(w, &sframe_size) != NULL || sframe_size != 0) return 4;
+
+  /* two functions of 16 bytes: push rbp; mov rbp, rsp; ...; pop rbp; ret */
+  static const unsigned char code[16] = {0x55, 0x48, 0x89, 0xe5, 0x90, 0x90, 0x90, 0x90,
+                                         0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x5d, 0xc3};
+  jitunwind_frame_builder* b = NULL;
+  if (jitunwind_frame_builder_create(JITUNWIND_ABI_AMD64, &b, &err) != JITUNWIND_OK) return 5;
+  jitunwind_frame_push_frame_pointer(b, 1, 4);
+  jitunwind_frame_pop_frame_pointer(b, 15);
+  uint64_t first = 0;
+  for (int i = 0; i < 2; ++i) {
+    uint64_t address = 0;
+    void* writable = NULL;
+    jitunwind_function f;
+    if (jitunwind_window_allocate(w, sizeof code, 16, &address, &writable, &err) != JITUNWIND_OK)
+      return 6;
+    memcpy(writable, code, sizeof code);
+    if (i == 0) first = address;
+    if (jitunwind_frame_builder_finish(b, address, sizeof code, &f, &err) != JITUNWIND_OK)
+      return 7;
+    if (jitunwind_window_append(w, i == 0 ? "alpha" : "beta", &f, 0, &err) != JITUNWIND_OK)
+      return 8;
+  }
+  if (first < jitunwind_window_text_start(w) ||
+      first >= jitunwind_window_text_start(w) + jitunwind_window_text_size(w))
+    return 9;
+
+  struct seen seen = {0, {0}, 0, 0};
+  if (jitunwind_window_functions(w, visit_function, &seen) != 2 || seen.count != 2) return 13;
+  if (strcmp(seen.first, "alpha") != 0 || seen.start != first || seen.size != 16) return 14;
+  if (jitunwind_window_functions(w, stop_at_first, NULL) != 1) return 15;
+  if (jitunwind_window_functions(NULL, visit_function, &seen) != 0) return 16;
+
+  /* a 4-byte stub inside alpha, named on its own (its rows: those of the body) */
+  jitunwind_frame_builder_reset(b);
+  jitunwind_frame_def_cfa(b, 0, JITUNWIND_REG_FP, 16);
+  jitunwind_frame_offset(b, 0, JITUNWIND_REG_FP, -16);
+  jitunwind_function stub;
+  if (jitunwind_frame_builder_finish(b, first + 4, 4, &stub, &err) != JITUNWIND_OK) return 10;
+  if (jitunwind_window_name_range(w, "alpha_stub", &stub, &err) != JITUNWIND_OK) return 11;
+  if (jitunwind_window_name_range(w, NULL, &stub, &err) != JITUNWIND_E_INVALID_ARGUMENT) return 12;
+  jitunwind_frame_builder_destroy(b);
+
+  if (jitunwind_window_publish(w, &err) != JITUNWIND_OK) return 17;
+  const uint8_t* sframe = jitunwind_window_published_sframe(w, &sframe_size);
+  jitunwind_sframe_info info;
+  if (sframe == NULL || sframe_size == 0) return 18;
+  if (jitunwind_sframe_check(sframe, sframe_size, jitunwind_window_text_start(w), &info, &err) !=
+      JITUNWIND_OK)
+    return 19;
+  if (info.num_fdes != 2) return 20;
+  jitunwind_session_destroy(s);
   return 0;
 }

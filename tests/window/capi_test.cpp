@@ -31,3 +31,9 @@ TEST_CASE("durability from C: batched written by jitunwind_session_flush, sync b
   const std::string map = dir / ("perf-" + std::to_string(::getpid()) + ".map");
   CHECK(window_capi_c_durability(dir.path().c_str(), map.c_str()) == 0);
 }
+
+extern "C" int window_capi_c_accessors(void);
+
+TEST_CASE("window accessors from C: text range, ownership, functions, published SFrame, name_range") {
+  CHECK(window_capi_c_accessors() == 0);
+}

@@ -13,10 +13,10 @@
 
 #include <jitunwind/config.h>
 #include <jitunwind/result.h>
+#include <jitunwind/span.h>
 
 #include <cstdint>
 #include <optional>
-#include <span>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -95,7 +95,9 @@ struct frame_row {
   int32_t fp_offset = 0;    ///< meaningful when `fp` is saved or a register_* rule
   bool ra_mangled = false;  ///< AArch64 pointer authentication: the saved RA is signed
 
-  bool operator==(const frame_row&) const = default;
+  // Field by field (defaulted in the library: the header stays C++17).
+  JITUNWIND_API bool operator==(const frame_row& other) const noexcept;
+  bool operator!=(const frame_row& other) const noexcept { return !(*this == other); }
 };
 
 /// True if SFrame v1/v2 (and a v3 DEFAULT FDE) can hold the row on ABI `a`: CFA from SP or FP
@@ -129,7 +131,9 @@ struct saved_register {
   saved_rule rule = saved_rule::at_cfa;
   int32_t cfa_offset = 0;  ///< meaningful only for `saved_rule::at_cfa`
 
-  bool operator==(const saved_register&) const = default;
+  // Field by field (defaulted in the library: the header stays C++17).
+  JITUNWIND_API bool operator==(const saved_register& other) const noexcept;
+  bool operator!=(const saved_register& other) const noexcept { return !(*this == other); }
 };
 
 /// A function: its address range and rows.
@@ -153,7 +157,9 @@ struct function_desc {
   /// for code that saves nothing but the frame pointer.
   std::vector<saved_register> saved_registers;
 
-  bool operator==(const function_desc&) const = default;
+  // Field by field (defaulted in the library: the header stays C++17).
+  JITUNWIND_API bool operator==(const function_desc& other) const noexcept;
+  bool operator!=(const function_desc& other) const noexcept { return !(*this == other); }
 };
 
 /// Checks a function against the rules of the ABI: non-empty range without overflow, rows
@@ -285,7 +291,7 @@ struct epilogue {
 /// push rbp; mov rbp, rsp; [body]; (leave|pop rbp; ret)+ — or the AArch64 stp/mov/ldp/ret.
 JITUNWIND_API result<function_desc> frame_pointer(abi a, uint64_t start, uint32_t size,
                                                   uint32_t after_push, uint32_t after_set_fp,
-                                                  std::span<const epilogue> epilogues);
+                                                  span<const epilogue> epilogues);
 
 /// The same rows as `frame_pointer` above, written into `out` (start, size, rows, pcmask_rep
 /// replaced) so that a JIT describing many functions can reuse one `function_desc` and its row
@@ -294,12 +300,12 @@ JITUNWIND_API result<function_desc> frame_pointer(abi a, uint64_t start, uint32_
 /// same messages); `out` is unchanged on error.
 JITUNWIND_API result<void> frame_pointer(function_desc& out, abi a, uint64_t start, uint32_t size,
                                          uint32_t after_push, uint32_t after_set_fp,
-                                         std::span<const epilogue> epilogues);
+                                         span<const epilogue> epilogues);
 
 /// sub rsp, frame_bytes; [body]; (add rsp, frame_bytes; ret)+ — no frame pointer.
 JITUNWIND_API result<function_desc> sp_frame(abi a, uint64_t start, uint32_t size,
                                              uint32_t after_alloc, int32_t frame_bytes,
-                                             std::span<const epilogue> epilogues);
+                                             span<const epilogue> epilogues);
 
 /// A call trampoline: sub rsp, 8; call target; add rsp, 8; ret (an SP frame with one epilogue;
 /// `frame_bytes` keeps the stack 16-byte aligned at the call).

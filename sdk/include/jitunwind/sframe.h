@@ -14,6 +14,12 @@
 /// `create` and may be shared; free functions are thread-safe.
 #pragma once
 
+// A tooling header: C++20 (std::span). C++17 code reaches the same operations through the C API
+// (jitunwind/jitunwind.h); the embedding headers (window.h, frame.h, ...) are C++17.
+#if __cplusplus < 202002L
+#error "jitunwind/sframe.h needs C++20; from C++17 use the C API in jitunwind/jitunwind.h"
+#endif
+
 #include <jitunwind/config.h>
 #include <jitunwind/frame.h>
 #include <jitunwind/result.h>

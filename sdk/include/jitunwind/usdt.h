@@ -54,6 +54,7 @@
 #include <jitunwind/config.h>
 #include <jitunwind/log.h>
 #include <jitunwind/result.h>
+#include <jitunwind/span.h>
 
 #include <atomic>
 #include <cassert>
@@ -62,7 +63,6 @@
 #include <initializer_list>
 #include <memory>
 #include <optional>
-#include <span>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -103,7 +103,7 @@ JITUNWIND_API result<void> validate_probe_name(std::string_view name);
 
 /// The note's argument string for these types ("-4@%edi 8@%rsi", stack slots from the 7th
 /// argument: "-8@8(%rsp)"). `errc::invalid_argument` / `unsupported` like `add_probe`.
-JITUNWIND_API result<std::string> argument_string(std::span<const arg_type> args);
+JITUNWIND_API result<std::string> argument_string(span<const arg_type> args);
 
 enum class object_location : uint8_t { memfd, file };
 
@@ -252,9 +252,9 @@ class JITUNWIND_API provider {
   /// `max_probes` semaphores still held by a declared probe or by a live handle of a removed
   /// one), `unsupported` (f64), `bad_state` (provider loaded: unload first), `io_error` (the
   /// provider's address range could not be reserved).
-  result<probe> add_probe(std::string_view name, std::span<const arg_type> args);
+  result<probe> add_probe(std::string_view name, span<const arg_type> args);
   result<probe> add_probe(std::string_view name, std::initializer_list<arg_type> args) {
-    return add_probe(name, std::span<const arg_type>(args.begin(), args.size()));
+    return add_probe(name, span<const arg_type>(args.begin(), args.size()));
   }
   /// Removes a declared probe; its handles become inert for good (its semaphore is reused
   /// only once no handle of it is left). `not_found`, `bad_state`.
@@ -304,7 +304,7 @@ struct sdt_note {
 /// Decodes the `.note.stapsdt` section of an ELF64 little-endian image (the whole file in
 /// memory). Treats the image as hostile: `errc::malformed` naming the structure and values
 /// ("usdt: note 3: descriptor size 12 < 24"). An image without the section yields no notes.
-JITUNWIND_API result<std::vector<sdt_note>> read_sdt_notes(std::span<const uint8_t> elf_image);
+JITUNWIND_API result<std::vector<sdt_note>> read_sdt_notes(span<const uint8_t> elf_image);
 
 /// A dynamic provider object mapped in a process.
 struct remote_object {

@@ -39,13 +39,13 @@
 #include <jitunwind/frame.h>
 #include <jitunwind/log.h>
 #include <jitunwind/result.h>
+#include <jitunwind/span.h>
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -254,7 +254,7 @@ class JITUNWIND_API window {
   /// `invalid_argument` for described windows.
   struct code_space {
     uint64_t address = 0;
-    std::span<uint8_t> writable;
+    span<uint8_t> writable;
   };
   virtual result<code_space> allocate(size_t size, size_t alignment = 16) = 0;
 
@@ -299,7 +299,7 @@ class JITUNWIND_API window {
   /// With `page_flip` the patched pages are not executable during the call: no thread may run
   /// code on them. Allowed on open and sealed windows. Errors: `invalid_argument` (described
   /// window, empty patch, range not inside one function), `bad_state` (retired or freed).
-  virtual result<void> patch(uint64_t address, std::span<const uint8_t> bytes) = 0;
+  virtual result<void> patch(uint64_t address, span<const uint8_t> bytes) = 0;
 
   /// Takes one function out of the window at the next `publish`: its rows leave the SFrame
   /// (registry, kernel), its GDB symbol goes, `code_remove` fires; the perf map and jitdump
@@ -336,7 +336,7 @@ class JITUNWIND_API window {
   virtual std::vector<function_entry> functions() const = 0;
 
   /// The SFrame section as last published (empty before the first publish).
-  virtual std::span<const uint8_t> published_sframe() const noexcept = 0;
+  virtual span<const uint8_t> published_sframe() const noexcept = 0;
 
  protected:
   window(uint64_t id) : id_(id) {}

@@ -4,7 +4,11 @@
 #include <jitunwind/jitunwind.h>
 #include <jitunwind/result.h>
 
+#include <cstdint>
+#include <cstring>
 #include <new>
+#include <string>
+#include <type_traits>
 
 namespace jitunwind::capi {
 
@@ -25,6 +29,36 @@ jitunwind_status guard(jitunwind_error* out, F&& body) noexcept {
   } catch (...) {
     return fail(out, errc::bad_state, "unexpected internal exception");
   }
+}
+
+/// The byte-level part of read_options (one copy for every struct type).
+jitunwind_status read_options_bytes(const void* in, uint32_t in_size, void* out, size_t size,
+                                    size_t min_size, const char* type, const char* init,
+                                    jitunwind_error* error);
+
+/// Checks what every options struct of the C API shares (docs/c-api.md, "Options structs"):
+/// `struct_size` first, and no padding anywhere, so that any size a release ever had ends on a
+/// field (a caller's struct_size never cuts a field) and unused bytes are always the caller's 0.
+template <class S>
+constexpr bool options_struct =
+    std::is_same_v<decltype(S::struct_size), uint32_t>&& offsetof(S, struct_size) == 0 &&
+    std::has_unique_object_representations_v<S>;
+
+/// Reads a caller's options struct into `out`, first filled with the defaults by `init` (the
+/// struct's `_init`, named `<type>_init`). NULL: the defaults. struct_size 0 (zeroed or never
+/// initialised): refused, naming the `_init` function. Below `min_size` (no release had so small
+/// a struct): refused. Up to ours: the caller's fields, our defaults for those it does not have
+/// (built against an older release). Larger (built against a newer release): allowed when the
+/// fields we do not know are all 0.
+template <class S>
+jitunwind_status read_options(const S* in, S& out, void (*init)(S*), const char* type,
+                              jitunwind_error* error, size_t min_size = sizeof(S)) {
+  static_assert(options_struct<S>, "C options structs: uint32_t struct_size first, no padding");
+  init(&out);
+  if (in == nullptr) return succeed(error);
+  const std::string init_name = std::string(type) + "_init";
+  return read_options_bytes(in, in->struct_size, &out, sizeof(S), min_size, type, init_name.c_str(),
+                            error);
 }
 
 }  // namespace jitunwind::capi

@@ -38,6 +38,40 @@ jitunwind_status directive(jitunwind_frame_builder* b, F&& apply) {
   return state(b);
 }
 
+// Stores a finished function's rows in the builder (they stay valid until its next finish,
+// recipe, reset or destroy) and describes them in `out`.
+jitunwind_status hand_out(jitunwind_frame_builder* b, result<function_desc> f,
+                          jitunwind_function* out, jitunwind_error* error) {
+  if (!f) return fail(error, f.error());
+  b->finished.clear();
+  for (const auto& r : f->rows) b->finished.push_back(capi::to_c(r));
+  out->start = f->start;
+  out->size = f->size;
+  out->pcmask_rep = f->pcmask_rep;
+  out->rows = b->finished.data();
+  out->row_count = b->finished.size();
+  out->flags = 0;
+  return succeed(error);
+}
+
+// The recipes with epilogues: arguments checked, the epilogues in C++ form, the rows of
+// `recipe(abi, epilogues)` handed out.
+template <class F>
+jitunwind_status with_epilogues(jitunwind_frame_builder* storage,
+                                const jitunwind_epilogue* epilogues, size_t count,
+                                jitunwind_function* out, jitunwind_error* error, F&& recipe) {
+  return guard(error, [&] {
+    if (storage == nullptr || out == nullptr)
+      return fail(error, errc::invalid_argument, "storage or out is NULL");
+    if (epilogues == nullptr && count > 0)
+      return fail(error, errc::invalid_argument, "epilogues is NULL but epilogue_count > 0");
+    std::vector<recipes::epilogue> e;
+    for (size_t i = 0; i < count; ++i)
+      e.push_back({epilogues[i].after_pop, epilogues[i].after_ret});
+    return hand_out(storage, recipe(storage->builder.target(), e), out, error);
+  });
+}
+
 }  // namespace
 
 extern "C" {
@@ -145,17 +179,55 @@ jitunwind_status jitunwind_frame_builder_finish(jitunwind_frame_builder* builder
   return guard(error, [&] {
     if (builder == nullptr || out == nullptr)
       return fail(error, errc::invalid_argument, "builder or out is NULL");
-    auto f = builder->builder.finish(start, size);
-    if (!f) return fail(error, f.error());
-    builder->finished.clear();
-    for (const auto& r : f->rows) builder->finished.push_back(capi::to_c(r));
-    out->start = f->start;
-    out->size = f->size;
-    out->pcmask_rep = f->pcmask_rep;
-    out->rows = builder->finished.data();
-    out->row_count = builder->finished.size();
-    out->flags = 0;
-    return succeed(error);
+    return hand_out(builder, builder->builder.finish(start, size), out, error);
+  });
+}
+
+jitunwind_status jitunwind_frame_recipe_leaf(jitunwind_frame_builder* storage, uint64_t start,
+                                             uint32_t size, jitunwind_function* out,
+                                             jitunwind_error* error) {
+  return guard(error, [&] {
+    if (storage == nullptr || out == nullptr)
+      return fail(error, errc::invalid_argument, "storage or out is NULL");
+    return hand_out(storage, recipes::leaf(storage->builder.target(), start, size), out, error);
+  });
+}
+
+jitunwind_status jitunwind_frame_recipe_frame_pointer(
+    jitunwind_frame_builder* storage, uint64_t start, uint32_t size, uint32_t after_push,
+    uint32_t after_set_fp, const jitunwind_epilogue* epilogues, size_t epilogue_count,
+    jitunwind_function* out, jitunwind_error* error) {
+  return with_epilogues(storage, epilogues, epilogue_count, out, error,
+                        [&](abi a, span<const recipes::epilogue> e) {
+                          return recipes::frame_pointer(a, start, size, after_push, after_set_fp,
+                                                        e);
+                        });
+}
+
+jitunwind_status jitunwind_frame_recipe_sp_frame(jitunwind_frame_builder* storage, uint64_t start,
+                                                 uint32_t size, uint32_t after_alloc,
+                                                 int32_t frame_bytes,
+                                                 const jitunwind_epilogue* epilogues,
+                                                 size_t epilogue_count, jitunwind_function* out,
+                                                 jitunwind_error* error) {
+  return with_epilogues(storage, epilogues, epilogue_count, out, error,
+                        [&](abi a, span<const recipes::epilogue> e) {
+                          return recipes::sp_frame(a, start, size, after_alloc, frame_bytes, e);
+                        });
+}
+
+jitunwind_status jitunwind_frame_recipe_trampoline(jitunwind_frame_builder* storage,
+                                                   uint64_t start, uint32_t size,
+                                                   uint32_t after_alloc, int32_t frame_bytes,
+                                                   uint32_t after_free, jitunwind_function* out,
+                                                   jitunwind_error* error) {
+  return guard(error, [&] {
+    if (storage == nullptr || out == nullptr)
+      return fail(error, errc::invalid_argument, "storage or out is NULL");
+    return hand_out(storage,
+                    recipes::trampoline(storage->builder.target(), start, size, after_alloc,
+                                        frame_bytes, after_free),
+                    out, error);
   });
 }
 

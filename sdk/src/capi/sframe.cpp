@@ -89,32 +89,39 @@ extern "C" {
 
 void jitunwind_sframe_encoder_options_init(jitunwind_sframe_encoder_options* o) {
   if (o == nullptr) return;
-  o->abi = JITUNWIND_ABI_AMD64;
-  o->section_address = 0;
-  o->pcrel = 1;
-  o->frame_pointer = -1;
-  o->strict = 1;
-  o->version = 3;
-  o->allow_flex = 1;
+  const sframe::encoder_options defaults;
+  *o = {};
+  o->struct_size = sizeof *o;
+  o->abi = static_cast<jitunwind_abi>(defaults.target);
+  o->section_address = defaults.section_address;
+  o->pcrel = defaults.pcrel ? 1 : 0;
+  o->frame_pointer = defaults.frame_pointer ? (*defaults.frame_pointer ? 1 : 0) : -1;
+  o->strict = defaults.strict ? 1 : 0;
+  o->version = defaults.version;
+  o->allow_flex = defaults.allow_flex ? 1 : 0;
 }
 
 jitunwind_status jitunwind_sframe_encoder_create(const jitunwind_sframe_encoder_options* options,
                                                  jitunwind_sframe_encoder** out,
                                                  jitunwind_error* error) {
   return guard(error, [&] {
-    if (options == nullptr || out == nullptr)
-      return fail(error, errc::invalid_argument, "options or out is NULL");
+    if (out == nullptr) return fail(error, errc::invalid_argument, "out is NULL");
     *out = nullptr;
+    jitunwind_sframe_encoder_options c;
+    if (auto st = capi::read_options(options, c, jitunwind_sframe_encoder_options_init,
+                                     "jitunwind_sframe_encoder_options", error);
+        st != JITUNWIND_OK)
+      return st;
     sframe::encoder_options o;
-    o.target = static_cast<abi>(capi::raw_value(options->abi));
-    o.section_address = options->section_address;
-    o.pcrel = options->pcrel != 0;
-    if (options->frame_pointer >= 0) o.frame_pointer = options->frame_pointer != 0;
-    o.strict = options->strict != 0;
-    if (options->version < 0 || options->version > 255)
+    o.target = static_cast<abi>(capi::raw_value(c.abi));
+    o.section_address = c.section_address;
+    o.pcrel = c.pcrel != 0;
+    if (c.frame_pointer >= 0) o.frame_pointer = c.frame_pointer != 0;
+    o.strict = c.strict != 0;
+    if (c.version < 0 || c.version > 255)
       return fail(error, errc::invalid_argument, "version must be 2 or 3");
-    o.version = static_cast<uint8_t>(options->version);
-    o.allow_flex = options->allow_flex != 0;
+    o.version = static_cast<uint8_t>(c.version);
+    o.allow_flex = c.allow_flex != 0;
     auto enc = sframe::encoder::create(o);
     if (!enc) return fail(error, enc.error());
     *out = new jitunwind_sframe_encoder{std::move(*enc)};

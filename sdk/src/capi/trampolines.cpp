@@ -27,21 +27,14 @@ jitunwind_trampoline to_c(const trampoline& t) {
 
 }  // namespace
 
-extern "C" {
-
-}  // extern "C"
+extern "C" void jitunwind_trampoline_pool_options_init(jitunwind_trampoline_pool_options* options) {
+  if (options == nullptr) return;
+  *options = {};
+  options->struct_size = sizeof *options;
+  options->stubs_per_window = trampoline_pool_options{}.stubs_per_window;
+}
 
 namespace {
-
-trampoline_pool_options options_from_c(const jitunwind_trampoline_pool_options* options) {
-  trampoline_pool_options o;
-  if (options != nullptr) {
-    if (options->stubs_per_window != 0) o.stubs_per_window = options->stubs_per_window;
-    if (options->name_prefix != nullptr) o.name_prefix = options->name_prefix;
-    o.near_address = options->near_address;
-  }
-  return o;
-}
 
 // Creates the pool in `in` (the caller's session) or, when null, in a new session from the
 // environment that the pool owns.
@@ -49,6 +42,15 @@ jitunwind_status create_pool(session* in, const jitunwind_trampoline_pool_option
                              jitunwind_trampoline_pool** out, jitunwind_error* error) {
   if (out == nullptr) return capi::fail(error, errc::invalid_argument, "trampolines: out is NULL");
   *out = nullptr;
+  jitunwind_trampoline_pool_options c;
+  if (auto st = capi::read_options(options, c, jitunwind_trampoline_pool_options_init,
+                                   "jitunwind_trampoline_pool_options", error);
+      st != JITUNWIND_OK)
+    return st;
+  trampoline_pool_options o;
+  if (c.stubs_per_window != 0) o.stubs_per_window = c.stubs_per_window;
+  if (c.name_prefix != nullptr) o.name_prefix = c.name_prefix;
+  o.near_address = c.near_address;
   std::unique_ptr<session> own;
   if (in == nullptr) {
     auto so = session_options::from_env();
@@ -58,7 +60,7 @@ jitunwind_status create_pool(session* in, const jitunwind_trampoline_pool_option
     own = std::move(*s);
     in = own.get();
   }
-  auto p = trampoline_pool::create(*in, options_from_c(options));
+  auto p = trampoline_pool::create(*in, o);
   if (!p) return capi::fail(error, p.error());
   auto* handle = new jitunwind_trampoline_pool;
   handle->session = std::move(own);

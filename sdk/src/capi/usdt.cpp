@@ -22,6 +22,15 @@ using jitunwind::capi::succeed;
 
 extern "C" {
 
+void jitunwind_usdt_provider_options_init(jitunwind_usdt_provider_options* options) {
+  if (options == nullptr) return;
+  *options = {};
+  options->struct_size = sizeof *options;
+  options->location = usdt::provider_options{}.location == usdt::object_location::file
+                          ? JITUNWIND_USDT_FILE
+                          : JITUNWIND_USDT_MEMFD;
+}
+
 jitunwind_status jitunwind_usdt_provider_create(const char* name,
                                                 const jitunwind_usdt_provider_options* options,
                                                 jitunwind_usdt_provider** out,
@@ -30,14 +39,18 @@ jitunwind_status jitunwind_usdt_provider_create(const char* name,
     if (name == nullptr || out == nullptr)
       return fail(error, errc::invalid_argument, "usdt: name and out must not be NULL");
     *out = nullptr;
+    jitunwind_usdt_provider_options c;
+    if (auto st = capi::read_options(options, c, jitunwind_usdt_provider_options_init,
+                                     "jitunwind_usdt_provider_options", error);
+        st != JITUNWIND_OK)
+      return st;
     usdt::provider_options o;
-    if (options != nullptr) {
-      if (options->location != JITUNWIND_USDT_MEMFD && options->location != JITUNWIND_USDT_FILE)
-        return fail(error, errc::invalid_argument, "usdt: unknown location");
-      o.location = options->location == JITUNWIND_USDT_FILE ? usdt::object_location::file
-                                                            : usdt::object_location::memfd;
-      if (options->directory != nullptr) o.directory = options->directory;
-    }
+    const int location = capi::raw_value(c.location);
+    if (location != JITUNWIND_USDT_MEMFD && location != JITUNWIND_USDT_FILE)
+      return fail(error, errc::invalid_argument, "usdt: unknown location");
+    o.location = location == JITUNWIND_USDT_FILE ? usdt::object_location::file
+                                                 : usdt::object_location::memfd;
+    if (c.directory != nullptr) o.directory = c.directory;
     auto p = usdt::provider::create(name, o);
     if (!p) return fail(error, p.error());
     *out = new jitunwind_usdt_provider{std::move(*p)};

@@ -57,45 +57,73 @@ jitunwind_status make_session(const session_options& o, jitunwind_session** out,
   return succeed(error);
 }
 
+// append and name_range: a named function from C, checked and converted, applied by `apply`.
+template <class F>
+jitunwind_status with_function(jitunwind_window* w, const char* name,
+                               const jitunwind_function* function, jitunwind_error* error,
+                               F&& apply) {
+  return guard(error, [&] {
+    if (w == nullptr || name == nullptr)
+      return fail(error, errc::invalid_argument, "window or name is NULL");
+    jitunwind_status status = JITUNWIND_OK;
+    auto f = capi::from_c(function, error, status);
+    if (!f) return status;
+    if (auto r = apply(*W(w), *f); !r) return fail(error, r.error());
+    return succeed(error);
+  });
+}
+
 }  // namespace
 
 extern "C" {
+
+void jitunwind_session_options_init(jitunwind_session_options* options) {
+  if (options == nullptr) return;
+  const session_options defaults;
+  *options = {};
+  options->struct_size = sizeof *options;
+  options->abi = static_cast<jitunwind_abi>(defaults.target);
+  options->publishers = defaults.publishers;
+  options->log_min_level = static_cast<int>(defaults.log.min_level);
+}
 
 jitunwind_status jitunwind_session_create(const jitunwind_session_options* options,
                                           jitunwind_session** out, jitunwind_error* error) {
   return guard(error, [&] {
     if (out == nullptr) return fail(error, errc::invalid_argument, "out is NULL");
     *out = nullptr;
+    jitunwind_session_options c;
+    if (auto st = capi::read_options(options, c, jitunwind_session_options_init,
+                                     "jitunwind_session_options", error);
+        st != JITUNWIND_OK)
+      return st;
     session_options o;
-    if (options != nullptr) {
-      const int target = capi::raw_value(options->abi);
-      if (target != 0 && !capi::known_abi(options->abi))
-        return fail(error, errc::invalid_argument, "unknown ABI");
-      if (target != 0) o.target = static_cast<abi>(target);
-      o.publishers = options->publishers;
-      if (options->perfmap_dir != nullptr) o.perfmap_dir = options->perfmap_dir;
-      if (options->jitdump_dir != nullptr) o.jitdump_dir = options->jitdump_dir;
-      if (options->kernel_sframe != nullptr) o.kernel_sframe = options->kernel_sframe;
-      const int reuse = capi::raw_value(options->address_reuse);
-      if (reuse < 0 || reuse > 2)
-        return fail(error, errc::invalid_argument,
-                    ("unknown address_reuse " + std::to_string(reuse)).c_str());
-      o.reuse = static_cast<address_reuse>(reuse);
-      // Raw values first: an out-of-range enum must not be loaded as the enum type (UB).
-      for (const auto& [raw, to] :
-           {std::pair{capi::raw_value(options->perfmap_durability), &o.perfmap_durability},
-            std::pair{capi::raw_value(options->jitdump_durability), &o.jitdump_durability}}) {
-        if (raw < 0 || raw > JITUNWIND_DURABILITY_BATCHED)
-          return fail(error, errc::invalid_argument, "unknown durability");
-        if (raw != JITUNWIND_DURABILITY_DEFAULT)
-          *to = raw == JITUNWIND_DURABILITY_SYNC ? durability::sync : durability::batched;
-      }
-      if (options->flush_bytes != 0) o.flush_bytes = options->flush_bytes;
-      if (options->flush_latency_ms != 0)
-        o.flush_latency = std::chrono::milliseconds(options->flush_latency_ms);
-      o.flush_thread = options->no_flush_thread == 0;
-      o.log = c_sink(options->log, options->log_user, options->log_min_level);
+    const int target = capi::raw_value(c.abi);
+    if (target != 0 && !capi::known_abi(c.abi))
+      return fail(error, errc::invalid_argument, "unknown ABI");
+    if (target != 0) o.target = static_cast<abi>(target);
+    o.publishers = c.publishers;
+    if (c.perfmap_dir != nullptr) o.perfmap_dir = c.perfmap_dir;
+    if (c.jitdump_dir != nullptr) o.jitdump_dir = c.jitdump_dir;
+    if (c.kernel_sframe != nullptr) o.kernel_sframe = c.kernel_sframe;
+    const int reuse = capi::raw_value(c.address_reuse);
+    if (reuse < 0 || reuse > 2)
+      return fail(error, errc::invalid_argument,
+                  ("unknown address_reuse " + std::to_string(reuse)).c_str());
+    o.reuse = static_cast<address_reuse>(reuse);
+    // Raw values first: an out-of-range enum must not be loaded as the enum type (UB).
+    for (const auto& [raw, to] :
+         {std::pair{capi::raw_value(c.perfmap_durability), &o.perfmap_durability},
+          std::pair{capi::raw_value(c.jitdump_durability), &o.jitdump_durability}}) {
+      if (raw < 0 || raw > JITUNWIND_DURABILITY_BATCHED)
+        return fail(error, errc::invalid_argument, "unknown durability");
+      if (raw != JITUNWIND_DURABILITY_DEFAULT)
+        *to = raw == JITUNWIND_DURABILITY_SYNC ? durability::sync : durability::batched;
     }
+    if (c.flush_bytes != 0) o.flush_bytes = c.flush_bytes;
+    if (c.flush_latency_ms != 0) o.flush_latency = std::chrono::milliseconds(c.flush_latency_ms);
+    o.flush_thread = c.no_flush_thread == 0;
+    o.log = c_sink(c.log, c.log_user, c.log_min_level);
     return make_session(o, out, error);
   });
 }
@@ -208,6 +236,32 @@ uint64_t jitunwind_window_published_generation(const jitunwind_window* w) {
 jitunwind_window_state jitunwind_window_get_state(const jitunwind_window* w) {
   return w ? static_cast<jitunwind_window_state>(W(w)->state()) : JITUNWIND_WINDOW_FREED;
 }
+uint64_t jitunwind_window_text_start(const jitunwind_window* w) {
+  return w ? W(w)->text_start() : 0;
+}
+size_t jitunwind_window_text_size(const jitunwind_window* w) {
+  return w ? W(w)->text_size() : 0;
+}
+int jitunwind_window_is_owned(const jitunwind_window* w) {
+  return w && W(w)->owned() ? 1 : 0;
+}
+
+size_t jitunwind_window_functions(const jitunwind_window* w, jitunwind_function_visitor visit,
+                                  void* user) {
+  if (w == nullptr || visit == nullptr) return 0;
+  size_t visited = 0;
+  for (const auto& f : W(w)->functions()) {
+    ++visited;
+    if (visit(user, f.name.c_str(), f.start, f.size) != 0) break;
+  }
+  return visited;
+}
+
+const uint8_t* jitunwind_window_published_sframe(const jitunwind_window* w, size_t* size) {
+  const auto bytes = w ? W(w)->published_sframe() : span<const uint8_t>{};
+  if (size != nullptr) *size = bytes.size();
+  return bytes.empty() ? nullptr : bytes.data();
+}
 
 jitunwind_status jitunwind_window_allocate(jitunwind_window* w, size_t size, size_t alignment,
                                            uint64_t* address, void** writable,
@@ -226,14 +280,16 @@ jitunwind_status jitunwind_window_allocate(jitunwind_window* w, size_t size, siz
 jitunwind_status jitunwind_window_append(jitunwind_window* w, const char* name,
                                          const jitunwind_function* function, uint64_t moved_from,
                                          jitunwind_error* error) {
-  return guard(error, [&] {
-    if (w == nullptr || name == nullptr)
-      return fail(error, errc::invalid_argument, "window or name is NULL");
-    jitunwind_status status = JITUNWIND_OK;
-    auto f = capi::from_c(function, error, status);
-    if (!f) return status;
-    if (auto r = W(w)->append(name, *f, moved_from); !r) return fail(error, r.error());
-    return succeed(error);
+  return with_function(w, name, function, error, [&](window& win, const function_desc& f) {
+    return win.append(name, f, moved_from);
+  });
+}
+
+jitunwind_status jitunwind_window_name_range(jitunwind_window* w, const char* name,
+                                             const jitunwind_function* function,
+                                             jitunwind_error* error) {
+  return with_function(w, name, function, error, [&](window& win, const function_desc& f) {
+    return win.name_range(name, f);
   });
 }
 

@@ -400,7 +400,7 @@ namespace {
 
 // Emits each epilogue with remember/restore so the body's rules resume after a mid-function ret.
 template <class Pop>
-void add_epilogues(frame_builder& b, uint32_t size, std::span<const epilogue> epilogues, Pop pop) {
+void add_epilogues(frame_builder& b, uint32_t size, span<const epilogue> epilogues, Pop pop) {
   for (const epilogue& e : epilogues) {
     b.remember_state();
     pop(e.after_pop);
@@ -415,7 +415,7 @@ namespace {
 // Every shape, through the directives (with their checks and error messages).
 result<function_desc> frame_pointer_general(abi a, uint64_t start, uint32_t size,
                                             uint32_t after_push, uint32_t after_set_fp,
-                                            std::span<const epilogue> epilogues) {
+                                            span<const epilogue> epilogues) {
   frame_builder b(a);
   b.push_frame_pointer(after_push, after_set_fp);
   add_epilogues(b, size, epilogues, [&](uint32_t at) { b.pop_frame_pointer(at); });
@@ -430,7 +430,7 @@ result<function_desc> frame_pointer_general(abi a, uint64_t start, uint32_t size
 // `validate` accepts: a test compares with the builder, which validates), so the caller does
 // not validate them again.
 bool amd64_frame_pointer_rows(uint64_t start, uint32_t size, uint32_t after_push,
-                              uint32_t after_set_fp, std::span<const epilogue> epilogues,
+                              uint32_t after_set_fp, span<const epilogue> epilogues,
                               function_desc& f) {
   if (!(0 < after_push && after_push < after_set_fp && after_set_fp < size)) return false;
   if (start > std::numeric_limits<uint64_t>::max() - size) return false;
@@ -474,7 +474,7 @@ bool amd64_frame_pointer_rows(uint64_t start, uint32_t size, uint32_t after_push
 }  // namespace
 
 result<function_desc> frame_pointer(abi a, uint64_t start, uint32_t size, uint32_t after_push,
-                                    uint32_t after_set_fp, std::span<const epilogue> epilogues) {
+                                    uint32_t after_set_fp, span<const epilogue> epilogues) {
   if (a == abi::amd64) {
     function_desc f;
     if (amd64_frame_pointer_rows(start, size, after_push, after_set_fp, epilogues, f)) return f;
@@ -484,7 +484,7 @@ result<function_desc> frame_pointer(abi a, uint64_t start, uint32_t size, uint32
 
 result<void> frame_pointer(function_desc& out, abi a, uint64_t start, uint32_t size,
                            uint32_t after_push, uint32_t after_set_fp,
-                           std::span<const epilogue> epilogues) {
+                           span<const epilogue> epilogues) {
   if (a == abi::amd64 &&
       amd64_frame_pointer_rows(start, size, after_push, after_set_fp, epilogues, out))
     return {};
@@ -495,7 +495,7 @@ result<void> frame_pointer(function_desc& out, abi a, uint64_t start, uint32_t s
 }
 
 result<function_desc> sp_frame(abi a, uint64_t start, uint32_t size, uint32_t after_alloc,
-                               int32_t frame_bytes, std::span<const epilogue> epilogues) {
+                               int32_t frame_bytes, span<const epilogue> epilogues) {
   frame_builder b(a);
   b.stack_alloc(after_alloc, frame_bytes);
   add_epilogues(b, size, epilogues, [&](uint32_t at) { b.stack_free(at, frame_bytes); });
@@ -513,7 +513,7 @@ result<function_desc> trampoline(abi a, uint64_t start, uint32_t size, uint32_t 
     return b.finish(start, size);
   }
   const epilogue e{after_free, size};
-  return sp_frame(a, start, size, after_alloc, frame_bytes, std::span<const epilogue>(&e, 1));
+  return sp_frame(a, start, size, after_alloc, frame_bytes, span<const epilogue>(&e, 1));
 }
 
 }  // namespace recipes

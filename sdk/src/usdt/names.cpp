@@ -122,7 +122,7 @@ result<void> validate_probe_name(std::string_view name) {
   return validate_name("probe", name, max_probe_name);
 }
 
-result<std::string> argument_string(std::span<const arg_type> args) {
+result<std::string> argument_string(span<const arg_type> args) {
   if (args.size() > max_args)
     return jitunwind::detail::make_error(
         errc::limit_exceeded, "usdt: %zu arguments (tracers address at most %zu: arg0..arg11)",

@@ -36,7 +36,7 @@ uint64_t align4(uint64_t v) {
 
 }  // namespace
 
-result<std::vector<sdt_note>> read_sdt_notes(std::span<const uint8_t> img) {
+result<std::vector<sdt_note>> read_sdt_notes(span<const uint8_t> img) {
   Elf64_Ehdr eh;
   if (!read_at(img, 0, eh) || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0)
     return make_error(errc::malformed, "usdt: not an ELF image (%zu bytes)", img.size());

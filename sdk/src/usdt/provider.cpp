@@ -201,7 +201,7 @@ result<provider> provider::create(std::string_view name, const provider_options&
 #endif
 }
 
-result<probe> provider::add_probe(std::string_view name, std::span<const arg_type> args) {
+result<probe> provider::add_probe(std::string_view name, span<const arg_type> args) {
   const std::string& prov = impl_->name;
   if (loaded())
     return make_error(errc::bad_state,

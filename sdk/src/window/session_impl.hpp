@@ -62,13 +62,13 @@ class window_impl final : public window {
   result<void> name_range(std::string_view name, const function_desc& frames) override;
   result<void> publish() override;
   result<void> seal() override;
-  result<void> patch(uint64_t address, std::span<const uint8_t> bytes) override;
+  result<void> patch(uint64_t address, span<const uint8_t> bytes) override;
   result<void> retire_function(uint64_t start) override;
   result<void> retire(std::chrono::milliseconds grace,
                       std::function<bool(window&)> on_grace_over) override;
   result<void> reuse() override;
   std::vector<function_entry> functions() const override;
-  std::span<const uint8_t> published_sframe() const noexcept override;
+  span<const uint8_t> published_sframe() const noexcept override;
 
   /// Called by session::poll: runs the grace callback when due. Returns true if it acted.
   bool poll_grace(std::chrono::steady_clock::time_point now);

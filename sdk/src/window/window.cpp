@@ -319,7 +319,7 @@ const std::pair<uint64_t, uint64_t>* window_impl::function_at(uint64_t address, 
   return address < r.second && size <= r.second - address ? &r : nullptr;
 }
 
-result<void> window_impl::patch(uint64_t address, std::span<const uint8_t> bytes) {
+result<void> window_impl::patch(uint64_t address, span<const uint8_t> bytes) {
   const auto id = static_cast<unsigned long long>(id_);
   const window_state st = state();
   if (st != window_state::open && st != window_state::sealed)
@@ -530,7 +530,7 @@ std::vector<window::function_entry> window_impl::functions() const {
   return out;
 }
 
-std::span<const uint8_t> window_impl::published_sframe() const noexcept {
+span<const uint8_t> window_impl::published_sframe() const noexcept {
   if (current_buffer_ < 0) return {};
   return {buffers().buffer(current_buffer_), current_size_};
 }

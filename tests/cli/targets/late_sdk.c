@@ -36,6 +36,7 @@ static void* worker(void* unused) {
     fprintf(stderr, "late_sdk: %s\n", dlerror());
     return (void*)1;
   }
+  LOAD(jitunwind_session_options_init);
   LOAD(jitunwind_session_create);
   LOAD(jitunwind_session_create_owned_window);
   LOAD(jitunwind_window_allocate);
@@ -48,7 +49,7 @@ static void* worker(void* unused) {
 
   jitunwind_error err;
   jitunwind_session_options o;
-  memset(&o, 0, sizeof o);
+  jitunwind_session_options_init(&o);
   o.publishers = JITUNWIND_PUBLISH_REGISTRY;
   jitunwind_session* s = NULL;
   jitunwind_window* w = NULL;

@@ -1,0 +1,54 @@
+/// jitunwind/onramp.h — the on-ramp: name code the runtime already placed, in one call.
+///
+/// For a runtime that only wants its JIT code named and unwound by profilers and debuggers:
+///
+///     jitunwind::name_code(code, size, "lua:fib", rows);   // C: jitunwind_name_code
+///
+/// The first call creates an implicit default session configured from the environment
+/// (`session_options::from_env()`: JITUNWIND_PUBLISH, JITUNWIND_DIR, JITDUMPDIR, ...; by default
+/// the registry, USDT events, perf map, jitdump and GDB publishers). Each named range becomes a
+/// described window of that session holding one function: the memory stays the runtime's. For a
+/// JIT that places many functions in regions it manages, windows of its own (window.h) cost
+/// less per function and offer more (owned W^X memory, batching, patching, lifecycle).
+///
+/// The default session is the one process-wide object the on-ramp keeps (created on first use,
+/// never destroyed: code named through it may run until the process is gone). It is an ordinary
+/// session: `default_session()` returns it for the rest of the API (status, more windows).
+///
+/// Thread-safety: every function here may be called from any thread. Errors: as
+/// `session_options::from_env`, `session::describe_window`, `window::append` (their messages),
+/// `not_found` for `forget_code` of code that was not named.
+///
+/// C++17 and later.
+#pragma once
+
+#include <jitunwind/config.h>
+#include <jitunwind/frame.h>
+#include <jitunwind/result.h>
+#include <jitunwind/span.h>
+
+#include <cstddef>
+#include <string_view>
+
+namespace jitunwind {
+
+class session;
+
+/// The implicit default session, created from the environment by the first call (of this or
+/// of `name_code`). Owned by the library: never destroy it.
+JITUNWIND_API result<session*> default_session();
+
+/// Names `size` bytes of executable code at `code` for every publisher of the default session
+/// and publishes them at once. `rows` say how to find the caller at each instruction
+/// (`pc_offset` relative to `code`; from a `frame_builder` or `recipes`, as `function_desc::rows`);
+/// they are checked like `window::append` does, and at least one is needed (an empty row list
+/// would mark an outermost frame). Naming the same range twice is `already_exists`:
+/// `forget_code` it first.
+JITUNWIND_API result<void> name_code(const void* code, size_t size, std::string_view name,
+                                     span<const frame_row> rows);
+
+/// The code named at `code` will not run again (no thread is inside it or will return into
+/// it): its window is retired and freed; the range may be named again.
+JITUNWIND_API result<void> forget_code(const void* code);
+
+}  // namespace jitunwind

@@ -1,0 +1,57 @@
+// C API of the on-ramp (jitunwind/onramp.h).
+#include <jitunwind/jitunwind.h>
+#include <jitunwind/onramp.h>
+
+#include "capi/common.hpp"
+#include "capi/frame_convert.hpp"
+
+#include <vector>
+
+using namespace jitunwind;
+using jitunwind::capi::fail;
+using jitunwind::capi::guard;
+using jitunwind::capi::succeed;
+
+extern "C" {
+
+jitunwind_status jitunwind_name_code(const void* code, size_t size, const char* name,
+                                     const jitunwind_frame_row* rows, size_t row_count,
+                                     jitunwind_error* error) {
+  return guard(error, [&] {
+    if (name == nullptr) return fail(error, errc::invalid_argument, "name_code: name is NULL");
+    if (rows == nullptr && row_count > 0)
+      return fail(error, errc::invalid_argument, "name_code: rows is NULL but row_count > 0");
+    std::vector<frame_row> cxx;
+    cxx.reserve(row_count);
+    for (size_t i = 0; i < row_count; ++i) {
+      auto r = capi::from_c(rows[i]);
+      if (!r)
+        return fail(error, errc::invalid_argument,
+                    "name_code: a row has an enum field out of range (cfa_base, ra_rule, fp_rule "
+                    "or ra_mangled)");
+      cxx.push_back(*r);
+    }
+    auto r = name_code(code, size, name, cxx);
+    return r ? succeed(error) : fail(error, r.error());
+  });
+}
+
+jitunwind_status jitunwind_forget_code(const void* code, jitunwind_error* error) {
+  return guard(error, [&] {
+    auto r = forget_code(code);
+    return r ? succeed(error) : fail(error, r.error());
+  });
+}
+
+jitunwind_status jitunwind_default_session(jitunwind_session** out, jitunwind_error* error) {
+  return guard(error, [&] {
+    if (out == nullptr) return fail(error, errc::invalid_argument, "out is NULL");
+    *out = nullptr;
+    auto s = default_session();
+    if (!s) return fail(error, s.error());
+    *out = reinterpret_cast<jitunwind_session*>(*s);
+    return succeed(error);
+  });
+}
+
+}  // extern "C"
