@@ -239,8 +239,11 @@ class sdk_placer final : public code_placer {
 
   // Conservative: any word on the stack between here and the stack's top that points into a
   // window counts as a live return address (false positives only delay retirement). One pass
-  // over the stack for all windows: result[i] is whether windows[i] is referenced.
-  std::vector<bool> referenced_from_stack(const std::vector<tracked*>& windows) const {
+  // over the stack for all windows: result[i] is whether windows[i] is referenced. The scan reads
+  // every stack word, redzones included, so it is not instrumented by ASan (as a conservative
+  // garbage collector's stack scan is not); noinline keeps it out of instrumented callers.
+  __attribute__((no_sanitize_address, noinline)) std::vector<bool> referenced_from_stack(
+      const std::vector<tracked*>& windows) const {
     std::vector<bool> result(windows.size(), false);
     if (windows.empty()) return result;
     std::vector<std::pair<uint64_t, size_t>> starts;  // (text start, index), sorted
