@@ -192,15 +192,39 @@ TEST_CASE("profile: threads, per-thread roots and kernel stacks") {
   INFO(k.err);
   REQUIRE(k.exit_code == 0);
   auto kf = parse_folded(jt::read_file(dir / "k.txt"));
-  uint64_t with_kernel = 0;
+  // How much of dd's time the kernel takes depends on the machine (here 60 %, 24 % on the CI
+  // machine under load), so the checks are on the shape of the stacks, not on a share of time:
+  // kernel frames sit on top of the user stack of the system call that entered the kernel, and
+  // never interleave with user frames.
+  uint64_t with_kernel = 0, in_syscall = 0, interleaved = 0;
   for (const auto& [stack, count] : kf) {
-    if (stack.find("_[k]") != std::string::npos &&
-        (stack.find("_write;") != std::string::npos || stack.find("_read;") != std::string::npos)) {
-      with_kernel += count;
+    auto first_k = stack.find("_[k]");
+    if (first_k == std::string::npos) continue;
+    with_kernel += count;
+    auto user_end = stack.rfind(';', first_k);
+    auto user = stack.substr(0, user_end == std::string::npos ? 0 : user_end);
+    auto last_user = user.substr(user.rfind(';') + 1);
+    if (last_user.ends_with("write") || last_user.ends_with("read")) {  // write, __GI___libc_read
+      in_syscall += count;
+    }
+    // After the first kernel frame every frame is a kernel frame.
+    for (std::size_t at = stack.find(';', first_k); at != std::string::npos;
+         at = stack.find(';', at + 1)) {
+      auto next = stack.find(';', at + 1);
+      auto frame =
+          stack.substr(at + 1, next == std::string::npos ? std::string::npos : next - at - 1);
+      if (!frame.ends_with("_[k]")) {
+        interleaved += count;
+        break;
+      }
     }
   }
   INFO(jt::read_file(dir / "k.txt").substr(0, 3000));
-  CHECK(with_kernel * 4 >= total(kf));  // dd with bs=1 spends most of its time in read/write
+  INFO("samples " << total(kf) << ", with kernel frames " << with_kernel
+                  << ", of them in read/write " << in_syscall << ", interleaved " << interleaved);
+  CHECK(with_kernel >= 20);  // ~1000 samples of a program that lives in read(2)/write(2)
+  CHECK(interleaved == 0);
+  CHECK(in_syscall * 10 >= with_kernel * 9);  // the rest: page faults and exit
 }
 
 TEST_CASE("profile: attaching to a running JIT process with -p") {
