@@ -3,6 +3,7 @@
 #include "builtins.h"
 
 #include <asmjit/x86.h>
+#include <jitunwind/asmjit.h>
 
 #include <algorithm>
 #include <vector>
@@ -115,24 +116,15 @@ class generator final : public generated_function {
 
   jitunwind::result<jitunwind::function_desc> place(uint64_t address,
                                                     std::span<uint8_t> writable) override {
-    if (writable.size() < size_) {
-      return jitunwind::error(jitunwind::errc::invalid_argument,
-                              "toy-jit: " + std::to_string(writable.size()) +
-                                  " bytes of space for '" + f_.name + "' (" +
-                                  std::to_string(size_) + " bytes)");
-    }
+    auto placed = jitunwind::asmjit_glue::copy_code(code_, address,
+                                                    {writable.data(), writable.size()}, f_.name);
+    if (!placed) return placed.error();
     // No absolute relocations exist (see codegen.h), so relocation changes neither the size nor
     // any offset the frame rows refer to; check that anyway.
-    Error err = code_.relocateToBase(address);
-    if (err == kErrorOk && code_.codeSize() != size_) err = kErrorInvalidState;
-    if (err == kErrorOk) {
-      err = code_.copyFlattenedData(writable.data(), writable.size(),
-                                    CopySectionFlags::kPadSectionBuffer);
-    }
-    if (err != kErrorOk) {
-      return jitunwind::error(
-          jitunwind::errc::invalid_argument,
-          std::string("toy-jit: placing '") + f_.name + "': " + DebugUtils::errorAsString(err));
+    if (*placed != size_) {
+      return jitunwind::error(jitunwind::errc::invalid_argument,
+                              "toy-jit: '" + f_.name + "' is " + std::to_string(*placed) +
+                                  " bytes once relocated, " + std::to_string(size_) + " before");
     }
     return frames_.finish(address, size_);
   }
