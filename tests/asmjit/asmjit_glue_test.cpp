@@ -420,7 +420,7 @@ TEST_CASE("asmjit glue: rows equal the frame_builder ones at each instruction bo
   }
 }
 
-TEST_CASE("asmjit glue: frames rows cannot describe are refused, the builder untouched") {
+TEST_CASE("asmjit glue: frames that rows cannot describe are refused, the builder untouched") {
   aj::CodeHolder code;
   code.init(aj::Environment::host());
   x86::Assembler a(&code);
@@ -434,7 +434,7 @@ TEST_CASE("asmjit glue: frames rows cannot describe are refused, the builder unt
   CHECK(rows.current() == entry_row(abi::amd64));
 }
 
-TEST_CASE("asmjit glue: placement publishes in one call; asmjit errors are named") {
+TEST_CASE("asmjit glue: placement publishes in one call, asmjit errors are named") {
   SECTION("placed, appended, published, callable") {
     session_fixture fx;
     aj::CodeHolder code;
