@@ -5,29 +5,50 @@
 // (publishers from JITUNWIND_PUBLISH, default: registry and perf map). Deregistration retires
 // the window.
 //
+// Names come from the GDB JIT interface (gdb_names.hpp) when the runtime uses it (LLVM with
+// debugger support), else functions are "jit:0x<start>". LLVM registers the `.eh_frame` first
+// and the debug object just after (seen with gdb on LLVM 22: __register_frame, then
+// __jit_debug_register_code), so a registration whose functions are not all named yet waits
+// up to JITUNWIND_PRELOAD_NAME_WAIT_MS (default 50; 0: never) on a worker thread that looks for
+// the names every millisecond and then publishes, named or not. A process without a
+// `__jit_debug_descriptor` publishes at once; when a wait ends with no object listed, the
+// process does not use the interface and later registrations publish at once too.
+//
 // It must never break the host: the real function is always called, with the host's argument,
 // whatever happened here; a failure of ours is logged once (stderr, "jitunwind preload: ...")
-// and that registration is simply not published. Registrations from several threads are
-// serialized by a mutex, held across fork() (pthread_atfork) so a child never inherits it
-// locked. Not async-signal-safe (it allocates), which __register_frame callers never need; in a
-// fork child the inherited session is not used (the pid differs) and nothing is published
-// there: the child's registrations go to libgcc only.
+// and that registration is simply not published.
+//
+// Threads, signals, fork: registrations from several threads are serialized by a mutex, held
+// across fork() (pthread_atfork) so a child never inherits it locked; in a fork child the
+// inherited session is not used (the pid differs) and nothing is published there: the child's
+// registrations go to libgcc only. Our part allocates and locks, so it is not async-signal-safe
+// — neither is libgcc's own __register_frame (it allocates its object with malloc), so no host
+// can call it from a signal handler. If a signal handler does call it on a thread that is inside
+// our part already, the nested call skips our part (a thread-local guard) instead of deadlocking
+// on the mutex. The worker thread blocks every signal, so the host's handlers never run on it.
+#include "gdb_names.hpp"
+
 #include <jitunwind/cfi.h>
 #include <jitunwind/sframe.h>
 #include <jitunwind/window.h>
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace {
 
@@ -56,6 +77,32 @@ size_t section_extent(const uint8_t* begin) {
   return 0;
 }
 
+using clock = std::chrono::steady_clock;
+
+// Set while a thread runs our part of a call: a signal handler that registers frames on that
+// thread meanwhile skips our part instead of waiting for the mutex it holds.
+thread_local bool inside = false;
+
+struct reentry_guard {
+  bool entered = false;
+  reentry_guard() {
+    if (!inside) entered = inside = true;
+  }
+  ~reentry_guard() {
+    if (entered) inside = false;
+  }
+};
+
+// Milliseconds a registration waits for its names (JITUNWIND_PRELOAD_NAME_WAIT_MS).
+std::chrono::milliseconds name_wait_from_env() {
+  const char* v = std::getenv("JITUNWIND_PRELOAD_NAME_WAIT_MS");
+  if (v == nullptr || *v == '\0') return std::chrono::milliseconds(50);
+  char* end = nullptr;
+  const long ms = std::strtol(v, &end, 10);
+  if (*end != '\0' || ms < 0 || ms > 10000) return std::chrono::milliseconds(50);
+  return std::chrono::milliseconds(ms);
+}
+
 class preload_state {
  public:
   static preload_state& get() {
@@ -64,7 +111,9 @@ class preload_state {
   }
 
   void on_register(void* begin) {
-    std::lock_guard lock(mutex_);
+    reentry_guard guard;
+    if (!guard.entered) return;
+    std::unique_lock lock(mutex_);
     if (!ready()) return;
     const auto* bytes = static_cast<const uint8_t*>(begin);
     const size_t size = section_extent(bytes);
@@ -75,30 +124,29 @@ class preload_state {
     if (!d) return log_once(d.error().message());
     left_out_ += d->left_out.size();
     if (d->functions.empty()) return;
-    jitunwind::described_window_options wo;
-    wo.text_start = d->functions.front().start;
-    wo.text_size = d->functions.back().start + d->functions.back().size - wo.text_start;
-    // Sized to the rows (the default assumes a few rows per 64 bytes of code; compiled code
-    // can have more). A function the encoder refuses is reported by append below.
-    jitunwind::sframe::encoder_options eo;
-    eo.section_address = wo.text_start;
-    if (auto bytes = jitunwind::sframe::encode(eo, d->functions))
-      wo.sframe_capacity = bytes->size();
-    auto w = session_->describe_window(wo);
-    if (!w) return log_once(w.error().message());
-    char name[40];
-    for (const jitunwind::function_desc& f : d->functions) {
-      std::snprintf(name, sizeof name, "jit:0x%llx", static_cast<unsigned long long>(f.start));
-      if (auto a = (*w)->append(name, f); !a) log_once(a.error().message());
-    }
-    (void)(*w)->publish();
-    windows_[begin] = *w;
+    pending p{begin, std::move(d->functions), clock::now() + name_wait_};
+    // No descriptor in the process at all: nobody will name these functions, publish now.
+    const bool interface = names_.refresh();
+    if (!interface || all_named(p) || name_wait_.count() == 0 || gdb_unused_) return publish(p);
+    if (!start_worker()) return publish(p);
+    pending_.push_back(std::move(p));
+    wake_.notify_one();
   }
 
   void on_deregister(void* begin) {
+    reentry_guard guard;
+    if (!guard.entered) return;
     std::lock_guard lock(mutex_);
+    if (!session_ || getpid() != pid_) return;
+    for (auto it = pending_.begin(); it != pending_.end(); ++it) {
+      if (it->begin == begin) {  // never published
+        pending_.erase(it);
+        return;
+      }
+    }
     auto it = windows_.find(begin);
-    if (it == windows_.end() || !session_ || getpid() != pid_) return;
+    if (it == windows_.end()) return;
+    names_.forget(it->second->text_start(), it->second->text_start() + it->second->text_size());
     // The host frees the code after deregistering it: no grace period.
     (void)it->second->retire(std::chrono::milliseconds(0));
     windows_.erase(it);
@@ -109,13 +157,101 @@ class preload_state {
   register_fn real_deregister = nullptr;
 
  private:
-  preload_state() {
+  // A decoded registration waiting for the names of its functions.
+  struct pending {
+    void* begin = nullptr;
+    std::vector<jitunwind::function_desc> functions;
+    clock::time_point deadline;
+  };
+
+  preload_state() : name_wait_(name_wait_from_env()) {
     real_register = reinterpret_cast<register_fn>(dlsym(RTLD_NEXT, "__register_frame"));
     real_deregister = reinterpret_cast<register_fn>(dlsym(RTLD_NEXT, "__deregister_frame"));
     // A fork while another thread registers would leave the child's copy of the mutex locked
-    // forever: hold it across fork() so both sides get it unlocked.
+    // forever: hold it across fork() so both sides get it unlocked. The child has no worker
+    // thread and publishes nothing, so its copy of the waiting registrations is dropped.
     pthread_atfork([] { get().mutex_.lock(); }, [] { get().mutex_.unlock(); },
-                   [] { get().mutex_.unlock(); });
+                   [] {
+                     preload_state& s = get();
+                     s.pending_.clear();
+                     s.worker_started_ = false;
+                     s.mutex_.unlock();
+                   });
+  }
+
+  bool all_named(const pending& p) const {
+    for (const jitunwind::function_desc& f : p.functions)
+      if (names_.find(f.start) == nullptr) return false;
+    return true;
+  }
+
+  // The worker, started at the first registration that waits (caller holds mutex_). Detached:
+  // it waits on the condition variable for as long as the process lives.
+  bool start_worker() {
+    if (worker_started_) return true;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);  // inherited by the new thread
+    try {
+      std::thread([this] { worker(); }).detach();
+      worker_started_ = true;
+    } catch (const std::system_error& e) {
+      log_once(std::string("cannot start the naming thread: ") + e.what());
+    }
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    return worker_started_;
+  }
+
+  void worker() {
+    std::unique_lock lock(mutex_);
+    for (;;) {
+      if (pending_.empty()) {
+        wake_.wait(lock);
+        continue;
+      }
+      wake_.wait_for(lock, std::chrono::milliseconds(1));
+      if (getpid() != pid_) return;
+      names_.refresh();
+      const auto now = clock::now();
+      for (auto it = pending_.begin(); it != pending_.end();) {
+        const bool named = all_named(*it);
+        if (!named && now < it->deadline) {
+          ++it;
+          continue;
+        }
+        // A wait that ended with nothing ever listed: the process does not use the interface.
+        if (!named && names_.listed() == 0) gdb_unused_ = true;
+        publish(*it);
+        it = pending_.erase(it);
+      }
+    }
+  }
+
+  // Publishes one registration's functions in a described window (caller holds mutex_).
+  void publish(const pending& p) {
+    const auto& fs = p.functions;
+    jitunwind::described_window_options wo;
+    wo.text_start = fs.front().start;
+    wo.text_size = fs.back().start + fs.back().size - wo.text_start;
+    // Sized to the rows (the default assumes a few rows per 64 bytes of code; compiled code
+    // can have more). A function the encoder refuses is reported by append below.
+    jitunwind::sframe::encoder_options eo;
+    eo.section_address = wo.text_start;
+    if (auto bytes = jitunwind::sframe::encode(eo, fs)) wo.sframe_capacity = bytes->size();
+    auto w = session_->describe_window(wo);
+    if (!w) return log_once(w.error().message());
+    char fallback[40];
+    for (const jitunwind::function_desc& f : fs) {
+      const std::string* name = names_.find(f.start);
+      if (name == nullptr) {
+        std::snprintf(fallback, sizeof fallback, "jit:0x%llx",
+                      static_cast<unsigned long long>(f.start));
+      }
+      if (auto a = (*w)->append(name != nullptr ? *name : fallback, f); !a)
+        log_once(a.error().message());
+    }
+    (void)(*w)->publish();
+    windows_[p.begin] = *w;
   }
 
   // The session, created at the first registration (caller holds mutex_).
@@ -151,12 +287,18 @@ class preload_state {
   }
 
   std::mutex mutex_;
+  std::condition_variable wake_;
   std::unique_ptr<jitunwind::session> session_;
   pid_t pid_ = 0;
   bool failed_ = false;
   std::atomic<bool> logged_{false};
   size_t left_out_ = 0;
   std::map<void*, jitunwind::window*> windows_;
+  const std::chrono::milliseconds name_wait_;
+  jitunwind_preload::gdb_names names_;
+  std::vector<pending> pending_;
+  bool worker_started_ = false;
+  bool gdb_unused_ = false;
 };
 
 }  // namespace

@@ -4,9 +4,14 @@
 //
 //   LD_PRELOAD=libjitunwind_preload.so orc-jit-plain --seconds 3
 //
-//   orc-jit-plain [--depth N] [--spin N] [--seconds S] [--wait S]
+//   orc-jit-plain [--depth N] [--spin N] [--seconds S] [--wait S] [--gdb 0|1]
+//
+// --gdb 1 turns on LLVM's own debugger support (llvm::orc::enableDebuggerSupport): each linked
+// object is also registered with the GDB JIT interface (__jit_debug_descriptor), which is where
+// the preload library finds the functions' names.
 #include "module_ir.h"
 
+#include <llvm/ExecutionEngine/Orc/Debugging/DebuggerSupport.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/IRReader/IRReader.h>
 #include <llvm/Support/SourceMgr.h>
@@ -53,6 +58,7 @@ int main(int argc, char** argv) {
   long long spin = 200000;
   double seconds = 1;
   double wait = 0;
+  bool gdb = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--depth")
@@ -63,14 +69,16 @@ int main(int argc, char** argv) {
       seconds = std::atof(argv[i + 1]);
     else if (a == "--wait")
       wait = std::atof(argv[i + 1]);
+    else if (a == "--gdb")
+      gdb = std::string(argv[i + 1]) == "1";
     else {
       std::fprintf(stderr,
-                   "Usage: orc-jit-plain [--depth N] [--spin N] [--seconds S] [--wait S]\n");
+                   "Usage: orc-jit-plain [--depth N] [--spin N] [--seconds S] [--wait S] [--gdb 0|1]\n");
       return 2;
     }
   }
   if (argc % 2 == 0 || depth < 0 || depth > 500) {
-    std::fprintf(stderr, "Usage: orc-jit-plain [--depth N] [--spin N] [--seconds S] [--wait S]\n");
+    std::fprintf(stderr, "Usage: orc-jit-plain [--depth N] [--spin N] [--seconds S] [--wait S] [--gdb 0|1]\n");
     return 2;
   }
   llvm::InitializeNativeTarget();
@@ -81,6 +89,9 @@ int main(int argc, char** argv) {
   };
   auto jit = llvm::orc::LLJITBuilder().create();
   if (!jit) return fail(jit.takeError());
+  if (gdb) {
+    if (auto e = llvm::orc::enableDebuggerSupport(**jit)) return fail(std::move(e));
+  }
   llvm::orc::SymbolMap natives;
   natives[(*jit)->mangleAndIntern("orcjit_hook")] = {
       llvm::orc::ExecutorAddr::fromPtr(&orcjit_hook),

@@ -12,6 +12,7 @@
 #include <catch2/catch.hpp>
 
 #include <csignal>
+#include <filesystem>
 #include <regex>
 #include <thread>
 
@@ -222,8 +223,71 @@ TEST_CASE("preload: each registered .eh_frame is published and the host registra
   CHECK(lines == 7);  // spin, level_0 .. level_5
 }
 
+TEST_CASE("preload: functions are named from the GDB JIT interface, and gdb still reads LLVM's") {
+  if (!have_orc_jit()) return;
+  t::temp_dir dir;
+  // LLVM registers the .eh_frame first and its debug object just after: the preload waits for
+  // the names (JITUNWIND_PRELOAD_NAME_WAIT_MS, 50 ms by default; 2 s here for a busy machine).
+  const auto r = t::run({"env", "LD_PRELOAD=" + preload(), "JITUNWIND_DIR=" + dir.path(),
+                         "JITUNWIND_PRELOAD_NAME_WAIT_MS=2000", plain(), "--depth", "5",
+                         "--seconds", "0.1", "--gdb", "1"});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.empty());
+  std::smatch m;
+  REQUIRE(std::regex_search(r.out, m, std::regex("pid (\\d+)")));
+  const std::string map = t::read_file(dir / ("perf-" + m[1].str() + ".map"));
+  INFO(map);
+  for (const char* f : {" spin\n", " level_0\n", " level_3\n", " level_5\n"})
+    CHECK_THAT(map, Catch::Contains(f));
+  CHECK(map.find(" jit:0x") == std::string::npos);
+
+  // The preload never stands between gdb and LLVM's own registrations.
+  if (!t::tool_available("gdb")) return;
+  const auto g = t::gdb_backtrace(
+      "orcjit_hook", {plain(), "--depth", "3", "--gdb", "1"},
+      {"set environment LD_PRELOAD=" + preload(), "set environment JITUNWIND_DIR=" + dir.path()});
+  INFO(g.out << g.err);
+  REQUIRE(g.exit_code == 0);
+  const auto names = t::backtrace_names(g.out);
+  const std::vector<std::string> want = {"orcjit_hook", "spin",    "level_0", "level_1",
+                                         "level_2",     "level_3", "main"};
+  REQUIRE(names.size() >= want.size());
+  CHECK(std::vector<std::string>(names.begin(), names.begin() + 7) == want);
+}
+
+#ifdef HAVE_PRELOAD
+TEST_CASE("preload: concurrent registrations and fork while registering never break the host") {
+  t::temp_dir dir;
+  const std::string host = t::binary_path("tests/orc/preload-host");
+  for (const char* mode : {"threads", "fork"}) {
+    // Without the preload first: what the host does on its own must work.
+    const auto bare = t::run({host, mode}, {}, std::chrono::seconds(60));
+    INFO(mode << ": " << bare.out << bare.err);
+    REQUIRE(bare.exit_code == 0);
+    // A deadlock shows as the timeout.
+    const auto r =
+        t::run({"env", "LD_PRELOAD=" + preload(), "JITUNWIND_DIR=" + dir.path(), host, mode}, {},
+               std::chrono::seconds(60));
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(r.err.empty());
+  }
+  // The registrations were published (the host has no GDB JIT descriptor: no wait for names).
+  size_t maps = 0, lines = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
+    if (e.path().filename().string().rfind("perf-", 0) != 0) continue;
+    ++maps;
+    const std::string map = t::read_file(e.path());
+    for (size_t at = 0; (at = map.find(" jit:0x", at)) != std::string::npos; ++at) ++lines;
+  }
+  CHECK(maps == 2);         // one per host process; fork children publish nothing
+  CHECK(lines >= 4 * 200);  // threads: at least one line per registered function
+}
+#endif
+
 #ifdef HAVE_JITWALK
-TEST_CASE("preload: jitwalk unwinds an unmodified LLJIT program's FP-less frames to main") {
+TEST_CASE("preload: jitwalk unwinds an unmodified LLJIT program's FP-less frames to main, named") {
   if (!have_orc_jit() || !t::may_run_privileged("jitwalk profile")) return;
   t::temp_dir dir;
   // jitwalk names JIT code from /tmp/perf-PID.map; the test removes it afterwards. --wait 1:
@@ -231,10 +295,27 @@ TEST_CASE("preload: jitwalk unwinds an unmodified LLJIT program's FP-less frames
   // __register_frame) a few hundred ms after it is published (measured: ~90 samples at 499 Hz
   // fell back to frame pointers without the wait); what this test checks is the unwinding
   // once the window is known.
-  const auto r = t::run(
-      {jitwalk_test::jitwalk(), "profile", "-F", "499", "-d", "15", "--folded", dir / "f.txt", "--",
-       "env", "LD_PRELOAD=" + preload(), plain(), "--depth", "8", "--seconds", "3", "--wait", "1"},
-      {}, std::chrono::seconds(120));
+  const auto r = t::run({jitwalk_test::jitwalk(),
+                         "profile",
+                         "-F",
+                         "499",
+                         "-d",
+                         "15",
+                         "--folded",
+                         dir / "f.txt",
+                         "--",
+                         "env",
+                         "LD_PRELOAD=" + preload(),
+                         plain(),
+                         "--depth",
+                         "8",
+                         "--seconds",
+                         "3",
+                         "--wait",
+                         "1",
+                         "--gdb",
+                         "1"},
+                        {}, std::chrono::seconds(120));
   std::smatch m;
   if (std::regex_search(r.out, m, std::regex("orc-jit-plain: pid (\\d+)")))
     std::remove(("/tmp/perf-" + m[1].str() + ".map").c_str());
@@ -242,9 +323,13 @@ TEST_CASE("preload: jitwalk unwinds an unmodified LLJIT program's FP-less frames
   REQUIRE(r.exit_code == 0);
   const auto folded = jitwalk_test::parse_folded(t::read_file(dir / "f.txt"));
   uint64_t in_jit = 0, to_main = 0;
-  const std::regex deep_chain(";main(;jit:0x[0-9a-f]+){10}");  // level_8 .. level_0, spin
+  // Named from the GDB JIT interface (LLVM's debugger support is on: --gdb 1).
+  const std::regex deep_chain(
+      ";main;level_8;level_7;level_6;level_5;level_4;level_3;level_2;"
+      "level_1;level_0;spin");
   for (const auto& [stack, count] : folded) {
-    if (stack.find(";jit:0x") == std::string::npos) continue;
+    if (stack.find(";spin") == std::string::npos && stack.find(";level_") == std::string::npos)
+      continue;
     in_jit += count;
     if (std::regex_search(stack, deep_chain)) to_main += count;
   }

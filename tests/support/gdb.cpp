@@ -5,14 +5,14 @@
 
 namespace jitunwind::test {
 
-run_result gdb_backtrace(const std::string& breakpoint, const std::vector<std::string>& program) {
+run_result gdb_backtrace(const std::string& breakpoint, const std::vector<std::string>& program,
+                         const std::vector<std::string>& before_run) {
   std::vector<std::string> argv = {"gdb",    "-q",
                                    "-batch", "-nx",
                                    "-ex",    "set debuginfod enabled off",
-                                   "-ex",    "break " + breakpoint,
-                                   "-ex",    "run",
-                                   "-ex",    "bt",
-                                   "--args"};
+                                   "-ex",    "break " + breakpoint};
+  for (const std::string& c : before_run) argv.insert(argv.end(), {"-ex", c});
+  argv.insert(argv.end(), {"-ex", "run", "-ex", "bt", "--args"});
   argv.insert(argv.end(), program.begin(), program.end());
   return run(argv, {}, std::chrono::seconds(120));
 }
