@@ -72,20 +72,32 @@ jitunwind_status with_epilogues(jitunwind_frame_builder* storage,
   });
 }
 
-}  // namespace
-
-extern "C" {
-
-jitunwind_status jitunwind_frame_validate(jitunwind_abi abi, const jitunwind_function* function,
-                                          jitunwind_error* error) {
+// jitunwind_frame_validate(_v3): `v3` accepts the v3 rules with `regs`.
+jitunwind_status validate_c(jitunwind_abi abi, const jitunwind_function* function,
+                            const jitunwind_frame_regs* regs, bool v3, jitunwind_error* error) {
   return guard(error, [&] {
     if (!capi::known_abi(abi)) return fail(error, errc::invalid_argument, "unknown ABI");
     jitunwind_status status = JITUNWIND_OK;
-    auto f = capi::from_c(function, error, status);
+    auto f = capi::from_c(function, error, status, regs, v3);
     if (!f) return status;
     auto r = validate(static_cast<jitunwind::abi>(abi), *f);
     return r ? succeed(error) : fail(error, r.error());
   });
+}
+
+}  // namespace
+
+extern "C" {
+
+jitunwind_status jitunwind_frame_validate_v3(jitunwind_abi abi, const jitunwind_function* function,
+                                             const jitunwind_frame_regs* regs,
+                                             jitunwind_error* error) {
+  return validate_c(abi, function, regs, true, error);
+}
+
+jitunwind_status jitunwind_frame_validate(jitunwind_abi abi, const jitunwind_function* function,
+                                          jitunwind_error* error) {
+  return validate_c(abi, function, nullptr, false, error);
 }
 
 jitunwind_status jitunwind_frame_builder_create(jitunwind_abi abi, jitunwind_frame_builder** out,
@@ -197,11 +209,10 @@ jitunwind_status jitunwind_frame_recipe_frame_pointer(
     jitunwind_frame_builder* storage, uint64_t start, uint32_t size, uint32_t after_push,
     uint32_t after_set_fp, const jitunwind_epilogue* epilogues, size_t epilogue_count,
     jitunwind_function* out, jitunwind_error* error) {
-  return with_epilogues(storage, epilogues, epilogue_count, out, error,
-                        [&](abi a, span<const recipes::epilogue> e) {
-                          return recipes::frame_pointer(a, start, size, after_push, after_set_fp,
-                                                        e);
-                        });
+  return with_epilogues(
+      storage, epilogues, epilogue_count, out, error, [&](abi a, span<const recipes::epilogue> e) {
+        return recipes::frame_pointer(a, start, size, after_push, after_set_fp, e);
+      });
 }
 
 jitunwind_status jitunwind_frame_recipe_sp_frame(jitunwind_frame_builder* storage, uint64_t start,
@@ -216,10 +227,10 @@ jitunwind_status jitunwind_frame_recipe_sp_frame(jitunwind_frame_builder* storag
                         });
 }
 
-jitunwind_status jitunwind_frame_recipe_trampoline(jitunwind_frame_builder* storage,
-                                                   uint64_t start, uint32_t size,
-                                                   uint32_t after_alloc, int32_t frame_bytes,
-                                                   uint32_t after_free, jitunwind_function* out,
+jitunwind_status jitunwind_frame_recipe_trampoline(jitunwind_frame_builder* storage, uint64_t start,
+                                                   uint32_t size, uint32_t after_alloc,
+                                                   int32_t frame_bytes, uint32_t after_free,
+                                                   jitunwind_function* out,
                                                    jitunwind_error* error) {
   return guard(error, [&] {
     if (storage == nullptr || out == nullptr)

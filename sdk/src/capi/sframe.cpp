@@ -45,9 +45,10 @@ std::span<const uint8_t> as_span(const void* bytes, size_t size) {
   return {static_cast<const uint8_t*>(bytes), size};
 }
 
-// Fills caller- or library-owned arrays from a decoded section (capacities already checked).
+// Fills caller- or library-owned arrays from a decoded section (capacities already checked);
+// `regs` may be NULL.
 void fill(const sframe::decoded_section& d, jitunwind_function* functions,
-          jitunwind_frame_row* rows) {
+          jitunwind_frame_row* rows, jitunwind_frame_regs* regs) {
   size_t next = 0;
   for (size_t i = 0; i < d.functions.size(); ++i) {
     const auto& f = d.functions[i];
@@ -59,10 +60,8 @@ void fill(const sframe::decoded_section& d, jitunwind_function* functions,
     c.row_count = f.rows.size();
     c.flags = f.signal_frame ? JITUNWIND_FUNCTION_SIGNAL_FRAME : 0;
     for (const auto& r : f.rows) {
-      if (r.cfa == cfa_base::reg || r.cfa_deref || r.ra == ra_rule::register_value ||
-          r.ra == ra_rule::register_saved || r.fp == fp_rule::register_value ||
-          r.fp == fp_rule::register_saved)
-        c.flags |= JITUNWIND_FUNCTION_V3_RULES;
+      if (capi::has_v3_rules(r)) c.flags |= JITUNWIND_FUNCTION_V3_RULES;
+      if (regs != nullptr) regs[next] = capi::regs_of(r);
       rows[next++] = capi::to_c(r);
     }
   }
@@ -81,6 +80,47 @@ struct c_reader {
 
 size_t round_up(size_t n) {
   return (n + 7) & ~size_t{7};
+}
+
+// The register rules jitunwind_sframe_decode put after the rows of its block.
+jitunwind_frame_regs* decoded_regs(const jitunwind_sframe_decoded* d) {
+  auto* rows = reinterpret_cast<const uint8_t*>(d->rows);
+  return reinterpret_cast<jitunwind_frame_regs*>(
+      const_cast<uint8_t*>(rows) + round_up(d->info.num_fres * sizeof(jitunwind_frame_row)));
+}
+
+// jitunwind_sframe_encoder_append(_v3): `v3` accepts the v3 rules with `regs`.
+jitunwind_status append(jitunwind_sframe_encoder* encoder, const jitunwind_function* function,
+                        const jitunwind_frame_regs* regs, bool v3, jitunwind_error* error) {
+  return guard(error, [&] {
+    if (encoder == nullptr) return fail(error, errc::invalid_argument, "encoder is NULL");
+    jitunwind_status status = JITUNWIND_OK;
+    auto f = capi::from_c(function, error, status, regs, v3);
+    if (!f) return status;
+    auto r = encoder->encoder.append(*f);
+    return r ? succeed(error) : fail(error, r.error());
+  });
+}
+
+// jitunwind_sframe_step(_v3): `regs` NULL = the v2 rules only.
+int step(jitunwind_abi abi, const jitunwind_frame_row* row, const jitunwind_frame_regs* regs,
+         const jitunwind_regs* callee, int innermost, jitunwind_read_memory_fn read, void* user,
+         jitunwind_regs* caller, jitunwind_stop_reason* reason) {
+  auto stop = [&](sframe::stop_reason r) {
+    if (reason != nullptr) *reason = static_cast<jitunwind_stop_reason>(r);
+    return 0;
+  };
+  if (row == nullptr || callee == nullptr || !capi::known_abi(abi))
+    return stop(sframe::stop_reason::bad_rule);
+  const auto r = capi::from_c(*row, regs);
+  if (!r) return stop(sframe::stop_reason::bad_rule);
+  c_reader cr{read, user};
+  const sframe::regs in{callee->pc, callee->sp, callee->fp, callee->lr};
+  const auto s = sframe::step(static_cast<jitunwind::abi>(abi), *r, in, innermost != 0,
+                              {&c_reader::read, &cr});
+  if (!s.ok) return stop(s.reason);
+  if (caller != nullptr) *caller = {s.caller.pc, s.caller.sp, s.caller.fp, s.caller.lr};
+  return 1;
 }
 
 }  // namespace
@@ -133,17 +173,17 @@ void jitunwind_sframe_encoder_destroy(jitunwind_sframe_encoder* encoder) {
   delete encoder;
 }
 
+jitunwind_status jitunwind_sframe_encoder_append_v3(jitunwind_sframe_encoder* encoder,
+                                                    const jitunwind_function* function,
+                                                    const jitunwind_frame_regs* regs,
+                                                    jitunwind_error* error) {
+  return append(encoder, function, regs, true, error);
+}
+
 jitunwind_status jitunwind_sframe_encoder_append(jitunwind_sframe_encoder* encoder,
                                                  const jitunwind_function* function,
                                                  jitunwind_error* error) {
-  return guard(error, [&] {
-    if (encoder == nullptr) return fail(error, errc::invalid_argument, "encoder is NULL");
-    jitunwind_status status = JITUNWIND_OK;
-    auto f = capi::from_c(function, error, status);
-    if (!f) return status;
-    auto r = encoder->encoder.append(*f);
-    return r ? succeed(error) : fail(error, r.error());
-  });
+  return append(encoder, function, nullptr, false, error);
 }
 
 size_t jitunwind_sframe_encoder_size(const jitunwind_sframe_encoder* encoder) {
@@ -193,17 +233,19 @@ jitunwind_status jitunwind_sframe_decode(const void* bytes, size_t size, uint64_
     if (bytes == nullptr && size > 0) return fail(error, errc::invalid_argument, "bytes is NULL");
     auto d = sframe::decode(as_span(bytes, size), section_address);
     if (!d) return fail(error, d.error());
-    // One block: the struct, the functions, the rows.
+    // One block: the struct, the functions, the rows, their register rules (found by
+    // jitunwind_sframe_decoded_regs after the rows: the struct cannot grow).
     const size_t fn_off = round_up(sizeof(jitunwind_sframe_decoded));
     const size_t row_off = fn_off + round_up(d->functions.size() * sizeof(jitunwind_function));
-    const size_t total = row_off + d->info.num_fres * sizeof(jitunwind_frame_row);
+    const size_t regs_off = row_off + round_up(d->info.num_fres * sizeof(jitunwind_frame_row));
+    const size_t total = regs_off + d->info.num_fres * sizeof(jitunwind_frame_regs);
     auto* block = static_cast<uint8_t*>(std::malloc(total));
     if (block == nullptr) return fail(error, errc::no_memory, "out of memory");
     auto* dec = reinterpret_cast<jitunwind_sframe_decoded*>(block);
     dec->info = to_c(d->info);
     dec->functions = reinterpret_cast<jitunwind_function*>(block + fn_off);
     dec->rows = reinterpret_cast<jitunwind_frame_row*>(block + row_off);
-    fill(*d, dec->functions, dec->rows);
+    fill(*d, dec->functions, dec->rows, decoded_regs(dec));
     *out = dec;
     return succeed(error);
   });
@@ -213,11 +255,14 @@ void jitunwind_sframe_decoded_free(jitunwind_sframe_decoded* decoded) {
   std::free(decoded);
 }
 
-jitunwind_status jitunwind_sframe_decode_into(const void* bytes, size_t size,
-                                              uint64_t section_address, jitunwind_sframe_info* info,
-                                              jitunwind_function* functions,
-                                              size_t function_capacity, jitunwind_frame_row* rows,
-                                              size_t row_capacity, jitunwind_error* error) {
+const jitunwind_frame_regs* jitunwind_sframe_decoded_regs(const jitunwind_sframe_decoded* decoded) {
+  return decoded != nullptr ? decoded_regs(decoded) : nullptr;
+}
+
+jitunwind_status jitunwind_sframe_decode_into_v3(
+    const void* bytes, size_t size, uint64_t section_address, jitunwind_sframe_info* info,
+    jitunwind_function* functions, size_t function_capacity, jitunwind_frame_row* rows,
+    jitunwind_frame_regs* regs, size_t row_capacity, jitunwind_error* error) {
   return guard(error, [&] {
     if (bytes == nullptr && size > 0) return fail(error, errc::invalid_argument, "bytes is NULL");
     auto d = sframe::decode(as_span(bytes, size), section_address);
@@ -232,9 +277,18 @@ jitunwind_status jitunwind_sframe_decode_into(const void* bytes, size_t size,
                                                "%zu and %zu",
                                                d->functions.size(), d->info.num_fres,
                                                function_capacity, row_capacity));
-    fill(*d, functions, rows);
+    fill(*d, functions, rows, regs);
     return succeed(error);
   });
+}
+
+jitunwind_status jitunwind_sframe_decode_into(const void* bytes, size_t size,
+                                              uint64_t section_address, jitunwind_sframe_info* info,
+                                              jitunwind_function* functions,
+                                              size_t function_capacity, jitunwind_frame_row* rows,
+                                              size_t row_capacity, jitunwind_error* error) {
+  return jitunwind_sframe_decode_into_v3(bytes, size, section_address, info, functions,
+                                         function_capacity, rows, nullptr, row_capacity, error);
 }
 
 jitunwind_status jitunwind_sframe_table_create(const void* bytes, size_t size,
@@ -260,8 +314,8 @@ void jitunwind_sframe_table_info(const jitunwind_sframe_table* table, jitunwind_
   if (table != nullptr && out != nullptr) *out = to_c(table->table.info());
 }
 
-int jitunwind_sframe_table_find(const jitunwind_sframe_table* table, uint64_t pc,
-                                jitunwind_sframe_lookup* out) {
+int jitunwind_sframe_table_find_v3(const jitunwind_sframe_table* table, uint64_t pc,
+                                   jitunwind_sframe_lookup* out, jitunwind_frame_regs* regs) {
   if (table == nullptr) return 0;
   auto r = table->table.find(pc);
   if (!r) return 0;
@@ -271,32 +325,33 @@ int jitunwind_sframe_table_find(const jitunwind_sframe_table* table, uint64_t pc
     out->function_size = r->function_size;
     out->row = capi::to_c(r->row);
   }
+  if (regs != nullptr) *regs = capi::regs_of(r->row);
   return 1;
+}
+
+int jitunwind_sframe_table_find(const jitunwind_sframe_table* table, uint64_t pc,
+                                jitunwind_sframe_lookup* out) {
+  return jitunwind_sframe_table_find_v3(table, pc, out, nullptr);
 }
 
 const char* jitunwind_stop_reason_string(jitunwind_stop_reason reason) {
   return sframe::to_string(static_cast<sframe::stop_reason>(reason));
 }
 
+int jitunwind_sframe_step_v3(jitunwind_abi abi, const jitunwind_frame_row* row,
+                             const jitunwind_frame_regs* regs, const jitunwind_regs* callee,
+                             int innermost, jitunwind_read_memory_fn read, void* user,
+                             jitunwind_regs* caller, jitunwind_stop_reason* reason) {
+  const jitunwind_frame_regs none{};
+  return step(abi, row, regs != nullptr ? regs : &none, callee, innermost, read, user, caller,
+              reason);
+}
+
 int jitunwind_sframe_step(jitunwind_abi abi, const jitunwind_frame_row* row,
                           const jitunwind_regs* callee, int innermost,
                           jitunwind_read_memory_fn read, void* user, jitunwind_regs* caller,
                           jitunwind_stop_reason* reason) {
-  auto stop = [&](sframe::stop_reason r) {
-    if (reason != nullptr) *reason = static_cast<jitunwind_stop_reason>(r);
-    return 0;
-  };
-  if (row == nullptr || callee == nullptr || !capi::known_abi(abi))
-    return stop(sframe::stop_reason::bad_rule);
-  const auto r = capi::from_c(*row);
-  if (!r) return stop(sframe::stop_reason::bad_rule);
-  c_reader cr{read, user};
-  const sframe::regs in{callee->pc, callee->sp, callee->fp, callee->lr};
-  const auto s = sframe::step(static_cast<jitunwind::abi>(abi), *r, in, innermost != 0,
-                              {&c_reader::read, &cr});
-  if (!s.ok) return stop(s.reason);
-  if (caller != nullptr) *caller = {s.caller.pc, s.caller.sp, s.caller.fp, s.caller.lr};
-  return 1;
+  return step(abi, row, nullptr, callee, innermost, read, user, caller, reason);
 }
 
 size_t jitunwind_sframe_unwind(jitunwind_abi abi, const jitunwind_sframe_table* const* tables,

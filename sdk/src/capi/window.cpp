@@ -57,16 +57,17 @@ jitunwind_status make_session(const session_options& o, jitunwind_session** out,
   return succeed(error);
 }
 
-// append and name_range: a named function from C, checked and converted, applied by `apply`.
+// append and name_range (and their _v3, `v3` true: the v3 rules with `regs`): a named function
+// from C, checked and converted, applied by `apply`.
 template <class F>
 jitunwind_status with_function(jitunwind_window* w, const char* name,
-                               const jitunwind_function* function, jitunwind_error* error,
-                               F&& apply) {
+                               const jitunwind_function* function, const jitunwind_frame_regs* regs,
+                               bool v3, jitunwind_error* error, F&& apply) {
   return guard(error, [&] {
     if (w == nullptr || name == nullptr)
       return fail(error, errc::invalid_argument, "window or name is NULL");
     jitunwind_status status = JITUNWIND_OK;
-    auto f = capi::from_c(function, error, status);
+    auto f = capi::from_c(function, error, status, regs, v3);
     if (!f) return status;
     if (auto r = apply(*W(w), *f); !r) return fail(error, r.error());
     return succeed(error);
@@ -277,20 +278,38 @@ jitunwind_status jitunwind_window_allocate(jitunwind_window* w, size_t size, siz
   });
 }
 
+jitunwind_status jitunwind_window_append_v3(jitunwind_window* w, const char* name,
+                                            const jitunwind_function* function,
+                                            const jitunwind_frame_regs* regs, uint64_t moved_from,
+                                            jitunwind_error* error) {
+  return with_function(
+      w, name, function, regs, true, error,
+      [&](window& win, const function_desc& f) { return win.append(name, f, moved_from); });
+}
+
 jitunwind_status jitunwind_window_append(jitunwind_window* w, const char* name,
                                          const jitunwind_function* function, uint64_t moved_from,
                                          jitunwind_error* error) {
-  return with_function(w, name, function, error, [&](window& win, const function_desc& f) {
-    return win.append(name, f, moved_from);
-  });
+  return with_function(
+      w, name, function, nullptr, false, error,
+      [&](window& win, const function_desc& f) { return win.append(name, f, moved_from); });
+}
+
+jitunwind_status jitunwind_window_name_range_v3(jitunwind_window* w, const char* name,
+                                                const jitunwind_function* function,
+                                                const jitunwind_frame_regs* regs,
+                                                jitunwind_error* error) {
+  return with_function(
+      w, name, function, regs, true, error,
+      [&](window& win, const function_desc& f) { return win.name_range(name, f); });
 }
 
 jitunwind_status jitunwind_window_name_range(jitunwind_window* w, const char* name,
                                              const jitunwind_function* function,
                                              jitunwind_error* error) {
-  return with_function(w, name, function, error, [&](window& win, const function_desc& f) {
-    return win.name_range(name, f);
-  });
+  return with_function(
+      w, name, function, nullptr, false, error,
+      [&](window& win, const function_desc& f) { return win.name_range(name, f); });
 }
 
 jitunwind_status jitunwind_window_publish(jitunwind_window* w, jitunwind_error* error) {

@@ -91,9 +91,18 @@ enum { JITUNWIND_CFA_SP = 0, JITUNWIND_CFA_FP = 1 };
 enum { JITUNWIND_RA_SAVED = 0, JITUNWIND_RA_IN_REGISTER = 1, JITUNWIND_RA_UNDEFINED = 2 };
 enum { JITUNWIND_FP_UNCHANGED = 0, JITUNWIND_FP_SAVED = 1 };
 
+/* SFrame v3 rules (flexible FDEs) in jitunwind_frame_row's rule fields: they need the register
+   numbers of a jitunwind_frame_regs (below). The values are jitunwind::cfa_base::reg,
+   ra_rule::register_value/register_saved and fp_rule::register_value/register_saved. */
+enum { JITUNWIND_CFA_REG = 2 };
+enum { JITUNWIND_RA_REGISTER_VALUE = 3, JITUNWIND_RA_REGISTER_SAVED = 4 };
+enum { JITUNWIND_FP_REGISTER_VALUE = 2, JITUNWIND_FP_REGISTER_SAVED = 3 };
+
 /* One row of unwind rules (C mirror of jitunwind::frame_row): from `pc_offset` on,
    CFA = (cfa_base ? FP : SP) + cfa_offset; RA at CFA + ra_offset when saved; FP at
-   CFA + fp_offset when saved. */
+   CFA + fp_offset when saved. The SFrame v3 rules (JITUNWIND_CFA_REG, a dereferenced CFA,
+   JITUNWIND_RA_REGISTER_*, JITUNWIND_FP_REGISTER_*) also need the row's jitunwind_frame_regs
+   and are accepted and returned only by the `_v3` functions. */
 typedef struct jitunwind_frame_row {
   uint32_t pc_offset;
   uint8_t cfa_base;   /* JITUNWIND_CFA_* */
@@ -105,16 +114,34 @@ typedef struct jitunwind_frame_row {
   int32_t fp_offset;
 } jitunwind_frame_row;
 
+/* Since JITUNWIND_0.3. The register rules of one row, the rest of jitunwind::frame_row: the
+   `_v3` functions take or fill an array of them parallel to the rows (regs[i] belongs to
+   rows[i]). All zero is a row SFrame v2 can hold. Registers are DWARF numbers (AMD64: rax 0,
+   rdx 1, rcx 2, rbx 3, rsi 4, rdi 5, rbp 6, rsp 7, r8-r15 8-15; AArch64: x0-x30 0-30, sp 31).
+   With the row's rule fields:
+     cfa_base JITUNWIND_CFA_REG:  CFA = cfa_reg + cfa_offset (e.g. r10 under DRAP);
+     cfa_deref 1:                 CFA = *(base + cfa_offset), base as cfa_base says (e.g.
+                                  CFA = *(rbp - 8) in a stack-realigning prologue);
+     JITUNWIND_RA_REGISTER_VALUE: RA = ra_reg + ra_offset (normally 0: RA kept in a register);
+     JITUNWIND_RA_REGISTER_SAVED: RA at *(ra_reg + ra_offset);
+     JITUNWIND_FP_REGISTER_VALUE / _SAVED: the caller's FP likewise from fp_reg + fp_offset.
+   A register field is 0 unless its rule names a register (jitunwind_frame_validate_v3). */
+typedef struct jitunwind_frame_regs {
+  uint8_t cfa_reg;   /* meaningful only with cfa_base == JITUNWIND_CFA_REG */
+  uint8_t cfa_deref; /* 0 or 1 */
+  uint8_t ra_reg;    /* for the JITUNWIND_RA_REGISTER_* rules */
+  uint8_t fp_reg;    /* for the JITUNWIND_FP_REGISTER_* rules */
+} jitunwind_frame_regs;
+
 /* Set in jitunwind_function.flags by the decoder: legal SFrame that jitunwind_frame_validate
    rejects (e.g. "FP saved" kept after an epilogue by gas and LLVM). */
 #define JITUNWIND_FUNCTION_NONCONFORMING 0x1u
 /* Set by the decoder: an SFrame v3 signal frame (a signal trampoline). */
 #define JITUNWIND_FUNCTION_SIGNAL_FRAME 0x2u
 /* Set by the decoder: some row uses an SFrame v3 rule (CFA from another register or from memory,
-   RA/FP taken from a register) that jitunwind_frame_row cannot show: its cfa_base/ra_rule/
-   fp_rule hold the C++ enum values (jitunwind::cfa_base::reg = 2, ra_rule::register_value = 3,
-   register_saved = 4, fp_rule::register_value = 2, register_saved = 3) without the register
-   numbers. Use the C++ API (jitunwind/frame.h) for these rows. */
+   RA/FP taken from a register): its cfa_base/ra_rule/fp_rule hold the v3 values
+   (JITUNWIND_CFA_REG, ...), and its register numbers are in the jitunwind_frame_regs the `_v3`
+   decoder functions return (jitunwind_sframe_decoded_regs, jitunwind_sframe_decode_into_v3). */
 #define JITUNWIND_FUNCTION_V3_RULES 0x4u
 
 /* A function: address range and rows (C mirror of jitunwind::function_desc). `rows` is not
@@ -133,10 +160,20 @@ JITUNWIND_API jitunwind_status jitunwind_frame_validate(jitunwind_abi abi,
                                                         const jitunwind_function* function,
                                                         jitunwind_error* error);
 
+/* Since JITUNWIND_0.3. jitunwind_frame_validate with the register rules of the rows: `regs`
+   holds function->row_count entries, or is NULL (all zero). Accepts the SFrame v3 rules. */
+JITUNWIND_API jitunwind_status jitunwind_frame_validate_v3(jitunwind_abi abi,
+                                                           const jitunwind_function* function,
+                                                           const jitunwind_frame_regs* regs,
+                                                           jitunwind_error* error);
+
 /* A CFI-style row builder (jitunwind::frame_builder), used by one thread at a time.
    Directives take the code offset of the first instruction the new rule applies to. The first
    invalid directive makes the builder fail: later ones are ignored and return that status;
-   jitunwind_frame_builder_finish reports the message. */
+   jitunwind_frame_builder_finish reports the message. The builder makes the rows SFrame v2 can
+   hold, as the C++ builder does; a row with an SFrame v3 rule (a DRAP prologue, RA kept in a
+   register) is written as a row plus its jitunwind_frame_regs and passed to the `_v3`
+   functions (docs/c-api.md, "SFrame v3 rules"). */
 typedef struct jitunwind_frame_builder jitunwind_frame_builder;
 
 JITUNWIND_API jitunwind_status jitunwind_frame_builder_create(jitunwind_abi abi,
@@ -171,8 +208,8 @@ JITUNWIND_API jitunwind_status jitunwind_frame_push_frame_pointer(jitunwind_fram
                                                                   uint32_t after_set_fp);
 JITUNWIND_API jitunwind_status jitunwind_frame_pop_frame_pointer(jitunwind_frame_builder* b,
                                                                  uint32_t after_pop);
-JITUNWIND_API jitunwind_status jitunwind_frame_stack_alloc(jitunwind_frame_builder* b,
-                                                           uint32_t at, int32_t bytes);
+JITUNWIND_API jitunwind_status jitunwind_frame_stack_alloc(jitunwind_frame_builder* b, uint32_t at,
+                                                           int32_t bytes);
 JITUNWIND_API jitunwind_status jitunwind_frame_stack_free(jitunwind_frame_builder* b, uint32_t at,
                                                           int32_t bytes);
 
@@ -230,6 +267,13 @@ typedef struct jitunwind_session jitunwind_session;
 JITUNWIND_API jitunwind_status jitunwind_name_code(const void* code, size_t size, const char* name,
                                                    const jitunwind_frame_row* rows,
                                                    size_t row_count, jitunwind_error* error);
+/* Since JITUNWIND_0.3. jitunwind_name_code with the rows' register rules (`regs`: row_count
+   entries, or NULL = all zero), for code that needs SFrame v3 rules. */
+JITUNWIND_API jitunwind_status jitunwind_name_code_v3(const void* code, size_t size,
+                                                      const char* name,
+                                                      const jitunwind_frame_row* rows,
+                                                      const jitunwind_frame_regs* regs,
+                                                      size_t row_count, jitunwind_error* error);
 /* The code named at `code` will not run again: it is unpublished and forgotten. NOT_FOUND if
    it was not named. Thread-safe. */
 JITUNWIND_API jitunwind_status jitunwind_forget_code(const void* code, jitunwind_error* error);
@@ -387,8 +431,7 @@ JITUNWIND_API jitunwind_status jitunwind_window_allocate(jitunwind_window* windo
    from there (jitdump CODE_MOVE). Nothing is visible until publish; nothing changes on error. */
 JITUNWIND_API jitunwind_status jitunwind_window_append(jitunwind_window* window, const char* name,
                                                        const jitunwind_function* function,
-                                                       uint64_t moved_from,
-                                                       jitunwind_error* error);
+                                                       uint64_t moved_from, jitunwind_error* error);
 JITUNWIND_API jitunwind_status jitunwind_window_publish(jitunwind_window* window,
                                                         jitunwind_error* error);
 JITUNWIND_API jitunwind_status jitunwind_window_seal(jitunwind_window* window,
@@ -398,8 +441,7 @@ JITUNWIND_API jitunwind_status jitunwind_window_seal(jitunwind_window* window,
    freed anyway when the session does not reuse addresses or the handle was released). */
 JITUNWIND_API jitunwind_status jitunwind_window_retire(
     jitunwind_window* window, uint32_t grace_ms,
-    int (*on_grace_over)(void* user, jitunwind_window* window), void* user,
-    jitunwind_error* error);
+    int (*on_grace_over)(void* user, jitunwind_window* window), void* user, jitunwind_error* error);
 JITUNWIND_API jitunwind_status jitunwind_window_reuse(jitunwind_window* window,
                                                       jitunwind_error* error);
 /* Overwrites `size` bytes of code at `address` inside one appended function of an owned window
@@ -413,6 +455,17 @@ JITUNWIND_API jitunwind_status jitunwind_window_patch(jitunwind_window* window, 
 JITUNWIND_API jitunwind_status jitunwind_window_retire_function(jitunwind_window* window,
                                                                 uint64_t start,
                                                                 jitunwind_error* error);
+
+/* Since JITUNWIND_0.3. jitunwind_window_append and jitunwind_window_name_range with the rows'
+   register rules (`regs`: function->row_count entries, or NULL = all zero). */
+JITUNWIND_API jitunwind_status jitunwind_window_append_v3(
+    jitunwind_window* window, const char* name, const jitunwind_function* function,
+    const jitunwind_frame_regs* regs, uint64_t moved_from, jitunwind_error* error);
+JITUNWIND_API jitunwind_status jitunwind_window_name_range_v3(jitunwind_window* window,
+                                                              const char* name,
+                                                              const jitunwind_function* function,
+                                                              const jitunwind_frame_regs* regs,
+                                                              jitunwind_error* error);
 
 /* Since JITUNWIND_0.2. The window's text range [start, start + size) and whether the SDK owns
    its memory (1: create_owned_window) or the runtime does (0: describe_window). */

@@ -52,14 +52,21 @@ JITUNWIND_API void jitunwind_sframe_encoder_options_init(jitunwind_sframe_encode
    the section can be written at any time. One thread at a time. */
 typedef struct jitunwind_sframe_encoder jitunwind_sframe_encoder;
 
-JITUNWIND_API jitunwind_status jitunwind_sframe_encoder_create(
-    const jitunwind_sframe_encoder_options* options, jitunwind_sframe_encoder** out,
-    jitunwind_error* error);
+JITUNWIND_API jitunwind_status
+jitunwind_sframe_encoder_create(const jitunwind_sframe_encoder_options* options,
+                                jitunwind_sframe_encoder** out, jitunwind_error* error);
 JITUNWIND_API void jitunwind_sframe_encoder_destroy(jitunwind_sframe_encoder* encoder);
 /* Nothing is appended on error (invalid rows, overlap/out of order, out of ±2 GiB reach). */
 JITUNWIND_API jitunwind_status jitunwind_sframe_encoder_append(jitunwind_sframe_encoder* encoder,
                                                                const jitunwind_function* function,
                                                                jitunwind_error* error);
+/* Since JITUNWIND_0.3. jitunwind_sframe_encoder_append with the rows' register rules (`regs`:
+   function->row_count entries, or NULL = all zero). A row with an SFrame v3 rule needs a v3
+   encoder with allow_flex; otherwise INVALID_ARGUMENT names the function, the row and why
+   ("SFrame v2 cannot express it"). */
+JITUNWIND_API jitunwind_status jitunwind_sframe_encoder_append_v3(
+    jitunwind_sframe_encoder* encoder, const jitunwind_function* function,
+    const jitunwind_frame_regs* regs, jitunwind_error* error);
 /* Bytes jitunwind_sframe_encoder_write produces now. */
 JITUNWIND_API size_t jitunwind_sframe_encoder_size(const jitunwind_sframe_encoder* encoder);
 JITUNWIND_API size_t
@@ -92,6 +99,12 @@ JITUNWIND_API jitunwind_status jitunwind_sframe_decode(const void* bytes, size_t
                                                        jitunwind_sframe_decoded** out,
                                                        jitunwind_error* error);
 JITUNWIND_API void jitunwind_sframe_decoded_free(jitunwind_sframe_decoded* decoded);
+/* Since JITUNWIND_0.3. The register rules of a decoded section's rows: info.num_fres entries
+   parallel to `rows` (the rules of functions[i].rows[j] are at index
+   functions[i].rows - rows + j), in the same allocation (freed with the section). NULL for a
+   NULL `decoded`. */
+JITUNWIND_API const jitunwind_frame_regs* jitunwind_sframe_decoded_regs(
+    const jitunwind_sframe_decoded* decoded);
 
 /* Decodes into caller-owned arrays: `functions` must hold info.num_fdes entries and `rows`
    info.num_fres (learn both from jitunwind_sframe_check); E_LIMIT_EXCEEDED if they are
@@ -100,6 +113,13 @@ JITUNWIND_API jitunwind_status jitunwind_sframe_decode_into(
     const void* bytes, size_t size, uint64_t section_address, jitunwind_sframe_info* info,
     jitunwind_function* functions, size_t function_capacity, jitunwind_frame_row* rows,
     size_t row_capacity, jitunwind_error* error);
+
+/* Since JITUNWIND_0.3. jitunwind_sframe_decode_into that also fills `regs` (row_capacity
+   entries, parallel to `rows`; may be NULL when the caller does not want them). */
+JITUNWIND_API jitunwind_status jitunwind_sframe_decode_into_v3(
+    const void* bytes, size_t size, uint64_t section_address, jitunwind_sframe_info* info,
+    jitunwind_function* functions, size_t function_capacity, jitunwind_frame_row* rows,
+    jitunwind_frame_regs* regs, size_t row_capacity, jitunwind_error* error);
 
 /* A validated lookup table over a section (jitunwind::sframe::table). It does not copy the
    bytes: they must outlive the table and must not change. Immutable: lookups may run on any
@@ -124,6 +144,12 @@ JITUNWIND_API void jitunwind_sframe_table_info(const jitunwind_sframe_table* tab
 JITUNWIND_API int jitunwind_sframe_table_find(const jitunwind_sframe_table* table, uint64_t pc,
                                               jitunwind_sframe_lookup* out);
 
+/* Since JITUNWIND_0.3. jitunwind_sframe_table_find that also gives the row's register rules
+   (`regs` may be NULL). */
+JITUNWIND_API int jitunwind_sframe_table_find_v3(const jitunwind_sframe_table* table, uint64_t pc,
+                                                 jitunwind_sframe_lookup* out,
+                                                 jitunwind_frame_regs* regs);
+
 /* Unwinding. */
 typedef struct jitunwind_regs {
   uint64_t pc;
@@ -142,7 +168,10 @@ typedef enum jitunwind_stop_reason {
   JITUNWIND_STOP_NO_PROGRESS = 3, /* the caller's SP is not above the callee's */
   JITUNWIND_STOP_DEPTH_LIMIT = 4, /* max_pcs reached */
   JITUNWIND_STOP_BAD_RULE = 5,    /* the row cannot be applied here */
-  JITUNWIND_STOP_ZERO_PC = 6      /* the return address read was 0 */
+  JITUNWIND_STOP_ZERO_PC = 6,     /* the return address read was 0 */
+  /* Since JITUNWIND_0.3 (returned before without a name): an SFrame v3 rule needs a register
+     jitunwind_regs does not have (other than SP, FP, LR). */
+  JITUNWIND_STOP_UNSUPPORTED_RULE = 7
 } jitunwind_stop_reason;
 
 JITUNWIND_API const char* jitunwind_stop_reason_string(jitunwind_stop_reason reason);
@@ -152,6 +181,15 @@ JITUNWIND_API int jitunwind_sframe_step(jitunwind_abi abi, const jitunwind_frame
                                         const jitunwind_regs* callee, int innermost,
                                         jitunwind_read_memory_fn read, void* user,
                                         jitunwind_regs* caller, jitunwind_stop_reason* reason);
+
+/* Since JITUNWIND_0.3. jitunwind_sframe_step of a row with its register rules (`regs` NULL =
+   all zero). A rule naming a register jitunwind_regs does not have stops with
+   JITUNWIND_STOP_UNSUPPORTED_RULE. */
+JITUNWIND_API int jitunwind_sframe_step_v3(jitunwind_abi abi, const jitunwind_frame_row* row,
+                                           const jitunwind_frame_regs* regs,
+                                           const jitunwind_regs* callee, int innermost,
+                                           jitunwind_read_memory_fn read, void* user,
+                                           jitunwind_regs* caller, jitunwind_stop_reason* reason);
 
 /* A whole walk from `start` over `table_count` tables (all of `abi`): stores up to `max_pcs`
    PCs (pcs[0] = start->pc, then return addresses) and returns how many; *reason says why it
@@ -175,18 +213,18 @@ typedef enum jitunwind_remote_window_state {
 
 typedef struct jitunwind_remote_window {
   uint64_t window_id;
-  uint64_t generation;       /* unique per published contents of the window */
-  uint32_t state;            /* jitunwind_remote_window_state */
-  uint32_t abi;              /* SFrame ABI id: 1 AArch64 BE, 2 AArch64 LE, 3 AMD64 */
+  uint64_t generation; /* unique per published contents of the window */
+  uint32_t state;      /* jitunwind_remote_window_state */
+  uint32_t abi;        /* SFrame ABI id: 1 AArch64 BE, 2 AArch64 LE, 3 AMD64 */
   uint64_t text_start;
   uint64_t text_size;
-  uint64_t sframe_address;   /* 0 if the window has no SFrame yet */
+  uint64_t sframe_address; /* 0 if the window has no SFrame yet */
   uint64_t sframe_size;
   uint64_t registry_address; /* the `jitunwind_registry` object it was read from */
   uint64_t entry_address;    /* its entry, and the entry's sequence value when copied: */
   uint64_t sequence;         /*   jitunwind_remote_read_sframe re-checks them */
   uint32_t slot;
-  uint32_t sframe_version;   /* 2 or 3 as the writer says; 0 if not said (older writers) */
+  uint32_t sframe_version; /* 2 or 3 as the writer says; 0 if not said (older writers) */
 } jitunwind_remote_window;
 
 /* Reads the live and retired windows of every jitunwind registry in process `pid` (consistent
@@ -197,18 +235,18 @@ typedef struct jitunwind_remote_window {
    changing), OUT_OF_RANGE (unmapped address, short read), LIMIT_EXCEEDED, NO_MEMORY,
    IO_ERROR. */
 JITUNWIND_API jitunwind_status jitunwind_remote_read_registry(int pid,
-                                                             jitunwind_remote_window** windows,
-                                                             size_t* count,
-                                                             jitunwind_error* error);
+                                                              jitunwind_remote_window** windows,
+                                                              size_t* count,
+                                                              jitunwind_error* error);
 
 /* Copies a window's SFrame section out of process `pid` into a malloc'd buffer (`*bytes`,
    `*size`; free with jitunwind_remote_free), then fails with BAD_STATE if the window changed
    meanwhile (read the registry again), also when the copy failed because the window was freed
    and unmapped meanwhile. Thread-safe. */
 JITUNWIND_API jitunwind_status jitunwind_remote_read_sframe(int pid,
-                                                           const jitunwind_remote_window* window,
-                                                           uint8_t** bytes, size_t* size,
-                                                           jitunwind_error* error);
+                                                            const jitunwind_remote_window* window,
+                                                            uint8_t** bytes, size_t* size,
+                                                            jitunwind_error* error);
 
 /* Frees memory returned by the jitunwind_remote_* functions. NULL is allowed. */
 JITUNWIND_API void jitunwind_remote_free(void* memory);
