@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+extern "C" int capi_c_v3_name_code(char* msg, size_t len);
+
 namespace {
 
 constexpr uint8_t rbx = 3, rbp = 6, r10 = 10;
@@ -304,4 +306,13 @@ TEST_CASE("C API: the binutils 2.46 vectors' flexible FDEs decode with their reg
               flex_functions, register_rows);
   CHECK(flex_functions > 0);
   CHECK(register_rows > 0);
+}
+
+TEST_CASE(
+    "C API: C11 names a DRAP function with jitunwind_name_code_v3; the registry's SFrame "
+    "carries its registers") {
+  char msg[512];
+  const int rc = capi_c_v3_name_code(msg, sizeof msg);
+  INFO(msg);
+  CHECK(rc == 0);
 }
