@@ -6,16 +6,10 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "expect_c.h"
+
 /* push rbp; mov rbp, rsp; mov eax, 42; pop rbp; ret */
 static const unsigned char answer_code[] = {0x55, 0x48, 0x89, 0xe5, 0xb8, 42, 0, 0, 0, 0x5d, 0xc3};
-
-#define EXPECT(cond, ...)              \
-  do {                                 \
-    if (!(cond)) {                     \
-      snprintf(msg, len, __VA_ARGS__); \
-      goto out;                        \
-    }                                  \
-  } while (0)
 
 /* Places the code, names it, runs it, checks the errors of the on-ramp; leaves the code named
    (for the caller to look at) and returns its address, or NULL with `msg`. */

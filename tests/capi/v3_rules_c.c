@@ -9,13 +9,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define EXPECT(cond, ...)              \
-  do {                                 \
-    if (!(cond)) {                     \
-      snprintf(msg, len, __VA_ARGS__); \
-      goto out;                        \
-    }                                  \
-  } while (0)
+#include "expect_c.h"
 
 /* entry; CFA = r10 + 0 from 4; CFA = *(rbp - 8), caller's rbp at *(rbp + 0) from 16. */
 static const jitunwind_frame_row drap_rows[3] = {

@@ -41,13 +41,16 @@ flex_function drap_function(uint64_t start) {
 
   jitunwind_frame_row r = f.rows[0];
   jitunwind_frame_regs g{};
+  auto keep = [&] {
+    f.rows.push_back(r);
+    f.regs.push_back(g);
+  };
   // CFA = r10 + 0 once rsp is realigned.
   r.pc_offset = 4;
   r.cfa_base = JITUNWIND_CFA_REG;
   r.cfa_offset = 0;
   g.cfa_reg = r10;
-  f.rows.push_back(r);
-  f.regs.push_back(g);
+  keep();
   // CFA = *(rbp - 8) (r10 pushed below the saved rbp), the caller's rbp at *(rbp + 0).
   r.pc_offset = 16;
   r.cfa_base = JITUNWIND_CFA_FP;
@@ -57,15 +60,13 @@ flex_function drap_function(uint64_t start) {
   g = {};
   g.cfa_deref = 1;
   g.fp_reg = rbp;
-  f.rows.push_back(r);
-  f.regs.push_back(g);
+  keep();
   // The return address kept in rbx.
   r.pc_offset = 40;
   r.ra_rule = JITUNWIND_RA_REGISTER_VALUE;
   r.ra_offset = 0;
   g.ra_reg = rbx;
-  f.rows.push_back(r);
-  f.regs.push_back(g);
+  keep();
 
   f.function.start = start;
   f.function.size = 48;
@@ -124,7 +125,7 @@ struct memory {
 }  // namespace
 
 TEST_CASE(
-    "C API: a DRAP function with SFrame v3 rules round-trips through the C encoder and "
+    "capi v3 rules: a DRAP function with SFrame v3 rules round-trips through the C encoder and "
     "decoder") {
   const uint64_t section = 0x10000, start = 0x20000;
   flex_function f = drap_function(start);
@@ -200,7 +201,7 @@ TEST_CASE(
   CHECK(why == JITUNWIND_STOP_UNSUPPORTED_RULE);
 }
 
-TEST_CASE("C API: the SFrame v2 encoder refuses rows with v3 rules, naming the row") {
+TEST_CASE("capi v3 rules: the SFrame v2 encoder refuses rows with v3 rules, naming the row") {
   flex_function f = drap_function(0x20000);
   jitunwind_error err{};
   jitunwind_status st{};
@@ -217,7 +218,8 @@ TEST_CASE("C API: the SFrame v2 encoder refuses rows with v3 rules, naming the r
   CHECK(st == JITUNWIND_OK);
 }
 
-TEST_CASE("C API: a window publishes a function with v3 rules (jitunwind_window_append_v3)") {
+TEST_CASE(
+    "capi v3 rules: a window publishes a function with v3 rules (jitunwind_window_append_v3)") {
   jitunwind_session_options o;
   jitunwind_session_options_init(&o);
   o.publishers = JITUNWIND_PUBLISH_REGISTRY;
@@ -251,7 +253,7 @@ TEST_CASE("C API: a window publishes a function with v3 rules (jitunwind_window_
   jitunwind_session_destroy(s);
 }
 
-TEST_CASE("C API: the binutils 2.46 vectors' flexible FDEs decode with their registers") {
+TEST_CASE("capi v3 rules: the binutils 2.46 vectors' flexible FDEs decode with their registers") {
   const auto dir = jitunwind::test::sframe_vectors_dir();
   if (!dir) return;
   size_t flex_functions = 0, register_rows = 0;
@@ -309,7 +311,7 @@ TEST_CASE("C API: the binutils 2.46 vectors' flexible FDEs decode with their reg
 }
 
 TEST_CASE(
-    "C API: C11 names a DRAP function with jitunwind_name_code_v3; the registry's SFrame "
+    "capi v3 rules: C11 names a DRAP function with jitunwind_name_code_v3, the registry's SFrame "
     "carries its registers") {
   char msg[512];
   const int rc = capi_c_v3_name_code(msg, sizeof msg);
