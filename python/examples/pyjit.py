@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """A Python-hosted JIT in miniature: it writes x86-64 machine code into mmap-ed memory, makes it
 executable, names it with jitunwind (perf map, jitdump, GDB, the registry jitwalk reads) and
-calls it through ctypes. Usage: pyjit.py [SECONDS]: with SECONDS, it keeps calling the code that
-long, for a profiler to watch."""
+calls it through ctypes. Usage: pyjit.py [SECONDS] [--window]: with SECONDS, it keeps calling the
+code that long, for a profiler to watch. --window: the code goes into a window of a session of
+its own, whose memory the SDK owns (instead of the on-ramp's jitunwind.name_code)."""
 
 import ctypes
 import mmap
@@ -28,18 +29,39 @@ def place(code):
     return buf, address
 
 
-def main():
-    seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 0.0
-    buf, address = place(CODE)
-    rows = jitunwind.FrameBuilder().push_frame_pointer(1, 4).pop_frame_pointer(19).finish(
+def rows_at(address):
+    return jitunwind.FrameBuilder().push_frame_pointer(1, 4).pop_frame_pointer(19).finish(
         address, len(CODE))
-    jitunwind.name_code(address, len(CODE), "pyjit:spin", rows)
+
+
+def run(address, seconds):
     spin = ctypes.CFUNCTYPE(ctypes.c_int)(address)
     end = time.monotonic() + seconds
     value = spin()
     while value == 42 and time.monotonic() < end:
         value = spin()
-    jitunwind.forget_code(address)
+    return value
+
+
+def main():
+    args = [a for a in sys.argv[1:] if a != "--window"]
+    seconds = float(args[0]) if args else 0.0
+    if "--window" in sys.argv[1:]:
+        with jitunwind.Session() as session:
+            window = session.owned_window(1 << 16)
+            address, writable = window.allocate(len(CODE))
+            ctypes.memmove(writable, CODE, len(CODE))
+            rows = rows_at(address)
+            window.append("pyjit:window_spin", address, len(CODE), rows)
+            window.publish()
+            value = run(address, seconds)
+            window.retire()
+    else:
+        buf, address = place(CODE)
+        rows = rows_at(address)
+        jitunwind.name_code(address, len(CODE), "pyjit:spin", rows)
+        value = run(address, seconds)
+        jitunwind.forget_code(address)
     print(f"pyjit: jitunwind {jitunwind.version()}, {len(rows)} rows, answer {value}")
     return 0 if value == 42 else 1
 

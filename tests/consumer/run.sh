@@ -3,8 +3,9 @@
 # Installs the SDK into a scratch prefix and builds the outside project against it, as a
 # runtime author would: find_package (shared and static) and pkg-config (by hand, C11 -pedantic,
 # C++17, C++20; the C program also linked statically through pkg-config --static). Every program
-# runs once. As root, each pkg-config embedder then runs under perf record (perf report must name
-# its JIT function) and under jitwalk profile (the JIT frame must unwind to main).
+# runs once. As root, each embedder (pkg-config and both find_package builds) then runs under
+# perf record (perf report must name its JIT function) and under jitwalk profile (the JIT frame
+# must unwind to main).
 set -euo pipefail
 build=$1 project=$2 jitwalk=${3:-}
 label=consumer
@@ -44,14 +45,18 @@ done
 
 can_profile "$jitwalk" || exit 0
 
-# The real tools on each embedder: perf report names the JIT function from the perf map the SDK
-# wrote; jitwalk walks from it through run_jit to main with the published SFrame.
+# The real tools on each embedder, as built each way (pkg-config; find_package shared and
+# static): perf report names the JIT function from the perf map the SDK wrote; jitwalk walks from
+# it through run_jit to main with the published SFrame.
 export LD_LIBRARY_PATH="$scratch/prefix/lib"
-for prog in embed_c embed_cxx17 embed_cxx20; do
-  name=${prog%17}; name=${name%20}:spin
-  run=("$scratch/$prog" 1)
-  check_perf_names "$name" -- "${run[@]}"
-  check_jitwalk_rooted "$jitwalk" "$name" ";main;(.*;)?run_jit[^;]*;$name" "through run_jit to main" \
-    -- "${run[@]}"
+for dir in "$scratch" "$scratch/build-shared" "$scratch/build-static"; do
+  for prog in embed_c embed_cxx17 embed_cxx20; do
+    name=${prog%17}; name=${name%20}:spin
+    run=("$dir/$prog" 1)
+    echo "consumer: profiling ${dir#$scratch/} $prog"
+    check_perf_names "$name" -- "${run[@]}"
+    check_jitwalk_rooted "$jitwalk" "$name" ";main;(.*;)?run_jit[^;]*;$name" \
+      "through run_jit to main" -- "${run[@]}"
+  done
 done
 echo "consumer: ok"

@@ -15,6 +15,7 @@ export JITUNWIND_DIR=$scratch JITDUMPDIR=$scratch PYTHONDONTWRITEBYTECODE=1
 py=/usr/bin/python3
 "$py" "$src/tests/python/test_bindings.py"
 "$py" "$src/python/examples/pyjit.py"
+"$py" "$src/python/examples/pyjit.py" 0 --window
 can_profile "$jitwalk" || exit 0
 
 prog=("$py" "$src/python/examples/pyjit.py" 1)
@@ -23,3 +24,9 @@ check_perf_names pyjit:spin -- "${prog[@]}"
 # down to the process's first frame.
 check_jitwalk_rooted "$jitwalk" pyjit:spin '^[^;]*;_start;(.*;)?ffi_call[^;]*;(.*;)?pyjit:spin' \
   "through libffi to _start" -- "${prog[@]}"
+# The same code in an owned window of a session of its own.
+prog=("$py" "$src/python/examples/pyjit.py" 1 --window)
+check_perf_names pyjit:window_spin -- "${prog[@]}"
+check_jitwalk_rooted "$jitwalk" pyjit:window_spin \
+  '^[^;]*;_start;(.*;)?ffi_call[^;]*;(.*;)?pyjit:window_spin' "through libffi to _start" \
+  -- "${prog[@]}"

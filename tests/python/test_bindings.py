@@ -51,5 +51,64 @@ class Bindings(unittest.TestCase):
             self.assertEqual(e.exception.status, "invalid_argument")
 
 
+class Layout(unittest.TestCase):
+    def test_session_options_mirror_the_c_struct(self):
+        o = jitunwind._SessionOptions()
+        jitunwind.library.jitunwind_session_options_init(ctypes.byref(o))
+        self.assertEqual(o.struct_size, ctypes.sizeof(o))  # the C sizeof, written by _init
+        self.assertEqual(o.publishers, 0x1F)  # JITUNWIND_PUBLISH_DEFAULT
+
+
+class Windows(unittest.TestCase):
+    CODE = bytes([0x55, 0x48, 0x89, 0xE5, 0xB8, 0x07, 0x00, 0x00, 0x00, 0x5D, 0xC3])  # returns 7
+
+    def rows(self, address):
+        return jitunwind.FrameBuilder().push_frame_pointer(1, 4).pop_frame_pointer(10).finish(
+            address, len(self.CODE))
+
+    def test_an_owned_window_runs_and_lists_its_code(self):
+        directory = os.environ["JITUNWIND_DIR"]
+        with jitunwind.Session(publishers=jitunwind.PUBLISH_REGISTRY | jitunwind.PUBLISH_PERFMAP,
+                               directory=directory) as session:
+            w = session.owned_window(1 << 16)
+            self.assertTrue(w.owned)
+            self.assertEqual(w.state, "open")
+            self.assertEqual(w.published_sframe(), b"")
+            address, writable = w.allocate(len(self.CODE))
+            self.assertTrue(w.text_start <= address < w.text_start + w.text_size)
+            ctypes.memmove(writable, self.CODE, len(self.CODE))
+            w.append("pytest:seven", address, len(self.CODE), self.rows(address))
+            w.publish()
+            self.assertEqual(ctypes.CFUNCTYPE(ctypes.c_int)(address)(), 7)
+            self.assertEqual(w.functions(), [("pytest:seven", address, len(self.CODE))])
+            session.flush()
+            sframe = w.published_sframe()
+            self.assertEqual(sframe[:2], b"\xe2\xde")  # SFrame magic 0xdee2, little-endian
+            perf_map = os.path.join(directory, f"perf-{os.getpid()}.map")
+            with open(perf_map) as f:
+                self.assertIn(f"{address:x} {len(self.CODE):x} pytest:seven\n", f.read())
+            w.retire()
+            self.assertEqual(w.state, "retired")
+        with self.assertRaises(jitunwind.JitunwindError) as e:
+            w.publish()  # its session is closed
+        self.assertEqual(e.exception.status, "bad_state")
+
+    def test_a_described_window_over_the_jits_own_memory(self):
+        buf = mmap.mmap(-1, mmap.PAGESIZE)
+        start = ctypes.addressof(ctypes.c_char.from_buffer(buf))
+        with jitunwind.Session(publishers=jitunwind.PUBLISH_REGISTRY) as session:
+            w = session.describe_window(start, mmap.PAGESIZE)
+            self.assertFalse(w.owned)
+            w.append("pytest:described", start + 64, len(self.CODE), self.rows(start + 64))
+            with self.assertRaises(jitunwind.JitunwindError) as e:  # outside the window
+                w.append("pytest:outside", start + mmap.PAGESIZE, 16, self.rows(0))
+            self.assertEqual(e.exception.status, "invalid_argument")
+            with self.assertRaises(jitunwind.JitunwindError) as e:  # owned windows only
+                w.allocate(16)
+            w.publish()
+            self.assertEqual([f[0] for f in w.functions()], ["pytest:described"])
+            w.retire()
+
+
 if __name__ == "__main__":
     sys.exit(unittest.main(verbosity=2))
