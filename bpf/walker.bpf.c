@@ -229,10 +229,15 @@ static __always_inline void mix(struct jw_scratch* s, __u64 v) {
   s->hash = (s->hash ^ v) * JW_HASH_MUL;
 }
 
-static __always_inline void finish(struct jw_scratch* s, __u32 d, __u8 stop, __u32 meta) {
+/* Ends the walk at frame d. `tried`: the method of the step that failed there (enum jw_method),
+ * 0 when no step was due (a table's outermost row). */
+static __always_inline void finish(struct jw_scratch* s, __u32 d, __u8 stop, __u32 meta,
+                                   __u8 tried) {
   if (d < JW_MAX_DEPTH) s->st.frames[d].meta = meta;
   s->st.stop = stop;
+  s->st.end_method = tried;
   mix(s, meta);
+  mix(s, tried);
 }
 
 /* One frame: record the PC, find how to reach the caller, step. 0 = continue, 1 = stop. */
@@ -283,11 +288,11 @@ static long walk_step(__u32 index, struct walk_ctx* c) {
         }
       }
       if (row && row->kind == JW_ROW_OUTERMOST) {
-        finish(s, d, JW_STOP_OUTERMOST, JW_META(JW_M_END, kind, uid));
+        finish(s, d, JW_STOP_OUTERMOST, JW_META(JW_M_END, kind, uid), 0);
         return 1;
       }
       if (row && row->kind == JW_ROW_UNSUPPORTED) {
-        finish(s, d, JW_STOP_UNSUPPORTED_RULE, JW_META(JW_M_END, kind, uid));
+        finish(s, d, JW_STOP_UNSUPPORTED_RULE, JW_META(JW_M_END, kind, uid), JW_M_TABLE);
         return 1;
       }
       if (row && (row->flags & JW_ROW_FROM_EH_FRAME)) kind = JW_RANGE_EHFRAME;
@@ -297,11 +302,11 @@ static long walk_step(__u32 index, struct walk_ctx* c) {
         cfa = (row->kind == JW_ROW_CFA_SP ? sp : fp) + (__s64)row->cfa_off;
         /* v3: CFA = *(base + offset), e.g. *(rbp - 8) after a stack realignment. */
         if ((flags & JW_ROW_CFA_DEREF) && bpf_probe_read_user(&cfa, sizeof(cfa), (void*)cfa)) {
-          finish(s, d, JW_STOP_READ, JW_META(JW_M_END, kind, uid));
+          finish(s, d, JW_STOP_READ, JW_META(JW_M_END, kind, uid), method);
           return 1;
         }
         if (cfa <= sp || (cfa & 7)) {
-          finish(s, d, JW_STOP_NO_PROGRESS, JW_META(JW_M_END, kind, uid));
+          finish(s, d, JW_STOP_NO_PROGRESS, JW_META(JW_M_END, kind, uid), method);
           return 1;
         }
         /* One read for the RA and, when it sits right below it (push rbp at entry: the
@@ -315,18 +320,18 @@ static long walk_step(__u32 index, struct walk_ctx* c) {
         if (fp_saved && fp_at == cfa - 16 && ra_off == -8) {
           __u64 pair[2];
           if (bpf_probe_read_user(pair, sizeof(pair), (void*)(cfa - 16))) {
-            finish(s, d, JW_STOP_READ, JW_META(JW_M_END, kind, uid));
+            finish(s, d, JW_STOP_READ, JW_META(JW_M_END, kind, uid), method);
             return 1;
           }
           new_fp = pair[0];
           ra = pair[1];
         } else {
           if (bpf_probe_read_user(&ra, sizeof(ra), (void*)(cfa + ra_off))) {
-            finish(s, d, JW_STOP_READ, JW_META(JW_M_END, kind, uid));
+            finish(s, d, JW_STOP_READ, JW_META(JW_M_END, kind, uid), method);
             return 1;
           }
           if (fp_saved && bpf_probe_read_user(&new_fp, sizeof(new_fp), (void*)fp_at)) {
-            finish(s, d, JW_STOP_READ, JW_META(JW_M_END, kind, uid));
+            finish(s, d, JW_STOP_READ, JW_META(JW_M_END, kind, uid), method);
             return 1;
           }
         }
@@ -345,16 +350,16 @@ static long walk_step(__u32 index, struct walk_ctx* c) {
     /* Frame-pointer fallback: [fp] = caller's fp, [fp + 8] = return address. */
     s->st.fallback = 1;
     if (fp == 0) {
-      finish(s, d, JW_STOP_FP_END, JW_META(JW_M_END, kind, uid));
+      finish(s, d, JW_STOP_FP_END, JW_META(JW_M_END, kind, uid), method);
       return 1;
     }
     if (fp < sp || (fp & 7)) {
-      finish(s, d, JW_STOP_BAD_FP, JW_META(JW_M_END, kind, uid));
+      finish(s, d, JW_STOP_BAD_FP, JW_META(JW_M_END, kind, uid), method);
       return 1;
     }
     __u64 pair[2];
     if (bpf_probe_read_user(pair, sizeof(pair), (void*)fp)) {
-      finish(s, d, JW_STOP_READ, JW_META(JW_M_END, kind, uid));
+      finish(s, d, JW_STOP_READ, JW_META(JW_M_END, kind, uid), method);
       return 1;
     }
     new_fp = pair[0];
@@ -363,11 +368,11 @@ static long walk_step(__u32 index, struct walk_ctx* c) {
   }
 
   if (cfa <= sp) {
-    finish(s, d, JW_STOP_NO_PROGRESS, JW_META(JW_M_END, kind, uid));
+    finish(s, d, JW_STOP_NO_PROGRESS, JW_META(JW_M_END, kind, uid), method);
     return 1;
   }
   if (ra == 0) {
-    finish(s, d, JW_STOP_RA_ZERO, JW_META(JW_M_END, kind, uid));
+    finish(s, d, JW_STOP_RA_ZERO, JW_META(JW_M_END, kind, uid), method);
     return 1;
   }
   __u32 meta = JW_META(method, kind, uid);
@@ -399,6 +404,7 @@ static __always_inline struct jw_scratch* walk_user(__u64 pc, __u64 sp, __u64 fp
   s->st.depth = 0;
   s->st.stop = JW_STOP_DEPTH;
   s->st.fallback = 0;
+  s->st.end_method = 0;
   s->st.stale = 0;
   s->last_range = 0;
   s->last_uid = 0;
@@ -519,6 +525,7 @@ int jw_sample_kfp(struct bpf_perf_event_data* ctx) {
   s->st.depth = depth;
   s->st.stop = depth == JW_KSTACK_DEPTH ? JW_STOP_DEPTH : JW_STOP_FP_END;
   s->st.fallback = 1;
+  s->st.end_method = 0;
   s->st.stale = 0;
   hash ^= 0x6b6670; /* keep kernel-FP stacks apart from walked ones */
   aggregate(ctx, hash, &s->st);

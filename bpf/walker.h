@@ -184,7 +184,13 @@ struct jw_frame {
 JW_STATIC_ASSERT(sizeof(struct jw_frame) == 16, "jw_frame layout");
 
 struct jw_stack {
-  __u32 depth;   /* valid entries in frames */
+  __u16 depth; /* valid entries in frames (<= JW_MAX_DEPTH) */
+  /* The method (enum jw_method) of the step that failed at the last frame, i.e. what the walk
+   * tried when it stopped: JW_M_TABLE, or JW_M_FP / _GAP / _STALE for the frame-pointer
+   * fallback (the range kind is the last frame's meta kind). 0 when no step failed: a table's
+   * outermost row, the depth limit, the kernel's frame-pointer walk. */
+  __u8 end_method;
+  __u8 reserved;
   __u8 stop;     /* enum jw_stop */
   __u8 fallback; /* 1 if any frame used the frame-pointer fallback */
   __u16 stale;   /* frames whose freed window's rows were refused */

@@ -50,6 +50,28 @@ std::string stop_counts(const std::array<uint64_t, JW_STOP_COUNT_>& by_stop) {
   return out;
 }
 
+std::string step_counts(const walk_summary& sum) {
+  static constexpr const char* sources[4] = {"JIT window tables", "native .sframe",
+                                             "native .eh_frame", "frame-pointer fallback"};
+  uint64_t tried_total = 0;
+  for (size_t i = 0; i < 4; ++i) tried_total += sum.frames[i] + sum.failed[i];
+  if (tried_total == 0) return {};
+  std::string out = format("%llu tried: ", static_cast<unsigned long long>(tried_total));
+  for (size_t i = 0; i < 4; ++i) {
+    const uint64_t tried = sum.frames[i] + sum.failed[i];
+    out += format("%s%.1f%% %s", i ? ", " : "", pct(tried, tried_total), sources[i]);
+    if (sum.failed[i] != 0) {
+      out += format(" (%llu failed, %.1f%% of its tries)",
+                    static_cast<unsigned long long>(sum.failed[i]), pct(sum.failed[i], tried));
+    }
+  }
+  if (sum.no_step != 0) {
+    out += format("; %llu of %llu walks made no step", static_cast<unsigned long long>(sum.no_step),
+                  static_cast<unsigned long long>(sum.samples));
+  }
+  return out;
+}
+
 bool is_entry_function(const std::string& name) noexcept {
   static const std::set<std::string> entries = {"_start",
                                                 "__libc_start_main",
@@ -134,6 +156,13 @@ const aggregator::known_stack& aggregator::know(uint64_t hash, const jw_stack* s
   k.root = st->stop == JW_STOP_OUTERMOST || (last_entry && st->stop != JW_STOP_TABLE_RACE);
   k.fallback = st->fallback != 0;
   k.stale = st->stale != 0;
+  if (!k.root && depth > 0 && st->end_method != 0) {
+    const unsigned kind = JW_META_KIND(st->frames[depth - 1].meta);
+    k.failed = st->end_method != JW_M_TABLE ? 3
+               : kind == JW_RANGE_JIT       ? 0
+               : kind == JW_RANGE_SFRAME    ? 1
+                                            : 2;
+  }
   return stacks_.emplace(hash, std::move(k)).first->second;
 }
 
@@ -173,6 +202,9 @@ void aggregator::drain() {
     }
     frames.insert(frames.end(), k->frames.begin(), k->frames.end());
     for (size_t i = 0; i < k->steps.size(); ++i) summary_.frames[i] += k->steps[i] * count;
+    if (k->failed >= 0) summary_.failed[static_cast<size_t>(k->failed)] += count;
+    if (!k->root && k->steps[0] + k->steps[1] + k->steps[2] + k->steps[3] == 0)
+      summary_.no_step += count;
     summary_.samples += count;
     if (k->root) summary_.root += count;
     if (k->fallback) summary_.fallback += count;

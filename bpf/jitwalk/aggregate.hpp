@@ -23,8 +23,18 @@ struct walk_summary {
   /// Frames by how they were unwound: [0] table rows of a JIT window, [1] native .sframe,
   /// [2] native .eh_frame, [3] frame-pointer fallback, [4] last frame of a stack.
   std::array<uint64_t, 5> frames{};
+  /// Steps that failed, by the same source as frames[0..3]: the walk tried that method at its
+  /// last frame and stopped there without reaching the root (walker.h, jw_stack.end_method).
+  /// Steps tried = frames[i] + failed[i].
+  std::array<uint64_t, 4> failed{};
+  /// Walks that made no step at all (only the sampled PC, not at the root).
+  uint64_t no_step = 0;
   uint64_t kernel_stack_lost = 0;
 };
+
+/// The "caller steps" line: shares of the steps tried per source, failures per source, and the
+/// walks that made no step ("" when no walk tried a step).
+std::string step_counts(const walk_summary& sum);
 
 const char* stop_name(unsigned stop) noexcept;
 /// The stop's key in JSON reports ("unsupported_rule", ...).
@@ -70,6 +80,7 @@ class aggregator {
   struct known_stack {
     std::vector<uint32_t> frames;  // profile frame ids, leaf first
     std::array<uint64_t, 5> steps{};
+    int failed = -1;  // the source (0..3) whose step failed at the last frame, -1: none
     uint8_t stop = 0;
     bool root = false, fallback = false, stale = false;
   };

@@ -325,13 +325,10 @@ int cmd_profile(int argc, char** argv) {
                pct(sum.fallback, sum.samples));
   const std::string stops = stop_counts(sum.by_stop);
   if (!stops.empty()) std::fprintf(stderr, "jitwalk:   walks ended by: %s\n", stops.c_str());
-  uint64_t frames_total = 0;
-  for (int i = 0; i < 4; ++i) frames_total += sum.frames[i];
-  std::fprintf(stderr,
-               "jitwalk:   caller steps: %.1f%% JIT window tables, %.1f%% native .sframe, %.1f%% "
-               "native .eh_frame, %.1f%% frame-pointer fallback\n",
-               pct(sum.frames[0], frames_total), pct(sum.frames[1], frames_total),
-               pct(sum.frames[2], frames_total), pct(sum.frames[3], frames_total));
+  // Shares of the steps tried (not only those made): a run whose walks all failed at their
+  // first step says so instead of showing 100 % for the one step that worked.
+  if (const std::string steps = step_counts(sum); !steps.empty())
+    std::fprintf(stderr, "jitwalk:   caller steps: %s\n", steps.c_str());
   std::fprintf(
       stderr,
       "jitwalk:   tables: %zu objects (%zu with .sframe: %zu v1, %zu v2, %zu v3; %zu without "
@@ -374,8 +371,14 @@ int cmd_profile(int argc, char** argv) {
         bs[JW_STAT_SAMPLES] ? static_cast<double>(bs[JW_STAT_WALK_NS]) / bs[JW_STAT_SAMPLES] : 0.0);
   }
   if (s.child() && s.child()->exited()) {
-    std::fprintf(stderr, "jitwalk:   command: exit status %d, %.3f s CPU (user + system)\n",
-                 s.child()->exit_code(), s.child()->cpu_seconds());
+    // Whether the command ended by itself or jitwalk ended it (end of -d, Ctrl-C), never a bare
+    // "exit status 143" for a command jitwalk terminated.
+    const std::string why = !s.child()->ended_by_jitwalk() ? ""
+                            : o.run.duration_s > 0 && s.stop_reason() != "interrupted"
+                                ? format(" at the end of -d %g", o.run.duration_s)
+                                : " when jitwalk was interrupted";
+    std::fprintf(stderr, "jitwalk:   command: %s%s, %.3f s CPU (user + system)\n",
+                 s.child()->describe_end().c_str(), why.c_str(), s.child()->cpu_seconds());
   }
   if (o.bpf_stats && s.child() && s.child()->cpu_seconds() > 0) {
     prog_stats ps = s.bpf().stats_of(o.unwinder);

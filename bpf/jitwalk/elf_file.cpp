@@ -71,15 +71,54 @@ void elf_file::load_symbols_from(const elf_image& img, bool want_symtab) const {
     if (sym.name.empty()) continue;
     // "memcpy@@GLIBC_2.14" -> "memcpy": versions are noise in a profile.
     if (size_t at = sym.name.find('@'); at != std::string::npos && at > 0) sym.name.resize(at);
-    // Kept for the whole run: charged to the budget; what does not fit goes unnamed.
-    if (auto r = symbols_charge_.grow(limits_.budget, sizeof(function_symbol) + sym.name.size(),
-                                      "symbols of " + name());
-        !r) {
-      warn("%s; the other functions of %s stay unnamed", r.error().message().c_str(),
-           name().c_str());
-      return;
+    function_symbol f{sym.value, sym.size, std::move(sym.name), 0, sym.bind};
+    // A symbol without a size covers at most the rest of its section (glibc's size-0 _init in
+    // .init must not name the .plt after it).
+    if (sym.shndx < img.sections().size()) {
+      const elf_section& in = img.sections()[sym.shndx];
+      if (in.addr <= sym.value && sym.value - in.addr < in.size) f.limit = in.addr + in.size;
     }
-    symbols_.push_back({sym.value, sym.size, std::move(sym.name)});
+    if (!keep_symbol(std::move(f))) return;
+  }
+}
+
+bool elf_file::keep_symbol(function_symbol&& f) const {
+  // Kept for the whole run: charged to the budget; what does not fit goes unnamed.
+  if (auto r = symbols_charge_.grow(limits_.budget, sizeof(function_symbol) + f.name.size(),
+                                    "symbols of " + name());
+      !r) {
+    warn("%s; the other functions of %s stay unnamed", r.error().message().c_str(), name().c_str());
+    return false;
+  }
+  symbols_.push_back(std::move(f));
+  return true;
+}
+
+void elf_file::load_plt_symbols() const {
+  // x86-64 lazy-binding layout (what ld writes and perf reads): the i-th .rela.plt relocation
+  // owns the i-th 16-byte entry of .plt.sec when there is one (IBT), else the (i+1)-th of .plt
+  // (entry 0 is the resolver's). IRELATIVE entries have a slot but no symbol: left unnamed.
+  constexpr uint64_t entry = 16;
+  constexpr uint32_t r_x86_64_jump_slot = 7;
+  if (image_->machine() != jitunwind::detail::elf_em_x86_64) return;
+  const elf_section* rela = image_->find_section(".rela.plt");
+  const elf_section* sec = image_->find_section(".plt.sec");
+  const elf_section* plt = sec ? sec : image_->find_section(".plt");
+  if (rela == nullptr || plt == nullptr || rela->link >= image_->sections().size()) return;
+  auto relocs = image_->relocations(*rela);
+  if (!relocs) return;
+  auto dynsyms = image_->symbols(image_->sections()[rela->link]);
+  if (!dynsyms) return;
+  const uint64_t first = sec ? 0 : 1;
+  const uint64_t slots = plt->size / entry;
+  for (size_t i = 0; i < relocs->size() && first + i < slots; ++i) {
+    const auto& r = (*relocs)[i];
+    if (r.type != r_x86_64_jump_slot || r.symbol == 0 || r.symbol >= dynsyms->size()) continue;
+    std::string sym = (*dynsyms)[r.symbol].name;
+    if (size_t at = sym.find('@'); at != std::string::npos) sym.resize(at);
+    if (sym.empty()) continue;
+    const uint64_t at = plt->addr + (first + i) * entry;
+    if (!keep_symbol({at, entry, sym + "@plt", 0, 1})) return;
   }
 }
 
@@ -106,10 +145,12 @@ const std::vector<function_symbol>& elf_file::symbols() const {
     }
   }
   load_symbols_from(*image_, false);  // .dynsym adds exported aliases and fills gaps
+  load_plt_symbols();
   std::sort(symbols_.begin(), symbols_.end(),
             [](const function_symbol& a, const function_symbol& b) {
               if (a.start != b.start) return a.start < b.start;
-              return a.size > b.size;
+              if (a.size != b.size) return a.size > b.size;
+              return a.bind == 1 && b.bind != 1;  // global before weak (vDSO aliases)
             });
   // One symbol per address: prefer the first (largest size; .symtab before .dynsym).
   std::vector<function_symbol> unique;
@@ -130,6 +171,7 @@ const function_symbol* elf_file::find_symbol(uint64_t vaddr) const {
   const function_symbol& s = *(it - 1);
   if (s.size != 0 && vaddr >= s.start + s.size) return nullptr;
   if (s.size == 0 && it != syms.end() && vaddr >= it->start) return nullptr;
+  if (s.size == 0 && s.limit != 0 && vaddr >= s.limit) return nullptr;
   return &s;
 }
 

@@ -20,8 +20,10 @@ namespace jitwalk {
 
 struct function_symbol {
   uint64_t start = 0;  ///< ELF virtual address
-  uint64_t size = 0;   ///< 0 = unknown (extends to the next symbol)
+  uint64_t size = 0;   ///< 0 = unknown (extends to the next symbol, within its section)
   std::string name;
+  uint64_t limit = 0;  ///< end of the symbol's section (a size-0 symbol stops there), 0: unknown
+  uint8_t bind = 0;    ///< STB_*: a global name wins over a weak alias at the same address
 };
 
 struct sdt_probe {
@@ -69,6 +71,8 @@ class elf_file {
   /// the object itself has no .symtab. Only the first table of each kind is read (an object has
   /// one); what is kept is charged to the budget, and symbols that do not fit are left out.
   const std::vector<function_symbol>& symbols() const;
+  /// PLT entries are named "name@plt" (as perf does), from .rela.plt and the layout of .plt /
+  /// .plt.sec (x86-64 only).
   /// The symbol covering `vaddr`, or null.
   const function_symbol* find_symbol(uint64_t vaddr) const;
 
@@ -97,6 +101,8 @@ class elf_file {
   std::string compute_build_id() const;
 
   void load_symbols_from(const jitunwind::detail::elf_image& img, bool want_symtab) const;
+  void load_plt_symbols() const;
+  bool keep_symbol(function_symbol&& s) const;
 };
 
 }  // namespace jitwalk

@@ -154,7 +154,10 @@ child_process::child_process(child_process&& o) noexcept
       error_fd_(o.error_fd_),
       command_(std::move(o.command_)),
       exited_(o.exited_),
-      exit_code_(o.exit_code_) {
+      exit_code_(o.exit_code_),
+      term_signal_(o.term_signal_),
+      sent_term_(o.sent_term_),
+      cpu_s_(o.cpu_s_) {
   o.pid_ = -1;
   o.gate_fd_ = o.error_fd_ = -1;
 }
@@ -190,10 +193,32 @@ result<void> child_process::release() {
   return {};
 }
 
-static int decode_status(int status) {
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return -1;
+void child_process::record(int status) {
+  exited_ = true;
+  // The shell's convention (128 + signal) for exit_code(); term_signal() keeps them apart.
+  exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  term_signal_ = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+}
+
+static std::string signal_name(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  return abbrev ? format("SIG%s", abbrev) : format("signal %d", sig);
+}
+
+std::string child_process::describe_end() const {
+  if (!exited_) return "still running";
+  if (term_signal_ == 0) {
+    if (sent_term_ == 0) return format("exited with status %d", exit_code_);
+    return format("exited with status %d after jitwalk's %s", exit_code_,
+                  signal_name(sent_term_).c_str());
+  }
+  const std::string sig = signal_name(term_signal_);
+  if (sent_term_ != 0 && term_signal_ == sent_term_) {
+    if (term_signal_ == SIGKILL)
+      return "ended by jitwalk (SIGKILL: still running 2 s after SIGTERM)";
+    return format("ended by jitwalk (%s)", sig.c_str());
+  }
+  return format("killed by signal %d (%s)", term_signal_, sig.c_str());
 }
 
 static double cpu_of(const rusage& ru) {
@@ -207,8 +232,7 @@ bool child_process::poll_exit() {
   rusage ru{};
   pid_t r = wait4(pid_, &status, WNOHANG, &ru);
   if (r == pid_ && (WIFEXITED(status) || WIFSIGNALED(status))) {
-    exited_ = true;
-    exit_code_ = decode_status(status);
+    record(status);
     cpu_s_ = cpu_of(ru);
   }
   return exited_;
@@ -225,8 +249,7 @@ int child_process::wait() {
       break;
     }
     if (WIFEXITED(status) || WIFSIGNALED(status)) {
-      exited_ = true;
-      exit_code_ = decode_status(status);
+      record(status);
       cpu_s_ = cpu_of(ru);
     }
   }
@@ -234,7 +257,8 @@ int child_process::wait() {
 }
 
 void child_process::signal(int sig) {
-  if (!exited_ && pid_ > 0) kill(pid_, sig);
+  if (!exited_ && pid_ > 0 && kill(pid_, sig) == 0 && (sig == SIGTERM || sig == SIGKILL))
+    sent_term_ = sig;
 }
 
 }  // namespace jitwalk

@@ -164,7 +164,7 @@ void run_session::loop(const std::function<void()>& tick, int tick_ms) {
       break;
     }
     if (child_ && child_->poll_exit()) {
-      stop_reason_ = format("command exited with status %d", child_->exit_code());
+      stop_reason_ = "command " + child_->describe_end();
       break;
     }
     if (!child_ && !process_alive(pid_)) {

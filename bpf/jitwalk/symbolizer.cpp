@@ -2,9 +2,12 @@
 
 #include <cxxabi.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -105,6 +108,33 @@ std::shared_ptr<elf_file> symbolizer::object_for(const mapping& m) {
   return f.value();
 }
 
+std::shared_ptr<elf_file> symbolizer::vdso_for(const mapping& m) {
+  if (vdso_tried_) return vdso_;
+  vdso_tried_ = true;
+  // The kernel's vDSO is an ELF image of a page or two: copied whole from the target (it is
+  // mapped there from offset 0, so file offsets are offsets in the mapping) and parsed by the
+  // hostile-safe reader like any object of the target.
+  constexpr uint64_t max_vdso = 1 << 20;
+  if (m.end <= m.start || m.end - m.start > max_vdso) return nullptr;
+  std::vector<uint8_t> bytes(m.end - m.start);
+  iovec local{bytes.data(), bytes.size()};
+  iovec remote{reinterpret_cast<void*>(m.start), bytes.size()};
+  if (::process_vm_readv(pid_, &local, 1, &remote, 1, 0) != static_cast<ssize_t>(bytes.size())) {
+    detail("[vdso] of pid %d: cannot read it (%s): its frames stay unnamed", pid_,
+           std::strerror(errno));
+    return nullptr;
+  }
+  vdso_bytes_ = std::move(bytes);
+  auto f = elf_file::from_bytes(vdso_bytes_, "[vdso]");
+  if (!f) {
+    warn("%s (vDSO frames stay unnamed)", f.error().message().c_str());
+    vdso_bytes_.clear();
+    return nullptr;
+  }
+  vdso_ = f.value();
+  return vdso_;
+}
+
 frame_desc symbolizer::user_frame(uint64_t pc, bool return_address, uint64_t before) {
   jit_when when;
   when.before = before;
@@ -128,8 +158,9 @@ frame_desc symbolizer::user_frame(uint64_t pc, bool return_address, const jit_wh
     if (m == nullptr || m->anonymous()) d.module = "[jit]";
     return d;
   }
-  if (m != nullptr && m->inode != 0 && !m->shared_anonymous()) {
-    if (auto obj = object_for(*m)) {
+  const bool vdso = m != nullptr && m->inode == 0 && m->path == "[vdso]";
+  if (m != nullptr && (vdso || (m->inode != 0 && !m->shared_anonymous()))) {
+    if (auto obj = vdso ? vdso_for(*m) : object_for(*m)) {
       d.build_id = obj->build_id();
       auto vaddr = obj->offset_to_vaddr(at - m->start + m->offset);
       if (vaddr) {

@@ -64,6 +64,8 @@ class symbolizer {
 
  private:
   void load_kallsyms();
+  /// The target's [vDSO] as an ELF object (copied from its memory once), or null.
+  std::shared_ptr<elf_file> vdso_for(const mapping& m);
 
   pid_t pid_;
   symbolizer_limits limits_;
@@ -73,6 +75,9 @@ class symbolizer {
   jit_names names_;
   std::string perf_map_path_;
   std::vector<std::string> jitdump_paths_;
+  std::vector<uint8_t> vdso_bytes_;  // the copy vdso_ parses (never resized once parsed)
+  std::shared_ptr<elf_file> vdso_;
+  bool vdso_tried_ = false;
   bool kallsyms_loaded_ = false;
   std::vector<std::pair<uint64_t, std::string>> kallsyms_;
 };

@@ -149,8 +149,15 @@ void tracker::scan_objects() {
       if (t->sframe_version == 2) ++stats_.objects_sframe_v2;
       if (t->sframe_version == 3) ++stats_.objects_sframe_v3;
     }
-    detail("%s: %zu rows (%zu functions from .sframe v%d, %zu from .eh_frame)", m.path.c_str(),
-           nrows, t->sframe_functions, t->sframe_version, t->eh_frame_functions);
+    // Only the tables the object has (no "0 functions from .sframe v0" for an object without).
+    std::string from;
+    if (t->sframe_version != 0)
+      from = format("%zu functions from .sframe v%d", t->sframe_functions, t->sframe_version);
+    if (t->eh_frame_functions != 0 || obj->image().find_section(".eh_frame") != nullptr) {
+      from += format("%s%zu %sfrom .eh_frame", from.empty() ? "" : ", ", t->eh_frame_functions,
+                     from.empty() ? "functions " : "");
+    }
+    detail("%s: %zu rows (%s)", m.path.c_str(), nrows, from.c_str());
   }
   for (auto it = objects_.begin(); it != objects_.end();) {
     if (!seen.count(it->first)) {
