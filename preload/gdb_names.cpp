@@ -33,21 +33,43 @@ bool gdb_names::find_descriptor() {
   // own copy is hidden, so dlsym never returns it.
   if (void* d = dlsym(RTLD_DEFAULT, "__jit_debug_descriptor")) {
     descriptor_ = reinterpret_cast<uint64_t>(d);
-    return true;
+  } else if (!looked_up_) {
+    // A definition only in a symbol table on disk (an executable without -rdynamic): the same
+    // search gdb does. It reads files, so only once.
+    looked_up_ = true;
+    const gdbjit::descriptor_info info = gdbjit::inspect_descriptors();
+    if (info.first != nullptr && info.first != info.ours)
+      descriptor_ = reinterpret_cast<uint64_t>(info.first);
   }
-  // A definition only in a symbol table on disk (an executable without -rdynamic): the same
-  // search gdb does. It reads files, so only once.
-  if (looked_up_) return false;
-  looked_up_ = true;
-  const gdbjit::descriptor_info d = gdbjit::inspect_descriptors();
-  if (d.first != nullptr && d.first != d.ours) descriptor_ = reinterpret_cast<uint64_t>(d.first);
-  return descriptor_ != 0;
+  if (descriptor_ == 0) return false;
+  // The descriptor is a global of the object defining it: once that object cannot be unloaded
+  // (dlopen with RTLD_NODELETE pins it), the descriptor itself may be read directly, which saves
+  // a system call per registration (most of the time the list is empty). Else every read goes
+  // through process_vm_readv.
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(descriptor_), &info) != 0 && info.dli_fname != nullptr) {
+    pinned_ = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE) != nullptr;
+  }
+  return true;
+}
+
+bool gdb_names::read_descriptor(gdbjit::jit_descriptor& out) const {
+  if (!pinned_) return read_self(descriptor_, &out, sizeof out);
+  // Another thread of the host may be updating it (under its own lock, not ours): a torn read
+  // gives at worst a stale or not-yet-linked entry pointer, which the checked reads below
+  // handle.
+  const auto* d = reinterpret_cast<const volatile gdbjit::jit_descriptor*>(descriptor_);
+  out.version = d->version;
+  out.action_flag = d->action_flag;
+  out.relevant_entry = d->relevant_entry;
+  out.first_entry = d->first_entry;
+  return true;
 }
 
 bool gdb_names::refresh() {
   if (!find_descriptor()) return false;
   gdbjit::jit_descriptor desc{};
-  if (!read_self(descriptor_, &desc, sizeof desc) || desc.version != 1) return false;
+  if (!read_descriptor(desc) || desc.version != 1) return false;
   std::set<std::pair<uint64_t, uint64_t>> listed;
   uint64_t at = reinterpret_cast<uint64_t>(desc.first_entry);
   for (size_t n = 0; at != 0 && n < max_entries; ++n) {

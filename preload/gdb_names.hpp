@@ -9,10 +9,14 @@
 //
 // The host's memory is read with process_vm_readv on this process, never dereferenced: an entry
 // unlinked and freed by another thread meanwhile gives a failed read (that object is skipped),
-// never a fault in the host. Objects are parsed by the SDK's hostile-safe ELF reader.
+// never a fault in the host. The one exception is the descriptor itself, read directly once the
+// object that defines it is pinned in memory (RTLD_NODELETE). Objects are parsed by the SDK's
+// hostile-safe ELF reader.
 //
 // Thread-safety: none; the preload calls it under its mutex.
 #pragma once
+
+#include "gdbjit/gdbjit.hpp"
 
 #include <cstdint>
 #include <map>
@@ -40,9 +44,11 @@ class gdb_names {
 
  private:
   bool find_descriptor();
+  bool read_descriptor(jitunwind::detail::gdbjit::jit_descriptor& out) const;
   void read_object(uint64_t address, uint64_t size);
 
   bool looked_up_ = false;
+  bool pinned_ = false;  // the object defining the descriptor cannot be unloaded
   uint64_t descriptor_ = 0;
   std::set<std::pair<uint64_t, uint64_t>> seen_;  // (symfile address, size) of read objects
   std::map<uint64_t, std::string> names_;         // function start -> name
