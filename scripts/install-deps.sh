@@ -12,6 +12,8 @@ PACKAGES=(
   nlohmann-json3-dev catch2 libbenchmark-dev
   # real peers the tests compare against
   binutils elfutils llvm-22 gdb linux-perf bpftrace protobuf-compiler chromium
+  # runtimes nobody here wrote, profiled by jitwalk's tests (V8, LuaJIT)
+  nodejs luajit
   # CFI -> SFrame differential tests: random C programs, LLVM's own --gsframe through clang
   csmith libcsmith-dev clang-22
   # the C ABI check (abidiff against abi/libjitunwind.abi)
