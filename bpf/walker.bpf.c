@@ -37,6 +37,8 @@ struct jw_config jw_cfg = {.max_depth = JW_DEFAULT_DEPTH};
  * frames unwound without a table are stamped with it, so user space names them by the code that
  * was published at the time of the sample (docs/jitwalk.md, "Symbolization"). */
 __u64 jw_latest_gen = 0;
+/* Next address-space id for an exec'd process (0 is the first target's). */
+__u64 jw_next_asid = 1;
 
 /* ---- maps ---- */
 
@@ -71,12 +73,29 @@ struct {
   __type(value, struct jw_window_state);
 } jw_windows SEC(".maps");
 
+/* Followed processes: tgid -> address space (walker.h, "Process trees"). */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 65536);
+  __type(key, __u32);
+  __type(value, struct jw_task);
+} jw_follow SEC(".maps");
+
+/* Threads sampled (tid -> tgid), for the summary's task counts. */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 65536);
+  __type(key, __u32);
+  __type(value, __u32);
+} jw_threads SEC(".maps");
+
 /* Walk state: too big for the 512-byte BPF stack. */
 struct jw_scratch {
   struct jw_stack st;
   __u64 kfp[JW_KSTACK_DEPTH]; /* bpf_get_stack output of jw_sample_kfp */
   __u64 pc, sp, fp;
   __u64 hash;
+  __u64 tag; /* (asid << JW_ASID_SHIFT): the address space searched */
   __u32 active, nranges, max_depth;
   /* Consecutive frames are often in the same object or window (recursion, a library's
    * internal calls): the last range found and its staleness verdict are kept for the walk. */
@@ -266,7 +285,9 @@ static long walk_step(__u32 index, struct walk_ctx* c) {
   __u32 method = JW_M_FP, kind = JW_RANGE_NONE, uid = 0;
   __u64 cfa = 0, ra = 0, new_fp = fp;
 
-  struct jw_range* r = c->fp_only ? NULL : find_range(s, lookup_pc);
+  /* Ranges are searched by (asid << JW_ASID_SHIFT) | pc; a PC above the user range has none. */
+  __u64 key_pc = (lookup_pc >> JW_ASID_SHIFT) ? 0 : lookup_pc | s->tag;
+  struct jw_range* r = c->fp_only || !key_pc ? NULL : find_range(s, key_pc);
   if (r) {
     kind = r->kind;
     uid = r->uid;
@@ -281,7 +302,7 @@ static long walk_step(__u32 index, struct walk_ctx* c) {
         row = bpf_map_lookup_elem(&jw_rows, &key);
       } else {
         __u32 key = 0;
-        row = find_row(r, (__u32)(lookup_pc - r->start), &key);
+        row = find_row(r, (__u32)(key_pc - r->start), &key);
         if (row) {
           s->last_row = key + 1;
           s->last_row_pc = lookup_pc;
@@ -386,7 +407,7 @@ static long walk_step(__u32 index, struct walk_ctx* c) {
 
 /* Walks from the given user registers into the per-CPU scratch. Returns the scratch (with
  * st.stop set) or NULL if the scratch is unavailable. */
-static __always_inline struct jw_scratch* walk_user(__u64 pc, __u64 sp, __u64 fp) {
+static __always_inline struct jw_scratch* walk_user(__u64 pc, __u64 sp, __u64 fp, __u32 asid) {
   __u32 zero = 0;
   struct jw_scratch* s = bpf_map_lookup_elem(&jw_scratch, &zero);
   struct jw_ctl* c = bpf_map_lookup_elem(&jw_ctl, &zero);
@@ -401,6 +422,9 @@ static __always_inline struct jw_scratch* walk_user(__u64 pc, __u64 sp, __u64 fp
   s->sp = sp;
   s->fp = fp;
   s->hash = 0xcbf29ce484222325ULL;
+  s->tag = (__u64)asid << JW_ASID_SHIFT;
+  /* Equal PCs in two address spaces are different code: their stacks never share a hash. */
+  if (asid) mix(s, asid);
   s->st.depth = 0;
   s->st.stop = JW_STOP_DEPTH;
   s->st.fallback = 0;
@@ -424,17 +448,40 @@ static __always_inline struct jw_scratch* walk_user(__u64 pc, __u64 sp, __u64 fp
   return s;
 }
 
-static __always_inline int is_target(void) {
+/* The current process's entry if it is followed (the target or, with follow_children, one of
+ * its descendants), else NULL. */
+static __always_inline struct jw_task* followed(void) {
   __u32 tgid = bpf_get_current_pid_tgid() >> 32;
-  return tgid != 0 && tgid == jw_cfg.target_tgid;
+  if (tgid == 0) return NULL;
+  return bpf_map_lookup_elem(&jw_follow, &tgid);
 }
 
-static __always_inline void aggregate(void* ctx, __u64 hash, const struct jw_stack* st) {
+static __always_inline int is_target(void) {
+  return followed() != NULL;
+}
+
+/* jw_windows key of a window of the current process. */
+static __always_inline __u64 window_key(__u64 id) {
+  struct jw_task* t = followed();
+  return t ? id ^ ((__u64)t->asid << JW_WINDOW_ASID_SHIFT) : id;
+}
+
+static __always_inline void count_thread(void) {
+  __u64 id = bpf_get_current_pid_tgid();
+  __u32 tid = (__u32)id, tgid = id >> 32;
+  if (!bpf_map_lookup_elem(&jw_threads, &tid))
+    bpf_map_update_elem(&jw_threads, &tid, &tgid, BPF_NOEXIST);
+}
+
+static __always_inline void aggregate(void* ctx, __u64 hash, const struct jw_stack* st,
+                                      __u32 asid) {
   __u64 id = bpf_get_current_pid_tgid();
   struct jw_count_key key = {};
   key.ustack = hash;
   key.tgid = id >> 32;
   key.tid = jw_cfg.per_thread ? (__u32)id : 0;
+  key.asid = asid;
+  count_thread();
   key.kstack = jw_cfg.kernel_stacks ? bpf_get_stackid(ctx, &jw_kstacks, 0) : -1;
 
   __u64* count = bpf_map_lookup_elem(&jw_counts, &key);
@@ -485,26 +532,30 @@ static __always_inline int user_regs(struct bpf_perf_event_data* ctx, __u64* pc,
 
 SEC("perf_event")
 int jw_sample(struct bpf_perf_event_data* ctx) {
-  if (!is_target()) {
+  struct jw_task* t = followed();
+  if (!t) {
     stat_add(JW_STAT_OTHER_TASK, 1);
     return 0;
   }
+  __u32 asid = t->asid;
   __u64 t0 = bpf_ktime_get_ns();
   stat_add(JW_STAT_SAMPLES, 1);
   __u64 pc, sp, fp;
   if (user_regs(ctx, &pc, &sp, &fp)) return 0;
-  struct jw_scratch* s = walk_user(pc, sp, fp);
-  if (s && s->st.stop != JW_STOP_TABLE_RACE) aggregate(ctx, s->hash, &s->st);
+  struct jw_scratch* s = walk_user(pc, sp, fp, asid);
+  if (s && s->st.stop != JW_STOP_TABLE_RACE) aggregate(ctx, s->hash, &s->st, asid);
   stat_add(JW_STAT_WALK_NS, bpf_ktime_get_ns() - t0);
   return 0;
 }
 
 SEC("perf_event")
 int jw_sample_kfp(struct bpf_perf_event_data* ctx) {
-  if (!is_target()) {
+  struct jw_task* t = followed();
+  if (!t) {
     stat_add(JW_STAT_OTHER_TASK, 1);
     return 0;
   }
+  __u32 asid = t->asid;
   __u64 t0 = bpf_ktime_get_ns();
   stat_add(JW_STAT_SAMPLES, 1);
   __u32 zero = 0;
@@ -528,7 +579,8 @@ int jw_sample_kfp(struct bpf_perf_event_data* ctx) {
   s->st.end_method = 0;
   s->st.stale = 0;
   hash ^= 0x6b6670; /* keep kernel-FP stacks apart from walked ones */
-  aggregate(ctx, hash, &s->st);
+  if (asid) hash = (hash ^ asid) * JW_HASH_MUL;
+  aggregate(ctx, hash, &s->st, asid);
   stat_add(JW_STAT_WALK_NS, bpf_ktime_get_ns() - t0);
   return 0;
 }
@@ -544,7 +596,9 @@ static __always_inline void fill_header(struct jw_event_header* h, __u32 type) {
 
 SEC("usdt")
 int jw_checkpoint(struct pt_regs* ctx) {
-  if (!is_target()) return 0;
+  struct jw_task* t = followed();
+  if (!t) return 0;
+  __u32 asid = t->asid;
   stat_add(JW_STAT_CHECKPOINTS, 1);
   long tag = 0, count = 0, addrs = 0;
   bpf_usdt_arg(ctx, 0, &tag);
@@ -584,7 +638,7 @@ int jw_checkpoint(struct pt_regs* ctx) {
   b->e.fp_n = fp_n;
   off += fp_n * 8;
 
-  struct jw_scratch* s = walk_user(PT_REGS_IP(ctx), PT_REGS_SP(ctx), PT_REGS_FP(ctx));
+  struct jw_scratch* s = walk_user(PT_REGS_IP(ctx), PT_REGS_SP(ctx), PT_REGS_FP(ctx), asid);
   __u32 depth = 0;
   if (s) {
     depth = s->st.depth;
@@ -618,12 +672,13 @@ int BPF_USDT(jw_window_publish, __u64 id, __u64 generation, __u64 text, __u64 te
   stat_add(JW_STAT_EVENTS, 1);
   __u64 latest = jw_latest_gen;
   if (generation > latest) __sync_val_compare_and_swap(&jw_latest_gen, latest, generation);
-  struct jw_window_state* w = bpf_map_lookup_elem(&jw_windows, &id);
+  __u64 key = window_key(id);
+  struct jw_window_state* w = bpf_map_lookup_elem(&jw_windows, &key);
   if (w) {
     w->published_gen = generation;
   } else {
     struct jw_window_state fresh = {.published_gen = generation};
-    bpf_map_update_elem(&jw_windows, &id, &fresh, BPF_ANY);
+    bpf_map_update_elem(&jw_windows, &key, &fresh, BPF_ANY);
   }
   struct jw_window_event* e = bpf_ringbuf_reserve(&jw_events, sizeof(*e), 0);
   if (!e) {
@@ -647,11 +702,12 @@ int BPF_USDT(jw_window_publish, __u64 id, __u64 generation, __u64 text, __u64 te
 }
 
 static __always_inline int window_event(__u32 type, __u64 id, __u64 generation) {
-  struct jw_window_state* w = bpf_map_lookup_elem(&jw_windows, &id);
+  __u64 key = window_key(id);
+  struct jw_window_state* w = bpf_map_lookup_elem(&jw_windows, &key);
   if (!w) {
     struct jw_window_state fresh = {};
-    bpf_map_update_elem(&jw_windows, &id, &fresh, BPF_NOEXIST);
-    w = bpf_map_lookup_elem(&jw_windows, &id);
+    bpf_map_update_elem(&jw_windows, &key, &fresh, BPF_NOEXIST);
+    w = bpf_map_lookup_elem(&jw_windows, &key);
   }
   if (w) {
     __u64* slot = type == JW_EV_WINDOW_FREE ? &w->freed_gen : &w->retired_gen;
@@ -722,5 +778,84 @@ int jw_loader(struct pt_regs* ctx) {
     stat_add(JW_STAT_STOPS, 1);
   }
   bpf_ringbuf_submit(e, 0);
+  return 0;
+}
+
+/* ---- process trees (walker.h, "Process trees") ---- */
+
+static __always_inline void task_event(__u32 type, __u32 tgid, __u32 parent, __u32 asid,
+                                       int stop) {
+  struct jw_task_event* e = bpf_ringbuf_reserve(&jw_events, sizeof(*e), 0);
+  if (!e) {
+    stat_add(JW_STAT_RINGBUF_FULL, 1);
+    return;
+  }
+  fill_header(&e->h, type);
+  e->h.tgid = tgid;
+  e->parent_tgid = parent;
+  e->asid = asid;
+  bpf_get_current_comm(e->comm, sizeof(e->comm));
+  if (stop && bpf_send_signal(JW_SIGSTOP) == 0) {
+    e->h.stopped = 1;
+    stat_add(JW_STAT_STOPS, 1);
+  }
+  bpf_ringbuf_submit(e, 0);
+}
+
+/* A new process (not a thread) of a followed one shares its address space until it execs. */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(jw_fork, struct task_struct* parent, struct task_struct* child) {
+  if (!jw_cfg.follow_children) return 0;
+  __u32 pid = BPF_CORE_READ(child, pid), tgid = BPF_CORE_READ(child, tgid);
+  if (pid != tgid) return 0; /* a thread */
+  __u32 ptgid = BPF_CORE_READ(parent, tgid);
+  struct jw_task* p = bpf_map_lookup_elem(&jw_follow, &ptgid);
+  if (!p) return 0;
+  struct jw_task t = {.asid = p->asid, .flags = 0};
+  if (bpf_map_update_elem(&jw_follow, &tgid, &t, BPF_ANY)) return 0;
+  stat_add(JW_STAT_EVENTS, 1);
+  /* The event's comm is the parent's (the child has not run yet). */
+  task_event(JW_EV_FORK, tgid, ptgid, t.asid, 0);
+  return 0;
+}
+
+/* A followed process exec'd: a new address space, which user space fills with the new image's
+ * tables. A command jitwalk started is stopped here (like at loader events) until its probes
+ * and first tables are in place. */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(jw_exec, struct task_struct* p, pid_t old_pid, struct linux_binprm* bprm) {
+  __u32 tgid = bpf_get_current_pid_tgid() >> 32;
+  struct jw_task* t = bpf_map_lookup_elem(&jw_follow, &tgid);
+  if (!t) return 0;
+  if (t->flags & JW_TASK_SKIP_EXEC) {
+    t->flags &= ~JW_TASK_SKIP_EXEC;
+    return 0;
+  }
+  /* Take the next id (compare-and-swap: this clang cannot use fetch-and-add's result). */
+  __u64 next = jw_next_asid;
+  for (int i = 0; i < 16; i++) {
+    __u64 seen = __sync_val_compare_and_swap(&jw_next_asid, next, next + 1);
+    if (seen == next) break;
+    next = seen;
+  }
+  __u32 asid = next >= JW_ASID_NONE ? JW_ASID_NONE : (__u32)next;
+  t->asid = asid;
+  stat_add(JW_STAT_EVENTS, 1);
+  task_event(JW_EV_EXEC, tgid, 0, asid, jw_cfg.stop_on_loader);
+  return 0;
+}
+
+/* The last thread of a followed process exits: it is no longer followed (its PID may be
+ * reused). */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(jw_exit, struct task_struct* p) {
+  __u32 tgid = BPF_CORE_READ(p, tgid);
+  struct jw_task* t = bpf_map_lookup_elem(&jw_follow, &tgid);
+  if (!t) return 0;
+  if (BPF_CORE_READ(p, signal, live.counter) != 0) return 0; /* other threads still run */
+  __u32 asid = t->asid;
+  bpf_map_delete_elem(&jw_follow, &tgid);
+  stat_add(JW_STAT_EVENTS, 1);
+  task_event(JW_EV_EXIT, tgid, 0, asid, 0);
   return 0;
 }

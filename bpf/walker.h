@@ -205,7 +205,7 @@ struct jw_count_key {
   __u32 tgid;
   __u32 tid;    /* 0 unless per-thread aggregation is on */
   __s32 kstack; /* bpf_get_stackid() id, or negative when kernel stacks are off/failed */
-  __u32 reserved;
+  __u32 asid;   /* the address space the stack was walked in (jw_task.asid) */
 };
 JW_STATIC_ASSERT(sizeof(struct jw_count_key) == 24, "jw_count_key layout");
 
@@ -217,7 +217,11 @@ enum jw_event_type {
   JW_EV_CODE_ADD = 3,
   JW_EV_LOADER = 4,     /* the dynamic loader changed the link map (_dl_debug_state) */
   JW_EV_CHECKPOINT = 5, /* verify mode */
+  JW_EV_FORK = 7,       /* a followed process forked a new process (jw_task_event) */
+  JW_EV_EXEC = 8,       /* a followed process exec'd: it has a new address space id */
+  JW_EV_EXIT = 9,       /* the last thread of a followed process exited */
 };
+
 
 struct jw_event_header {
   __u32 type;
@@ -227,6 +231,32 @@ struct jw_event_header {
   __u64 time_ns; /* bpf_ktime_get_ns() */
 };
 JW_STATIC_ASSERT(sizeof(struct jw_event_header) == 24, "jw_event_header layout");
+
+/* Process trees. Every followed process (jw_follow, key: tgid) has an address-space id (asid):
+ * the root 0, a forked child its parent's (same mappings until it execs), an exec'd process a
+ * new one allocated by the exec handler. Ranges of all address spaces live in the one sorted
+ * index: range start/end and the walker's search key carry the asid above the user address
+ * bits, (asid << JW_ASID_SHIFT) | pc, so a search never leaves its own address space. JIT window
+ * states (jw_windows) are keyed by window id ^ (asid << JW_WINDOW_ASID_SHIFT). */
+#define JW_ASID_SHIFT 47 /* x86-64 user addresses are < 2^47 (4-level paging) */
+#define JW_ASID_LIMIT (1u << (64 - JW_ASID_SHIFT))
+#define JW_ASID_NONE (JW_ASID_LIMIT - 1) /* allocation exhausted: no tables, FP fallback */
+#define JW_WINDOW_ASID_SHIFT 46
+#define JW_TASK_SKIP_EXEC 0x1 /* the next exec is the command's own start: keep the asid */
+
+struct jw_task {
+  __u32 asid;
+  __u32 flags; /* JW_TASK_* */
+};
+JW_STATIC_ASSERT(sizeof(struct jw_task) == 8, "jw_task layout");
+
+struct jw_task_event { /* fork, exec, exit; h.tgid is the process concerned */
+  struct jw_event_header h;
+  __u32 parent_tgid; /* fork: the parent */
+  __u32 asid;        /* the process's asid from now on (exit: the one it had) */
+  char comm[JW_COMM_LEN];
+};
+JW_STATIC_ASSERT(sizeof(struct jw_task_event) == 24 + 8 + JW_COMM_LEN, "jw_task_event layout");
 
 struct jw_window_event { /* publish, retire and free */
   struct jw_event_header h;
@@ -278,7 +308,7 @@ struct jw_config {
   __u32 stop_on_publish; /* synchronous table loading: SIGSTOP on window_publish */
   __u32 stop_on_loader;  /* SIGSTOP on _dl_debug_state so new objects get probes first */
   __u32 fp_only;         /* walk with frame pointers only (cost baseline) */
-  __u32 reserved;
+  __u32 follow_children; /* followed processes' new processes are followed too */
 };
 JW_STATIC_ASSERT(sizeof(struct jw_config) == 32, "jw_config layout");
 

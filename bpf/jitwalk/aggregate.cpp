@@ -91,12 +91,14 @@ bool is_entry_function(const std::string& name) noexcept {
 
 aggregator::aggregator(bpf_session& bpf, symbolizer& sym, const tracker& tr, profile_data& out,
                        aggregate_options o)
-    : bpf_(bpf), sym_(sym), tr_(tr), out_(out), o_(o) {}
+    : bpf_(bpf), sym_(&sym), tr_(&tr), out_(out), o_(o) {}
 
 const std::string& aggregator::thread_name(uint32_t tgid, uint32_t tid) {
-  const uint32_t key = tid ? tid : tgid;
+  const auto key = std::make_pair(tid ? tid : tgid, asid_);
   auto it = thread_names_.find(key);
   if (it != thread_names_.end()) return it->second;
+  if (tree_) return thread_names_.emplace(key, tree_->label(tgid, tid, asid_, o_.merge_processes))
+      .first->second;
   std::string name = read_comm(static_cast<pid_t>(tgid), static_cast<pid_t>(tid));
   if (name == "?" && !out_.process_name.empty()) name = out_.process_name;
   if (tid) name += format("/%u", tid);
@@ -105,13 +107,13 @@ const std::string& aggregator::thread_name(uint32_t tgid, uint32_t tid) {
 
 uint32_t aggregator::user_frame(const jw_frame& frame, bool caller, bool* entry) {
   const uint64_t pc = frame.pc;
-  const jit_when when = tr_.naming(frame);
-  auto key = std::make_tuple(pc, caller, when);
+  const jit_when when = tr_->naming(frame);
+  auto key = std::make_tuple(pc, caller, when, asid_);
   if (auto it = frame_cache_.find(key); it != frame_cache_.end()) {
     *entry = it->second.entry;
     return it->second.id;
   }
-  frame_desc d = sym_.user_frame(pc, caller, when);
+  frame_desc d = sym_->user_frame(pc, caller, when);
   profile_frame f;
   f.name = d.name;
   f.kind = d.kind;
@@ -170,9 +172,19 @@ void aggregator::drain() {
   std::vector<std::pair<jw_count_key, uint64_t>> counts;
   bpf_.drain_counts([&](const jw_count_key& k, uint64_t c) { counts.emplace_back(k, c); });
   if (counts.empty()) return;
-  sym_.refresh();
+  if (tree_) {
+    tree_->refresh_symbols();
+  } else {
+    sym_->refresh();
+  }
   std::set<uint64_t> fetched;
   for (const auto& [key, count] : counts) {
+    if (tree_) {
+      asid_ = key.asid;
+      sym_ = &tree_->sym(key.asid);
+      tr_ = &tree_->track(key.asid);
+      tree_->count(key.tgid, key.asid, count);
+    }
     auto it = stacks_.find(key.ustack);
     const known_stack* k = it == stacks_.end() ? nullptr : &it->second;
     if (k == nullptr) {
@@ -185,7 +197,7 @@ void aggregator::drain() {
       for (uint64_t pc : bpf_.read_kernel_stack(key.kstack)) {
         auto kc = kernel_cache_.find(pc);
         if (kc == kernel_cache_.end()) {
-          frame_desc d = sym_.kernel_frame(pc);
+          frame_desc d = sym_->kernel_frame(pc);
           profile_frame f;
           f.name = d.name;
           f.kind = frame_kind::kernel;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "jitwalk/bpf_session.hpp"
+#include "jitwalk/process_tree.hpp"
 #include "jitwalk/profile_data.hpp"
 #include "jitwalk/symbolizer.hpp"
 #include "jitwalk/tracker.hpp"
@@ -51,12 +52,15 @@ struct aggregate_options {
   bool kernel = false;
   bool per_thread = false;
   bool mark_cut = true;  ///< cut stacks get an outermost "[cut: reason]" frame
+  bool merge_processes = false;  ///< label stacks by comm only, not "comm-PID"
 };
 
 class aggregator {
  public:
   aggregator(bpf_session& bpf, symbolizer& sym, const tracker& tr, profile_data& out,
              aggregate_options o);
+  /// Names and labels each sample by its process (process_tree) instead of `sym` and `tr`.
+  void follow(process_tree* tree) { tree_ = tree; }
   /// Moves everything aggregated in BPF so far into the profile.
   void drain();
   const walk_summary& summary() const noexcept { return summary_; }
@@ -70,8 +74,10 @@ class aggregator {
   const std::string& thread_name(uint32_t tgid, uint32_t tid);
 
   bpf_session& bpf_;
-  symbolizer& sym_;
-  const tracker& tr_;
+  symbolizer* sym_;    // of the sample being drained (its address space)
+  const tracker* tr_;  // likewise
+  uint32_t asid_ = 0;
+  process_tree* tree_ = nullptr;
   profile_data& out_;
   aggregate_options o_;
   walk_summary summary_;
@@ -86,9 +92,9 @@ class aggregator {
   };
   const known_stack& know(uint64_t hash, const jw_stack* st);
   std::unordered_map<uint64_t, known_stack> stacks_;
-  std::map<std::tuple<uint64_t, bool, jit_when>, cached_frame> frame_cache_;
+  std::map<std::tuple<uint64_t, bool, jit_when, uint32_t>, cached_frame> frame_cache_;
   std::map<uint64_t, uint32_t> kernel_cache_;
-  std::map<uint32_t, std::string> thread_names_;
+  std::map<std::pair<uint32_t, uint32_t>, std::string> thread_names_;  // (tid or tgid, asid)
 };
 
 }  // namespace jitwalk

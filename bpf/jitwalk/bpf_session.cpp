@@ -378,6 +378,39 @@ size_t bpf_session::window_state_count() {
   return n;
 }
 
+result<void> bpf_session::follow(uint32_t tgid, const jw_task& t) {
+  if (bpf_map_update_elem(bpf_map__fd(skel_->maps.jw_follow), &tgid, &t, BPF_ANY) != 0) {
+    return make_error(errc::io_error, "cannot follow process %u: %s", tgid, std::strerror(errno));
+  }
+  return {};
+}
+
+result<void> bpf_session::attach_process_events() {
+  for (::bpf_program* p : {skel_->progs.jw_fork, skel_->progs.jw_exec, skel_->progs.jw_exit}) {
+    bpf_link* l = bpf_program__attach(p);
+    if (l == nullptr) {
+      return make_error(errc::io_error, "cannot attach %s: %s", bpf_program__name(p),
+                        std::strerror(errno));
+    }
+    links_.push_back(l);
+  }
+  return {};
+}
+
+std::vector<std::pair<uint32_t, uint32_t>> bpf_session::sampled_threads() {
+  std::vector<std::pair<uint32_t, uint32_t>> out;
+  const int fd = bpf_map__fd(skel_->maps.jw_threads);
+  uint32_t key = 0, next = 0;
+  const void* prev = nullptr;
+  while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+    uint32_t tgid = 0;
+    if (bpf_map_lookup_elem(fd, &next, &tgid) == 0) out.emplace_back(next, tgid);
+    key = next;
+    prev = &key;
+  }
+  return out;
+}
+
 std::array<uint64_t, JW_STAT_COUNT_> bpf_session::stats() {
   std::array<uint64_t, JW_STAT_COUNT_> out{};
   const int fd = bpf_map__fd(skel_->maps.jw_stats);

@@ -90,6 +90,13 @@ class bpf_session {
   std::optional<jw_window_state> read_window_state(uint64_t id);
   size_t window_state_count();
 
+  /// Process trees (walker.h): follows process `tgid` in address space `t.asid`.
+  result<void> follow(uint32_t tgid, const jw_task& t);
+  /// Attaches the fork / exec / exit tracepoints (`io_error` naming the one that failed).
+  result<void> attach_process_events();
+  /// Every thread sampled so far: tid -> tgid.
+  std::vector<std::pair<uint32_t, uint32_t>> sampled_threads();
+
   std::array<uint64_t, JW_STAT_COUNT_> stats();
   /// Kernel-measured run time of a program (needs stats enabled: `enable_run_time_stats`).
   prog_stats stats_of(program p);

@@ -28,15 +28,21 @@ target:
   -p, --pid PID          profile a running process (all its threads)
   -- COMMAND ARGS...     start COMMAND and profile it until it exits (Ctrl-C stops early)
 
+processes (docs/jitwalk.md, "Process trees"):
+  --children             follow the processes the target forks and exec's, recursively
+                         (default for a COMMAND; with -p, those created from now on)
+  --no-children          follow the target process only (its exec's still get new tables)
+  --merge-processes      label stacks by command name ("comm") instead of "comm-PID"
+
 options:
   -F, --frequency HZ     samples per second of CPU time of each target thread (default 99;
                          at most 20000)
   -d, --duration SEC     stop after SEC seconds (a started command is then terminated)
-  --folded FILE          folded stacks ("thread;root;...;leaf count"), for flamegraph tools
+  --folded FILE          folded stacks ("comm-PID;root;...;leaf count"), for flamegraph tools
   --svg FILE             self-contained SVG flame graph
   --pprof FILE           pprof protobuf (gzip), for go tool pprof, Parca, Pyroscope
   --kernel               add kernel stacks (frames suffixed _[k] in folded output)
-  --per-thread           one root per thread ("name/tid") instead of per process
+  --per-thread           one root per thread ("comm-PID/TID") instead of per process
   --max-depth N          frames per user stack, 1..1024 (default 127)
   --unwinder KIND        sframe (default): tables, frame-pointer fallback;
                          fp: our BPF walk with frame pointers only;
@@ -72,6 +78,7 @@ struct profile_options {
   bool mark_cut = true;
   bool bpf_stats = false;
   bool per_cpu_events = false;
+  bool merge_processes = false;
   program unwinder = program::sample;
 };
 
@@ -85,6 +92,7 @@ uint64_t unix_now_ns() {
 
 int cmd_profile(int argc, char** argv) {
   profile_options o;
+  int children = -1;  // -1: the default (follow a command's children, not -p's)
   arg_reader a(argc, argv, 2);
   auto fail = [](const error& e) { return usage_failure("profile", e); };
   while (!a.done()) {
@@ -123,6 +131,12 @@ int cmd_profile(int argc, char** argv) {
       o.pprof = v.value();
     } else if (a.is({"--kernel"})) {
       o.run.kernel_stacks = true;
+    } else if (a.is({"--children"})) {
+      children = 1;
+    } else if (a.is({"--no-children"})) {
+      children = 0;
+    } else if (a.is({"--merge-processes"})) {
+      o.merge_processes = true;
     } else if (a.is({"--per-thread"})) {
       o.run.per_thread = true;
     } else if (a.is({"--max-depth"})) {
@@ -188,6 +202,7 @@ int cmd_profile(int argc, char** argv) {
   if ((o.run.target.pid > 0) == !o.run.target.command.empty()) {
     return fail(error(errc::invalid_argument, "give exactly one of -p PID or -- COMMAND"));
   }
+  o.run.follow_children = children < 0 ? !o.run.target.command.empty() : children == 1;
   if (o.folded.empty() && o.svg.empty() && o.pprof.empty()) {
     note("no --folded/--svg/--pprof given: only the summary is printed");
   }
@@ -240,7 +255,9 @@ int cmd_profile(int argc, char** argv) {
   ao.kernel = o.run.kernel_stacks;
   ao.per_thread = o.run.per_thread;
   ao.mark_cut = o.mark_cut;
+  ao.merge_processes = o.merge_processes;
   aggregator agg(s.bpf(), s.sym(), s.track(), prof, ao);
+  agg.follow(&s.processes());
 
   if (auto r = s.go(); !r) {
     report(r.error());
@@ -323,6 +340,8 @@ int cmd_profile(int argc, char** argv) {
                "%.1f%%\n",
                pct(sum.root, sum.samples), pct(sum.samples - sum.root, sum.samples),
                pct(sum.fallback, sum.samples));
+  std::fprintf(stderr, "jitwalk:   tasks: %s\n",
+               s.processes().summary(bs[JW_STAT_OTHER_TASK]).c_str());
   const std::string stops = stop_counts(sum.by_stop);
   if (!stops.empty()) std::fprintf(stderr, "jitwalk:   walks ended by: %s\n", stops.c_str());
   // Shares of the steps tried (not only those made): a run whose walks all failed at their

@@ -88,6 +88,7 @@ result<std::unique_ptr<run_session>> run_session::start(const run_options& o) {
   cfg.kernel_stacks = o.kernel_stacks;
   cfg.per_thread = o.per_thread;
   cfg.fp_only = o.fp_only;
+  cfg.follow_children = o.follow_children;
   cfg.stop_on_publish = o.sync_tables;
   // A command we start is held at every loader event so probes are in place before its code
   // (and every dlopened object's) runs; an attached process is never stopped for that.
@@ -97,6 +98,18 @@ result<std::unique_ptr<run_session>> run_session::start(const run_options& o) {
   s->sym_ =
       std::make_unique<symbolizer>(s->pid_, symbolizer_limits{s->budget_.get(), o.max_file_bytes});
   s->tracker_ = std::make_unique<tracker>(*s->bpf_, *s->tables_, *s->sym_, s->pid_, s->o_.tracker);
+  s->tree_ = std::make_unique<process_tree>(
+      *s->bpf_, *s->tables_,
+      process_tree_options{symbolizer_limits{s->budget_.get(), o.max_file_bytes}, s->o_.tracker});
+  if (auto r = s->tree_->add_root(s->pid_, s->process_name_, *s->sym_, *s->tracker_,
+                                  s->child_.has_value());
+      !r) {
+    return r.error();
+  }
+  // Without these tracepoints an exec'd target keeps its old tables and children are not seen.
+  if (auto r = s->bpf_->attach_process_events(); !r) {
+    warn("%s: processes the target forks or exec's are not followed", r.error().message().c_str());
+  }
 
   if (s->child_) {
     // The executable is not mapped yet: probes in it (static SDK) and the loader hook go in now.
@@ -124,6 +137,7 @@ result<std::unique_ptr<run_session>> run_session::start(const run_options& o) {
 run_session::~run_session() {
   // Never leave the target stopped behind us.
   if (pid_ > 0 && (!child_ || !child_->exited())) kill(pid_, SIGCONT);
+  tree_.reset();
   tracker_.reset();
   bpf_.reset();
 }
@@ -141,19 +155,19 @@ double run_session::elapsed_s() const {
 void run_session::loop(const std::function<void()>& tick, int tick_ms) {
   auto next_tick = std::chrono::steady_clock::now() + std::chrono::milliseconds(tick_ms);
   auto next_sync = std::chrono::steady_clock::now() + std::chrono::seconds(1);
-  const auto handler = [&](const void* data, size_t size) { tracker_->on_event(data, size); };
+  const auto handler = [&](const void* data, size_t size) { tree_->on_event(data, size); };
   for (;;) {
     auto polled = bpf_->poll_events(50, handler);
     if (!polled) {
       warn("%s", polled.error().message().c_str());
     }
-    tracker_->flush();
+    tree_->flush();
     const auto now = std::chrono::steady_clock::now();
     if (now >= next_sync) {
       // Safety net for events lost or never emitted (runtimes without USDT events).
       next_sync = now + std::chrono::seconds(1);
-      tracker_->sync_registry();
-      tracker_->flush();
+      tree_->sync_registry();
+      tree_->flush();
     }
     if (now >= next_tick) {
       next_tick = now + std::chrono::milliseconds(tick_ms);
@@ -181,7 +195,7 @@ void run_session::loop(const std::function<void()>& tick, int tick_ms) {
     auto n = bpf_->poll_events(0, handler);
     if (!n || n.value() == 0) break;
   }
-  tracker_->flush();
+  tree_->flush();
 }
 
 }  // namespace jitwalk

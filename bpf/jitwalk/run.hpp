@@ -4,6 +4,7 @@
 
 #include "jitwalk/bpf_session.hpp"
 #include "jitwalk/proc.hpp"
+#include "jitwalk/process_tree.hpp"
 #include "jitwalk/symbolizer.hpp"
 #include "jitwalk/table_store.hpp"
 #include "jitwalk/tracker.hpp"
@@ -31,6 +32,8 @@ struct run_options {
   bool per_thread = false;
   bool fp_only = false;      ///< walk with frame pointers only (our BPF walker)
   bool sync_tables = false;  ///< SIGSTOP the target on window_publish until its rows are loaded
+  /// Follow the processes the target forks and exec's (docs/jitwalk.md, "Process trees").
+  bool follow_children = false;
   double duration_s = 0;     ///< 0 = until the command exits / Ctrl-C
   /// What the target's data may make jitwalk hold (--max-memory): symbols of its objects, its
   /// JIT names, section and SFrame copies being converted (docs/jitwalk.md, "Reading hostile
@@ -49,6 +52,8 @@ class run_session {
   bpf_session& bpf() { return *bpf_; }
   tracker& track() { return *tracker_; }
   symbolizer& sym() { return *sym_; }
+  /// The target and the processes followed with it.
+  process_tree& processes() { return *tree_; }
   pid_t pid() const { return pid_; }
   child_process* child() { return child_ ? &*child_ : nullptr; }
   const std::string& process_name() const { return process_name_; }
@@ -71,6 +76,7 @@ class run_session {
   std::unique_ptr<table_store> tables_;
   std::unique_ptr<symbolizer> sym_;
   std::unique_ptr<tracker> tracker_;
+  std::unique_ptr<process_tree> tree_;
   std::optional<child_process> child_;
   pid_t pid_ = 0;
   std::string process_name_;

@@ -24,8 +24,9 @@ table_store::table_store(table_views views) : v_(views) {
 }
 
 result<uint32_t> table_store::add(range_rows rows, range_info info) {
-  if (rows.rows.empty() || rows.end <= rows.start) {
-    return make_error(errc::invalid_argument, "%s: empty range", info.label.c_str());
+  if (rows.rows.empty() || rows.end <= rows.start || (rows.end - 1) >> JW_ASID_SHIFT ||
+      info.asid >= JW_ASID_LIMIT) {
+    return make_error(errc::invalid_argument, "%s: empty range, or one beyond the user address space", info.label.c_str());
   }
   if (rows.rows.size() > JW_MAX_ROWS_PER_RANGE) {
     return make_error(errc::limit_exceeded, "%s: %zu rows (at most %u per range)",
@@ -38,7 +39,8 @@ result<uint32_t> table_store::add(range_rows rows, range_info info) {
   // The newest description of an address range wins.
   std::vector<uint32_t> overlapped;
   for (const auto& [uid, e] : live_) {
-    if (e.start < rows.end && rows.start < e.end) overlapped.push_back(uid);
+    if (e.info.asid == info.asid && e.start < rows.end && rows.start < e.end)
+      overlapped.push_back(uid);
   }
   for (uint32_t old : overlapped) remove(old);
   uint32_t uid = next_uid_++;
@@ -144,8 +146,10 @@ result<void> table_store::commit() {
   std::vector<std::pair<uint32_t, const entry*>> order;
   order.reserve(live_.size());
   for (const auto& [uid, e] : live_) order.emplace_back(uid, &e);
-  std::sort(order.begin(), order.end(),
-            [](const auto& a, const auto& b) { return a.second->start < b.second->start; });
+  const auto key = [](const entry& e, uint64_t addr) { return asid_key(e.info.asid, addr); };
+  std::sort(order.begin(), order.end(), [&](const auto& a, const auto& b) {
+    return key(*a.second, a.second->start) < key(*b.second, b.second->start);
+  });
   if (order.size() > JW_RANGE_CAP) {
     return make_error(errc::limit_exceeded, "%zu ranges exceed the index capacity (%d)",
                       order.size(), JW_RANGE_CAP);
@@ -154,9 +158,9 @@ result<void> table_store::commit() {
   for (size_t i = 0; i < order.size(); ++i) {
     const entry& e = *order[i].second;
     jw_range r{};
-    r.start = e.start;
-    r.end = e.end;
-    r.window_id = e.info.window_id;
+    r.start = key(e, e.start);
+    r.end = key(e, e.end);
+    r.window_id = e.info.window_id ^ (uint64_t{e.info.asid} << JW_WINDOW_ASID_SHIFT);
     r.generation = e.info.generation;
     r.row_first = e.row_first;
     r.row_count = e.row_count;
@@ -178,9 +182,9 @@ const range_info* table_store::info(uint32_t uid) const {
   return it == live_.end() ? nullptr : &it->second.info;
 }
 
-uint32_t table_store::find(uint64_t pc) const {
+uint32_t table_store::find(uint64_t pc, uint32_t asid) const {
   for (const auto& [uid, e] : live_) {
-    if (e.placed && pc >= e.start && pc < e.end) return uid;
+    if (e.placed && e.info.asid == asid && pc >= e.start && pc < e.end) return uid;
   }
   return 0;
 }

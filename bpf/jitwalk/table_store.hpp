@@ -30,7 +30,15 @@ struct range_info {
   uint64_t window_id = 0;   ///< JIT windows
   uint64_t generation = 0;  ///< JIT windows
   std::string label;        ///< object path or "window 7 gen 2", for messages
+  /// The address space (walker.h, "Process trees"): ranges of different ones never overlap;
+  /// the index holds them tagged, (asid << JW_ASID_SHIFT) | address.
+  uint32_t asid = 0;
 };
+
+/// The index key of an address in an address space.
+constexpr uint64_t asid_key(uint32_t asid, uint64_t addr) {
+  return (uint64_t{asid} << JW_ASID_SHIFT) | addr;
+}
 
 struct table_stats {
   size_t ranges = 0;
@@ -59,8 +67,8 @@ class table_store {
 
   /// The info of a live (committed or pending) range, or null.
   const range_info* info(uint32_t uid) const;
-  /// The live range covering `pc` (by the last committed index), or 0.
-  uint32_t find(uint64_t pc) const;
+  /// The live range covering `pc` in address space `asid` (by the last committed index), or 0.
+  uint32_t find(uint64_t pc, uint32_t asid = 0) const;
   table_stats stats() const;
 
  private:

@@ -135,6 +135,7 @@ void tracker::scan_objects() {
     range_info info;
     info.source = t->sframe_functions ? table_source::sframe : table_source::eh_frame;
     info.label = m.path;
+    info.asid = o_.asid;
     const size_t nrows = t->rows.rows.size();
     auto uid = tables_.add(std::move(t->rows), info);
     if (!uid) {
@@ -334,6 +335,7 @@ void tracker::load_window(const window_record& w) {
   ri.source = table_source::jit;
   ri.window_id = w.window_id;
   ri.generation = w.generation;
+  ri.asid = o_.asid;
   ri.label = format("window %llu generation %llu", static_cast<unsigned long long>(w.window_id),
                     static_cast<unsigned long long>(w.generation));
   const size_t nrows = rows->rows.size();
@@ -480,13 +482,14 @@ void tracker::prune_window_states() {
       ++it;
       continue;
     }
-    auto state = bpf_.read_window_state(id);
+    const uint64_t key = id ^ (uint64_t{o_.asid} << JW_WINDOW_ASID_SHIFT);
+    auto state = bpf_.read_window_state(key);
     const uint64_t newest = max_loaded_gen_.count(id) ? max_loaded_gen_[id] : 0;
     if (state && state->freed_gen < newest) {
       ++it;
       continue;
     }
-    if (state) bpf_.delete_window_state(id);
+    if (state) bpf_.delete_window_state(key);
     ++stats_.window_states_pruned;
     dropped_at_commit_.erase(dropped);
     it = bpf_window_ids_.erase(it);

@@ -44,6 +44,8 @@ struct tracker_options {
   /// The run's memory budget: a window's SFrame copy is charged while it is converted (null:
   /// not counted).
   jitunwind::detail::memory_budget* budget = nullptr;
+  /// The process's address space id (walker.h, "Process trees"): its ranges are tagged with it.
+  uint32_t asid = 0;
 };
 
 struct window_info {
@@ -115,6 +117,8 @@ class tracker {
   /// null if none covers it. An oracle for verify, independent of `naming`.
   const std::string* live_name(uint64_t pc) const;
   const tracker_stats& stats() const noexcept { return stats_; }
+  pid_t pid() const noexcept { return pid_; }
+  uint32_t asid() const noexcept { return o_.asid; }
   /// Rejections so far: "window 7 (generation 12): <reason>" (the first 100, then "...").
   const std::vector<std::string>& rejections() const noexcept { return rejections_; }
 
