@@ -97,8 +97,9 @@ const std::string& aggregator::thread_name(uint32_t tgid, uint32_t tid) {
   const auto key = std::make_pair(tid ? tid : tgid, asid_);
   auto it = thread_names_.find(key);
   if (it != thread_names_.end()) return it->second;
-  if (tree_) return thread_names_.emplace(key, tree_->label(tgid, tid, asid_, o_.merge_processes))
-      .first->second;
+  if (tree_)
+    return thread_names_.emplace(key, tree_->label(tgid, tid, asid_, o_.merge_processes))
+        .first->second;
   std::string name = read_comm(static_cast<pid_t>(tgid), static_cast<pid_t>(tid));
   if (name == "?" && !out_.process_name.empty()) name = out_.process_name;
   if (tid) name += format("/%u", tid);

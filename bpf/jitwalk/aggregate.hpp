@@ -51,7 +51,7 @@ bool is_entry_function(const std::string& name) noexcept;
 struct aggregate_options {
   bool kernel = false;
   bool per_thread = false;
-  bool mark_cut = true;  ///< cut stacks get an outermost "[cut: reason]" frame
+  bool mark_cut = true;          ///< cut stacks get an outermost "[cut: reason]" frame
   bool merge_processes = false;  ///< label stacks by comm only, not "comm-PID"
 };
 

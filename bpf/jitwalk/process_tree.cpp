@@ -67,8 +67,7 @@ void process_tree::on_exec(uint32_t tgid, uint32_t asid, const std::string& comm
     tracker_options to = o_.tracker;
     to.asid = asid;
     s.own_sym = std::make_unique<symbolizer>(static_cast<pid_t>(tgid), o_.limits);
-    s.own_tr =
-        std::make_unique<tracker>(bpf_, tables_, *s.own_sym, static_cast<pid_t>(tgid), to);
+    s.own_tr = std::make_unique<tracker>(bpf_, tables_, *s.own_sym, static_cast<pid_t>(tgid), to);
     s.sym = s.own_sym.get();
     s.tr = s.own_tr.get();
     // The new image is mapped (the executable and its loader): probes and tables go in before
@@ -192,12 +191,13 @@ std::string process_tree::summary(uint64_t not_followed) {
   const size_t shown = std::min<size_t>(sampled.size(), 6);
   for (size_t i = 0; i < shown; ++i) {
     const process_image& img = *sampled[i];
-    out += format("%s %s-%d %llu", i ? "," : ":", jitunwind::detail::terminal_text(img.comm).c_str(),
-                  img.pid, static_cast<unsigned long long>(img.samples));
+    out +=
+        format("%s %s-%d %llu", i ? "," : ":", jitunwind::detail::terminal_text(img.comm).c_str(),
+               img.pid, static_cast<unsigned long long>(img.samples));
   }
   if (sampled.size() > shown) out += format(", %zu more", sampled.size() - shown);
-  out += format("; %llu samples of tasks not followed",
-                static_cast<unsigned long long>(not_followed));
+  out +=
+      format("; %llu samples of tasks not followed", static_cast<unsigned long long>(not_followed));
   return out;
 }
 

@@ -97,9 +97,9 @@ class process_tree {
   bpf_session& bpf_;
   table_store& tables_;
   process_tree_options o_;
-  std::map<uint32_t, space> spaces_;                                // by asid
+  std::map<uint32_t, space> spaces_;                               // by asid
   std::map<std::pair<uint32_t, uint32_t>, process_image> images_;  // (tgid, asid)
-  std::map<uint32_t, uint32_t> live_;                               // tgid -> asid
+  std::map<uint32_t, uint32_t> live_;                              // tgid -> asid
 };
 
 }  // namespace jitwalk

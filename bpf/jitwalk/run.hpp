@@ -34,7 +34,7 @@ struct run_options {
   bool sync_tables = false;  ///< SIGSTOP the target on window_publish until its rows are loaded
   /// Follow the processes the target forks and exec's (docs/jitwalk.md, "Process trees").
   bool follow_children = false;
-  double duration_s = 0;     ///< 0 = until the command exits / Ctrl-C
+  double duration_s = 0;  ///< 0 = until the command exits / Ctrl-C
   /// What the target's data may make jitwalk hold (--max-memory): symbols of its objects, its
   /// JIT names, section and SFrame copies being converted (docs/jitwalk.md, "Reading hostile
   /// processes").

@@ -26,7 +26,8 @@ table_store::table_store(table_views views) : v_(views) {
 result<uint32_t> table_store::add(range_rows rows, range_info info) {
   if (rows.rows.empty() || rows.end <= rows.start || (rows.end - 1) >> JW_ASID_SHIFT ||
       info.asid >= JW_ASID_LIMIT) {
-    return make_error(errc::invalid_argument, "%s: empty range, or one beyond the user address space", info.label.c_str());
+    return make_error(errc::invalid_argument,
+                      "%s: empty range, or one beyond the user address space", info.label.c_str());
   }
   if (rows.rows.size() > JW_MAX_ROWS_PER_RANGE) {
     return make_error(errc::limit_exceeded, "%s: %zu rows (at most %u per range)",
