@@ -23,6 +23,7 @@ result<void> process_tree::add_root(pid_t pid, const std::string& comm, symboliz
   s.sym = &sym;
   s.tr = &tr;
   s.live = 1;
+  root_ = static_cast<uint32_t>(pid);
   process_image& img = image(static_cast<uint32_t>(pid), 0);
   img.comm = comm;
   live_[static_cast<uint32_t>(pid)] = 0;
@@ -70,6 +71,11 @@ void process_tree::on_exec(uint32_t tgid, uint32_t asid, const std::string& comm
     s.own_tr = std::make_unique<tracker>(bpf_, tables_, *s.own_sym, static_cast<pid_t>(tgid), to);
     s.sym = s.own_sym.get();
     s.tr = s.own_tr.get();
+    if (tgid == root_) {
+      // verify's checkpoints continue in the program the target exec'd.
+      s.tr->checkpoint_handler = spaces_.at(root_last_asid_).tr->checkpoint_handler;
+      root_last_asid_ = asid;
+    }
     // The new image is mapped (the executable and its loader): probes and tables go in before
     // its first instruction when the handler stopped it; objects it loads later arrive through
     // the loader hook, as for the target.

@@ -70,6 +70,10 @@ class process_tree {
   /// for an asid never announced).
   symbolizer& sym(uint32_t asid);
   const tracker& track(uint32_t asid) const;
+  /// Those of the target's current image: after the target exec'd (a wrapper such as env or a
+  /// version-manager shim), the new program's. Its checkpoint handler moves along.
+  symbolizer& root_sym() { return sym(root_last_asid_); }
+  tracker& root_tracker() { return *spaces_.at(root_last_asid_).tr; }
 
   /// The first folded element of samples of process `tgid` (thread `tid`, 0: per process) in
   /// address space `asid`: "comm-PID" ("comm-PID/TID"), or with `merge` "comm" ("comm/TID").
@@ -100,6 +104,8 @@ class process_tree {
   std::map<uint32_t, space> spaces_;                               // by asid
   std::map<std::pair<uint32_t, uint32_t>, process_image> images_;  // (tgid, asid)
   std::map<uint32_t, uint32_t> live_;                              // tgid -> asid
+  uint32_t root_ = 0;                                              // the target's tgid
+  uint32_t root_last_asid_ = 0;  // the address space of its newest image
 };
 
 }  // namespace jitwalk

@@ -50,8 +50,9 @@ class run_session {
   ~run_session();
 
   bpf_session& bpf() { return *bpf_; }
-  tracker& track() { return *tracker_; }
-  symbolizer& sym() { return *sym_; }
+  /// The tracker and symbolizer of the target's current image (a new one after it exec'd).
+  tracker& track() { return tree_->root_tracker(); }
+  symbolizer& sym() { return tree_->root_sym(); }
   /// The target and the processes followed with it.
   process_tree& processes() { return *tree_; }
   pid_t pid() const { return pid_; }
