@@ -162,7 +162,7 @@ const tracker& process_tree::track(uint32_t asid) const {
 std::string process_tree::label(uint32_t tgid, uint32_t tid, uint32_t asid, bool merge) {
   process_image& img = image(tgid, asid);
   if (img.comm.empty()) img.comm = read_comm(static_cast<pid_t>(tgid));
-  std::string l = jitunwind::detail::terminal_text(img.comm);
+  std::string l = img.comm;  // raw: the writers make names safe for their formats
   if (!merge) l += format("-%u", tgid);
   if (tid) l += format("/%u", tid);
   return l;
