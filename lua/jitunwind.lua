@@ -18,7 +18,7 @@
 -- own variables (JITUNWIND_PUBLISH, JITUNWIND_DIR, ...: docs/c-api.md) choose the publishers
 -- and where the perf map goes (/tmp/perf-PID.map by default, which perf report reads).
 --
--- The module returns a table: .traces() lists {number, name, address, size} of the published
+-- The module returns a table: .traces() lists {number, name, address, size, rows} of the published
 -- traces; .stop() detaches from the events and ends the session (the windows go with it).
 local ffi = require("ffi")
 local jit = require("jit")
@@ -115,15 +115,16 @@ local function s32(code, offset)
   return v >= 0x80000000 and v - 0x100000000 or v
 end
 
--- `sub rsp, imm8/imm32` (48 83 EC ib / 48 81 EC id) or `add rsp, ...` (48 83 C4 / 48 81 C4)
--- ending at `offset`: its immediate, or nil.
-local function rsp_imm_before(code, offset, modrm)
+-- `add rsp, imm8/imm32` (48 83 C4 ib / 48 81 C4 id: LuaJIT's emit_spsub adds the negated size)
+-- ending at `offset`: its signed immediate, or nil.
+local function rsp_add_before(code, offset)
   if offset >= 4 and u8(code, offset - 4) == 0x48 and u8(code, offset - 3) == 0x83 and
-      u8(code, offset - 2) == modrm then
-    return u8(code, offset - 1)
+      u8(code, offset - 2) == 0xC4 then
+    local v = u8(code, offset - 1)
+    return v >= 0x80 and v - 0x100 or v
   end
   if offset >= 7 and u8(code, offset - 7) == 0x48 and u8(code, offset - 6) == 0x81 and
-      u8(code, offset - 5) == modrm then
+      u8(code, offset - 5) == 0xC4 then
     return s32(code, offset - 4)
   end
   return nil
@@ -131,8 +132,8 @@ end
 
 -- The stack adjustment at the head of a trace (lj_asm.c, asm_head_root / asm_head_side): the
 -- trace stores its number in the VM state (`mov dword [r14+disp], traceno`), and a trace that
--- needs more spill slots than the interpreter's frame holds subtracts from rsp right before.
--- Returns the offset after that `sub` and its immediate, or nil when there is none.
+-- needs more spill slots than the interpreter's frame holds (or than its parent trace used)
+-- lowers rsp right before. Returns the offset after that `add rsp, -n` and n, or nil.
 local function head_adjustment(code, size, traceno)
   local limit = math.min(size - 8, 512)
   for p = 0, limit do
@@ -140,8 +141,8 @@ local function head_adjustment(code, size, traceno)
       local modrm, imm_at = u8(code, p + 2), nil
       if modrm == 0x86 then imm_at = p + 7 elseif modrm == 0x46 then imm_at = p + 4 end
       if imm_at and imm_at + 4 <= size and s32(code, imm_at) == traceno then
-        local delta = rsp_imm_before(code, p, 0xEC)
-        if delta then return p, delta end
+        local added = rsp_add_before(code, p)
+        if added and added < 0 then return p, -added end
         return nil
       end
     end
@@ -156,7 +157,7 @@ local function tail_adjustment(code, size, spadjust)
   for p = math.max(size - 24, 4), size - 5 do
     local jmp_len = (u8(code, p) == 0xE9 and 5) or
                     (u8(code, p) == 0xFF and u8(code, p + 1) == 0x25 and 6) or nil
-    if jmp_len and p + jmp_len <= size and rsp_imm_before(code, p, 0xC4) == spadjust then
+    if jmp_len and p + jmp_len <= size and rsp_add_before(code, p) == spadjust then
       local padded = true
       for q = p + jmp_len, size - 1 do padded = padded and u8(code, q) == 0x90 end
       if padded then return p end
@@ -173,16 +174,17 @@ local function row(offset, spadjust)
   return r
 end
 
--- Rows of one trace: rsp is CFA - CFRAME, lowered by the trace's stack adjustment between its
--- head's `sub rsp` and its tail's `add rsp` (a side trace enters with its parent's adjustment).
+-- Rows of one trace: rsp is CFA - ON_TRACE, lowered by the trace's stack adjustment between its
+-- head's `add rsp, -n` and its tail's `add rsp, n` (a side trace enters with its parent's
+-- adjustment). Calls from a trace to C (lj_tab_*, lj_str_* ...) leave rsp as it is here.
 local function trace_rows(traceno, code, size, entry_adjust, loops)
   local rows = {row(0, entry_adjust)}
   local spadjust = entry_adjust
-  local after_sub, delta = head_adjustment(code, size, traceno)
-  if after_sub then
+  local after_head, delta = head_adjustment(code, size, traceno)
+  if after_head then
     spadjust = entry_adjust + delta
-    if after_sub == 0 then rows = {} end
-    rows[#rows + 1] = row(after_sub, spadjust)
+    if after_head == 0 then rows = {} end
+    rows[#rows + 1] = row(after_head, spadjust)
   end
   if spadjust ~= 0 and not loops then
     local after_add = tail_adjustment(code, size, spadjust)
@@ -231,8 +233,10 @@ local function publish(traceno)
   fn.start, fn.size, fn.rows, fn.row_count = address, size, array, #rows
   check(C.jitunwind_window_append(box[0], name, fn, 0, err), err, "appending " .. name)
   check(C.jitunwind_window_publish(box[0], err), err, "publishing " .. name)
+  local shape = {}
+  for i, r in ipairs(rows) do shape[i] = string.format("%d:CFA=rsp+%d", r.pc_offset, r.cfa_offset) end
   published[traceno] = {window = box[0], name = name, address = address, size = size,
-                        spadjust = spadjust}
+                        spadjust = spadjust, rows = table.concat(shape, " ")}
 end
 
 -- Every trace is gone (lj_trace_flushall): unpublish them all before LuaJIT reuses the memory.
@@ -268,7 +272,8 @@ local M = {}
 function M.traces()
   local list = {}
   for traceno, t in pairs(published) do
-    list[#list + 1] = {number = traceno, name = t.name, address = t.address, size = t.size}
+    list[#list + 1] = {number = traceno, name = t.name, address = t.address, size = t.size,
+                       rows = t.rows}
   end
   table.sort(list, function(a, b) return a.number < b.number end)
   return list

@@ -1,0 +1,54 @@
+-- Checks of the LuaJIT module without a profiler (run by tests/luajit/run.sh with LUA_PATH,
+-- JITUNWIND_LIBRARY and JITUNWIND_DIR set): traces are published with their names and rows,
+-- a flush retires them all, and the perf map names them. Argument: the tests/luajit directory.
+local dir = assert(arg[1], "usage: check_module.lua TESTS_LUAJIT_DIR")
+local J = require("jitunwind")
+
+local function fail(fmt, ...)
+  io.stderr:write("luajit: FAILED: ", string.format(fmt, ...), "\n")
+  os.exit(1)
+end
+
+local function run(script, seconds)
+  local chunk = assert(loadfile(dir .. "/" .. script))
+  chunk(tostring(seconds))
+end
+
+local function named(pattern)
+  local found = {}
+  for _, t in ipairs(J.traces()) do
+    if not t.name:match("^TRACE_%d+ [%w_.]+:%d+ %(.+%)$") then fail("badly named trace %q", t.name) end
+    if t.name:match(pattern) then found[#found + 1] = t end
+  end
+  return found
+end
+
+run("hot.lua", 0.2)
+-- main's inner loop (hot.lua:20) with alpha..leaf inlined is LuaJIT's first root trace.
+local loop = named("^TRACE_%d+ hot%.lua:20 %(loop%)$")
+if #loop == 0 then fail("no trace of hot.lua:20 (loop) among %d traces", #J.traces()) end
+if loop[1].rows ~= "0:CFA=rsp+96" then fail("%s: rows %s, not CFA=rsp+96", loop[1].name, loop[1].rows) end
+print("luajit: published " .. #J.traces() .. " traces, e.g. " .. loop[1].name)
+
+jit.flush()
+if #J.traces() ~= 0 then fail("%d traces still published after jit.flush()", #J.traces()) end
+print("luajit: jit.flush() retired every trace")
+
+-- A trace with a stack frame of its own: the rows follow its head's and tail's rsp changes.
+run("spill.lua", 0.3)
+local adjusted = 0
+for _, t in ipairs(named("spill%.lua")) do
+  if t.rows:match("CFA=rsp%+(%d+)") ~= "96" or t.rows:match(" ") then adjusted = adjusted + 1 end
+end
+if adjusted == 0 then fail("no spill.lua trace has a stack adjustment in its rows") end
+print("luajit: " .. adjusted .. " spill.lua traces have rows for their stack adjustment")
+
+J.flush()
+local mapname = (os.getenv("JITUNWIND_DIR") or "/tmp") .. "/perf-" ..
+                  io.open("/proc/self/stat"):read("*l"):match("^(%d+)") .. ".map"
+local map = io.open(mapname):read("*a")
+for _, t in ipairs(J.traces()) do
+  local line = string.format("%x %x %s\n", t.address, t.size, t.name)
+  if not map:find(line, 1, true) then fail("%s has no line %q", mapname, line) end
+end
+print("luajit: the perf map names every published trace")
