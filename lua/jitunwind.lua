@@ -19,7 +19,7 @@
 -- and where the perf map goes (/tmp/perf-PID.map by default, which perf report reads).
 --
 -- The module returns a table: .traces() lists {number, name, address, size, rows} of the published
--- traces; .stop() detaches from the events and ends the session (the windows go with it).
+-- traces (after unpublishing those the GC freed since the last trace event); .stop() detaches from the events and ends the session (the windows go with it).
 local ffi = require("ffi")
 local jit = require("jit")
 local jutil = require("jit.util")
@@ -199,6 +199,43 @@ local function shortloc(func, pc)
   return (loc:gsub("^@", ""):gsub("^.*/", ""))
 end
 
+-- The name of a Lua function for trace names: what its source line says after `function`
+-- (`local function alpha(x)`, `function M.run()`) or before `= function`, else where it is
+-- defined. A heuristic (Lua functions have no names of their own), cached per definition.
+local source_lines, function_names = {}, {}
+local function function_name(func)
+  local fi = jutil.funcinfo(func)
+  if not fi.linedefined then return nil end -- a C function or a fast function
+  local key = tostring(fi.source) .. ":" .. fi.linedefined
+  if function_names[key] then return function_names[key] end
+  local name
+  local path = fi.source and fi.source:match("^@(.*)$")
+  if path and fi.linedefined > 0 then
+    local lines = source_lines[path]
+    if lines == nil then
+      lines = false
+      local f = io.open(path, "r")
+      if f then
+        lines = {}
+        for line in f:lines() do lines[#lines + 1] = line end
+        f:close()
+      end
+      source_lines[path] = lines
+    end
+    local line = lines and lines[fi.linedefined]
+    if line then
+      name = line:match("function%s+([%w_.:]+)%s*%(") or line:match("([%w_.]+)%s*=%s*function%s*%(")
+    end
+  end
+  if fi.linedefined == 0 then name = "(main chunk)" end
+  name = name or (fi.loc and fi.loc:gsub("^.*/", ""))
+  function_names[key] = name
+  return name
+end
+
+-- "TRACE_1 hot.lua:20 (loop) main>alpha>beta>gamma>leaf": where the trace starts, how it ends
+-- (as `luajit -jv` says), then the Lua functions it recorded, in order of first appearance
+-- (those beyond the first are inlined into the trace's machine code).
 local function trace_name(traceno, start, info)
   local ending = info.linktype or "?"
   if ending == "root" or (info.link and info.link ~= 0 and info.link ~= traceno) then
@@ -209,7 +246,9 @@ local function trace_name(traceno, start, info)
   elseif start.parent then
     ending = start.parent .. "/" .. start.exit .. " " .. ending
   end
-  return string.format("TRACE_%d %s (%s)", traceno, shortloc(start.func, start.pc), ending)
+  local name = string.format("TRACE_%d %s (%s)", traceno, shortloc(start.func, start.pc), ending)
+  if #start.functions > 0 then name = name .. " " .. table.concat(start.functions, ">") end
+  return name
 end
 
 local function publish(traceno)
@@ -239,23 +278,40 @@ local function publish(traceno)
                         spadjust = spadjust, rows = table.concat(shape, " ")}
 end
 
+local function retire(traceno, err)
+  local t = published[traceno]
+  check(C.jitunwind_window_retire(t.window, 0, nil, nil, err), err, "retiring " .. t.name)
+  check(C.jitunwind_session_release(session, t.window, err), err, "releasing " .. t.name)
+  published[traceno] = nil
+end
+
+-- Traces the GC freed since (jit.util.traceinfo gives nil for them) are unpublished.
+local function retire_freed()
+  local err = ffi.new("jitunwind_error")
+  for traceno in pairs(published) do
+    if not jutil.traceinfo(traceno) then retire(traceno, err) end
+  end
+end
+
 -- Every trace is gone (lj_trace_flushall): unpublish them all before LuaJIT reuses the memory.
 local function retire_all()
   local err = ffi.new("jitunwind_error")
-  for traceno, t in pairs(published) do
-    check(C.jitunwind_window_retire(t.window, 0, nil, nil, err), err, "retiring " .. t.name)
-    check(C.jitunwind_session_release(session, t.window, err), err, "releasing " .. t.name)
-    published[traceno] = nil
-  end
+  for traceno in pairs(published) do retire(traceno, err) end
   starting = {}
   C.jitunwind_session_poll(session)
 end
 
 local function on_trace(what, traceno, func, pc, otr, oex)
   if what == "start" then
+    -- LuaJIT frees the root traces of a prototype the GC collects (lj_trace_flushproto) with
+    -- no event, and reuses their numbers: a number starting again means the old trace is gone.
+    -- Its machine code stays until the next full flush (only lj_mcode_clear frees it).
+    if published[traceno] then retire(traceno, ffi.new("jitunwind_error")) end
     -- A stitched trace (exit -1) is a root trace that continues its "parent" after a call.
-    starting[traceno] = {func = func, pc = pc, parent = otr, exit = oex, stitched = oex == -1}
+    starting[traceno] = {func = func, pc = pc, parent = otr, exit = oex, stitched = oex == -1,
+                         functions = {}, seen = {}}
   elseif what == "stop" then
+    retire_freed()
     publish(traceno)
     C.jitunwind_session_poll(session)
   elseif what == "abort" then
@@ -265,11 +321,24 @@ local function on_trace(what, traceno, func, pc, otr, oex)
   end
 end
 
+-- Bytecode being recorded into trace `traceno`, in `func` (called `depth` frames deep).
+local function on_record(traceno, func)
+  local start = starting[traceno]
+  if not start or start.seen[func] then return end
+  start.seen[func] = true
+  local name = function_name(func)
+  if name and name ~= start.functions[#start.functions] then
+    start.functions[#start.functions + 1] = name
+  end
+end
+
 jit.attach(on_trace, "trace")
+jit.attach(on_record, "record")
 
 local M = {}
 
 function M.traces()
+  retire_freed()
   local list = {}
   for traceno, t in pairs(published) do
     list[#list + 1] = {number = traceno, name = t.name, address = t.address, size = t.size,
@@ -287,6 +356,7 @@ end
 function M.stop()
   if session == nil then return end
   jit.attach(on_trace)
+  jit.attach(on_record)
   published, starting = {}, {}
   C.jitunwind_session_destroy(session)
   session = nil

@@ -1,43 +1,54 @@
 -- Checks of the LuaJIT module without a profiler (run by tests/luajit/run.sh with LUA_PATH,
 -- JITUNWIND_LIBRARY and JITUNWIND_DIR set): traces are published with their names and rows,
--- a flush retires them all, and the perf map names them. Argument: the tests/luajit directory.
+-- trace numbers LuaJIT reuses after the GC freed a prototype's traces are republished, the
+-- perf map names the traces, and a flush retires them all. Argument: the tests/luajit directory.
 local dir = assert(arg[1], "usage: check_module.lua TESTS_LUAJIT_DIR")
 local J = require("jitunwind")
+local jutil = require("jit.util")
 
 local function fail(fmt, ...)
   io.stderr:write("luajit: FAILED: ", string.format(fmt, ...), "\n")
   os.exit(1)
 end
 
+local chunks = {}
 local function run(script, seconds)
-  local chunk = assert(loadfile(dir .. "/" .. script))
-  chunk(tostring(seconds))
+  chunks[script] = assert(loadfile(dir .. "/" .. script))
+  chunks[script](tostring(seconds))
 end
 
 local function named(pattern)
   local found = {}
   for _, t in ipairs(J.traces()) do
-    if not t.name:match("^TRACE_%d+ [%w_.]+:%d+ %(.+%)$") then fail("badly named trace %q", t.name) end
+    if not t.name:match("^TRACE_%d+ [%w_.]+:%d+ %([^)]+%)") then fail("badly named trace %q", t.name) end
     if t.name:match(pattern) then found[#found + 1] = t end
   end
   return found
 end
 
 run("hot.lua", 0.2)
--- main's inner loop (hot.lua:20) with alpha..leaf inlined is LuaJIT's first root trace.
-local loop = named("^TRACE_%d+ hot%.lua:20 %(loop%)$")
+-- main's inner loop (hot.lua:20) with alpha..leaf inlined.
+local loop = named("^TRACE_%d+ hot%.lua:20 %(loop%) main>alpha>beta>gamma>leaf$")
 if #loop == 0 then fail("no trace of hot.lua:20 (loop) among %d traces", #J.traces()) end
 if loop[1].rows ~= "0:CFA=rsp+96" then fail("%s: rows %s, not CFA=rsp+96", loop[1].name, loop[1].rows) end
 print("luajit: published " .. #J.traces() .. " traces, e.g. " .. loop[1].name)
 
-jit.flush()
-if #J.traces() ~= 0 then fail("%d traces still published after jit.flush()", #J.traces()) end
-print("luajit: jit.flush() retired every trace")
-
--- A trace with a stack frame of its own: the rows follow its head's and tail's rsp changes.
+-- hot.lua's prototypes become garbage: collecting them frees their traces (LuaJIT sends no
+-- event) and LuaJIT reuses their numbers. A trace with a stack frame of its own: the rows
+-- follow its head's and tail's rsp changes.
+chunks["hot.lua"] = nil
+collectgarbage()
+collectgarbage()
 run("spill.lua", 0.3)
 local adjusted = 0
-for _, t in ipairs(named("spill%.lua")) do
+local spill = named("spill%.lua")
+-- hot.lua's traces went with its prototypes: only live traces, at their addresses, are published.
+for _, t in ipairs(J.traces()) do
+  local _, address = jutil.tracemc(t.number)
+  if address ~= t.address then fail("%s is published but LuaJIT freed it", t.name) end
+end
+if #spill ~= #J.traces() then fail("%d traces published, %d of spill.lua", #J.traces(), #spill) end
+for _, t in ipairs(spill) do
   if t.rows:match("CFA=rsp%+(%d+)") ~= "96" or t.rows:match(" ") then adjusted = adjusted + 1 end
 end
 if adjusted == 0 then fail("no spill.lua trace has a stack adjustment in its rows") end
@@ -52,3 +63,7 @@ for _, t in ipairs(J.traces()) do
   if not map:find(line, 1, true) then fail("%s has no line %q", mapname, line) end
 end
 print("luajit: the perf map names every published trace")
+
+jit.flush()
+if #J.traces() ~= 0 then fail("%d traces still published after jit.flush()", #J.traces()) end
+print("luajit: jit.flush() retired every trace")
