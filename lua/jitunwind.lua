@@ -18,8 +18,10 @@
 -- own variables (JITUNWIND_PUBLISH, JITUNWIND_DIR, ...: docs/c-api.md) choose the publishers
 -- and where the perf map goes (/tmp/perf-PID.map by default, which perf report reads).
 --
--- The module returns a table: .traces() lists {number, name, address, size, rows} of the published
--- traces (after unpublishing those the GC freed since the last trace event); .stop() detaches from the events and ends the session (the windows go with it).
+-- The module returns a table: .traces() lists {number, name, address, size, rows} of the
+-- published traces (after unpublishing those the GC freed since the last trace event);
+-- .flush() writes the buffered perf map and jitdump now; .stop() detaches from the events and
+-- ends the session (the windows go with it).
 local ffi = require("ffi")
 local jit = require("jit")
 local jutil = require("jit.util")
@@ -101,8 +103,9 @@ do
 end
 local session = session_box[0]
 
-local published = {} -- trace number -> {window, name, address, size, spadjust}
-local starting = {} -- trace number -> {func, pc, parent, exit} of the trace being recorded
+local published = {} -- trace number -> {window, name, address, size, spadjust, rows}
+-- trace number -> {func, pc, parent, exit, stitched, functions, seen} of a trace being recorded
+local starting = {}
 
 -- Bytes of a trace's machine code (the copy jit.util.tracemc returns), by 0-based offset.
 local function u8(code, offset)
@@ -273,7 +276,9 @@ local function publish(traceno)
   check(C.jitunwind_window_append(box[0], name, fn, 0, err), err, "appending " .. name)
   check(C.jitunwind_window_publish(box[0], err), err, "publishing " .. name)
   local shape = {}
-  for i, r in ipairs(rows) do shape[i] = string.format("%d:CFA=rsp+%d", r.pc_offset, r.cfa_offset) end
+  for i, r in ipairs(rows) do
+    shape[i] = string.format("%d:CFA=rsp+%d", r.pc_offset, r.cfa_offset)
+  end
   published[traceno] = {window = box[0], name = name, address = address, size = size,
                         spadjust = spadjust, rows = table.concat(shape, " ")}
 end

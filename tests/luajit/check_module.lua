@@ -20,7 +20,9 @@ end
 local function named(pattern)
   local found = {}
   for _, t in ipairs(J.traces()) do
-    if not t.name:match("^TRACE_%d+ [%w_.]+:%d+ %([^)]+%)") then fail("badly named trace %q", t.name) end
+    if not t.name:match("^TRACE_%d+ [%w_.]+:%d+ %([^)]+%)") then
+      fail("badly named trace %q", t.name)
+    end
     if t.name:match(pattern) then found[#found + 1] = t end
   end
   return found
@@ -30,7 +32,9 @@ run("hot.lua", 0.2)
 -- main's inner loop (hot.lua:20) with alpha..leaf inlined.
 local loop = named("^TRACE_%d+ hot%.lua:20 %(loop%) main>alpha>beta>gamma>leaf$")
 if #loop == 0 then fail("no trace of hot.lua:20 (loop) among %d traces", #J.traces()) end
-if loop[1].rows ~= "0:CFA=rsp+96" then fail("%s: rows %s, not CFA=rsp+96", loop[1].name, loop[1].rows) end
+if loop[1].rows ~= "0:CFA=rsp+96" then
+  fail("%s: rows %s, not CFA=rsp+96", loop[1].name, loop[1].rows)
+end
 print("luajit: published " .. #J.traces() .. " traces, e.g. " .. loop[1].name)
 
 -- hot.lua's prototypes become garbage: collecting them frees their traces (LuaJIT sends no

@@ -47,7 +47,8 @@ profile_share() {
 for script in hot.lua spill.lua; do
   read -r rooted total < <(profile_share "$script" 1)
   if ((total == 0 || rooted * 100 < total * 90)); then
-    echo "$label: FAILED: jitwalk: $rooted of $total samples of $script unwind from a trace to _start" >&2
+    echo "$label: FAILED: jitwalk: $rooted of $total samples of $script unwind" \
+      "from a trace to _start" >&2
     sort -t' ' -k2 "$scratch/last.folded" | tail -15 >&2
     exit 1
   fi
@@ -55,11 +56,14 @@ for script in hot.lua spill.lua; do
 done
 
 # The trace number depends on what else got hot first (hot counters are hashed by address).
-check_perf_names "hot.lua:20 (loop) main>alpha>beta>gamma>leaf" -- "$luajit" -e 'require("jitunwind")' "$tests/hot.lua" 0.5
+check_perf_names "hot.lua:20 (loop) main>alpha>beta>gamma>leaf" -- \
+  "$luajit" -e 'require("jitunwind")' "$tests/hot.lua" 0.5
 
 # Interpreter only: no traces; what LuaJIT's own lj_vm unwind entry gives (not asserted).
 folded=$scratch/joff.folded
-"$jitwalk" profile -q -F 499 --folded "$folded" -- "$luajit" -joff "$tests/hot.lua" 0.5 >/dev/null
+"$jitwalk" profile -q -F 499 --folded "$folded" -- \
+  "$luajit" -joff "$tests/hot.lua" 0.5 >/dev/null
 awk '{ n = $NF; total += n; if ($0 ~ /^luajit;_start;/) rooted += n }
-     END { printf "luajit: -joff (information): %d of %d samples unwound to _start\n", rooted, total }' \
+     END { printf "luajit: -joff (information): %d of %d samples unwound to _start\n",
+                   rooted, total }' \
   "$folded"
