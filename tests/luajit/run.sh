@@ -55,8 +55,9 @@ for script in hot.lua spill.lua; do
   echo "$label: jitwalk: $rooted of $total samples of $script unwind from a named trace to _start"
 done
 
-# The trace number depends on what else got hot first (hot counters are hashed by address).
-check_perf_names "hot.lua:20 (loop)" -- \
+# Only the perf map names anything "hot.lua:" (the trace number and, rarely, which trace is
+# hottest depend on LuaJIT's hot counters, hashed by address: check_module.lua).
+check_perf_names "hot.lua:" -- \
   "$luajit" -e 'require("jitunwind")' "$tests/hot.lua" 0.5
 
 # Interpreter only: no traces; what LuaJIT's own lj_vm unwind entry gives (not asserted).
