@@ -332,9 +332,13 @@ int cmd_profile(int argc, char** argv) {
   // ---- summary (always printed, even with -q) ----
   auto bs = s.bpf().stats();
   const auto& ts = s.track().stats();
-  std::fprintf(stderr, "jitwalk: %llu samples of pid %d (%s) in %.1f s at %u Hz; %s\n",
-               static_cast<unsigned long long>(sum.samples), s.pid(), shown_name.c_str(), elapsed,
-               o.hz, s.stop_reason().c_str());
+  const size_t others = s.processes().processes_sampled(s.pid());
+  std::fprintf(
+      stderr, "jitwalk: %llu samples of pid %d (%s)%s in %.1f s at %u Hz; %s\n",
+      static_cast<unsigned long long>(sum.samples), s.pid(), shown_name.c_str(),
+      others ? format(" and %zu process%s it started", others, others == 1 ? "" : "es").c_str()
+             : "",
+      elapsed, o.hz, s.stop_reason().c_str());
   std::fprintf(stderr,
                "jitwalk:   unwound to the root: %.1f%%   cut: %.1f%%   frame-pointer fallback: "
                "%.1f%%\n",

@@ -172,10 +172,10 @@ void process_tree::count(uint32_t tgid, uint32_t asid, uint64_t n) {
   image(tgid, asid).samples += n;
 }
 
-size_t process_tree::processes_sampled() const {
+size_t process_tree::processes_sampled(pid_t except) const {
   std::set<uint32_t> pids;
   for (const auto& [key, img] : images_) {
-    if (img.samples) pids.insert(key.first);
+    if (img.samples && key.first != static_cast<uint32_t>(except)) pids.insert(key.first);
   }
   return pids.size();
 }

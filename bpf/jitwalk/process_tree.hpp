@@ -84,7 +84,8 @@ class process_tree {
   /// The summary's task line: processes and threads sampled, the busiest processes, samples of
   /// tasks not followed.
   std::string summary(uint64_t not_followed);
-  size_t processes_sampled() const;
+  /// Processes with samples (other than `except`).
+  size_t processes_sampled(pid_t except = 0) const;
 
  private:
   struct space {
