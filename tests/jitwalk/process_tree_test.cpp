@@ -57,21 +57,31 @@ double root_share(const std::string& err) {
   return std::stod(m[1]);
 }
 
+// `jitwalk profile -F 199 OPTIONS --folded F -- COMMAND...`; its folded stacks (`err` in *r).
+std::map<std::string, uint64_t> profile(const std::vector<std::string>& options,
+                                        const std::vector<std::string>& command,
+                                        jt::run_result* r) {
+  jt::temp_dir dir;
+  std::vector<std::string> argv{jitwalk(), "profile", "-F", "199", "--folded", dir / "f.folded"};
+  argv.insert(argv.end(), options.begin(), options.end());
+  argv.push_back("--");
+  argv.insert(argv.end(), command.begin(), command.end());
+  *r = jt::run(argv, {}, std::chrono::seconds(60));
+  INFO(r->err);
+  REQUIRE(r->exit_code == 0);
+  return parse_folded(jt::read_file(dir / "f.folded"));
+}
+
 }  // namespace
 
 TEST_CASE("profile -- CMD follows the processes CMD forks, each labelled comm-PID") {
   if (!jt::may_run_privileged("jitwalk profile")) return;
-  jt::temp_dir dir;
-  auto r = jt::run({jitwalk(), "profile", "-F", "199", "--folded", dir / "f.folded", "--", forker(),
-                    "forker", "1"},
-                   {}, std::chrono::seconds(60));
+  jt::run_result r;
+  auto folded = profile({}, {forker(), "forker", "1"}, &r);
   INFO(r.err);
-  REQUIRE(r.exit_code == 0);
-  auto folded = parse_folded(jt::read_file(dir / "f.folded"));
   const auto labels = by_label(folded);
   const std::string a = label_of(folded, "worker_a"), b = label_of(folded, "worker_b"),
                     p = label_of(folded, "parent_work");
-  INFO(jt::read_file(dir / "f.folded"));
   // Three processes, each its own label "jw_forker-PID".
   std::set<std::string> distinct{a, b, p};
   CHECK(distinct.size() == 3);
@@ -94,26 +104,17 @@ TEST_CASE("profile -- CMD follows the processes CMD forks, each labelled comm-PI
 
 TEST_CASE("profile --merge-processes labels stacks by command name only") {
   if (!jt::may_run_privileged("jitwalk profile")) return;
-  jt::temp_dir dir;
-  auto m = jt::run({jitwalk(), "profile", "-F", "99", "--merge-processes", "--folded",
-                    dir / "m.folded", "--", forker(), "forker", "0.5"},
-                   {}, std::chrono::seconds(60));
-  INFO(m.err);
-  REQUIRE(m.exit_code == 0);
-  const auto ml = by_label(parse_folded(jt::read_file(dir / "m.folded")));
+  jt::run_result r;
+  const auto ml = by_label(profile({"--merge-processes"}, {forker(), "forker", "0.5"}, &r));
   REQUIRE(ml.size() == 1);
   CHECK(ml.begin()->first == "jw_forker");
 }
 
 TEST_CASE("profile --no-children: only the command's process, the rest counted as not followed") {
   if (!jt::may_run_privileged("jitwalk profile")) return;
-  jt::temp_dir dir;
-  auto r = jt::run({jitwalk(), "profile", "-F", "199", "--no-children", "--folded",
-                    dir / "f.folded", "--", forker(), "forker", "1"},
-                   {}, std::chrono::seconds(60));
+  jt::run_result r;
+  auto folded = profile({"--no-children"}, {forker(), "forker", "1"}, &r);
   INFO(r.err);
-  REQUIRE(r.exit_code == 0);
-  auto folded = parse_folded(jt::read_file(dir / "f.folded"));
   CHECK(by_label(folded).size() == 1);
   CHECK(with_chain(folded, "worker_a") == 0);
   CHECK(with_chain(folded, "parent_work;spin") >= 50);
@@ -123,14 +124,9 @@ TEST_CASE("profile --no-children: only the command's process, the rest counted a
 
 TEST_CASE("profile -- sh -c 'PROG; true': the exec'd program is walked and named with its tables") {
   if (!jt::may_run_privileged("jitwalk profile")) return;
-  jt::temp_dir dir;
-  auto r = jt::run({jitwalk(), "profile", "-F", "199", "--folded", dir / "f.folded", "--", "sh",
-                    "-c", "'" + forker() + "' solo 1.5; true"},
-                   {}, std::chrono::seconds(60));
+  jt::run_result r;
+  auto folded = profile({}, {"sh", "-c", "'" + forker() + "' solo 1.5; true"}, &r);
   INFO(r.err);
-  REQUIRE(r.exit_code == 0);
-  auto folded = parse_folded(jt::read_file(dir / "f.folded"));
-  INFO(jt::read_file(dir / "f.folded"));
   const std::string l = label_of(folded, "solo_leaf");
   CHECK(std::regex_match(l, std::regex("jw_forker-[0-9]+")));
   const uint64_t of_prog = by_label(folded)[l];
@@ -140,7 +136,11 @@ TEST_CASE("profile -- sh -c 'PROG; true': the exec'd program is walked and named
       folded, "_start;__libc_start_main;__libc_start_call_main;main;solo_middle;solo_leaf", l);
   CHECK(of_prog >= 200);
   CHECK(walked * 10 >= of_prog * 9);
-  CHECK_THAT(r.err, Catch::Contains("tasks: 2 processes"));
+  // sh forked a child that exec'd jw_forker: the label is the child's pid, not sh's.
+  std::smatch m;
+  REQUIRE(std::regex_search(r.err, m, std::regex(R"(samples of pid ([0-9]+) \(sh\))")));
+  CHECK(l != "jw_forker-" + m[1].str());
+  CHECK_THAT(r.err, Catch::Contains(" " + l + " "));
 }
 
 TEST_CASE("profile -p PID --children follows the processes PID forks from then on") {
