@@ -141,6 +141,10 @@ void process_tree::sync_registry() {
   }
 }
 
+void process_tree::resume_all() {
+  for (const auto& [tgid, asid] : live_) kill(static_cast<pid_t>(tgid), SIGCONT);
+}
+
 void process_tree::refresh_symbols() {
   for (auto& [asid, s] : spaces_) {
     if (s.sym && s.live > 0) s.sym->refresh();

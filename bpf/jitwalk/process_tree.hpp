@@ -63,6 +63,9 @@ class process_tree {
   void flush();
   /// Re-reads the JIT registries of the live processes that own an address space.
   void sync_registry();
+  /// SIGCONT to every live followed process (the run ends: none may stay stopped by a handler
+  /// whose event jitwalk will not read).
+  void resume_all();
   /// Re-reads the maps of live address spaces (names of code loaded since).
   void refresh_symbols();
 

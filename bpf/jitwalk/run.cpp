@@ -137,6 +137,19 @@ result<std::unique_ptr<run_session>> run_session::start(const run_options& o) {
 run_session::~run_session() {
   // Never leave the target stopped behind us.
   if (pid_ > 0 && (!child_ || !child_->exited())) kill(pid_, SIGCONT);
+  if (tree_ && bpf_) {
+    // Nor a process of its tree: no handler stops one from now on, and those stopped at an exec
+    // or loader event nobody will read are resumed.
+    bpf_->config().stop_on_loader = 0;
+    bpf_->config().stop_on_publish = 0;
+    (void)bpf_->poll_events(0, [](const void* data, size_t size) {
+      jw_event_header h{};
+      if (size < sizeof h) return;
+      std::memcpy(&h, data, sizeof h);
+      if (h.stopped) kill(static_cast<pid_t>(h.tgid), SIGCONT);
+    });
+    tree_->resume_all();
+  }
   tree_.reset();
   tracker_.reset();
   bpf_.reset();
