@@ -5,8 +5,6 @@
 #include <cerrno>
 #include <set>
 
-#include "jitwalk/name_report.hpp"
-
 namespace jitwalk {
 
 const char* stop_name(unsigned stop) noexcept {
@@ -109,20 +107,6 @@ const std::string& aggregator::thread_name(uint32_t tgid, uint32_t tid) {
 
 namespace {
 
-profile_frame to_profile_frame(const frame_desc& d, uint64_t pc, bool caller) {
-  profile_frame f;
-  f.name = d.name;
-  f.kind = d.kind;
-  f.address = caller && pc > 0 ? pc - 1 : pc;
-  f.module = d.module;
-  f.map_start = d.module_base;
-  f.map_limit = d.module_limit;
-  f.map_offset = d.module_offset;
-  f.build_id = d.build_id;
-  f.source = d.source;
-  return f;
-}
-
 // CLOCK_MONOTONIC, the clock of jitdump timestamps.
 uint64_t monotonic_ns() {
   timespec ts{};
@@ -143,18 +127,18 @@ uint32_t aggregator::user_frame(const jw_frame& frame, bool caller, bool* entry,
   frame_desc d = sym_.user_frame(pc, caller, when);
   uint32_t id = out_.intern(to_profile_frame(d, pc, caller));
   *entry = is_entry_function(d.name);
-  if (d.kind == frame_kind::unknown && !pending_.count(id)) {
+  if (d.kind == frame_kind::unknown && !late_.has(id)) {
     // The name may arrive later (a jitdump written through a buffer, a perf map appended
     // after the code ran): kept raw, named by resolve_late(). Code loaded after this moment
     // cannot be what ran in the sample.
-    pending_frame p;
+    late_names::pending_frame p;
     p.tgid = tgid;
     p.pc = pc;
     p.return_address = caller;
     p.when = when;
     p.when.before = std::min(when.before, monotonic_ns());
     p.first = d;
-    pending_.emplace(id, std::move(p));
+    late_.add(id, std::move(p));
   }
   frame_cache_.emplace(key, cached_frame{id, *entry});
   return id;
@@ -257,36 +241,16 @@ void aggregator::drain() {
 }
 
 late_summary aggregator::resolve_late() {
-  late_summary ls;
-  ls.pending = pending_.size();
-  // Everything appended to the perf map and jitdump by now (the process may be gone: the last
-  // known mappings and the files on disk still answer).
-  if (o_.late_names && !pending_.empty()) sym_.refresh();
-  auto new_id = out_.rebuild([&](uint32_t id, const profile_frame& f) {
-    auto it = pending_.find(id);
-    if (it == pending_.end()) return f;
-    const pending_frame& p = it->second;
-    if (o_.late_names) {
-      // One symbolizer today; per-process symbolizers (process trees) pick p.tgid's here.
-      frame_desc d = sym_.user_frame(p.pc, p.return_address, p.when);
-      if (d.kind != frame_kind::unknown) {
-        ++ls.named;
-        return to_profile_frame(d, p.pc, p.return_address);
-      }
-    }
-    if (o_.raw_addresses) return f;
-    ++ls.grouped;
-    profile_frame g = f;
-    g.name = mapping_group_name(p.first.module, p.first.module_base, p.first.module_limit);
-    g.address = p.first.module_base;  // one frame per mapping
-    return g;
-  });
-  // Ids held for later drains follow the rebuild (nothing stays pending).
+  std::vector<uint32_t> new_id;
+  // One symbolizer today; per-process symbolizers (process trees) are picked by tgid here.
+  const late_summary ls = late_.resolve(
+      out_, [&](uint32_t) -> symbolizer& { return sym_; }, o_.rename_late, o_.raw_addresses,
+      &new_id);
+  // Ids held for later drains follow the rebuild.
   for (auto& [hash, k] : stacks_)
     for (uint32_t& id : k.frames) id = new_id[id];
   for (auto& [key, c] : frame_cache_) c.id = new_id[c.id];
   for (auto& [pc, id] : kernel_cache_) id = new_id[id];
-  pending_.clear();
   return ls;
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "jitwalk/bpf_session.hpp"
+#include "jitwalk/late_names.hpp"
 #include "jitwalk/profile_data.hpp"
 #include "jitwalk/symbolizer.hpp"
 #include "jitwalk/tracker.hpp"
@@ -52,17 +53,10 @@ struct aggregate_options {
   bool per_thread = false;
   bool mark_cut = true;  ///< cut stacks get an outermost "[cut: reason]" frame
   /// Frames left unnamed when first seen are named again at the end (resolve_late).
-  bool late_names = true;
+  bool rename_late = true;
   /// Unnamed code stays one "[unknown 0x...]" frame per address instead of one frame per
   /// mapping (--raw-addresses).
   bool raw_addresses = false;
-};
-
-/// What resolve_late() did.
-struct late_summary {
-  uint64_t pending = 0;  ///< distinct frames unnamed when first seen
-  uint64_t named = 0;    ///< of them, named at the end
-  uint64_t grouped = 0;  ///< unnamed frames folded into one frame per mapping
 };
 
 class aggregator {
@@ -102,16 +96,7 @@ class aggregator {
     bool root = false, fallback = false, stale = false;
   };
   const known_stack& know(uint64_t hash, const jw_stack* st, uint32_t tgid);
-  // A frame unnamed when first seen, kept raw for resolve_late() (per process: the tgid says
-  // whose names and mappings apply).
-  struct pending_frame {
-    uint32_t tgid = 0;
-    uint64_t pc = 0;
-    bool return_address = false;
-    jit_when when;     // before: at most the time the frame was first seen
-    frame_desc first;  // what the symbolizer said then (the mapping, for grouping)
-  };
-  std::map<uint32_t, pending_frame> pending_;  // by profile frame id
+  late_names late_;  // frames unnamed when first seen
   std::unordered_map<uint64_t, known_stack> stacks_;
   std::map<std::tuple<uint64_t, bool, jit_when>, cached_frame> frame_cache_;
   std::map<uint64_t, uint32_t> kernel_cache_;

@@ -298,7 +298,7 @@ int cmd_profile(int argc, char** argv) {
   ao.per_thread = o.run.per_thread;
   ao.mark_cut = o.mark_cut;
   ao.raw_addresses = o.raw_addresses;
-  ao.late_names = o.late_names;
+  ao.rename_late = o.late_names;
   aggregator agg(s.bpf(), s.sym(), s.track(), prof, ao);
 
   if (auto r = s.go(); !r) {
