@@ -95,14 +95,6 @@ std::string hint(const name_counts& c, const process_names& p, bool have_map, bo
     }
     return format("no perf map, jitdump or jitunwind registry for pid %d: %s", p.pid, how.c_str());
   }
-  if (!p.ended_by_signal.empty() && have_dump) {
-    return format(
-        "names may be missing: jitwalk ended the command with %s, and a runtime that writes its "
-        "jitdump through a "
-        "buffer (V8 --perf-prof) loses the names still in it; let it exit by itself (no -d, or "
-        "--wait-exit)",
-        p.ended_by_signal.c_str());
-  }
   if (comm_is(p.comm, "node") && have_map && !have_dump) {
     return "code the perf map does not list (V8's interpreter and builtins run from "
            "anonymous memory): node --interpreted-frames-native-stack names interpreted "
@@ -161,7 +153,16 @@ std::vector<std::string> name_report_lines(const name_counts& c, const process_n
                            static_cast<unsigned long long>(c.jit_frames)));
     }
   }
-  if (std::string h = hint(c, p, have_map, have_dump); !h.empty()) out.push_back("hint: " + h);
+  if (!p.ended_by_signal.empty() && have_dump) {
+    // Said even when little is unnamed: what was lost cannot be counted.
+    out.push_back(format(
+        "note: names may be missing: jitwalk ended the command with %s, and a runtime that "
+        "writes its jitdump through a buffer (V8 --perf-prof) loses the names still in it; let "
+        "it exit by itself (no -d, or --wait-exit)",
+        p.ended_by_signal.c_str()));
+  } else if (std::string h = hint(c, p, have_map, have_dump); !h.empty()) {
+    out.push_back("hint: " + h);
+  }
   if (verbose) {
     for (const auto& f : p.files) {
       if (!f.found) {
