@@ -320,6 +320,9 @@ int cmd_profile(int argc, char** argv) {
   });
   const double elapsed = s.elapsed_s();
   s.bpf().detach_sampling();
+  // The target's mappings while it still lives: a jitdump mapped since the last drain is found
+  // now, and read whole by the late names once the command has ended.
+  if (!s.child() || !s.child()->poll_exit()) s.sym().refresh();
   if (s.child() && !s.child()->exited()) end_command(*s.child(), o.grace_s, o.wait_exit);
   agg.drain();
   // Names that arrived after the frames were first seen (a jitdump written through a buffer,

@@ -101,6 +101,17 @@ TEST_CASE("node --perf-prof: late names from the jitdump, as perf inject --jit n
     if (stack.find("JS:*leafA") != std::string::npos) hot = true;
   CHECK(hot);
 
+  // Ended at -d instead (30 s of CPU asked): V8's buffered jitdump tail is lost with the
+  // SIGINT, and the summary says that names may be missing.
+  auto ended = jt::run_shell("cd " + dir.path() + " && " + jitwalk_test::jitwalk() +
+                                 " profile -F 99 -d 2 -- node --perf-prof " + node_hot_js() + " 30",
+                             std::chrono::seconds(60));
+  INFO(ended.err);
+  REQUIRE(ended.exit_code == 0);
+  CHECK_THAT(ended.err, Catch::Contains("command: ended by jitwalk (SIGINT) at the end of -d 2") &&
+                            Catch::Contains("note: names may be missing: jitwalk ended the "
+                                            "command with SIGINT"));
+
   // perf on the same kind of run: record, inject the jitdump's code, count named user leaves.
   auto p = jt::run_shell("cd " + dir.path() +
                              " && perf record -q -k 1 -e cpu-clock -F 499 -o p.data -- node "
