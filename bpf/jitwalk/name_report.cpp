@@ -77,7 +77,7 @@ std::string hint(const name_counts& c, const process_names& p, bool have_map, bo
   // Below 1 % of the samples' leaves and of the JIT frames: noise (code that ran before its
   // name was written, a stub), not worth a hint.
   const uint64_t unnamed_jit = c.jit_frames_by_source[idx(name_source::none)];
-  if (c.leaf_unnamed_anon * 100 < c.samples && unnamed_jit * 100 < c.jit_frames) return {};
+  if (c.leaf_unnamed_anon * 100 < c.samples && unnamed_jit * 100 <= c.jit_frames) return {};
   if (!have_map && !have_dump && p.registry_windows == 0) {
     std::string how;
     if (comm_is(p.comm, "node")) {

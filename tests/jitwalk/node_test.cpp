@@ -102,15 +102,21 @@ TEST_CASE("node --perf-prof: late names from the jitdump, as perf inject --jit n
   CHECK(hot);
 
   // Ended at -d instead (30 s of CPU asked): V8's buffered jitdump tail is lost with the
-  // SIGINT, and the summary says that names may be missing.
+  // SIGINT, and the summary says that names may be missing — once V8 has created its jitdump
+  // (on a loaded machine node may not have got that far in 4 s: then that is only printed).
   auto ended = jt::run_shell("cd " + dir.path() + " && " + jitwalk_test::jitwalk() +
-                                 " profile -F 99 -d 2 -- node --perf-prof " + node_hot_js() + " 30",
+                                 " profile -F 99 -d 4 -- node --perf-prof " + node_hot_js() + " 30",
                              std::chrono::seconds(60));
   INFO(ended.err);
   REQUIRE(ended.exit_code == 0);
-  CHECK_THAT(ended.err, Catch::Contains("command: ended by jitwalk (SIGINT) at the end of -d 2") &&
-                            Catch::Contains("note: names may be missing: jitwalk ended the "
-                                            "command with SIGINT"));
+  CHECK_THAT(ended.err, Catch::Contains("command: ended by jitwalk (SIGINT) at the end of -d 4"));
+  if (ended.err.find("names for pid") != std::string::npos &&
+      ended.err.find(".dump (") != std::string::npos) {
+    CHECK_THAT(ended.err, Catch::Contains(
+                              "note: names may be missing: jitwalk ended the command with SIGINT"));
+  } else {
+    WARN("node had not mapped its jitdump when -d 4 ended it (a loaded machine)");
+  }
 
   // perf on the same kind of run: record, inject the jitdump's code, count named user leaves.
   auto p = jt::run_shell("cd " + dir.path() +
