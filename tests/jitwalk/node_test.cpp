@@ -146,14 +146,16 @@ TEST_CASE("node --perf-basic-prof: full chains within 5 points of perf -g on the
   if (!jt::may_run_privileged("jitwalk profile") || !node_and_perf()) return;
   jt::temp_dir dir;
   // jitwalk samples node for 6 s; perf for 2 s once jitwalk samples: the same steady hot
-  // loop at the same time. node (30 s of CPU at most) is ended once both are done.
+  // loop at the same time. node (30 s of CPU at most) is ended once both are done, and its perf
+  // map removed.
   auto r = jt::run_shell(
       "cd " + dir.path() + " && { node --perf-basic-prof " + node_hot_js() +
           " 30 >/dev/null & P=$!; " + jitwalk_test::jitwalk() +
           " profile -F 499 -d 6 --folded j.folded -p $P 2>j.err & J=$!; "
           "for i in $(seq 300); do grep -q 'profiling pid' j.err && break; sleep 0.1; done; "
           "perf record -q -g -e cpu-clock -F 499 -p $P -o g.data -- sleep 2; wait $J; "
-          "echo jitwalk=$?; kill $P; wait $P; } ; perf script -i g.data -F ip,sym",
+          "echo jitwalk=$?; kill $P; wait $P; rm -f /tmp/perf-$P.map; } ; perf script -i g.data -F "
+          "ip,sym",
       std::chrono::seconds(90));
   INFO(jt::read_file(dir / "j.err"));
   INFO(r.err);
