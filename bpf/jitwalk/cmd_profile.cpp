@@ -445,6 +445,7 @@ int cmd_profile(int argc, char** argv) {
     pn.comm = s.process_name();
     pn.files = s.sym().names().files();
     pn.registry_windows = ts.windows_loaded;
+    pn.still_running = !s.child() && process_alive(s.pid());
     if (s.child() && s.child()->ended_by_jitwalk() && s.child()->term_signal() != 0)
       pn.ended_by_signal = format("SIG%s", sigabbrev_np(s.child()->term_signal()));
     for (const std::string& line : name_report_lines(count_names(prof), pn, g_verbosity >= 2))

@@ -95,6 +95,13 @@ std::string hint(const name_counts& c, const process_names& p, bool have_map, bo
     }
     return format("no perf map, jitdump or jitunwind registry for pid %d: %s", p.pid, how.c_str());
   }
+  if (have_dump && p.still_running) {
+    return format(
+        "pid %d still runs: a runtime that writes its jitdump through a buffer (V8 "
+        "--perf-prof) has not written the newest names yet; profile a command that "
+        "exits (jitwalk profile -- node ...), or use a perf map (--perf-basic-prof)",
+        p.pid);
+  }
   if (comm_is(p.comm, "node") && have_map && !have_dump) {
     return "code the perf map does not list (V8's interpreter and builtins run from "
            "anonymous memory): node --interpreted-frames-native-stack names interpreted "

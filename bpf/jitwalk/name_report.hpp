@@ -43,6 +43,8 @@ struct process_names {
   size_t registry_windows = 0;                ///< jitunwind registry windows loaded
   /// Non-empty when jitwalk ended the command with a signal: how ("SIGTERM at the end of -d").
   std::string ended_by_signal;
+  /// The process still ran when the profile ended (-p): its files may not be complete yet.
+  bool still_running = false;
 };
 
 /// The summary lines (without the "jitwalk:" prefix): sources found and the samples each

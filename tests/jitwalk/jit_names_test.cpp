@@ -367,6 +367,12 @@ TEST_CASE("name-source report: sources, shares and the likely reason") {
   CHECK_THAT(r, Catch::Contains("names may be missing: jitwalk ended the command with SIGINT"));
   CHECK_THAT(r, !Catch::Contains("bytes read"));  // per-file detail only with -v
 
+  process_names attached = killed;  // -p: the process still runs, nothing was signalled
+  attached.ended_by_signal.clear();
+  attached.still_running = true;
+  CHECK_THAT(text(name_report_lines(c, attached, false)),
+             Catch::Contains("pid 42 still runs") && !Catch::Contains("names may be missing"));
+
   process_names lua = none;
   lua.comm = "luajit";
   CHECK_THAT(text(name_report_lines(c, lua, false)), Catch::Contains("require(\"jitunwind\")"));
