@@ -94,7 +94,7 @@ TEST_CASE("node --perf-prof: late names from the jitdump, as perf inject --jit n
   CHECK_THAT(r.err, Catch::Contains("names for pid") && Catch::Contains("jitdump"));
   const auto folded = parse_folded(jt::read_file(dir / "j.folded"));
   const auto [named, all] = named_leaves(folded);
-  REQUIRE(all > 500);
+  REQUIRE(all >= 100);  // ~1500 on an idle machine; -d 5 includes jitwalk's start-up
   CHECK(named * 100 >= all * 95);
   bool hot = false;
   for (const auto& [stack, count] : folded)
@@ -168,8 +168,8 @@ TEST_CASE("node --perf-basic-prof: full chains within 5 points of perf -g on the
     ++perf_all;
     if (jitwalk::is_entry_function(s.back())) ++perf_full;
   }
-  REQUIRE(all > 300);
-  REQUIRE(perf_all > 200);
+  REQUIRE(all >= 100);
+  REQUIRE(perf_all >= 100);
   const double jw = 100.0 * full / all, pf = 100.0 * perf_full / perf_all;
   WARN(jitunwind::detail::format("full chains: jitwalk %.1f%% of %llu, perf -g %.1f%% of %llu", jw,
                                  (unsigned long long)all, pf, (unsigned long long)perf_all));
