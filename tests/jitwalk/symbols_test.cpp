@@ -137,8 +137,9 @@ TEST_CASE("the summary says whether the command exited by itself or jitwalk ende
 
 TEST_CASE("the end of -d: SIGINT, SIGTERM and SIGKILL after grace periods, or --wait-exit") {
   if (!jt::may_run_privileged("jitwalk profile")) return;
+  // -d counts from the command's start: 1.5 s leave the shell ample time to set its traps.
   auto profile = [](const std::vector<std::string>& options, const std::string& script) {
-    std::vector<std::string> argv = {jitwalk_test::jitwalk(), "profile", "-d", "0.5"};
+    std::vector<std::string> argv = {jitwalk_test::jitwalk(), "profile", "-d", "1.5"};
     argv.insert(argv.end(), options.begin(), options.end());
     argv.insert(argv.end(), {"--", "sh", "-c", script});
     return jt::run(argv, {}, std::chrono::seconds(60));
@@ -153,7 +154,7 @@ TEST_CASE("the end of -d: SIGINT, SIGTERM and SIGKILL after grace periods, or --
   CHECK_THAT(kill.err, Catch::Contains("ended by jitwalk (SIGKILL: still running after SIGINT "
                                        "and SIGTERM)"));
   // --wait-exit: no signal; sampling stops at -d and the command ends by itself.
-  auto waited = profile({"--wait-exit"}, "sleep 1.5; exit 4");
+  auto waited = profile({"--wait-exit"}, "sleep 2.5; exit 4");
   INFO(waited.err);
   CHECK_THAT(waited.err, Catch::Contains("command: exited with status 4,") &&
                              !Catch::Contains("ended by jitwalk"));
