@@ -122,9 +122,13 @@ TEST_CASE("profile --no-children: only the command's process, the rest counted a
   CHECK_THAT(r.err, !Catch::Contains(" 0 samples of tasks not followed"));
 }
 
-TEST_CASE("profile -- sh -c 'PROG; true': the exec'd program is walked and named with its tables") {
+TEST_CASE(
+    "profile -- sh -c wrapper: the program it forks and execs is walked and named with its "
+    "tables") {
   if (!jt::may_run_privileged("jitwalk profile")) return;
   jt::run_result r;
+  // `sh -c 'PROG; true'`: the "; true" keeps sh from exec'ing PROG itself, so sh forks a child
+  // that execs PROG (the issue's case; a plain `sh -c PROG` exec is covered by the same path).
   auto folded = profile({}, {"sh", "-c", "'" + forker() + "' solo 1.5; true"}, &r);
   INFO(r.err);
   const std::string l = label_of(folded, "solo_leaf");
