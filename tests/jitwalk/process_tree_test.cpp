@@ -128,7 +128,8 @@ TEST_CASE(
   if (!jt::may_run_privileged("jitwalk profile")) return;
   jt::run_result r;
   // `sh -c 'PROG; true'`: the "; true" keeps sh from exec'ing PROG itself, so sh forks a child
-  // that execs PROG (the case; a plain `sh -c PROG` exec is covered by the same path).
+  // that execs PROG (the case). A target that execs itself (env, a shim) is covered by
+  // the verify acceptance test, whose command is `env ... recompile_jit`.
   auto folded = profile({}, {"sh", "-c", "'" + forker() + "' solo 1.5; true"}, &r);
   INFO(r.err);
   const std::string l = label_of(folded, "solo_leaf");
