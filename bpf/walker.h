@@ -222,7 +222,6 @@ enum jw_event_type {
   JW_EV_EXIT = 9,       /* the last thread of a followed process exited */
 };
 
-
 struct jw_event_header {
   __u32 type;
   __u32 tgid;
