@@ -16,6 +16,7 @@
 #include "jitwalk/bpf_session.hpp"
 #include "jitwalk/native_tables.hpp"
 #include "jitwalk/symbolizer.hpp"
+#include "jitwalk/table_cache.hpp"
 #include "jitwalk/table_store.hpp"
 
 #include <sys/types.h>
@@ -44,6 +45,8 @@ struct tracker_options {
   /// The run's memory budget: a window's SFrame copy is charged while it is converted (null:
   /// not counted).
   jitunwind::detail::memory_budget* budget = nullptr;
+  /// Converted native tables are cached here across runs (table_cache.hpp); null: not cached.
+  table_cache* cache = nullptr;
 };
 
 struct window_info {
@@ -136,6 +139,8 @@ class tracker {
   tracker_options o_;
   std::map<object_key, uint32_t> objects_;          // executable mapping -> uid (0: no table)
   std::set<std::pair<uint64_t, uint64_t>> probed_;  // (dev, inode) whose probes are attached
+  // (dev, inode) -> its parsed functions, during one scan_objects
+  std::map<std::pair<uint64_t, uint64_t>, std::optional<result<native_functions>>> parsed_;
   std::optional<jitunwind::remote::registry_reader> reader_;
   std::map<uint64_t, window_info> windows_;                        // by window id
   std::set<std::pair<uint64_t, uint64_t>> rejected_;               // (id, generation)
