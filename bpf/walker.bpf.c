@@ -592,6 +592,7 @@ int jw_checkpoint(struct pt_regs* ctx) {
     b->e.walk_stop = s->st.stop;
     b->e.walk_fallback = s->st.fallback;
     b->e.walk_stale = s->st.stale;
+    b->e.walk_end_method = s->st.end_method;
     if (off > 8 * (JW_MAX_TRUTH + JW_KSTACK_DEPTH)) off = 8 * (JW_MAX_TRUTH + JW_KSTACK_DEPTH);
     __u32 bytes = depth * 16;
     if (bytes > 16 * JW_MAX_DEPTH) bytes = 16 * JW_MAX_DEPTH;
@@ -601,7 +602,9 @@ int jw_checkpoint(struct pt_regs* ctx) {
     b->e.walk_stop = JW_STOP_NO_USER;
     b->e.walk_fallback = 0;
     b->e.walk_stale = 0;
+    b->e.walk_end_method = 0;
   }
+  __builtin_memset(b->e.reserved, 0, sizeof(b->e.reserved));
   b->e.walk_depth = depth;
   __u64 size = sizeof(b->e) + off;
   if (size > sizeof(*b)) size = sizeof(*b);

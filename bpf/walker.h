@@ -265,8 +265,10 @@ struct jw_checkpoint_event {
   __u8 walk_stop;
   __u8 walk_fallback;
   __u16 walk_stale;
+  __u8 walk_end_method; /* jw_stack.end_method: the step that failed at the last frame */
+  __u8 reserved[7];
 };
-JW_STATIC_ASSERT(sizeof(struct jw_checkpoint_event) == 24 + 48, "jw_checkpoint_event layout");
+JW_STATIC_ASSERT(sizeof(struct jw_checkpoint_event) == 24 + 56, "jw_checkpoint_event layout");
 #define JW_CHECKPOINT_DATA_MAX (8 * JW_MAX_TRUTH + 8 * JW_KSTACK_DEPTH + 16 * JW_MAX_DEPTH)
 
 /* Runtime settings (BPF .data, written by user space before and during the run). */

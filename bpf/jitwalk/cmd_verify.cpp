@@ -67,6 +67,7 @@ struct verify_state {
   uint64_t wrong_walks = 0;
   std::array<uint64_t, JW_STOP_COUNT_> by_stop{};
   std::array<uint64_t, 5> steps{};
+  std::array<uint64_t, 4> failed{};  ///< steps tried at the last frame that failed, by source
   std::map<uint64_t, uint64_t>
       fp_lost_at;  // index of the first ground-truth frame the FP walk missed
   std::map<int64_t, tag_stats> tags;
@@ -281,6 +282,15 @@ int cmd_verify(int argc, char** argv) {
         v.steps[3]++;
       }
     }
+    // The step that failed at the last frame, by the same source (the walk tried it and could
+    // not reach the caller): shares of steps tried, not only of steps made.
+    if (e.walk_end_method != 0 && e.walk_stop != JW_STOP_OUTERMOST && depth > 0) {
+      const unsigned kind = JW_META_KIND(rec.walk[depth - 1].meta);
+      v.failed[e.walk_end_method != JW_M_TABLE ? 3
+               : kind == JW_RANGE_JIT          ? 0
+               : kind == JW_RANGE_SFRAME       ? 1
+                                               : 2]++;
+    }
     const bool print_this = v.checkpoints <= print_walks;
     if ((!exact && v.mismatches.size() < show) || print_this) {
       std::string m = format(
@@ -378,10 +388,12 @@ int cmd_verify(int argc, char** argv) {
         static_cast<unsigned long long>(t.complete), static_cast<unsigned long long>(t.max_truth));
   }
   std::printf(
-      "  jitwalk caller steps: %llu JIT window tables, %llu native .sframe, %llu native "
-      ".eh_frame, %llu frame-pointer fallback\n",
-      static_cast<unsigned long long>(v.steps[0]), static_cast<unsigned long long>(v.steps[1]),
-      static_cast<unsigned long long>(v.steps[2]), static_cast<unsigned long long>(v.steps[3]));
+      "  jitwalk caller steps made (failed): %llu (%llu) JIT window tables, %llu (%llu) native "
+      ".sframe, %llu (%llu) native .eh_frame, %llu (%llu) frame-pointer fallback\n",
+      static_cast<unsigned long long>(v.steps[0]), static_cast<unsigned long long>(v.failed[0]),
+      static_cast<unsigned long long>(v.steps[1]), static_cast<unsigned long long>(v.failed[1]),
+      static_cast<unsigned long long>(v.steps[2]), static_cast<unsigned long long>(v.failed[2]),
+      static_cast<unsigned long long>(v.steps[3]), static_cast<unsigned long long>(v.failed[3]));
   std::printf(
       "  JIT windows: %zu generations loaded, %zu rejected, %zu freed; freed-window rows "
       "refused %llu times; stale-table uses: %llu; table races: %llu\n",
@@ -465,6 +477,10 @@ int cmd_verify(int argc, char** argv) {
                   {"sframe", v.steps[1]},
                   {"eh_frame", v.steps[2]},
                   {"fp_fallback", v.steps[3]}};
+    j["failed_steps"] = {{"jit", v.failed[0]},
+                         {"sframe", v.failed[1]},
+                         {"eh_frame", v.failed[2]},
+                         {"fp_fallback", v.failed[3]}};
     nlohmann::json lost = nlohmann::json::object();
     for (const auto& [k, c] : v.fp_lost_at) lost[std::to_string(k)] = c;
     j["fp_lost_at"] = lost;

@@ -1,5 +1,6 @@
 #include "jitwalk/ehframe.hpp"
 
+#include <cstring>
 #include <map>
 #include <optional>
 
@@ -155,7 +156,25 @@ struct cfi_state {
   int64_t rbp_off = 0;
   reg_rule ra = reg_rule::offset;
   int64_t ra_off = -8;
+  // != 0 with cfa_expr: the CFA is the lazy PLT's rsp + 8 + ((rip & 15) >= plt_threshold) * 8.
+  uint8_t plt_threshold = 0;
 };
+
+// The one CFA expression linkers emit for a lazy .plt (x86-64 psABI; GNU ld and lld): every
+// 16-byte entry has CFA = rsp + 8 up to its `push`, rsp + 16 after it. The threshold (the entry
+// offset after the push) is the literal in the middle; returns it, or 0 for any other block.
+uint8_t plt_expression_threshold(const uint8_t* b, uint64_t n) {
+  // DW_OP_breg7 8; DW_OP_breg16 0; DW_OP_lit15; DW_OP_and; DW_OP_lit<T>; DW_OP_ge; DW_OP_lit3;
+  // DW_OP_shl; DW_OP_plus
+  static constexpr uint8_t head[] = {0x77, 0x08, 0x80, 0x00, 0x3f, 0x1a};
+  static constexpr uint8_t tail[] = {0x2a, 0x33, 0x24, 0x22};
+  if (n != sizeof(head) + 1 + sizeof(tail)) return 0;
+  if (std::memcmp(b, head, sizeof(head)) != 0) return 0;
+  if (std::memcmp(b + sizeof(head) + 1, tail, sizeof(tail)) != 0) return 0;
+  const uint8_t lit = b[sizeof(head)];
+  if (lit <= 0x30 || lit > 0x3f) return 0;  // DW_OP_lit1..lit15
+  return static_cast<uint8_t>(lit - 0x30);
+}
 
 unwind_row to_row(const cfi_state& s, uint32_t loc) {
   unwind_row r;
@@ -269,10 +288,15 @@ class evaluator {
         case 0x0e:
           s_.cfa_off = static_cast<int64_t>(cur_.uleb());
           break;
-        case 0x0f:
-          skip_block();
+        case 0x0f: {
+          const uint64_t n = cur_.uleb();
+          if (!cur_.have(n)) break;  // cur_.bad: reported after the loop
           s_.cfa_expr = true;
+          s_.plt_threshold = plt_expression_threshold(cur_.base + cur_.pos, n);
+          if (s_.plt_threshold != 0 && !plt_from_) plt_from_ = loc_;
+          cur_.pos += n;
           break;
+        }
         case 0x10: {
           uint64_t r = cur_.uleb();
           skip_block();
@@ -332,6 +356,15 @@ class evaluator {
     return std::move(rows_);
   }
 
+  /// Where the lazy-PLT CFA expression took effect, if it did and still holds at the end of the
+  /// instructions (the linker's .plt FDE: PLT0's rows, then the expression for every entry).
+  std::optional<uint64_t> plt_from() const {
+    if (!plt_from_ || !s_.cfa_expr || s_.plt_threshold == 0) return std::nullopt;
+    return plt_from_;
+  }
+  uint8_t plt_threshold() const { return s_.plt_threshold; }
+  bool plt_rbp_same() const { return s_.rbp == reg_rule::same; }
+
  private:
   std::string advance(uint64_t delta) {
     if (delta == 0) return {};
@@ -390,7 +423,29 @@ class evaluator {
   cfi_state initial_;
   std::vector<cfi_state> stack_;
   std::vector<unwind_row> rows_;
+  std::optional<uint64_t> plt_from_;
 };
+
+// Replaces the gap rows the PLT expression produced from `plt` on with a PCMASK function.
+void split_plt(unwind_function& f, uint64_t plt, uint8_t threshold,
+               std::vector<unwind_function>& out) {
+  unwind_function entries;
+  entries.start = f.start + plt;
+  entries.size = f.size - static_cast<uint32_t>(plt);
+  entries.source = table_source::eh_frame;
+  entries.pcmask_rep = 16;
+  unwind_row before, after;
+  before.kind = after.kind = rule::cfa_sp;
+  before.pc_off = 0;
+  before.cfa_off = 8;
+  after.pc_off = threshold;
+  after.cfa_off = 16;
+  entries.rows = {before, after};
+  std::erase_if(f.rows, [&](const unwind_row& r) { return r.pc_off >= plt; });
+  f.size = static_cast<uint32_t>(plt);
+  if (!f.rows.empty() && f.size != 0) out.push_back(std::move(f));
+  out.push_back(std::move(entries));
+}
 
 std::string parse_cie(cursor c, size_t content_end, cie& out) {
   c.end = content_end;
@@ -540,8 +595,15 @@ result<eh_frame_result> parse_eh_frame(std::span<const uint8_t> section, uint64_
     f.start = *begin;
     f.size = static_cast<uint32_t>(*range);
     f.source = table_source::eh_frame;
+    const std::optional<uint64_t> plt = ev.plt_from();
     f.rows = ev.finish();
-    if (!f.rows.empty()) out.functions.push_back(std::move(f));
+    if (plt && (*begin + *plt) % 16 == 0 && *plt < *range && ev.plt_rbp_same()) {
+      // The lazy PLT: the rows before the expression (PLT0) stay as they are; the entries get
+      // a PCMASK function of 16-byte blocks, as binutils writes for .sframe.
+      split_plt(f, *plt, ev.plt_threshold(), out.functions);
+    } else if (!f.rows.empty()) {
+      out.functions.push_back(std::move(f));
+    }
     off = entry_end;
   }
   if (out.fdes == 0 && out.skipped > 0) {

@@ -314,6 +314,8 @@ TEST_CASE("verify: a stack-realigning (DRAP) JIT function walked with SFrame v3 
   CHECK(j["checkpoints"] == 100);
   CHECK(j["exact"] == 100);
   CHECK(j["max_truth"].get<int>() == 102);
+  CHECK(j["failed_steps"] ==
+        nlohmann::json{{"jit", 0}, {"sframe", 0}, {"eh_frame", 0}, {"fp_fallback", 0}});
   CHECK(j["stale_uses"] == 0);
   CHECK(j["wrong_walks"] == 0);
   CHECK_THAT(r.out, Catch::Contains("result: PASS"));
@@ -334,6 +336,8 @@ TEST_CASE("verify: a JIT row the BPF walker cannot follow ends the walk, counted
   CHECK(j["found_frames"] == 50);
   CHECK(j["wrong_walks"] == 0);
   CHECK(j["walk_stops"] == nlohmann::json{{"unsupported_rule", 50}});
+  // Each walk tried one JIT-table step it could not make: counted as tried and failed.
+  CHECK(j["failed_steps"]["jit"] == 50);
   CHECK_THAT(r.out, Catch::Contains("walks ended by: 50 unwind rule the walker cannot follow"));
 }
 
