@@ -5,6 +5,8 @@
 #    jitwalk with its native table cache warm (the normal case from the second run on) and with
 #    --no-table-cache (every table converted, the first run's cost);
 #  - jitwalk's peak RSS vs the bytes of the unwind rows it loaded (its -v "table bytes" line).
+# JITWALK_BASELINE=PATH adds another jitwalk binary (e.g. one built from an older commit), timed
+# in the same rounds, for a before/after.
 # Root needed (BPF, perf events). Usage: sudo bench/jitwalk_startup.sh [BUILD_DIR] [N]
 # Prints one line per measurement and the ratios; exits 1 if a tool is missing.
 set -euo pipefail
@@ -47,12 +49,15 @@ run_target() {  # name, command...
   local name=$1
   shift
   "$jw" profile -q --folded "$work/f" -- "$@" >/dev/null 2>&1 || true  # warms the cache
-  : >"$work/plain" >"$work/perf" >"$work/jw" >"$work/jwcold"
+  : >"$work/plain" >"$work/perf" >"$work/jw" >"$work/jwcold" >"$work/base"
   for _ in $(seq "$reps"); do
     wall "$@" >>"$work/plain"
     wall perf record -q -o "$work/perf.data" -g -e cpu-clock -- "$@" >>"$work/perf"
     wall "$jw" profile -q --folded "$work/f" -- "$@" >>"$work/jw"
     wall "$jw" profile -q --no-table-cache --folded "$work/f" -- "$@" >>"$work/jwcold"
+    if [ -n "${JITWALK_BASELINE:-}" ]; then
+      wall "$JITWALK_BASELINE" profile -q --folded "$work/f" -- "$@" >>"$work/base"
+    fi
   done
   local p f j c
   p=$(median <"$work/plain")
@@ -61,6 +66,15 @@ run_target() {  # name, command...
   c=$(median <"$work/jwcold")
   printf '%-10s plain %.3f s  perf record -g %.3f s  jitwalk %.3f s (%.2fx perf)  jitwalk --no-table-cache %.3f s (%.2fx perf)\n' \
     "$name" "$p" "$f" "$j" "$(echo "$j / $f" | bc -l)" "$c" "$(echo "$c / $f" | bc -l)"
+  if [ -n "${JITWALK_BASELINE:-}" ]; then
+    local b
+    b=$(median <"$work/base")
+    printf '%-10s baseline jitwalk (%s) %.3f s (%.2fx perf)\n' "$name" "$JITWALK_BASELINE" "$b" \
+      "$(echo "$b / $f" | bc -l)"
+    /usr/bin/time -f '%M' -o "$work/brss" "$JITWALK_BASELINE" profile -q --folded "$work/f" -- "$@" \
+      >/dev/null 2>&1 || true
+    printf '%-10s baseline jitwalk peak RSS %.1f MiB\n' "$name" "$(echo "$(tail -1 "$work/brss") / 1024" | bc -l)"
+  fi
   # Memory: peak RSS (KiB) vs the rows loaded (bytes), same run; and perf's RSS for scale.
   /usr/bin/time -f '%M' -o "$work/rss" "$jw" profile -v --folded "$work/f" -- "$@" \
     >/dev/null 2>"$work/err" || true
