@@ -13,7 +13,7 @@ namespace jitwalk {
 namespace {
 
 constexpr char magic[8] = {'J', 'W', 'R', 'O', 'W', 'S', '\n', '\0'};
-constexpr uint32_t format_version = 1;  // bump whenever jw_row or the conversion changes
+constexpr uint32_t format_version = 2;  // bump whenever jw_row or the conversion changes
 constexpr size_t build_id_max = 128;    // hex digits (a 64-byte build ID)
 
 struct header {
@@ -21,6 +21,7 @@ struct header {
   uint32_t version;
   uint32_t header_size;
   char build_id[build_id_max];
+  char converter[build_id_max];  // jitwalk's own build ID: a rebuilt jitwalk converts afresh
   uint64_t file_size;
   uint64_t sframe_addr, sframe_size, eh_frame_addr, eh_frame_size;
   uint64_t lo, hi;
@@ -31,7 +32,7 @@ struct header {
   uint64_t functions, dropped, sframe_functions, eh_frame_functions;
   uint64_t checksum;  // over the header (this field 0) and the rows
 };
-static_assert(sizeof(header) == 8 + 8 + build_id_max + 8 * 7 + 8 + 8 * 3 + 8 * 4 + 8);
+static_assert(sizeof(header) == 8 + 8 + 2 * build_id_max + 8 * 7 + 8 + 8 * 3 + 8 * 4 + 8);
 
 // FNV-1a over 64-bit words (the tail bytes zero-padded): catches truncation, torn writes and
 // bit rot; it is no defence against a forger, which the ownership checks are.
@@ -75,6 +76,19 @@ result<void> check_dir(const std::string& dir) {
   return {};
 }
 
+// Bytes moved by repeated `io(offset)` calls (read or write) until `size`, an error or EOF.
+template <class Io>
+size_t transfer(size_t size, Io io) {
+  size_t done = 0;
+  while (done < size) {
+    const ssize_t n = io(done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
+  return done;
+}
+
 result<std::string> read_whole(const std::string& path) {
   int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return make_error(errc::not_found, "%s: %s", path.c_str(), std::strerror(errno));
@@ -87,13 +101,8 @@ result<std::string> read_whole(const std::string& path) {
                       path.c_str());
   }
   out.resize(static_cast<size_t>(st.st_size));
-  size_t got = 0;
-  while (got < out.size()) {
-    ssize_t n = read(fd, out.data() + got, out.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    got += static_cast<size_t>(n);
-  }
+  const size_t got =
+      transfer(out.size(), [&](size_t at) { return read(fd, out.data() + at, out.size() - at); });
   close(fd);
   out.resize(got);
   return out;
@@ -101,10 +110,30 @@ result<std::string> read_whole(const std::string& path) {
 
 }  // namespace
 
+const std::string& converter_id() {
+  // Rows depend on the converting code, not only on the object: any other jitwalk binary (a
+  // new version, a local rebuild) must not reuse them. Its build ID says which binary it is;
+  // without one, the executable's size and modification time do.
+  static const std::string id = [] {
+    char exe[4096];
+    const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) return std::string("unknown");
+    exe[n] = '\0';
+    if (auto obj = elf_file::open(exe); obj && !obj.value()->build_id().empty())
+      return obj.value()->build_id().substr(0, build_id_max - 1);
+    struct stat st {};
+    if (stat(exe, &st) != 0) return std::string("unknown");
+    return format("size%llx-mtime%llx", static_cast<unsigned long long>(st.st_size),
+                  static_cast<unsigned long long>(st.st_mtime));
+  }();
+  return id;
+}
+
 table_cache_key cache_key_of(const elf_file& obj, uint64_t bias, uint64_t lo, uint64_t hi,
                              const native_policy& policy) {
   table_cache_key k;
   k.build_id = obj.build_id();
+  k.converter = converter_id();
   k.file_size = obj.image().file_size();
   section_of(obj, ".sframe", &k.sframe_addr, &k.sframe_size);
   section_of(obj, ".eh_frame", &k.eh_frame_addr, &k.eh_frame_size);
@@ -120,6 +149,7 @@ std::string encode_cached_table(const table_cache_key& key, const native_table& 
   h.version = format_version;
   h.header_size = sizeof(header);
   std::memcpy(h.build_id, key.build_id.data(), std::min(key.build_id.size(), build_id_max));
+  std::memcpy(h.converter, key.converter.data(), std::min(key.converter.size(), build_id_max));
   h.file_size = key.file_size;
   h.sframe_addr = key.sframe_addr;
   h.sframe_size = key.sframe_size;
@@ -158,6 +188,8 @@ result<native_table> decode_cached_table(std::span<const uint8_t> bytes, const t
   if (key.build_id.empty() || key.build_id.size() > build_id_max ||
       std::string(h.build_id, strnlen(h.build_id, build_id_max)) != key.build_id)
     return bad("build ID");
+  if (std::string(h.converter, strnlen(h.converter, build_id_max)) != key.converter)
+    return bad("converter (jitwalk build)");
   if (h.file_size != key.file_size) return bad("object size");
   if (h.sframe_addr != key.sframe_addr || h.sframe_size != key.sframe_size ||
       h.eh_frame_addr != key.eh_frame_addr || h.eh_frame_size != key.eh_frame_size)
@@ -268,13 +300,8 @@ result<native_table> table_cache::get(const elf_file& obj, uint64_t bias, uint64
   std::string tmp = path + ".XXXXXX";
   int fd = mkstemp(tmp.data());
   if (fd < 0) return t;
-  size_t put = 0;
-  while (put < data.size()) {
-    ssize_t n = write(fd, data.data() + put, data.size() - put);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    put += static_cast<size_t>(n);
-  }
+  const size_t put = transfer(
+      data.size(), [&](size_t at) { return write(fd, data.data() + at, data.size() - at); });
   const bool ok = close(fd) == 0 && put == data.size();
   if (ok && rename(tmp.c_str(), path.c_str()) == 0) {
     ++stats_.written;

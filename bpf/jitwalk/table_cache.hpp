@@ -5,8 +5,9 @@
 // One file per (object, executable part, --native-tables policy), rows stored relative to the
 // object's own addresses (no load bias), so a cached table serves every process and ASLR layout.
 // Files are treated as hostile: a file is used only if it is a regular file owned by us in a
-// directory owned by us and not writable by others, and its header (magic, format version,
-// build ID, object size, section sizes and addresses, policy, part) matches the object and its
+// directory owned by us and not writable by others, and its header (magic, format version, the
+// converting jitwalk binary's build ID, the object's build ID, size, section sizes and
+// addresses, policy, part) matches the object and its
 // checksum and rows are valid; anything else is ignored and rewritten. Files are written beside
 // their final name and renamed over it (a crash leaves no half file under a valid name).
 //
@@ -73,11 +74,14 @@ class table_cache {
 /// field that does not match or is out of bounds).
 struct table_cache_key {
   std::string build_id;
+  std::string converter;  ///< converter_id()
   uint64_t file_size = 0;
   uint64_t sframe_addr = 0, sframe_size = 0, eh_frame_addr = 0, eh_frame_size = 0;
   uint64_t lo = 0, hi = 0;  ///< the part, in the object's addresses
   uint32_t policy = 0;
 };
+/// Which jitwalk binary converts (its build ID): cached rows of another binary are not used.
+const std::string& converter_id();
 table_cache_key cache_key_of(const elf_file& obj, uint64_t bias, uint64_t lo, uint64_t hi,
                              const native_policy& policy);
 std::string encode_cached_table(const table_cache_key& key, const native_table& t, uint64_t bias);

@@ -99,6 +99,9 @@ TEST_CASE("corrupted, truncated and foreign cache files are refused and rewritte
   other.build_id[0] = other.build_id[0] == 'a' ? 'b' : 'a';
   CHECK(!decode_cached_table(span(bytes), other, 0).ok());
   other = key;
+  other.converter += "0";  // another jitwalk build
+  CHECK(!decode_cached_table(span(bytes), other, 0).ok());
+  other = key;
   other.eh_frame_size += 8;
   CHECK(!decode_cached_table(span(bytes), other, 0).ok());
   other = key;
