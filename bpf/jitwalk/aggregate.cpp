@@ -1,5 +1,7 @@
 #include "jitwalk/aggregate.hpp"
 
+#include <time.h>
+
 #include <cerrno>
 #include <set>
 
@@ -103,7 +105,18 @@ const std::string& aggregator::thread_name(uint32_t tgid, uint32_t tid) {
   return thread_names_.emplace(key, name).first->second;
 }
 
-uint32_t aggregator::user_frame(const jw_frame& frame, bool caller, bool* entry) {
+namespace {
+
+// CLOCK_MONOTONIC, the clock of jitdump timestamps.
+uint64_t monotonic_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+}  // namespace
+
+uint32_t aggregator::user_frame(const jw_frame& frame, bool caller, bool* entry, uint32_t tgid) {
   const uint64_t pc = frame.pc;
   const jit_when when = tr_.naming(frame);
   auto key = std::make_tuple(pc, caller, when);
@@ -112,22 +125,26 @@ uint32_t aggregator::user_frame(const jw_frame& frame, bool caller, bool* entry)
     return it->second.id;
   }
   frame_desc d = sym_.user_frame(pc, caller, when);
-  profile_frame f;
-  f.name = d.name;
-  f.kind = d.kind;
-  f.address = caller && pc > 0 ? pc - 1 : pc;
-  f.module = d.module;
-  f.map_start = d.module_base;
-  f.map_limit = d.module_limit;
-  f.map_offset = d.module_offset;
-  f.build_id = d.build_id;
-  uint32_t id = out_.intern(f);
+  uint32_t id = out_.intern(to_profile_frame(d, pc, caller));
   *entry = is_entry_function(d.name);
+  if (d.kind == frame_kind::unknown && !late_.has(id)) {
+    // The name may arrive later (a jitdump written through a buffer, a perf map appended
+    // after the code ran): kept raw, named by resolve_late(). Code loaded after this moment
+    // cannot be what ran in the sample.
+    late_names::pending_frame p;
+    p.tgid = tgid;
+    p.pc = pc;
+    p.return_address = caller;
+    p.when = when;
+    p.when.before = std::min(when.before, monotonic_ns());
+    p.first = d;
+    late_.add(id, std::move(p));
+  }
   frame_cache_.emplace(key, cached_frame{id, *entry});
   return id;
 }
 
-const aggregator::known_stack& aggregator::know(uint64_t hash, const jw_stack* st) {
+const aggregator::known_stack& aggregator::know(uint64_t hash, const jw_stack* st, uint32_t tgid) {
   known_stack k;
   if (st == nullptr) {
     k.stop = JW_STOP_READ;  // evicted before we saw it (should not happen: we delete only ours)
@@ -138,7 +155,7 @@ const aggregator::known_stack& aggregator::know(uint64_t hash, const jw_stack* s
   k.frames.reserve(depth);
   for (uint32_t i = 0; i < depth; ++i) {
     const uint32_t meta = st->frames[i].meta;
-    k.frames.push_back(user_frame(st->frames[i], i > 0, &last_entry));
+    k.frames.push_back(user_frame(st->frames[i], i > 0, &last_entry, tgid));
     const unsigned method = JW_META_METHOD(meta), kind = JW_META_KIND(meta);
     size_t slot = 4;
     if (i + 1 < depth || method != JW_M_END) {
@@ -177,7 +194,7 @@ void aggregator::drain() {
     const known_stack* k = it == stacks_.end() ? nullptr : &it->second;
     if (k == nullptr) {
       auto st = bpf_.read_stack(key.ustack);
-      k = &know(key.ustack, st ? &*st : nullptr);
+      k = &know(key.ustack, st ? &*st : nullptr, key.tgid);
       if (st) fetched.insert(key.ustack);
     }
     std::vector<uint32_t> frames;
@@ -221,6 +238,20 @@ void aggregator::drain() {
   }
   // Our copies are authoritative now: free the BPF entries for new stacks.
   for (uint64_t h : fetched) bpf_.delete_stack(h);
+}
+
+late_summary aggregator::resolve_late() {
+  std::vector<uint32_t> new_id;
+  // One symbolizer today; per-process symbolizers (process trees) are picked by tgid here.
+  const late_summary ls = late_.resolve(
+      out_, [&](uint32_t) -> symbolizer& { return sym_; }, o_.rename_late, o_.raw_addresses,
+      &new_id);
+  // Ids held for later drains follow the rebuild.
+  for (auto& [hash, k] : stacks_)
+    for (uint32_t& id : k.frames) id = new_id[id];
+  for (auto& [key, c] : frame_cache_) c.id = new_id[c.id];
+  for (auto& [pc, id] : kernel_cache_) id = new_id[id];
+  return ls;
 }
 
 }  // namespace jitwalk

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "jitwalk/bpf_session.hpp"
+#include "jitwalk/late_names.hpp"
 #include "jitwalk/profile_data.hpp"
 #include "jitwalk/symbolizer.hpp"
 #include "jitwalk/tracker.hpp"
@@ -51,6 +52,11 @@ struct aggregate_options {
   bool kernel = false;
   bool per_thread = false;
   bool mark_cut = true;  ///< cut stacks get an outermost "[cut: reason]" frame
+  /// Frames left unnamed when first seen are named again at the end (resolve_late).
+  bool rename_late = true;
+  /// Unnamed code stays one "[unknown 0x...]" frame per address instead of one frame per
+  /// mapping (--raw-addresses).
+  bool raw_addresses = false;
 };
 
 class aggregator {
@@ -59,6 +65,11 @@ class aggregator {
              aggregate_options o);
   /// Moves everything aggregated in BPF so far into the profile.
   void drain();
+  /// After the last drain: names the frames that were unnamed when first seen against
+  /// everything the runtime published by now (the whole perf map and jitdump; a jitdump name
+  /// counts only if loaded before the frame was first seen, so a reused address gets the code
+  /// that was there), then groups what is still unnamed by mapping (unless raw_addresses).
+  late_summary resolve_late();
   const walk_summary& summary() const noexcept { return summary_; }
 
  private:
@@ -66,7 +77,7 @@ class aggregator {
     uint32_t id;
     bool entry;
   };
-  uint32_t user_frame(const jw_frame& frame, bool caller, bool* entry);
+  uint32_t user_frame(const jw_frame& frame, bool caller, bool* entry, uint32_t tgid);
   const std::string& thread_name(uint32_t tgid, uint32_t tid);
 
   bpf_session& bpf_;
@@ -84,7 +95,8 @@ class aggregator {
     uint8_t stop = 0;
     bool root = false, fallback = false, stale = false;
   };
-  const known_stack& know(uint64_t hash, const jw_stack* st);
+  const known_stack& know(uint64_t hash, const jw_stack* st, uint32_t tgid);
+  late_names late_;  // frames unnamed when first seen
   std::unordered_map<uint64_t, known_stack> stacks_;
   std::map<std::tuple<uint64_t, bool, jit_when>, cached_frame> frame_cache_;
   std::map<uint64_t, uint32_t> kernel_cache_;

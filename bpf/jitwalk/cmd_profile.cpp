@@ -11,6 +11,7 @@
 #include "guarded/text.hpp"
 #include "jitwalk/aggregate.hpp"
 #include "jitwalk/cli.hpp"
+#include "jitwalk/name_report.hpp"
 #include "jitwalk/native_tables.hpp"
 
 namespace jitwalk {
@@ -31,7 +32,12 @@ target:
 options:
   -F, --frequency HZ     samples per second of CPU time of each target thread (default 99;
                          at most 20000)
-  -d, --duration SEC     stop after SEC seconds (a started command is then terminated)
+  -d, --duration SEC     stop after SEC seconds; a started command is then ended: sampling
+                         stops, SIGINT, SIGTERM after the grace period, SIGKILL after another
+                         (a runtime gets time to write its names)
+  --grace SEC            the grace period of that sequence (default 2; also after Ctrl-C)
+  --wait-exit            at the end of -d stop sampling but let the command run until it
+                         exits by itself (its jitdump complete); Ctrl-C then ends it as above
   --folded FILE          folded stacks ("thread;root;...;leaf count"), for flamegraph tools
   --svg FILE             self-contained SVG flame graph
   --pprof FILE           pprof protobuf (gzip), for go tool pprof, Parca, Pyroscope
@@ -49,6 +55,10 @@ options:
   --sync-tables          stop the target at each window_publish until its rows are loaded
                          (no sample ever misses a new window; costs the target a pause)
   --no-cut-marker        do not root cut stacks at a "[cut: reason]" frame
+  --raw-addresses        one "[unknown 0xADDR]" frame per unnamed address instead of one
+                         frame per mapping ("[anon:0x7f..-0x7f..]", "[anon:v8]", "[memfd:x]")
+  --early-names          name frames only when first seen (default: frames unnamed then are
+                         named again at the end, against the whole perf map and jitdump)
   --bpf-stats            report the BPF program's run time per sample (kernel bpf_stats)
   --per-cpu-events       sample with one event per CPU, filtered by PID in BPF (default: one
                          event per target thread, inherited by the threads it creates)
@@ -73,10 +83,47 @@ struct profile_options {
   unsigned hz = 99;
   std::string folded, svg, pprof;
   bool mark_cut = true;
+  bool raw_addresses = false;
+  bool late_names = true;
+  double grace_s = 2;
+  bool wait_exit = false;
   bool bpf_stats = false;
   bool per_cpu_events = false;
   program unwinder = program::sample;
 };
+
+// Polls until the command exited or `seconds` passed; true if it exited.
+bool await_exit(child_process& c, double seconds) {
+  const auto until =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(std::max(seconds, 0.0));
+  while (!c.poll_exit()) {
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
+// Ends a started command at the end of -d or after Ctrl-C, gently first: SIGINT (what Ctrl-C
+// sends, which runtimes are most likely to handle by exiting cleanly), SIGTERM after the grace
+// period, SIGKILL after another. Sampling has stopped already, so the time a runtime spends
+// writing its names costs no samples. --wait-exit: no signal at the end of -d; the command runs
+// on until it exits (a Ctrl-C, seen as stop_requested(), then ends it the same way).
+void end_command(child_process& c, double grace_s, bool wait_exit) {
+  if (wait_exit && !stop_requested()) {
+    note(
+        "-d over: sampling stopped; waiting for the command to exit by itself (--wait-exit; "
+        "Ctrl-C ends it)");
+    while (!c.poll_exit() && !stop_requested())
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (c.exited()) return;
+  }
+  for (int sig : {SIGINT, SIGTERM}) {
+    c.signal(sig);
+    if (await_exit(c, grace_s)) return;
+  }
+  c.signal(SIGKILL);
+  await_exit(c, 1.0);  // reaped, so its end shows in the summary (SIGKILL cannot be ignored)
+}
 
 uint64_t unix_now_ns() {
   timespec ts{};
@@ -112,6 +159,16 @@ int cmd_profile(int argc, char** argv) {
       auto v = a.number(0.001, 1e7);
       if (!v) return fail(v.error());
       o.run.duration_s = v.value();
+    } else if (a.is({"--grace"})) {
+      auto v = a.number(0, 3600);
+      if (!v) return fail(v.error());
+      o.grace_s = v.value();
+    } else if (a.is({"--wait-exit"})) {
+      o.wait_exit = true;
+    } else if (a.is({"--raw-addresses"})) {
+      o.raw_addresses = true;
+    } else if (a.is({"--early-names"})) {
+      o.late_names = false;
     } else if (a.is({"--folded"})) {
       auto v = a.value();
       if (!v) return fail(v.error());
@@ -249,6 +306,8 @@ int cmd_profile(int argc, char** argv) {
   ao.kernel = o.run.kernel_stacks;
   ao.per_thread = o.run.per_thread;
   ao.mark_cut = o.mark_cut;
+  ao.raw_addresses = o.raw_addresses;
+  ao.rename_late = o.late_names;
   aggregator agg(s.bpf(), s.sym(), s.track(), prof, ao);
 
   if (auto r = s.go(); !r) {
@@ -270,19 +329,14 @@ int cmd_profile(int argc, char** argv) {
   });
   const double elapsed = s.elapsed_s();
   s.bpf().detach_sampling();
-  if (s.child() && !s.child()->exited()) {
-    // Duration over or interrupted: end the command like `timeout` would.
-    s.child()->signal(SIGTERM);
-    for (int i = 0; i < 40 && !s.child()->poll_exit(); ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    s.child()->signal(SIGKILL);
-    // Reap it, so its exit shows in the summary (SIGKILL cannot be ignored).
-    for (int i = 0; i < 100 && !s.child()->poll_exit(); ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-  }
+  // The target's mappings while it still lives: a jitdump mapped since the last drain is found
+  // now, and read whole by the late names once the command has ended.
+  if (!s.child() || !s.child()->poll_exit()) s.sym().refresh();
+  if (s.child() && !s.child()->exited()) end_command(*s.child(), o.grace_s, o.wait_exit);
   agg.drain();
+  // Names that arrived after the frames were first seen (a jitdump written through a buffer,
+  // flushed at exit), and unnamed code grouped by mapping.
+  const late_summary late = agg.resolve_late();
   prof.duration_ns = static_cast<uint64_t>(elapsed * 1e9);
 
   // ---- outputs ----
@@ -407,6 +461,25 @@ int cmd_profile(int argc, char** argv) {
     prog_stats ps = s.bpf().stats_of(o.unwinder);
     std::fprintf(stderr, "jitwalk:   BPF time / command CPU time: %.4f%%\n",
                  100.0 * static_cast<double>(ps.run_time_ns) / 1e9 / s.child()->cpu_seconds());
+  }
+  {
+    process_names pn;
+    pn.pid = s.pid();
+    pn.comm = s.process_name();
+    pn.files = s.sym().names().files();
+    pn.registry_windows = ts.windows_loaded;
+    pn.still_running = !s.child() && process_alive(s.pid());
+    if (s.child() && s.child()->ended_by_jitwalk() && s.child()->term_signal() != 0)
+      pn.ended_by_signal = format("SIG%s", sigabbrev_np(s.child()->term_signal()));
+    for (const std::string& line : name_report_lines(count_names(prof), pn, g_verbosity >= 2))
+      std::fprintf(stderr, "jitwalk:   %s\n", line.c_str());
+    if (late.pending != 0 && g_verbosity >= 2)
+      std::fprintf(stderr,
+                   "jitwalk:   late names: %llu frames unnamed when first seen, %llu named at "
+                   "the end, %llu grouped by mapping\n",
+                   static_cast<unsigned long long>(late.pending),
+                   static_cast<unsigned long long>(late.named),
+                   static_cast<unsigned long long>(late.grouped));
   }
   for (const std::string& w : wrote) std::fprintf(stderr, "jitwalk:   wrote %s\n", w.c_str());
   return rc;

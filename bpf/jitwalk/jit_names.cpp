@@ -118,9 +118,11 @@ result<jitunwind::detail::guarded_file> jit_names::open_names_file(const std::st
 result<size_t> jit_names::read_appended(const std::string& path, const char* what,
                                         const appended_parser& parse) {
   file_state& st = files_[path];
+  st.what = what;
   bool restarted = false;
   auto f = open_names_file(path, st, what, restarted);
   if (!f) return f.error();
+  st.found = true;
   size_t n = 0;
   std::string buf;
   while (st.done < f->size() && st.done < max_file_bytes_) {
@@ -136,6 +138,7 @@ result<size_t> jit_names::read_appended(const std::string& path, const char* wha
       return make_error(entries.error().code(), "%s %s: %s", what, path.c_str(),
                         entries.error().message().c_str());
     n += *entries;
+    st.entries += *entries;
     if (used == 0) break;  // a line or record still being written (or too large): next time
     st.done += used;
   }
@@ -145,6 +148,21 @@ result<size_t> jit_names::read_appended(const std::string& path, const char* wha
          jitunwind::detail::size_text(max_file_bytes_).c_str());
   }
   return n;
+}
+
+std::vector<jit_names::file_report> jit_names::files() const {
+  std::vector<file_report> out;
+  for (const auto& [path, st] : files_) {
+    file_report r;
+    r.path = path;
+    r.what = st.what;
+    r.found = st.found || !st.refused.empty();
+    r.bytes = st.done;
+    r.entries = st.entries;
+    if (st.refused != "read only") r.refused = st.refused;
+    out.push_back(std::move(r));
+  }
+  return out;
 }
 
 size_t jit_names::load_perf_map(const std::string& path) {

@@ -88,6 +88,18 @@ class jit_names {
   /// unreadable, the open errors of guarded_file.
   result<size_t> load_jitdump(const std::string& path);
 
+  /// A perf map or jitdump asked for so far: whether it was there and what it gave (the
+  /// name-source report).
+  struct file_report {
+    std::string path;
+    std::string what;  ///< "perf map" or "jitdump"
+    bool found = false;
+    uint64_t bytes = 0;    ///< bytes read (whole lines or records)
+    uint64_t entries = 0;  ///< names read from it
+    std::string refused;   ///< why it was not read, if it exists but was refused
+  };
+  std::vector<file_report> files() const;
+
   /// The parsers behind the loaders, on bytes already read. `done` / `used`: bytes consumed
   /// (whole records or lines; a partial last one is left for the next call).
   result<size_t> parse_jitdump(std::string_view data, size_t& done);
@@ -104,6 +116,9 @@ class jit_names {
     uint64_t device = 0, inode = 0;
     uint64_t done = 0;    // bytes consumed (whole lines or records)
     std::string refused;  // the last reason the file was not read (reported once)
+    std::string what;
+    bool found = false;
+    uint64_t entries = 0;
   };
   // Reads what was appended to `path` since the last call in pieces, each given to the parser
   // with its file offset; the parser says how many bytes it used (whole lines or records: the

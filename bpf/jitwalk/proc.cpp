@@ -215,7 +215,7 @@ std::string child_process::describe_end() const {
   const std::string sig = signal_name(term_signal_);
   if (sent_term_ != 0 && term_signal_ == sent_term_) {
     if (term_signal_ == SIGKILL)
-      return "ended by jitwalk (SIGKILL: still running 2 s after SIGTERM)";
+      return "ended by jitwalk (SIGKILL: still running after SIGINT and SIGTERM)";
     return format("ended by jitwalk (%s)", sig.c_str());
   }
   return format("killed by signal %d (%s)", term_signal_, sig.c_str());
@@ -257,7 +257,8 @@ int child_process::wait() {
 }
 
 void child_process::signal(int sig) {
-  if (!exited_ && pid_ > 0 && kill(pid_, sig) == 0 && (sig == SIGTERM || sig == SIGKILL))
+  if (!exited_ && pid_ > 0 && kill(pid_, sig) == 0 &&
+      (sig == SIGINT || sig == SIGTERM || sig == SIGKILL))
     sent_term_ = sig;
 }
 

@@ -67,10 +67,10 @@ class child_process {
   int term_signal() const noexcept { return term_signal_; }
   /// How it ended, for the summary: "exited with status 3", "killed by signal 11 (SIGSEGV)",
   /// and, when jitwalk had sent it a signal (end of -d, Ctrl-C), that jitwalk ended it:
-  /// "ended by jitwalk (SIGTERM)", "ended by jitwalk (SIGKILL: still running 2 s after
-  /// SIGTERM)", "exited with status 0 after jitwalk's SIGTERM".
+  /// "ended by jitwalk (SIGTERM)", "ended by jitwalk (SIGKILL: still running after
+  /// SIGINT and SIGTERM)", "exited with status 0 after jitwalk's SIGINT".
   std::string describe_end() const;
-  /// True once jitwalk sent it SIGTERM or SIGKILL (it may still have exited by itself).
+  /// True once jitwalk sent it SIGINT, SIGTERM or SIGKILL (it may still have exited by itself).
   bool ended_by_jitwalk() const noexcept { return sent_term_ != 0; }
   /// User + system CPU time of the command (and its waited-for children), once exited.
   double cpu_seconds() const noexcept { return cpu_s_; }
@@ -88,7 +88,7 @@ class child_process {
   bool exited_ = false;
   int exit_code_ = -1;
   int term_signal_ = 0;
-  int sent_term_ = 0;  // the last signal jitwalk sent (SIGTERM, SIGKILL), 0 if none
+  int sent_term_ = 0;  // the last signal jitwalk sent (SIGINT, SIGTERM, SIGKILL), 0 if none
   double cpu_s_ = 0;
   void record(int status);
 };

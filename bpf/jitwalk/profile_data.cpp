@@ -21,6 +21,23 @@ void profile_data::add(const std::string& thread, std::vector<uint32_t> frames_l
   total_ += count;
 }
 
+std::vector<uint32_t> profile_data::rebuild(
+    const std::function<profile_frame(uint32_t id, const profile_frame&)>& f) {
+  std::vector<profile_frame> old = std::move(frames_);
+  frames_.clear();
+  frame_ids_.clear();
+  std::vector<uint32_t> new_id(old.size());
+  for (uint32_t id = 0; id < old.size(); ++id) new_id[id] = intern(f(id, old[id]));
+  auto old_counts = std::move(counts_);
+  counts_.clear();
+  for (auto& [key, count] : old_counts) {
+    std::vector<uint32_t> frames = key.second;
+    for (uint32_t& id : frames) id = new_id[id];
+    counts_[{key.first, std::move(frames)}] += count;
+  }
+  return new_id;
+}
+
 std::vector<profile_stack> profile_data::stacks() const {
   std::vector<profile_stack> out;
   out.reserve(counts_.size());

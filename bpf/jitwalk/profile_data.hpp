@@ -4,6 +4,7 @@
 #include "jitwalk/symbolizer.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <tuple>
@@ -18,6 +19,7 @@ struct profile_frame {
   std::string module;
   uint64_t map_start = 0, map_limit = 0, map_offset = 0;
   std::string build_id;
+  name_source source = name_source::none;  ///< not part of the frame's identity
 };
 
 struct profile_stack {
@@ -32,6 +34,12 @@ class profile_data {
   uint32_t intern(const profile_frame& f);
   /// Adds `count` samples of a stack (leaf first); equal stacks are merged.
   void add(const std::string& thread, std::vector<uint32_t> frames_leaf_first, uint64_t count);
+
+  /// Rewrites every frame as `f(id, frame)` says (late names, grouping): frames that become
+  /// equal are one frame again, and stacks that become equal are merged (counts added). Returns
+  /// the new id of each old id.
+  std::vector<uint32_t> rebuild(
+      const std::function<profile_frame(uint32_t id, const profile_frame&)>& f);
 
   const std::vector<profile_frame>& frames() const noexcept { return frames_; }
   /// All stacks, sorted by thread then frames root-first (deterministic output).

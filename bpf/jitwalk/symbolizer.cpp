@@ -27,6 +27,22 @@ const char* to_string(frame_kind k) noexcept {
   return "?";
 }
 
+const char* to_string(name_source s) noexcept {
+  switch (s) {
+    case name_source::none:
+      return "unnamed";
+    case name_source::registry:
+      return "jitunwind registry";
+    case name_source::jitdump:
+      return "jitdump";
+    case name_source::perf_map:
+      return "perf map";
+    case name_source::elf:
+      return "ELF symbols";
+  }
+  return "?";
+}
+
 std::string demangle(const std::string& name) {
   if (name.size() < 2 || name[0] != '_' || name[1] != 'Z') return name;
   int status = 0;
@@ -154,6 +170,9 @@ frame_desc symbolizer::user_frame(uint64_t pc, bool return_address, const jit_wh
   if (const jit_names::entry* e = names_.find(at, when)) {
     d.name = e->name;
     d.kind = frame_kind::jit;
+    d.source = e->from == jit_names::origin::event     ? name_source::registry
+               : e->from == jit_names::origin::jitdump ? name_source::jitdump
+                                                       : name_source::perf_map;
     d.has_symbol = true;
     if (m == nullptr || m->anonymous()) d.module = "[jit]";
     return d;
@@ -167,6 +186,7 @@ frame_desc symbolizer::user_frame(uint64_t pc, bool return_address, const jit_wh
         if (const function_symbol* s = obj->find_symbol(*vaddr)) {
           d.name = demangle(s->name);
           d.kind = frame_kind::native;
+          d.source = name_source::elf;
           d.has_symbol = true;
           return d;
         }

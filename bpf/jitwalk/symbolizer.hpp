@@ -20,6 +20,16 @@ namespace jitwalk {
 enum class frame_kind : uint8_t { native, jit, kernel, unknown };
 const char* to_string(frame_kind k) noexcept;
 
+/// Where a frame's name came from (the name-source report, name_report.hpp).
+enum class name_source : uint8_t {
+  none,      ///< unnamed ("[unknown 0x...]", "module+0x...", a mapping group)
+  registry,  ///< the SDK's code_add events (jitunwind registry windows)
+  jitdump,   ///< a jitdump's CODE_LOAD / CODE_MOVE record
+  perf_map,  ///< a /tmp/perf-PID.map line
+  elf,       ///< a symbol of an ELF object (or the vDSO)
+};
+const char* to_string(name_source s) noexcept;
+
 struct frame_desc {
   std::string name;          ///< function name (demangled), or "[unknown 0x...]" / "module+0x..."
   std::string module;        ///< object path, "[jit]", "[kernel]", or ""
@@ -28,6 +38,7 @@ struct frame_desc {
   uint64_t module_offset = 0;  ///< file offset of the first mapped byte
   std::string build_id;
   frame_kind kind = frame_kind::unknown;
+  name_source source = name_source::none;
   bool has_symbol = false;
 };
 

@@ -2,12 +2,17 @@
 #include <catch2/catch.hpp>
 
 #ifndef JITWALK_TESTS_DISABLED
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cstring>
 
 #include "jitwalk/jit_names.hpp"
+#include "jitwalk/late_names.hpp"
+#include "jitwalk/name_report.hpp"
 #include "support/process.hpp"
 
 using namespace jitwalk;
@@ -213,4 +218,164 @@ TEST_CASE("jitdump code indexes are charged with their names") {
   CHECK(small.dropped() > 0);
   CHECK(tiny.used() <= 4096);
 }
+namespace {
+
+uint64_t monotonic_now() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+bool append(int fd, const std::string& bytes) {
+  return ::write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size());
+}
+
+// A profile frame as the aggregator interns an unnamed one, and its pending record.
+uint32_t raw_frame(profile_data& p, late_names& late, symbolizer& sym, uint64_t pc, uint64_t seen) {
+  frame_desc d = sym.user_frame(pc, false);
+  uint32_t id = p.intern(to_profile_frame(d, pc, false));
+  late_names::pending_frame f;
+  f.tgid = static_cast<uint32_t>(getpid());
+  f.pc = pc;
+  f.when.before = seen;
+  f.first = d;
+  late.add(id, f);
+  return id;
+}
+
+}  // namespace
+
+TEST_CASE("late names: frames unnamed when seen are named from the jitdump written later") {
+  // This process plays the runtime: anonymous memory for its "JIT code" and a jitdump it keeps
+  // mapped (how jitwalk, like perf, finds it), written after the frames were sampled.
+  jt::temp_dir dir;
+  const std::string dump = dir / ("jit-" + std::to_string(getpid()) + ".dump");
+  const int fd = ::open(dump.c_str(), O_CREAT | O_RDWR | O_TRUNC | O_CLOEXEC, 0600);
+  REQUIRE(fd >= 0);
+  REQUIRE(append(fd, jitdump_header()));
+  void* marker = ::mmap(nullptr, 4096, PROT_READ, MAP_PRIVATE, fd, 0);
+  REQUIRE(marker != MAP_FAILED);
+  const size_t code_size = 4 * 4096;
+  void* code = ::mmap(nullptr, code_size, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(code != MAP_FAILED);
+  const uint64_t base = reinterpret_cast<uint64_t>(code);
+
+  symbolizer sym(getpid());
+  sym.refresh();
+  const uint64_t t_code = monotonic_now();  // "hot" was loaded before the samples
+  profile_data p;
+  late_names late;
+  const uint64_t seen = monotonic_now() + 1;
+  uint32_t native = p.intern({"main", frame_kind::native, 0x401000, "/bin/prog"});
+  uint32_t a = raw_frame(p, late, sym, base + 0x10, seen);
+  uint32_t b = raw_frame(p, late, sym, base + 0x20, seen);
+  uint32_t c = raw_frame(p, late, sym, base + 0x2000, seen);  // never named
+  uint32_t u = raw_frame(p, late, sym, 0x10, seen);           // outside every mapping
+  CHECK(p.frames()[a].name == format("[unknown 0x%llx]", (unsigned long long)(base + 0x10)));
+  p.add("prog", {a, native}, 3);
+  p.add("prog", {b, native}, 2);
+  p.add("prog", {c, native}, 1);
+  p.add("prog", {u, native}, 1);
+
+  // Written after the samples (a stdio buffer flushed at exit): "hot", loaded before the
+  // samples, and "later", loaded at the same address after them (address reuse).
+  REQUIRE(append(fd, code_load(t_code, base, 0x40, 1, "hot") +
+                         code_load(seen + 1000000, base, 0x40, 2, "later")));
+
+  SECTION("named and grouped") {
+    const late_summary ls = late.resolve(
+        p, [&](uint32_t) -> symbolizer& { return sym; }, true, false);
+    CHECK(ls.pending == 4);
+    CHECK(ls.named == 2);
+    CHECK(ls.grouped == 2);
+    const auto folded = folded_text(p);
+    INFO(folded);
+    CHECK_THAT(folded, Catch::Contains("prog;main;hot 5\n"));
+    CHECK_THAT(folded, !Catch::Contains("later"));
+    const std::string group = format("[anon:0x%llx-0x%llx]", (unsigned long long)base,
+                                     (unsigned long long)(base + code_size));
+    CHECK_THAT(folded, Catch::Contains("prog;main;" + group + " 1\n"));
+    CHECK_THAT(folded, Catch::Contains("prog;main;[unknown] 1\n"));
+    CHECK(p.total() == 7);
+    // The two "hot" frames are one frame at each address; the stacks merge by names only in
+    // the writers; the name report counts them by source.
+    const name_counts nc = count_names(p);
+    CHECK(nc.leaf_by_source[static_cast<size_t>(name_source::jitdump)] == 5);
+    CHECK(nc.leaf_unnamed_anon == 2);
+  }
+  SECTION("--early-names --raw-addresses: today's frames") {
+    late.resolve(
+        p, [&](uint32_t) -> symbolizer& { return sym; }, false, true);
+    const auto folded = folded_text(p);
+    CHECK_THAT(folded, !Catch::Contains("hot"));
+    CHECK_THAT(folded,
+               Catch::Contains(format("[unknown 0x%llx]", (unsigned long long)(base + 0x2000))));
+  }
+  ::munmap(code, code_size);
+  ::munmap(marker, 4096);
+  ::close(fd);
+}
+
+TEST_CASE("unnamed code is grouped by mapping name") {
+  CHECK(mapping_group_name("", 0x7f00, 0x8f00) == "[anon:0x7f00-0x8f00]");
+  CHECK(mapping_group_name("[anon:v8]", 0x7f00, 0x8f00) == "[anon:v8]");
+  CHECK(mapping_group_name("/memfd:jit-code (deleted)", 0x7f00, 0x8f00) == "[memfd:jit-code]");
+  CHECK(mapping_group_name("/dev/zero (deleted)", 0x7f00, 0x8f00) == "[anon:0x7f00-0x8f00]");
+  CHECK(mapping_group_name("/srv/data.bin", 0x7f00, 0x8f00) == "[/srv/data.bin]");
+  CHECK(mapping_group_name("", 0, 0) == "[unknown]");
+}
+
+TEST_CASE("name-source report: sources, shares and the likely reason") {
+  profile_data p;
+  profile_frame jit{"JS:*f", frame_kind::jit, 0x7000, "[jit]"};
+  jit.source = name_source::perf_map;
+  profile_frame unnamed{"[anon:0x7000-0x8000]", frame_kind::unknown, 0x7000, ""};
+  profile_frame main_f{"main", frame_kind::native, 0x401000, "/usr/bin/node"};
+  main_f.source = name_source::elf;
+  const uint32_t j = p.intern(jit), x = p.intern(unnamed), m = p.intern(main_f);
+  p.add("node", {x, j, m}, 6);  // leaf unnamed, caller named
+  p.add("node", {j, m}, 4);
+  const name_counts c = count_names(p);
+  CHECK(c.samples == 10);
+  CHECK(c.leaf_unnamed_anon == 6);
+  CHECK(c.leaf_by_source[static_cast<size_t>(name_source::perf_map)] == 4);
+  CHECK(c.jit_frames == 16);
+  CHECK(c.jit_frames_by_source[static_cast<size_t>(name_source::none)] == 6);
+
+  process_names none;
+  none.pid = 42;
+  none.comm = "node";
+  none.files.push_back({"/tmp/perf-42.map", "perf map", false, 0, 0, ""});
+  auto text = [](const std::vector<std::string>& lines) {
+    std::string s;
+    for (const auto& l : lines) s += l + "\n";
+    return s;
+  };
+  std::string r = text(name_report_lines(c, none, true));
+  INFO(r);
+  CHECK_THAT(r, Catch::Contains("no perf map, jitdump or registry found"));
+  CHECK_THAT(r, Catch::Contains("40.0% perf map"));
+  CHECK_THAT(r, Catch::Contains("60.0% unnamed"));
+  CHECK_THAT(r, Catch::Contains("start node with --perf-basic-prof"));
+  CHECK_THAT(r, Catch::Contains("/tmp/perf-42.map: not found"));  // -v: per file
+
+  process_names killed = none;
+  killed.files = {{"/tmp/jit-42.dump", "jitdump", true, 4096, 12, ""}};
+  killed.ended_by_signal = "SIGINT";
+  r = text(name_report_lines(c, killed, false));
+  CHECK_THAT(r, Catch::Contains("jitdump /tmp/jit-42.dump (12 names)"));
+  CHECK_THAT(r, Catch::Contains("names may be missing: jitwalk ended the command with SIGINT"));
+  CHECK_THAT(r, !Catch::Contains("bytes read"));  // per-file detail only with -v
+
+  process_names attached = killed;  // -p: the process still runs, nothing was signalled
+  attached.ended_by_signal.clear();
+  attached.still_running = true;
+  CHECK_THAT(text(name_report_lines(c, attached, false)),
+             Catch::Contains("pid 42 still runs") && !Catch::Contains("names may be missing"));
+
+  process_names lua = none;
+  lua.comm = "luajit";
+  CHECK_THAT(text(name_report_lines(c, lua, false)), Catch::Contains("require(\"jitunwind\")"));
+}
+
 #endif

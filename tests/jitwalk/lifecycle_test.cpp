@@ -47,7 +47,10 @@ void count_recompile_jit(const std::map<std::string, uint64_t>& folded, naming_c
     for (size_t i = 0; i + 1 < frames.size(); ++i) {
       const std::string& f = frames[i];
       const std::string& callee = frames[i + 1];
-      if (f.rfind("[unknown", 0) == 0 && callee.rfind("spin", 0) == 0) c.unnamed += n;
+      // Unnamed code: one frame per mapping ("[anon:...]", "[memfd:...]") or per address.
+      const bool unnamed =
+          f.rfind("[unknown", 0) == 0 || f.rfind("[anon:", 0) == 0 || f.rfind("[memfd:", 0) == 0;
+      if (unnamed && callee.rfind("spin", 0) == 0) c.unnamed += n;
       if (f.rfind("work_v", 0) != 0 || callee.rfind("spin", 0) != 0) continue;
       c.checked += n;
       const char want = f.back();
