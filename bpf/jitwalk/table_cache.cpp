@@ -168,7 +168,8 @@ std::string encode_cached_table(const table_cache_key& key, const native_table& 
   h.eh_frame_functions = t.eh_frame_functions;
   std::string out(sizeof(header) + t.rows.rows.size() * sizeof(jw_row), '\0');
   std::memcpy(out.data(), &h, sizeof h);
-  std::memcpy(out.data() + sizeof h, t.rows.rows.data(), t.rows.rows.size() * sizeof(jw_row));
+  if (!t.rows.rows.empty())
+    std::memcpy(out.data() + sizeof h, t.rows.rows.data(), t.rows.rows.size() * sizeof(jw_row));
   h.checksum = checksum({reinterpret_cast<const uint8_t*>(out.data()), out.size()});
   std::memcpy(out.data(), &h, sizeof h);
   return out;
