@@ -54,6 +54,9 @@ options:
                          fp: our BPF walk with frame pointers only;
                          kernel-fp: the kernel's walk (bpf_get_stack); both for comparisons
   --native-tables LIST   native tables to load: sframe,eh_frame (default), sframe, eh_frame, none
+  --no-table-cache       convert native objects' tables afresh (default: cached by build ID
+                         in $XDG_CACHE_HOME/jitwalk or ~/.cache/jitwalk; delete it to clear)
+  --table-cache DIR      cache converted native tables in DIR
   --no-jit               do not read the target's JIT windows
   --sync-tables          stop the target at each window_publish until its rows are loaded
                          (no sample ever misses a new window; costs the target a pause)
@@ -221,6 +224,12 @@ int cmd_profile(int argc, char** argv) {
       auto policy = parse_native_policy(*v);
       if (!policy) return fail(policy.error());
       o.run.tracker.native = *policy;
+    } else if (a.is({"--no-table-cache"})) {
+      o.run.table_cache = false;
+    } else if (a.is({"--table-cache"})) {
+      auto v = a.value();
+      if (!v) return fail(v.error());
+      o.run.table_cache_dir = *v;
     } else if (a.is({"--no-jit"})) {
       o.run.tracker.jit = false;
     } else if (a.is({"--sync-tables"})) {
@@ -415,6 +424,20 @@ int cmd_profile(int argc, char** argv) {
       ts.objects_sframe_v3, ts.objects_without, ts.windows_loaded, ts.windows_rejected,
       ts.windows_freed, ts.windows_vanished,
       static_cast<unsigned long long>(bs[JW_STAT_STALE_REJECT]));
+  if (g_verbosity >= 2) {
+    // What the tables cost (docs/performance.md compares jitwalk's RSS with it).
+    const table_stats tst = s.tables().stats();
+    std::string cache = "off";
+    if (const table_cache* c = s.cache()) {
+      cache = format(
+          "%zu hits, %zu converted and stored, %zu invalid (rebuilt), %zu without a "
+          "build ID, in %s",
+          c->stats().hits, c->stats().written, c->stats().rejected, c->stats().uncacheable,
+          c->dir().c_str());
+    }
+    std::fprintf(stderr, "jitwalk:   table bytes: %zu rows (%zu bytes) in %zu ranges; cache: %s\n",
+                 tst.rows_used, tst.rows_used * sizeof(jw_row), tst.ranges, cache.c_str());
+  }
   std::fprintf(stderr,
                "jitwalk:   BPF: %llu samples of the target, %llu of other tasks, %llu lost (maps "
                "full), %llu discarded (table races), %llu events (%llu lost)\n",

@@ -65,6 +65,7 @@ void elf_file::load_symbols_from(const elf_image& img, bool want_symtab) const {
     warn("%s (no names from %s)", syms.error().message().c_str(), name().c_str());
     return;
   }
+  symbols_.reserve(symbols_.size() + syms->size());
   for (auto& sym : syms.value()) {
     // STT_FUNC = 2, STT_GNU_IFUNC = 10; defined (shndx != 0).
     if ((sym.type != 2 && sym.type != 10) || sym.shndx == 0 || sym.value == 0) continue;

@@ -42,10 +42,10 @@ result<std::vector<unwind_function>> sframe_functions(std::span<const uint8_t> b
   return out;
 }
 
-result<native_table> build_native_table(const elf_file& obj, uint64_t bias, uint64_t lo,
-                                        uint64_t hi, const native_policy& policy) {
-  native_table t;
-  std::vector<unwind_function> fns;
+result<native_functions> collect_native_functions(const elf_file& obj,
+                                                  const native_policy& policy) {
+  native_functions t;
+  std::vector<unwind_function>& fns = t.functions;
   if (policy.use_sframe) {
     uint64_t vaddr = 0;
     const auto sec = obj.section(".sframe", &vaddr);
@@ -91,16 +91,39 @@ result<native_table> build_native_table(const elf_file& obj, uint64_t bias, uint
     }
   }
   if (fns.empty()) return make_error(errc::not_found, "%s: no unwind table", obj.path().c_str());
+  return t;
+}
+
+result<native_table> lay_out_native_table(const native_functions& fns, const std::string& path,
+                                          uint64_t bias, uint64_t lo, uint64_t hi) {
+  native_table t;
+  t.sframe_functions = fns.sframe_functions;
+  t.eh_frame_functions = fns.eh_frame_functions;
+  t.sframe_version = fns.sframe_version;
+  t.problems = fns.problems;
+  // Only the functions of this part are copied (flatten drops the others anyway): an object
+  // mapped in several executable parts is parsed once and laid out per part.
+  std::vector<unwind_function> part;
+  for (const unwind_function& f : fns.functions) {
+    if (f.start + bias < hi && f.start + bias + f.size > lo) part.push_back(f);
+  }
+  if (part.empty()) return make_error(errc::not_found, "%s: no unwind table", path.c_str());
   flatten_limits lim;
   lim.lo = lo;
   lim.hi = hi;
-  auto rows = flatten(std::move(fns), bias, lim);
+  auto rows = flatten(std::move(part), bias, lim);
   if (!rows) {
-    return make_error(rows.error().code(), "%s: %s", obj.path().c_str(),
-                      rows.error().message().c_str());
+    return make_error(rows.error().code(), "%s: %s", path.c_str(), rows.error().message().c_str());
   }
   t.rows = std::move(rows.value());
   return t;
+}
+
+result<native_table> build_native_table(const elf_file& obj, uint64_t bias, uint64_t lo,
+                                        uint64_t hi, const native_policy& policy) {
+  auto fns = collect_native_functions(obj, policy);
+  if (!fns) return fns.error();
+  return lay_out_native_table(fns.value(), obj.path(), bias, lo, hi);
 }
 
 result<native_policy> parse_native_policy(const std::string& value) {

@@ -29,6 +29,22 @@ struct native_table {
   std::vector<std::string> problems;  ///< tables or entries rejected, with reasons
 };
 
+/// All functions of `obj`'s tables (SFrame first, .eh_frame for what it does not cover), in the
+/// object's addresses. `not_found` if none.
+struct native_functions {
+  std::vector<unwind_function> functions;
+  size_t sframe_functions = 0;
+  size_t eh_frame_functions = 0;
+  int sframe_version = 0;
+  std::vector<std::string> problems;
+};
+result<native_functions> collect_native_functions(const elf_file& obj, const native_policy& policy);
+
+/// The rows of the part of an object mapped executable at [lo, hi) with load `bias` (`path`
+/// names it in errors). `not_found` if no function lies there.
+result<native_table> lay_out_native_table(const native_functions& fns, const std::string& path,
+                                          uint64_t bias, uint64_t lo, uint64_t hi);
+
 /// Builds the rows for the part of `obj` mapped executable at [lo, hi) with load `bias`.
 /// `not_found` if no usable table covers that part.
 result<native_table> build_native_table(const elf_file& obj, uint64_t bias, uint64_t lo,

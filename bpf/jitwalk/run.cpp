@@ -97,6 +97,15 @@ result<std::unique_ptr<run_session>> run_session::start(const run_options& o) {
   s->tables_ = std::make_unique<table_store>(s->bpf_->views());
   s->sym_ =
       std::make_unique<symbolizer>(s->pid_, symbolizer_limits{s->budget_.get(), o.max_file_bytes});
+  if (o.table_cache) {
+    s->cache_ = std::make_unique<table_cache>(o.table_cache_dir.empty() ? table_cache::default_dir()
+                                                                        : o.table_cache_dir);
+    if (s->cache_->enabled()) {
+      s->o_.tracker.cache = s->cache_.get();
+    } else {
+      note("native table cache off: %s", s->cache_->problem().c_str());
+    }
+  }
   s->tracker_ = std::make_unique<tracker>(*s->bpf_, *s->tables_, *s->sym_, s->pid_, s->o_.tracker);
   s->tree_ = std::make_unique<process_tree>(
       *s->bpf_, *s->tables_,

@@ -41,6 +41,10 @@ struct run_options {
   uint64_t max_memory = uint64_t{1} << 30;
   /// The most read from one perf map or jitdump, and the largest ELF section read (--max-file).
   uint64_t max_file_bytes = uint64_t{512} << 20;
+  /// Cache converted native tables by build ID across runs (--no-table-cache, --table-cache DIR;
+  /// empty dir: table_cache::default_dir()).
+  bool table_cache = true;
+  std::string table_cache_dir;
 };
 
 /// A prepared session: BPF loaded, target started (gated) or attached, tables and probes set.
@@ -55,10 +59,13 @@ class run_session {
   symbolizer& sym() { return tree_->root_sym(); }
   /// The target and the processes followed with it.
   process_tree& processes() { return *tree_; }
+  const table_store& tables() const { return *tables_; }
   pid_t pid() const { return pid_; }
   child_process* child() { return child_ ? &*child_ : nullptr; }
   const std::string& process_name() const { return process_name_; }
   const jitunwind::detail::memory_budget& budget() const { return *budget_; }
+  /// The native table cache, or null when disabled.
+  const table_cache* cache() const { return cache_ && cache_->enabled() ? cache_.get() : nullptr; }
 
   /// Lets a gated command run (no-op for -p). Errors name the command.
   result<void> go();
@@ -76,6 +83,7 @@ class run_session {
   std::unique_ptr<bpf_session> bpf_;
   std::unique_ptr<table_store> tables_;
   std::unique_ptr<symbolizer> sym_;
+  std::unique_ptr<table_cache> cache_;
   std::unique_ptr<tracker> tracker_;
   std::unique_ptr<process_tree> tree_;
   std::optional<child_process> child_;

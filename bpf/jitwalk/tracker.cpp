@@ -125,7 +125,17 @@ void tracker::scan_objects() {
       ++stats_.objects_without;
       continue;
     }
-    auto t = build_native_table(*obj, *bias, m.start, m.end, o_.native);
+    // An object mapped in several executable parts (node: 3) is parsed once per scan; with the
+    // cache, not at all once a run has converted it.
+    auto build = [&]() -> result<native_table> {
+      auto& parsed = parsed_[{m.dev, m.inode}];
+      if (!parsed) parsed = collect_native_functions(*obj, o_.native);
+      if (!*parsed) return parsed->error();
+      return lay_out_native_table(parsed->value(), obj->path(), *bias, m.start, m.end);
+    };
+    bool cached = false;
+    auto t =
+        o_.cache ? o_.cache->get(*obj, *bias, m.start, m.end, o_.native, build, &cached) : build();
     if (!t) {
       ++stats_.objects_without;
       detail("%s: %s (frame-pointer fallback there)", m.path.c_str(), t.error().message().c_str());
@@ -158,8 +168,10 @@ void tracker::scan_objects() {
       from += format("%s%zu %sfrom .eh_frame", from.empty() ? "" : ", ", t->eh_frame_functions,
                      from.empty() ? "functions " : "");
     }
-    detail("%s: %zu rows (%s)", m.path.c_str(), nrows, from.c_str());
+    detail("%s: %zu rows (%s%s)", m.path.c_str(), nrows, from.c_str(),
+           cached ? "; converted rows from the table cache" : "");
   }
+  parsed_.clear();  // the copies are in the BPF tables now
   for (auto it = objects_.begin(); it != objects_.end();) {
     if (!seen.count(it->first)) {
       if (it->second) tables_.remove(it->second);

@@ -16,6 +16,7 @@
 #include "jitwalk/bpf_session.hpp"
 #include "jitwalk/native_tables.hpp"
 #include "jitwalk/symbolizer.hpp"
+#include "jitwalk/table_cache.hpp"
 #include "jitwalk/table_store.hpp"
 
 #include <sys/types.h>
@@ -46,6 +47,8 @@ struct tracker_options {
   jitunwind::detail::memory_budget* budget = nullptr;
   /// The process's address space id (walker.h, "Process trees"): its ranges are tagged with it.
   uint32_t asid = 0;
+  /// Converted native tables are cached here across runs (table_cache.hpp); null: not cached.
+  table_cache* cache = nullptr;
 };
 
 struct window_info {
@@ -140,6 +143,8 @@ class tracker {
   tracker_options o_;
   std::map<object_key, uint32_t> objects_;          // executable mapping -> uid (0: no table)
   std::set<std::pair<uint64_t, uint64_t>> probed_;  // (dev, inode) whose probes are attached
+  // (dev, inode) -> its parsed functions, during one scan_objects
+  std::map<std::pair<uint64_t, uint64_t>, std::optional<result<native_functions>>> parsed_;
   std::optional<jitunwind::remote::registry_reader> reader_;
   std::map<uint64_t, window_info> windows_;                        // by window id
   std::set<std::pair<uint64_t, uint64_t>> rejected_;               // (id, generation)

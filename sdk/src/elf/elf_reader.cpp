@@ -379,9 +379,11 @@ result<std::vector<elf_symbol>> elf_image::symbols(const elf_section& symtab) co
     uint64_t name_off = 0;
     elf_symbol s = decode_symbol(*this, data->data() + i * ent, name_off);
     if (name_off != 0) {
-      const std::string what = format("%s symbol %zu", symtab.name.c_str(), i);
-      auto name = names.at(name_off, what.c_str());
-      if (!name) return std::move(name).error();
+      auto name = names.at(name_off, "symbol");
+      // Named only on failure: formatting it per symbol cost more than the lookup (node: 185 000)
+      if (!name)
+        return make_error(name.error().code(), "%s (%s symbol %zu)", name.error().message().c_str(),
+                          symtab.name.c_str(), i);
       s.name = std::move(*name);
     }
     out.push_back(std::move(s));
