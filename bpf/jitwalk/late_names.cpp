@@ -20,6 +20,21 @@ profile_frame to_profile_frame(const frame_desc& d, uint64_t pc, bool return_add
   return f;
 }
 
+namespace {
+
+// A frame walked at a known publication (the SDK's generations) is named only by a publication
+// at or before it: by the end, the code at its address may have been replaced several times,
+// and the newest name by time or the last perf map line would be the replacement's. True when
+// no such publication names it (the frame then stays unnamed, grouped).
+bool needs_a_publication(symbolizer& sym, const late_names::pending_frame& pf) {
+  if (pf.when.generation == 0) return false;
+  const uint64_t at = pf.return_address && pf.pc > 0 ? pf.pc - 1 : pf.pc;
+  const jit_names::entry* e = sym.names().find(at, pf.when);
+  return e == nullptr || e->generation == 0;
+}
+
+}  // namespace
+
 late_summary late_names::resolve(profile_data& p,
                                  const std::function<symbolizer&(uint32_t tgid)>& sym_of,
                                  bool rename, bool raw_addresses, std::vector<uint32_t>* new_ids) {
@@ -36,7 +51,7 @@ late_summary late_names::resolve(profile_data& p,
     auto it = pending_.find(id);
     if (it == pending_.end()) return f;
     const pending_frame& pf = it->second;
-    if (rename) {
+    if (rename && !needs_a_publication(sym_of(pf.tgid), pf)) {
       frame_desc d = sym_of(pf.tgid).user_frame(pf.pc, pf.return_address, pf.when);
       if (d.kind != frame_kind::unknown) {
         ++ls.named;

@@ -316,6 +316,54 @@ TEST_CASE("late names: frames unnamed when seen are named from the jitdump writt
   ::close(fd);
 }
 
+TEST_CASE("late names: a frame walked at a publication is named only by a publication") {
+  // An SDK runtime's frame carries the generation it was walked at. By the end of the profile
+  // its address may hold newer code: neither that code's event nor a name without a generation
+  // (jitdump, perf map) may name it; a publication at or before its generation does.
+  const size_t code_size = 4096;
+  void* code = ::mmap(nullptr, code_size, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(code != MAP_FAILED);
+  const uint64_t base = reinterpret_cast<uint64_t>(code);
+  symbolizer sym(getpid());
+  sym.refresh();
+  profile_data p;
+  late_names late;
+  auto pending = [&](uint64_t pc, uint64_t generation) {
+    uint32_t id = raw_frame(p, late, sym, pc, UINT64_MAX);
+    late_names::pending_frame f;
+    f.tgid = static_cast<uint32_t>(getpid());
+    f.pc = pc;
+    f.when.generation = generation;
+    f.first = sym.user_frame(pc, false);
+    late = late_names{};  // raw_frame's record replaced by one with the generation
+    return std::make_pair(id, f);
+  };
+  auto [replaced_id, replaced] = pending(base + 0x10, 5);
+  auto [kept_id, kept] = pending(base + 0x80, 5);
+  late.add(replaced_id, replaced);
+  late.add(kept_id, kept);
+  p.add("prog", {replaced_id}, 2);
+  p.add("prog", {kept_id}, 3);
+  using origin = jit_names::origin;
+  // base+0x10: only newer code (generation 6) and a name without a generation.
+  REQUIRE(sym.names().add({base, 0x40, "newer", 1, origin::event, 0, 6}));
+  REQUIRE(sym.names().add({base, 0x40, "from_jitdump", 2, origin::jitdump, 0, 0}));
+  // base+0x80: the code published at generation 4, replaced at 7.
+  REQUIRE(sym.names().add({base + 0x80, 0x40, "v4", 3, origin::event, 0, 4}));
+  REQUIRE(sym.names().add({base + 0x80, 0x40, "v7", 4, origin::event, 0, 7}));
+  const late_summary ls = late.resolve(
+      p, [&](uint32_t) -> symbolizer& { return sym; }, true, false);
+  CHECK(ls.named == 1);
+  CHECK(ls.grouped == 1);
+  const auto folded = folded_text(p);
+  INFO(folded);
+  CHECK_THAT(folded, Catch::Contains("prog;v4 3\n"));
+  CHECK_THAT(folded, !Catch::Contains("newer"));
+  CHECK_THAT(folded, !Catch::Contains("from_jitdump"));
+  CHECK_THAT(folded, !Catch::Contains("v7"));
+  ::munmap(code, code_size);
+}
+
 TEST_CASE("unnamed code is grouped by mapping name") {
   CHECK(mapping_group_name("", 0x7f00, 0x8f00) == "[anon:0x7f00-0x8f00]");
   CHECK(mapping_group_name("[anon:v8]", 0x7f00, 0x8f00) == "[anon:v8]");
