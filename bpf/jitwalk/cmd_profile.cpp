@@ -435,8 +435,10 @@ int cmd_profile(int argc, char** argv) {
           c->stats().hits, c->stats().written, c->stats().rejected, c->stats().uncacheable,
           c->dir().c_str());
     }
-    std::fprintf(stderr, "jitwalk:   table bytes: %zu rows (%zu bytes) in %zu ranges; cache: %s\n",
-                 tst.rows_used, tst.rows_used * sizeof(jw_row), tst.ranges, cache.c_str());
+    std::fprintf(stderr,
+                 "jitwalk:   table bytes: %zu rows (%zu bytes) in %zu ranges at the most; cache: "
+                 "%s\n",
+                 tst.rows_peak, tst.rows_peak * sizeof(jw_row), tst.ranges_peak, cache.c_str());
   }
   std::fprintf(stderr,
                "jitwalk:   BPF: %llu samples of the target, %llu of other tasks, %llu lost (maps "

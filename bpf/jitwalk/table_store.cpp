@@ -172,6 +172,10 @@ result<void> table_store::commit() {
   store_release(&v_.ctl->nranges[half], static_cast<uint32_t>(order.size()));
   store_release(&v_.ctl->active, half);
   dirty_ = false;
+  size_t rows_now = 0;
+  for (const auto& [uid, e] : live_) rows_now += e.row_count;
+  rows_peak_ = std::max(rows_peak_, rows_now);
+  ranges_peak_ = std::max(ranges_peak_, order.size());
   if (!failures.empty()) {
     return make_error(errc::limit_exceeded, "BPF row table full, not loaded: %s", failures.c_str());
   }
@@ -198,6 +202,8 @@ table_stats table_store::stats() const {
     s.rows_used += e.placed ? e.row_count : e.pending.rows.size();
   }
   s.commits = commits_;
+  s.rows_peak = rows_peak_;
+  s.ranges_peak = ranges_peak_;
   return s;
 }
 

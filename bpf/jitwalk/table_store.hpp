@@ -45,6 +45,10 @@ struct table_stats {
   size_t rows_used = 0;
   size_t rows_capacity = 0;
   size_t commits = 0;
+  /// The most rows and ranges committed at once during the run (processes that ended take
+  /// their ranges out of the index; these keep what the run needed).
+  size_t rows_peak = 0;
+  size_t ranges_peak = 0;
 };
 
 class table_store {
@@ -93,6 +97,7 @@ class table_store {
   std::map<uint32_t, uint32_t> free_;  // first -> count, coalesced
   uint32_t next_uid_ = 1;
   size_t commits_ = 0;
+  size_t rows_peak_ = 0, ranges_peak_ = 0;
   bool dirty_ = false;
 };
 
