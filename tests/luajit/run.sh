@@ -38,7 +38,7 @@ profile_share() {
   shift 2
   "$jitwalk" profile -q -F 499 --folded "$folded" -- \
     "$luajit" "$@" -e 'require("jitunwind")' "$tests/$script" "$seconds" >/dev/null
-  awk -v re='^luajit;_start;(.*;)?lua_pcall;TRACE_[0-9]+ [^;]+$' '
+  awk -v re='^luajit(-[0-9]+)?;_start;(.*;)?lua_pcall;TRACE_[0-9]+ [^;]+$' '
     { n = $NF; total += n; line = $0; sub(/ [0-9]+$/, "", line); if (line ~ re) rooted += n }
     END { print rooted + 0, total + 0 }' "$folded"
   cp "$folded" "$scratch/last.folded"
@@ -64,7 +64,7 @@ check_perf_names "hot.lua:" -- \
 folded=$scratch/joff.folded
 "$jitwalk" profile -q -F 499 --folded "$folded" -- \
   "$luajit" -joff "$tests/hot.lua" 0.5 >/dev/null
-awk '{ n = $NF; total += n; if ($0 ~ /^luajit;_start;/) rooted += n }
+awk '{ n = $NF; total += n; if ($0 ~ /^luajit(-[0-9]+)?;_start;/) rooted += n }
      END { printf "luajit: -joff (information): %d of %d samples unwound to _start\n",
                    rooted, total }' \
   "$folded"
