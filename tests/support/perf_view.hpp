@@ -168,6 +168,21 @@ struct perf_view_run {
   std::vector<phase> phases;
 };
 
+/// Runs `tool` (perf record, jitwalk profile: ending in "--") over `command` with JITUNWIND_DIR
+/// and JITDUMPDIR set to `dir` and `extra_env`; keeps what the program printed.
+inline run_result run_under(std::vector<std::string> tool, const std::vector<std::string>& command,
+                            const temp_dir& dir, const std::vector<std::string>& extra_env,
+                            perf_view_run& r) {
+  tool.insert(tool.end(), {"env", "JITUNWIND_DIR=" + dir.path(), "JITDUMPDIR=" + dir.path()});
+  tool.insert(tool.end(), extra_env.begin(), extra_env.end());
+  tool.insert(tool.end(), command.begin(), command.end());
+  run_result rec = run(tool, {}, std::chrono::seconds(120));
+  r.program_out = rec.out;
+  r.program_err = rec.err;
+  r.phases = announced_phases(rec.out);
+  return rec;
+}
+
 /// Runs `command` (with JITUNWIND_DIR and JITDUMPDIR set to `dir`) under perf in `mode`, and
 /// judges every sample. The perf map is copied to /tmp for perf script (perf reads maps only
 /// there) and removed again; perf.data and the injected objects stay in `dir`.
@@ -183,13 +198,8 @@ inline perf_view_run perf_view_of(const std::vector<std::string>& command, perf_
   } else {
     argv.insert(argv.end(), {"--call-graph", "dwarf,8192"});
   }
-  argv.insert(argv.end(), {"--", "env", "JITUNWIND_DIR=" + dir.path(), "JITDUMPDIR=" + dir.path()});
-  argv.insert(argv.end(), extra_env.begin(), extra_env.end());
-  argv.insert(argv.end(), command.begin(), command.end());
-  const run_result rec = run(argv, {}, std::chrono::seconds(120));
-  r.program_out = rec.out;
-  r.program_err = rec.err;
-  r.phases = announced_phases(rec.out);
+  argv.push_back("--");
+  const run_result rec = run_under(argv, command, dir, extra_env, r);
   if (rec.exit_code != 0) return r;
   std::string data = dir / "perf.data";
   std::string copied;
@@ -223,15 +233,9 @@ inline perf_view_run jitwalk_view_of(const std::string& jitwalk,
                                      const temp_dir& dir, const std::vector<std::string>& leaves,
                                      const std::vector<std::string>& extra_env = {}) {
   perf_view_run r;
-  std::vector<std::string> argv = {jitwalk, "profile", "-q", "-F", "999", "--folded",
-                                   dir / "stacks.folded", "--", "env",
-                                   "JITUNWIND_DIR=" + dir.path(), "JITDUMPDIR=" + dir.path()};
-  argv.insert(argv.end(), extra_env.begin(), extra_env.end());
-  argv.insert(argv.end(), command.begin(), command.end());
-  const run_result rec = run(argv, {}, std::chrono::seconds(120));
-  r.program_out = rec.out;
-  r.program_err = rec.err;
-  r.phases = announced_phases(rec.out);
+  const run_result rec = run_under(
+      {jitwalk, "profile", "-q", "-F", "999", "--folded", dir / "stacks.folded", "--"}, command,
+      dir, extra_env, r);
   if (rec.exit_code == 0) r.view = judge_folded(read_file(dir / "stacks.folded"), r.phases, leaves);
   return r;
 }

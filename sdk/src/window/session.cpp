@@ -330,18 +330,21 @@ size_t session_impl::poll() {
   return acted;
 }
 
+result<window_impl*> session_impl::find_window(window* handle, const char* what) {
+  std::lock_guard lock(mutex_);
+  auto it = windows_.find(handle);
+  if (it == windows_.end())
+    return make_error(errc::invalid_argument,
+                      "%s: %p is not a window of this session (or was released already)", what,
+                      static_cast<void*>(handle));
+  return it->second.get();
+}
+
 result<void> session_impl::release(window* handle) {
   std::lock_guard poll_lock(poll_mutex_);
-  window_impl* w = nullptr;
-  {
-    std::lock_guard lock(mutex_);
-    auto it = windows_.find(handle);
-    if (it == windows_.end())
-      return make_error(errc::invalid_argument,
-                        "release: %p is not a window of this session (or was released already)",
-                        static_cast<void*>(handle));
-    w = it->second.get();
-  }
+  auto found = find_window(handle, "release");
+  if (!found) return std::move(found).error();
+  window_impl* w = *found;
   auto now = w->prepare_release();
   if (!now) return std::move(now).error();
   if (!*now) return {};               // still in its grace period: poll frees and then destroys it
@@ -357,17 +360,10 @@ result<void> session_impl::release(window* handle) {
 result<void> session_impl::free_and_release(window* handle) {
   {
     std::lock_guard poll_lock(poll_mutex_);
-    window_impl* w = nullptr;
-    {
-      std::lock_guard lock(mutex_);
-      auto it = windows_.find(handle);
-      if (it == windows_.end())
-        return make_error(errc::invalid_argument, "%p is not a window of this session",
-                          static_cast<void*>(handle));
-      w = it->second.get();
-    }
+    auto found = find_window(handle, "free");
+    if (!found) return std::move(found).error();
     // Retired with a grace period of 0: due now (poll would free it the same way).
-    (void)w->poll_grace(std::chrono::steady_clock::now());
+    (void)(*found)->poll_grace(std::chrono::steady_clock::now());
   }
   return release(handle);
 }

@@ -230,6 +230,8 @@ class session_impl final : public session {
   window* adopt_window(std::unique_ptr<window_impl> w);
   /// Drops freed windows from the live lists; destroys those released. Caller holds poll_mutex_.
   void forget_freed();
+  /// The window behind a handle of this session; `invalid_argument` naming `what` otherwise.
+  result<window_impl*> find_window(window* handle, const char* what);
   /// Takes `w` out of live_ and live_by_start_ (caller holds mutex_).
   void remove_live(window_impl* w);
 
