@@ -137,7 +137,7 @@ jitunwind_status jitunwind_session_create_from_env(jitunwind_log_fn log, void* l
     *out = nullptr;
     auto o = session_options::from_env();
     if (!o) return fail(error, o.error());
-    o->log = c_sink(log, log_user, 1);
+    if (log != nullptr) o->log = c_sink(log, log_user, 1);  // else JITUNWIND_LOG's, if set
     return make_session(*o, out, error);
   });
 }
