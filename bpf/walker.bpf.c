@@ -39,6 +39,8 @@ struct jw_config jw_cfg = {.max_depth = JW_DEFAULT_DEPTH};
 __u64 jw_latest_gen = 0;
 /* Next address-space id for an exec'd process (0 is the first target's). */
 __u64 jw_next_asid = 1;
+/* Where recent publications put their code (walker.h, JW_STOP_ROWS_PENDING). */
+struct jw_recent jw_recent[JW_RECENT_CAP];
 
 /* ---- maps ---- */
 
@@ -244,6 +246,24 @@ static __always_inline int range_stale(struct jw_scratch* s, const struct jw_ran
   return stale;
 }
 
+/* Is key_pc in code a recent publication put there (jw_recent) while the walk has no rows of
+ * that publication (`r`: the range found for the PC, if any; a range of the same window with
+ * that or a newer generation means the PC lies in a gap of loaded rows)? A window freed since
+ * does not count: its memory may hold anything now. */
+static __always_inline int rows_pending(__u64 key_pc, const struct jw_range* r) {
+  for (__u32 i = 0; i < JW_RECENT_CAP; i++) {
+    const volatile struct jw_recent* e = &jw_recent[i];
+    __u64 gen = e->generation;
+    if (gen == 0 || key_pc < e->start || key_pc >= e->end) continue;
+    __u64 key = e->window_key;
+    if (r && r->kind == JW_RANGE_JIT && r->window_id == key && r->generation >= gen) continue;
+    struct jw_window_state* w = bpf_map_lookup_elem(&jw_windows, &key);
+    if (w && w->freed_gen >= gen) continue;
+    return 1;
+  }
+  return 0;
+}
+
 static __always_inline void mix(struct jw_scratch* s, __u64 v) {
   s->hash = (s->hash ^ v) * JW_HASH_MUL;
 }
@@ -368,6 +388,10 @@ static long walk_step(__u32 index, struct walk_ctx* c) {
     __u32 stamp = (__u32)jw_latest_gen;
     s->st.frames[d].stamp = stamp;
     mix(s, stamp);
+    if (jw_cfg.jit_rows && !c->fp_only && key_pc && rows_pending(key_pc, r)) {
+      finish(s, d, JW_STOP_ROWS_PENDING, JW_META(JW_M_END, kind, uid), method);
+      return 1;
+    }
     /* Frame-pointer fallback: [fp] = caller's fp, [fp + 8] = return address. */
     s->st.fallback = 1;
     if (fp == 0) {
@@ -682,6 +706,18 @@ int BPF_USDT(jw_window_publish, __u64 id, __u64 generation, __u64 text, __u64 te
   } else {
     struct jw_window_state fresh = {.published_gen = generation};
     bpf_map_update_elem(&jw_windows, &key, &fresh, BPF_ANY);
+  }
+  if (jw_cfg.jit_rows && text_len != 0) {
+    /* Fibonacci hashing spreads any arithmetic sequence of generations over the slots. */
+    __u32 slot = (__u32)((generation * 0x9E3779B97F4A7C15ULL) >> 58) & (JW_RECENT_CAP - 1);
+    struct jw_task* t = followed();
+    __u64 tag = t ? (__u64)t->asid << JW_ASID_SHIFT : 0;
+    volatile struct jw_recent* e = &jw_recent[slot];
+    e->generation = 0;
+    e->start = text | tag;
+    e->end = (text + text_len) | tag;
+    e->window_key = key;
+    e->generation = generation;
   }
   struct jw_window_event* e = bpf_ringbuf_reserve(&jw_events, sizeof(*e), 0);
   if (!e) {

@@ -140,17 +140,21 @@ enum jw_method {
 
 /* Why a walk stopped. */
 enum jw_stop {
-  JW_STOP_OUTERMOST = 1,   /* a table row said: no caller (root) */
-  JW_STOP_FP_END = 2,      /* frame-pointer fallback reached FP == 0 (end of the FP chain) */
-  JW_STOP_RA_ZERO = 3,     /* return address 0 */
-  JW_STOP_DEPTH = 4,       /* depth cap */
-  JW_STOP_READ = 5,        /* could not read the RA or saved FP (unmapped, paged out) */
-  JW_STOP_NO_PROGRESS = 6, /* the caller's SP was not above the callee's */
-  JW_STOP_BAD_FP = 7,      /* fallback: FP below SP or misaligned */
-  JW_STOP_TABLE_RACE = 8,  /* tables were rewritten during the walk: result discarded */
-  JW_STOP_NO_USER = 9,     /* no user context (kernel thread) */
+  JW_STOP_OUTERMOST = 1,         /* a table row said: no caller (root) */
+  JW_STOP_FP_END = 2,            /* frame-pointer fallback reached FP == 0 (end of the FP chain) */
+  JW_STOP_RA_ZERO = 3,           /* return address 0 */
+  JW_STOP_DEPTH = 4,             /* depth cap */
+  JW_STOP_READ = 5,              /* could not read the RA or saved FP (unmapped, paged out) */
+  JW_STOP_NO_PROGRESS = 6,       /* the caller's SP was not above the callee's */
+  JW_STOP_BAD_FP = 7,            /* fallback: FP below SP or misaligned */
+  JW_STOP_TABLE_RACE = 8,        /* tables were rewritten during the walk: result discarded */
+  JW_STOP_NO_USER = 9,           /* no user context (kernel thread) */
   JW_STOP_UNSUPPORTED_RULE = 10, /* a v3 rule the walker cannot follow (JW_ROW_UNSUPPORTED) */
-  JW_STOP_COUNT_ = 11,
+  /* The PC is in JIT code published a moment ago whose rows are not loaded yet (jw_recent): a
+   * frame-pointer step there would be a guess — right if the code keeps a frame pointer, else
+   * it silently skips the JIT callers up to the next frame that does — so the walk ends. */
+  JW_STOP_ROWS_PENDING = 11,
+  JW_STOP_COUNT_ = 12,
 };
 
 /* Statistics counters (per-CPU array, index = enum). */
@@ -310,7 +314,25 @@ struct jw_config {
   __u32 stop_on_loader;  /* SIGSTOP on _dl_debug_state so new objects get probes first */
   __u32 fp_only;         /* walk with frame pointers only (cost baseline) */
   __u32 follow_children; /* followed processes' new processes are followed too */
+  __u32 jit_rows;        /* user space loads JIT windows' rows: jw_recent is kept */
+  __u32 reserved;
 };
-JW_STATIC_ASSERT(sizeof(struct jw_config) == 32, "jw_config layout");
+JW_STATIC_ASSERT(sizeof(struct jw_config) == 40, "jw_config layout");
+
+/* The last JW_RECENT_CAP window publications (BPF .bss, written by the window_publish handler,
+ * slot chosen by the generation): where the code published a moment ago lies. A walk that
+ * finds no usable rows for a PC inside one of them (no range yet, or only an older generation's)
+ * stops with JW_STOP_ROWS_PENDING instead of guessing with the frame pointer, unless the window
+ * was freed since. start/end carry the address space like range keys ((asid << JW_ASID_SHIFT) |
+ * address); window_key like jw_windows keys. Written without a lock: a torn entry can only make
+ * one walk stop early or guess as before. */
+#define JW_RECENT_CAP 64
+struct jw_recent {
+  __u64 start;
+  __u64 end;
+  __u64 window_key;
+  __u64 generation; /* 0: unused */
+};
+JW_STATIC_ASSERT(sizeof(struct jw_recent) == 32, "jw_recent layout");
 
 #endif /* JITWALK_WALKER_H */

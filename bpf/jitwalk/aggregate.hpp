@@ -19,6 +19,8 @@ namespace jitwalk {
 struct walk_summary {
   uint64_t samples = 0;   ///< aggregated samples (stacks weighted by count)
   uint64_t root = 0;      ///< walked to the outermost frame
+  /// ... without a frame-pointer step: every caller came from a table row.
+  uint64_t root_tables_only = 0;
   uint64_t fallback = 0;  ///< used the frame-pointer fallback at least once
   uint64_t stale = 0;     ///< refused a freed window's rows at least once
   std::array<uint64_t, JW_STOP_COUNT_> by_stop{};
@@ -37,6 +39,14 @@ struct walk_summary {
 /// The "caller steps" line: shares of the steps tried per source, failures per source, and the
 /// walks that made no step ("" when no walk tried a step).
 std::string step_counts(const walk_summary& sum);
+
+/// The walk summary of `profile -v`: walks to the root by tables only and through frame-pointer
+/// steps, cut walks (those ended at JIT code whose rows were not loaded yet apart), walks that
+/// used the frame-pointer fallback; one line each.
+std::vector<std::string> walk_accounting(const walk_summary& sum);
+
+/// A frame-pointer step (enum jw_method): no rows for the PC, or a gap, or a freed window's.
+bool is_fp_method(unsigned method) noexcept;
 
 const char* stop_name(unsigned stop) noexcept;
 /// The stop's key in JSON reports ("unsupported_rule", ...).
@@ -81,7 +91,8 @@ class aggregator {
     uint32_t id;
     bool entry;
   };
-  uint32_t user_frame(const jw_frame& frame, bool caller, bool* entry, uint32_t tgid);
+  uint32_t user_frame(const jw_frame& frame, bool caller, bool fp_found, bool* entry,
+                      uint32_t tgid);
   const std::string& thread_name(uint32_t tgid, uint32_t tid);
 
   bpf_session& bpf_;
@@ -104,7 +115,7 @@ class aggregator {
   const known_stack& know(uint64_t hash, const jw_stack* st, uint32_t tgid);
   late_names late_;  // frames unnamed when first seen
   std::unordered_map<uint64_t, known_stack> stacks_;
-  std::map<std::tuple<uint64_t, bool, jit_when, uint32_t>, cached_frame> frame_cache_;
+  std::map<std::tuple<uint64_t, bool, bool, jit_when, uint32_t>, cached_frame> frame_cache_;
   std::map<uint64_t, uint32_t> kernel_cache_;
   std::map<std::pair<uint32_t, uint32_t>, std::string> thread_names_;  // (tid or tgid, asid)
 };

@@ -409,6 +409,9 @@ int cmd_profile(int argc, char** argv) {
                pct(sum.fallback, sum.samples));
   std::fprintf(stderr, "jitwalk:   tasks: %s\n",
                s.processes().summary(bs[JW_STAT_OTHER_TASK]).c_str());
+  if (g_verbosity >= 2)
+    for (const std::string& line : walk_accounting(sum))
+      std::fprintf(stderr, "jitwalk:   %s\n", line.c_str());
   const std::string stops = stop_counts(sum.by_stop);
   if (!stops.empty()) std::fprintf(stderr, "jitwalk:   walks ended by: %s\n", stops.c_str());
   // Shares of the steps tried (not only those made): a run whose walks all failed at their

@@ -90,6 +90,9 @@ result<std::unique_ptr<run_session>> run_session::start(const run_options& o) {
   cfg.fp_only = o.fp_only;
   cfg.follow_children = o.follow_children;
   cfg.stop_on_publish = o.sync_tables;
+  // Without JIT rows (--no-jit, the frame-pointer unwinders) code published a moment ago is
+  // walked like all JIT code, with frame pointers.
+  cfg.jit_rows = o.tracker.jit && !o.fp_only;
   // A command we start is held at every loader event so probes are in place before its code
   // (and every dlopened object's) runs; an attached process is never stopped for that.
   cfg.stop_on_loader = !o.target.command.empty();
