@@ -1,6 +1,7 @@
 // cmdline::parse and the typed accessors of its result.
 #include "cmdline/cmdline.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -309,7 +310,7 @@ bool parse(const command& spec, std::span<const std::string> args, parsed& out,
   }
   if (out.operands.size() < spec.min_operands)
     return usage(spec.name.empty()
-                     ? "missing " + spec.operands
+                     ? "missing " + spec.operands.substr(0, spec.operands.find(' '))
                      : "'" + spec.name + "' needs " +
                            (spec.operands.empty() ? std::string("operands") : spec.operands));
   if (out.operands.size() > spec.max_operands)
@@ -344,20 +345,25 @@ bool parse_or_exit_status(const command& spec, const std::string& invocation, in
 
 std::string shown(std::string_view text, size_t limit) {
   std::string out;
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (out.size() >= limit) {
-      out += "...";
-      break;
-    }
+  const size_t n = std::min(text.size(), limit);
+  for (size_t i = 0; i < n; ++i) {
     const unsigned char c = static_cast<unsigned char>(text[i]);
-    if (c < 0x20 || c == 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
+    // C0 controls, DEL and the UTF-8 form of a C1 control (U+0080..U+009F, e.g. the CSI that
+    // starts an escape sequence) are shown as bytes; everything else as typed.
+    const bool c1 =
+        c == 0xc2 && i + 1 < n && (static_cast<unsigned char>(text[i + 1]) & 0xe0) == 0x80;
+    if (c < 0x20 || c == 0x7f || c1) {
+      for (size_t k = 0; k < (c1 ? 2u : 1u); ++k) {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned char>(text[i + k]));
+        out += buf;
+      }
+      i += c1 ? 1 : 0;
+      continue;
     }
+    out += static_cast<char>(c);
   }
+  if (text.size() > limit) out += "... (" + std::to_string(text.size()) + " bytes)";
   return out;
 }
 

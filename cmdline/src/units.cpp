@@ -49,14 +49,9 @@ std::optional<uint64_t> parse_whole(std::string_view text, number_error* why) {
   const bool all = ptr == digits.data() + digits.size();
   if (all && ec == std::errc::result_out_of_range) return none(why, number_error::too_large);
   if (all && ec == std::errc()) return v;
-  // "1.5" is a number, but not a whole one; "2e3" is one, written as a decimal.
-  if (hex) return none(why, number_error::not_a_number);
-  number_error decimal_why = number_error::none;
-  const auto d = parse_decimal(text, &decimal_why);
-  if (!d) return none(why, decimal_why);
-  if (*d != std::floor(*d)) return none(why, number_error::not_whole);
-  if (*d >= 0x1p64) return none(why, number_error::too_large);
-  return static_cast<uint64_t>(*d);
+  // "1.5" and "2e3" are numbers, but not written as whole ones (addresses and counts are).
+  if (!hex && parse_decimal(text)) return none(why, number_error::not_whole);
+  return none(why, number_error::not_a_number);
 }
 
 std::optional<double> parse_decimal(std::string_view text, number_error* why) {

@@ -47,13 +47,23 @@ const char* const reading_note =
 
 // What the process's data may make the tool hold (docs/cli.md, "Reading hostile processes").
 constexpr uint64_t default_max_memory_mib = 64;
-const option_spec max_memory_option{
-    "max-memory", 0, "MIB",
+// Sizes in MiB when bare (--max-memory 64), or with a unit (--max-memory 1G); 1 MiB to 1 TiB.
+option_spec mib_option(const char* name, const char* help) {
+  return {.name = name,
+          .value_name = "MIB",
+          .help = help,
+          .type = cmdline::kind::size,
+          .min = 1 << 20,
+          .max = double(uint64_t{1} << 40),
+          .bare_unit = "MiB"};
+}
+const option_spec max_memory_option = mib_option(
+    "max-memory",
     "Memory the process's data may take in this tool: its windows' SFrame copies, their records "
-    "and the names of its perf map (default 64). Windows beyond it are reported as not read."};
-const option_spec max_file_option{
-    "max-file", 0, "MIB",
-    "The most read from the perf map (default 256): a larger one is read that far, with a note."};
+    "and the names of its perf map (default 64). Windows beyond it are reported as not read.");
+const option_spec max_file_option = mib_option(
+    "max-file",
+    "The most read from the perf map (default 256): a larger one is read that far, with a note.");
 
 const command_spec list_spec{
     "list",
@@ -103,8 +113,10 @@ const command_spec watch_spec{
         "cannot be read, 2 for a bad command line.",
     {{"pid", 'p', "PID", "The process to follow (a thread id means its process). Required."},
      {"functions", 'f', "", "Also list the functions of each newly published window."},
-     {"interval-ms", 0, "MS", "Poll the registry every MS milliseconds (default 100, 1 to 60000)."},
-     {"seconds", 0, "S", "Stop after S seconds (default 0: when the process exits)."},
+     {"interval-ms", 0, "MS", "Poll the registry every MS milliseconds (default 100, 1 to 60000).",
+      cmdline::kind::duration, 0.001, 60, "ms"},
+     {"seconds", 0, "S", "Stop after S seconds (default 0: when the process exits).",
+      cmdline::kind::duration, 0, 24 * 3600},
      {"json", 0, "", "One JSON object per line and event (JSON Lines), for jq and scripts."},
      {"perf-map", 0, "FILE", "Read names from FILE (a regular file) instead of the process's own."},
      max_memory_option,
@@ -225,20 +237,8 @@ struct target_info {
   perf_map_names names;
 };
 
-// A size option in MiB (at least 1) in bytes; nothing (and `bad_usage` set) for a bad value.
-std::optional<uint64_t> mib_option(const parsed_args& a, const char* name, uint64_t fallback,
-                                   std::string& bad_usage) {
-  auto mib = number_option(a, name, fallback, &bad_usage, uint64_t{1} << 20);
-  if (mib && *mib == 0) {
-    bad_usage = std::string("--") + name + ": must be at least 1";
-    mib.reset();
-  }
-  if (!mib) return std::nullopt;
-  return *mib << 20;
-}
-
-std::optional<uint64_t> max_memory(const parsed_args& a, std::string& bad_usage) {
-  return mib_option(a, "max-memory", default_max_memory_mib, bad_usage);
+uint64_t max_memory(const parsed_args& a) {
+  return a.whole("max-memory", default_max_memory_mib << 20);
 }
 
 // A usage error sets `bad_usage`. The process's own perf map is its file: read under the rules
@@ -251,19 +251,17 @@ result<target_info> resolve_target(const parsed_args& a, std::string& bad_usage,
     bad_usage = "--perf-map: empty file name";
     return error(errc::invalid_argument, bad_usage);
   }
-  const auto max_file =
-      mib_option(a, "max-file", perf_map_names::default_max_bytes >> 20, bad_usage);
-  if (!max_file) return error(errc::invalid_argument, bad_usage);
+  const uint64_t max_file = a.whole("max-file", perf_map_names::default_max_bytes);
   const pid_t process = process_of(*pid);
   if (auto f = a.value("perf-map")) {
     if (auto ok = check_perf_map_file(*f); !ok) return std::move(ok).error();
-    return target_info{*pid, process, perf_map_names(*f, std::nullopt, budget, *max_file)};
+    return target_info{*pid, process, perf_map_names(*f, std::nullopt, budget, max_file)};
   }
   // Owned by the process's user, as perf requires (a root process's may be any root file).
   const uid_t owner = process_owner(process).value_or(0);
   return target_info{
       *pid, process,
-      perf_map_names(perf_map_path(process, live_task(process, *pid)), owner, budget, *max_file)};
+      perf_map_names(perf_map_path(process, live_task(process, *pid)), owner, budget, max_file)};
 }
 
 // Why names are missing, said once on stderr.
@@ -312,9 +310,7 @@ int run_list(const std::string& program, const parsed_args& a) {
   std::string bad;
   if (a.flag("rows") && a.flag("json"))
     return report(program, "--rows is a text listing: it cannot go with --json", exit_usage);
-  const auto memory = max_memory(a, bad);
-  if (!memory) return report(program, bad, exit_usage);
-  detail::memory_budget budget(*memory, "raise it with --max-memory");
+  detail::memory_budget budget(max_memory(a), "raise it with --max-memory");
   auto target = resolve_target(a, bad, &budget);
   if (!target)
     return report(program, target.error().message(), bad.empty() ? exit_failure : exit_usage);
@@ -549,10 +545,8 @@ bool output_closed() {
 
 int run_watch(const std::string& program, const parsed_args& a) {
   std::string bad;
-  const auto interval = number_option(a, "interval-ms", 100, &bad, 60000);
-  const auto seconds = number_option(a, "seconds", 0, &bad, 24 * 3600);
-  if (!bad.empty()) return report(program, bad, exit_usage);
-  if (*interval == 0) return report(program, "--interval-ms: must be at least 1", exit_usage);
+  const auto interval = std::chrono::duration<double>(a.decimal("interval-ms", 0.1));
+  const double seconds = a.decimal("seconds", 0);
   struct sigaction sa {};
   sa.sa_handler = [](int) { stop_watching = true; };
   sigaction(SIGINT, &sa, nullptr);
@@ -562,21 +556,17 @@ int run_watch(const std::string& program, const parsed_args& a) {
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
   const auto elapsed = [&] { return std::chrono::duration<double>(clock::now() - start).count(); };
-  const auto time_is_up = [&] {
-    return *seconds != 0 && elapsed() >= static_cast<double>(*seconds);
-  };
+  const auto time_is_up = [&] { return seconds != 0 && elapsed() >= seconds; };
   // Sleeps one interval in short slices: Ctrl-C, the time limit and a closed output end the
   // watch promptly whatever the interval.
   const auto pause = [&] {
-    const auto wake = clock::now() + std::chrono::milliseconds(*interval);
+    const auto wake = clock::now() + std::chrono::duration_cast<clock::duration>(interval);
     while (!stop_watching && clock::now() < wake && !time_is_up() && !output_closed())
       std::this_thread::sleep_for(
           std::min<clock::duration>(std::chrono::milliseconds(20), wake - clock::now()));
   };
 
-  const auto memory = max_memory(a, bad);
-  if (!memory) return report(program, bad, exit_usage);
-  detail::memory_budget budget(*memory, "raise it with --max-memory");
+  detail::memory_budget budget(max_memory(a), "raise it with --max-memory");
   auto target = resolve_target(a, bad, &budget);
   if (!target)
     return report(program, target.error().message(), bad.empty() ? exit_failure : exit_usage);

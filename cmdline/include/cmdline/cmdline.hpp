@@ -166,8 +166,9 @@ int usage_error(const std::string& invocation, const std::string& message);
 bool parse_or_exit_status(const command& spec, const std::string& invocation, int argc, char** argv,
                           int first, parsed& out, int* exit_status);
 
-/// `text` quoted for a message: at most `limit` bytes, control characters escaped, so that a
-/// pasted binary or an escape sequence in an argument cannot garble the terminal.
+/// `text` for a message: at most `limit` bytes of it (then "... (N bytes)"), control characters
+/// (C0, DEL, UTF-8 C1) escaped as \xNN, so that a pasted binary or an escape sequence in an
+/// argument cannot garble the terminal.
 std::string shown(std::string_view text, size_t limit = 60);
 
 /// Wraps `text` at `width` columns, each line indented by `indent` spaces; keeps newlines.

@@ -20,7 +20,8 @@ enum class number_error : uint8_t {
   not_whole,     ///< a fraction where only whole units make sense ("1.5" as a count, "0.3k" bytes)
 };
 
-/// A whole number in decimal or 0x-hexadecimal, 0 to 2^64-1.
+/// A whole number in decimal or 0x-hexadecimal digits, 0 to 2^64-1 ("1.5" and "2e3" are
+/// not_whole: a count or an address is written in digits).
 std::optional<uint64_t> parse_whole(std::string_view text, number_error* why = nullptr);
 
 /// A non-negative decimal ("3", "1.5", ".5", "2e3").
