@@ -298,7 +298,7 @@ enum {
   JITUNWIND_PUBLISH_JITDUMP = 1u << 3,
   JITUNWIND_PUBLISH_GDB = 1u << 4,
   JITUNWIND_PUBLISH_KERNEL = 1u << 5,
-  JITUNWIND_PUBLISH_DEFAULT = 0x1fu /* all but KERNEL */
+  JITUNWIND_PUBLISH_DEFAULT = 0x17u /* REGISTRY, USDT_EVENTS, PERFMAP, GDB: JITDUMP is opt-in */
 };
 
 typedef enum jitunwind_publisher_state {
