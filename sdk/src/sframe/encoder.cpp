@@ -323,27 +323,41 @@ result<void> encoder::write(std::span<uint8_t> out) const {
   return {};
 }
 
-result<void> encoder::write_update(std::span<uint8_t> out, uint64_t section_address,
-                                   size_t written) const {
-  const size_t total = size();
+namespace {
+
+// What both write_updates refuse: a short buffer, more functions written than there are, a new
+// function out of reach of the buffer's address.
+template <class Fdes>
+result<void> check_update(const encoder_options& options, const Fdes& fdes,
+                          std::span<const uint8_t> out, uint64_t section_address, size_t written,
+                          size_t total) {
   if (out.size() < total)
     return make_error(errc::invalid_argument,
                       "sframe encoder: output buffer of %zu bytes, the section needs %zu",
                       out.size(), total);
-  if (written > fdes_.size())
+  if (written > fdes.size())
     return make_error(errc::invalid_argument,
                       "sframe encoder: update of a section with %zu functions, the encoder has %zu",
-                      written, fdes_.size());
-  encoder_options at = options_;
+                      written, fdes.size());
+  encoder_options at = options;
   at.section_address = section_address;
-  for (size_t i = written; i < fdes_.size(); ++i) {
+  for (size_t i = written; i < fdes.size(); ++i) {
     int64_t field = 0;
-    if (!start_field(at, i, fdes_[i].start, field))
+    if (!start_field(at, i, fdes[i].start, field))
       return make_error(errc::out_of_range,
                         "function %zu at 0x%llx is out of the ±2 GiB reach of the SFrame section "
                         "at 0x%llx",
-                        i, static_cast<ull>(fdes_[i].start), static_cast<ull>(section_address));
+                        i, static_cast<ull>(fdes[i].start), static_cast<ull>(section_address));
   }
+  return {};
+}
+
+}  // namespace
+
+result<void> encoder::write_update(std::span<uint8_t> out, uint64_t section_address,
+                                   size_t written) const {
+  if (auto ok = check_update(options_, fdes_, out, section_address, written, size()); !ok)
+    return ok;
   uint8_t* fde_area = out.data() + header_size;
   uint8_t* fre_area = fde_area + fdes_.size() * fde_size();
   // FRE bytes of the first `written` functions are already in `out`, behind their FDEs.
@@ -369,25 +383,9 @@ result<void> encoder::write_update(std::span<uint8_t> out, uint64_t section_addr
     return make_error(errc::invalid_argument,
                       "sframe encoder: room for %zu FDEs, the encoder has %zu functions", fde_room,
                       fdes_.size());
-  const size_t total = size_with_room(fde_room);
-  if (out.size() < total)
-    return make_error(errc::invalid_argument,
-                      "sframe encoder: output buffer of %zu bytes, the section needs %zu",
-                      out.size(), total);
-  if (written > fdes_.size())
-    return make_error(errc::invalid_argument,
-                      "sframe encoder: update of a section with %zu functions, the encoder has %zu",
-                      written, fdes_.size());
-  encoder_options at = options_;
-  at.section_address = section_address;
-  for (size_t i = written; i < fdes_.size(); ++i) {
-    int64_t field = 0;
-    if (!start_field(at, i, fdes_[i].start, field))
-      return make_error(errc::out_of_range,
-                        "function %zu at 0x%llx is out of the ±2 GiB reach of the SFrame section "
-                        "at 0x%llx",
-                        i, static_cast<ull>(fdes_[i].start), static_cast<ull>(section_address));
-  }
+  if (auto ok = check_update(options_, fdes_, out, section_address, written,
+                               size_with_room(fde_room)); !ok)
+    return ok;
   uint8_t* fde_area = out.data() + header_size;
   uint8_t* fre_area = fde_area + fde_room * fde_size();
   const size_t old_fre_bytes = written < fdes_.size() ? fdes_[written].fre_offset : fres_.size();
