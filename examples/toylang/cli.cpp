@@ -38,7 +38,8 @@ cmdline::option publish_option(const char* what) {
   return {"publish", 0, "LIST",
           std::string("SDK publishers") + what +
               ": comma-separated registry, usdt-events, perfmap, jitdump, gdb, kernel, or "
-              "all/none/default (default: every publisher available, or $JITUNWIND_PUBLISH)."};
+              "all/none/default (default: $JITUNWIND_PUBLISH, else registry, usdt-events, perfmap, "
+              "gdb)."};
 }
 
 jitunwind::publisher_set publishers(const char* program, const std::string& list) {
