@@ -97,6 +97,7 @@ class published_code {
   size_t function_count() const noexcept { return functions_; }
   /// Whether a window is published (usable or not).
   bool empty() const noexcept { return windows_.empty(); }
+  const remote::registry_reader& reader() const noexcept { return reader_; }
 
  private:
   remote::registry_reader reader_;
