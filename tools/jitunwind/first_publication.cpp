@@ -12,6 +12,7 @@
 #include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/user.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -41,6 +42,8 @@ std::set<std::string> mapped_files(pid_t pid) {
 }
 
 constexpr const char* empty_registry = "the registry lists no window with published code";
+// Entry breakpoints set at most (a trampoline pool may have many blocks).
+constexpr size_t max_entry_breakpoints = 16384;
 
 class publication_wait {
  public:
@@ -63,14 +66,18 @@ class publication_wait {
   void look(pid_t tid);
   bool has_code();
   void arm(pid_t tid);
+  bool arm_entries(pid_t tid);
+  bool entered(pid_t tid, int status);
   void resume(pid_t tid, int signal);
   void poll();
   void interrupt(pid_t tid);
   result<first_publication> take(pid_t tid, int status);
   std::optional<int> release_all();
-  int pass(pid_t tid, int status) const {
-    return traps_.hit(tid, status) ? 0 : signal_to_deliver(tid, status);
+  // The signal a thread stopped in `status` gets when it is detached: none for our traps.
+  int pass(pid_t tid, int status) {
+    return traps_.hit(tid, status) || entered(tid, status) ? 0 : signal_to_deliver(tid, status);
   }
+  std::string how() const;
   std::string reason() const;
   std::string what_was_published() const;
   // True once per 10 ms: time to compare the mapped files (another thread may map the SDK).
@@ -91,6 +98,7 @@ class publication_wait {
   thread_group threads_;
   registry_traps traps_;
   std::optional<stepcheck::published_code> code_;
+  pid_t reader_thread_ = 0;  // the thread code_ reads the registry through
   std::string last_error_ = "no jitunwind registry found in the target";
   std::string over_;  // why waiting is over (verdict::over)
   bool look_ = true, execed_ = false;
@@ -103,6 +111,13 @@ class publication_wait {
   std::optional<std::string> publish_setting_;  // JITUNWIND_PUBLISH in the target's environment
   std::string perf_map_;                        // where the target writes its perf map
   std::optional<int> ended_;                    // the process's wait status, once reaped
+  // With COMMAND, the thread checked is the first to enter published code: int3 at every entry
+  // point, set once code is published (for the registry change `entries_for_`).
+  software_breakpoints entries_;
+  std::set<uint64_t> entry_sites_;  // every entry point ever armed (a hit may be seen late)
+  std::optional<uint64_t> entries_for_;
+  bool at_entry_ = false;      // the thread found stopped at an entry point
+  bool seen_at_probe_ = false;  // the first publication was caught at the SDK's probe
 };
 
 result<first_publication> publication_wait::run(wait_failure& failure) {
@@ -177,14 +192,21 @@ publication_wait::verdict publication_wait::on_stop(pid_t tid, int status) {
   }
   if (is_syscall_stop(status)) on_syscall(tid, status);
   const bool trapped = traps_.hit(tid, status);
+  if (entered(tid, status)) {
+    at_entry_ = true;
+    return verdict::found;
+  }
   if (poll_due()) look_ = true;  // look() looks only if there are new files
   if (!code_ && look_) {
     look_ = false;
     look(tid);
   }
   arm(tid);
-  if ((spawned_ || tid == pid_) && has_code()) return verdict::found;
-  if (!spawned_ && has_code()) interrupt(pid_);  // published by another: stop the one given
+  if (has_code()) {
+    seen_at_probe_ = seen_at_probe_ || (trapped && entries_.empty());
+    if (spawned_ ? !arm_entries(tid) : tid == pid_) return verdict::found;
+    if (!spawned_) interrupt(pid_);  // published by another thread: stop the one given
+  }
   resume(tid, trapped ? 0 : signal_to_deliver(tid, status));
   return verdict::go_on;
 }
@@ -212,6 +234,8 @@ void publication_wait::on_syscall(pid_t tid, int status) {
     if (creates_process_at_entry(tid, status)) {
       making_process_.insert(tid);
       traps_.disarm(tid);
+      entries_.remove_all(tid);
+      entries_for_.reset();
     }
   } else if (sc.exit) {
     if (mapping_a_file_.erase(tid) != 0 && !sc.failed) look_ = true;
@@ -234,10 +258,18 @@ void publication_wait::look(pid_t tid) {
   publish_setting_ = environment_value(tid, "JITUNWIND_PUBLISH");
   perf_map_ = perf_map_path(process_of(tid), tid);
   code_.emplace(std::move(reader).value());
+  reader_thread_ = tid;
 }
 
 bool publication_wait::has_code() {
   if (!code_) return false;
+  // The registry is read through a thread of the process: the one that found it may end.
+  if (threads_.live(reader_thread_) != reader_thread_) {
+    const pid_t t = threads_.live(pid_);
+    auto reader = remote::registry_reader::open(t != 0 ? t : pid_);
+    if (reader) code_.emplace(std::move(reader).value());
+    reader_thread_ = t;
+  }
   if (auto ok = code_->refresh(); !ok) {
     last_error_ = ok.error().message();
     return false;
@@ -256,6 +288,39 @@ void publication_wait::arm(pid_t tid) {
   } else if (making_process_.empty() && threads_.covers_process(tid)) {
     traps_.refresh(tid);
   }
+}
+
+// Int3 at the entry points of the code published (again after each change): the first thread
+// to enter that code stops at the first instruction of a function, and is the one checked.
+// Only while every thread of the process is traced; false if none could be set.
+bool publication_wait::arm_entries(pid_t tid) {
+  if (!making_process_.empty() || !threads_.covers_process(tid) ||
+      entries_for_ == code_->change_count())
+    return !entries_.empty();
+  const std::vector<uint64_t> now = code_->entry_points(max_entry_breakpoints);
+  const std::set<uint64_t> wanted(now.begin(), now.end());
+  for (uint64_t a : entries_.addresses())
+    if (wanted.count(a) == 0) entries_.remove(tid, a);  // retired or freed
+  for (uint64_t a : now)
+    if (!entries_.has(a) && entries_.insert(tid, a)) entry_sites_.insert(a);
+  entries_for_ = code_->change_count();
+  return !entries_.empty();
+}
+
+// Whether the thread stopped at one of the entry breakpoints: then its pc is set back to the
+// entry, whose instruction is still to run.
+bool publication_wait::entered(pid_t tid, int status) {
+  if (entry_sites_.empty() || !WIFSTOPPED(status) || WSTOPSIG(status) != SIGTRAP ||
+      (status >> 16) != 0)
+    return false;
+  user_regs_struct r{};
+  if (ptrace(PTRACE_GETREGS, tid, nullptr, &r) != 0 || entry_sites_.count(r.rip - 1) == 0)
+    return false;
+  siginfo_t info{};
+  if (ptrace(PTRACE_GETSIGINFO, tid, nullptr, &info) != 0 || info.si_code != SI_KERNEL)
+    return false;
+  r.rip -= 1;
+  return ptrace(PTRACE_SETREGS, tid, nullptr, &r) == 0;
 }
 
 // A watched thread runs freely (its watchpoints stop it at a publication); the others stop at
@@ -285,28 +350,40 @@ void publication_wait::poll() {
 }
 
 result<first_publication> publication_wait::take(pid_t tid, int status) {
-  const bool trapped = traps_.hit(tid, status);
+  const bool ours = at_entry_ || traps_.hit(tid, status);
   traps_.disarm(tid);
+  entries_.remove_all(tid);
   unwatch(tid);
-  const std::string how =
-      trapped ? "caught at the SDK's probe " + traps_.probe() +
-                    " (software breakpoint: this machine's debug registers do not trap)"
-      : watchpoints_ ? ""
-                     : "seen at a system call or by polling (this machine's debug registers do "
-                       "not trap, and no probe of the SDK could be used): code run before that "
-                       "was not checked";
   threads_.erase(tid);
   // The main thread cannot end while this one lives: no wait status to keep.
   threads_.detach_all_but(0, pid_, [this](pid_t t, int st) { return pass(t, st); });
   ptrace(PTRACE_SETOPTIONS, tid, nullptr, (spawned_ ? PTRACE_O_EXITKILL : 0) | trace_options);
+  // The registry is read through the thread that found it, which may end: through this one.
+  if (auto reader = remote::registry_reader::open(tid)) {
+    stepcheck::published_code own(std::move(reader).value());
+    if (own.refresh()) code_.emplace(std::move(own));
+  }
   first_publication found{std::move(*code_), tid,
                           // Our trap is not the program's: handed on as a ptrace stop.
-                          trapped ? (PTRACE_EVENT_STOP << 16) | (SIGTRAP << 8) | 0x7f : status,
-                          how, ""};
+                          ours ? (PTRACE_EVENT_STOP << 16) | (SIGTRAP << 8) | 0x7f : status,
+                          how(), ""};
   if (spawned_ && tid != pid_)
-    found.whom = "the first to publish JIT code (the command's main thread is " +
-                 std::to_string(pid_) + ")";
+    found.whom = std::string(at_entry_ ? "the first to enter" : "the first to publish") +
+                 " JIT code (the command's main thread is " + std::to_string(pid_) + ")";
   return found;
+}
+
+// How the first publication was seen, where debug registers do not trap.
+std::string publication_wait::how() const {
+  if (watchpoints_) return "";
+  const std::string entry =
+      at_entry_ ? "; the thread was stopped at its first entry into published code" : "";
+  if (seen_at_probe_)
+    return "caught at the SDK's probe jitunwind_registry:change" + entry +
+           " (software breakpoints: this machine's debug registers do not trap)";
+  return "seen at a system call or by polling" + entry +
+         " (this machine's debug registers do not trap, and no probe of the SDK could be "
+         "used): code run before that was not checked";
 }
 
 // Every thread stopped, breakpoints taken out, and detached; the main thread's wait status if
@@ -325,6 +402,7 @@ std::optional<int> publication_wait::release_all() {
     threads_.erase(t);
     if (!WIFSTOPPED(st)) return t == pid_ ? std::optional<int>(st) : std::nullopt;
     traps_.disarm(t);
+    entries_.remove_all(t);
     unwatch(t);
     ptrace(PTRACE_DETACH, t, nullptr, pass(t, st));
   }

@@ -44,21 +44,6 @@ std::string permissions_at(const std::string& maps, uint64_t address) {
   return "";
 }
 
-// Semaphores are 16-bit counters that tracers raise while attached.
-std::optional<uint16_t> add_to_semaphore(pid_t pid, uint64_t address, int delta) {
-  const uint64_t word_address = address & ~uint64_t{7};
-  errno = 0;
-  const long word = ptrace(PTRACE_PEEKDATA, pid, word_address, nullptr);
-  if (errno != 0) return std::nullopt;
-  const unsigned shift = static_cast<unsigned>(address - word_address) * 8;
-  const auto value = static_cast<uint16_t>((static_cast<uint64_t>(word) >> shift) +
-                                           static_cast<unsigned>(delta));
-  const uint64_t updated =
-      (static_cast<uint64_t>(word) & ~(uint64_t{0xffff} << shift)) | (uint64_t{value} << shift);
-  if (delta != 0 && ptrace(PTRACE_POKEDATA, pid, word_address, updated) != 0) return std::nullopt;
-  return value;
-}
-
 // The load bias of the object that defines registry `r`: the run-time address of its
 // `jitunwind_registry` symbol minus the link-time one.
 std::optional<uint64_t> load_bias(const detail::elf_image& elf,
@@ -88,62 +73,31 @@ void registry_traps::find_in(pid_t pid, const remote::registry_location& r) {
   if (!elf || !notes) return;
   const std::optional<uint64_t> bias = load_bias(*elf, r);
   if (!bias) return;
-  // jitunwind_registry:change where the SDK has it, else jitunwind:window_publish.
-  for (const char* wanted : {"jitunwind_registry:change", "jitunwind:window_publish"}) {
-    const size_t before = sites_.size();
-    for (const usdt::sdt_note& n : *notes) {
-      if (n.provider + ":" + n.name != wanted) continue;
-      sites_.push_back({n.pc + *bias, n.semaphore != 0 ? n.semaphore + *bias : 0});
-    }
-    if (sites_.size() > before) {
-      probe_ = wanted;
-      return;
-    }
-  }
+  for (const usdt::sdt_note& n : *notes)
+    if (n.provider == "jitunwind_registry" && n.name == "change") sites_.push_back(n.pc + *bias);
 }
 
 void registry_traps::refresh(pid_t pid) {
   std::optional<std::string> maps;  // read only if a site is not armed yet
-  auto mapped = [&](uint64_t address, size_t field, char perm) {
-    if (!maps) maps = detail::proc_text_or_empty("/proc/" + std::to_string(pid) + "/maps");
-    const std::string p = permissions_at(*maps, address);
-    return p.size() > field && p[field] == perm;
-  };
-  for (site& s : sites_) {
-    if (breakpoints_.has(s.pc)) {
-      breakpoints_.reassert(pid, s.pc);
-    } else if (mapped(s.pc, 2, 'x') && byte_at(pid, s.pc) == 0x90) {  // a probe site is a nop
-      breakpoints_.insert(pid, s.pc);
+  for (uint64_t pc : sites_) {
+    if (breakpoints_.has(pc)) {
+      breakpoints_.reassert(pid, pc);
+      continue;
     }
-    if (s.semaphore != 0 && breakpoints_.has(s.pc)) raise(pid, s);
+    if (!maps) maps = detail::proc_text_or_empty("/proc/" + std::to_string(pid) + "/maps");
+    const std::string p = permissions_at(*maps, pc);
+    if (p.size() > 2 && p[2] == 'x' && byte_at(pid, pc) == 0x90)  // a probe site is a nop
+      breakpoints_.insert(pid, pc);
   }
-  ever_armed_ = ever_armed_ || armed();
-}
-
-void registry_traps::raise(pid_t pid, site& s) {
-  if (s.raised) {
-    // A new mapping of the object's data resets the counter: ours is gone with it.
-    if (add_to_semaphore(pid, s.semaphore, 0) == 0) add_to_semaphore(pid, s.semaphore, 1);
-    return;
-  }
-  const std::string p = permissions_at(
-      detail::proc_text_or_empty("/proc/" + std::to_string(pid) + "/maps"), s.semaphore);
-  s.raised = p.size() > 1 && p[1] == 'w' && add_to_semaphore(pid, s.semaphore, 1).has_value();
 }
 
 void registry_traps::disarm(pid_t pid) {
-  for (site& s : sites_) {
-    breakpoints_.remove(pid, s.pc);
-    if (s.raised && add_to_semaphore(pid, s.semaphore, 0).value_or(0) > 0)
-      add_to_semaphore(pid, s.semaphore, -1);
-    s.raised = false;
-  }
+  for (uint64_t pc : sites_) breakpoints_.remove(pid, pc);
 }
 
 void registry_traps::forget() {
   breakpoints_.forget();
   sites_.clear();
-  probe_.clear();
 }
 
 bool registry_traps::hit(pid_t pid, int status) const {
@@ -154,9 +108,7 @@ bool registry_traps::hit(pid_t pid, int status) const {
   siginfo_t info{};
   if (ptrace(PTRACE_GETSIGINFO, pid, nullptr, &info) != 0 || info.si_code != SI_KERNEL)
     return false;
-  for (const site& s : sites_)
-    if (r.rip == s.pc + 1) return true;
-  return false;
+  return std::find(sites_.begin(), sites_.end(), r.rip - 1) != sites_.end();
 }
 
 }  // namespace jitunwind::cli::tracee

@@ -93,14 +93,20 @@ bool software_breakpoints::remove(pid_t pid, uint64_t address) {
   if (it == saved_.end()) return false;
   errno = 0;
   const long word = ptrace(PTRACE_PEEKTEXT, pid, word_of(address), nullptr);
-  if (errno == 0) {
-    const unsigned shift = static_cast<unsigned>(address - word_of(address)) * 8;
+  const unsigned shift = static_cast<unsigned>(address - word_of(address)) * 8;
+  if (errno == 0 && static_cast<uint8_t>(static_cast<uint64_t>(word) >> shift) == 0xcc) {
     const uint64_t restored = (static_cast<uint64_t>(word) & ~(uint64_t{0xff} << shift)) |
                               (uint64_t{it->second} << shift);
     ptrace(PTRACE_POKETEXT, pid, word_of(address), restored);
   }
   saved_.erase(it);
   return true;
+}
+
+std::vector<uint64_t> software_breakpoints::addresses() const {
+  std::vector<uint64_t> all;
+  for (const auto& [address, original] : saved_) all.push_back(address);
+  return all;
 }
 
 void software_breakpoints::remove_all(pid_t pid) {

@@ -69,7 +69,8 @@ class software_breakpoints {
  public:
   /// False if the byte cannot be read or written (or `address` already has one).
   bool insert(pid_t pid, uint64_t address);
-  /// Writes the original byte back; false if `address` has none of ours.
+  /// Writes the original byte back (unless something else than int3 is there now: the memory
+  /// was rewritten); false if `address` has none of ours.
   bool remove(pid_t pid, uint64_t address);
   void remove_all(pid_t pid);
   /// The address of ours that a thread stopped by SIGTRAP at `rip` just hit (int3 leaves rip
@@ -83,6 +84,7 @@ class software_breakpoints {
   /// back: then it is written again. Anything else there now: forgotten, false.
   bool reassert(pid_t pid, uint64_t address);
   bool has(uint64_t address) const { return saved_.count(address) != 0; }
+  std::vector<uint64_t> addresses() const;
 
  private:
   std::map<uint64_t, uint8_t> saved_;  // address -> original byte

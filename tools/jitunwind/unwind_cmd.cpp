@@ -281,6 +281,10 @@ bool step_thread(const std::string& program, pid_t pid, stepcheck::published_cod
   auto stop_reason = [&]() {
     return steady_clock::now() >= deadline ? "time limit" : "interrupted";
   };
+  // Where waiting left it: at the first instruction of a function, its frame is known.
+  memory.clear();
+  if (alive && ptrace(PTRACE_GETREGS, pid, nullptr, &regs) == 0)
+    in_jit = check_stop(code, oracle, memory, regs, false, lim, t);
   while (alive) {
     if (t.steps >= lim.steps) {
       t.stopped_because = "step limit";
