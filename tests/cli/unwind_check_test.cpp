@@ -87,8 +87,8 @@ TEST_CASE("unwind check: every publisher set with the registry, without debug re
   for (const char* set : {"registry", "registry,usdt-events", "registry,perfmap,jitdump", ""}) {
     INFO("JITUNWIND_PUBLISH=" << set << (*set ? "" : " (unset: the default)"));
     scoped_env publish("JITUNWIND_PUBLISH", *set != '\0' ? set : nullptr);
-    auto r = run_tool({"unwind", "check", "--", TOY_JIT, "--frame-pointers=off",
-                       programs + "fib.toy", "12"});
+    auto r = run_tool(
+        {"unwind", "check", "--", TOY_JIT, "--frame-pointers=off", programs + "fib.toy", "12"});
     require_clean(r, 5000);
     CHECK(r.out.find("caught at the SDK's probe jitunwind_registry:change") != std::string::npos);
     CHECK(r.out.find("the command exited with status 0") != std::string::npos);
@@ -275,8 +275,8 @@ TEST_CASE("unwind check: a multi-threaded JIT without debug registers") {
         std::string::npos);
   CHECK(r.out.find("the command exited with status 0") != std::string::npos);
   // The main thread is gone before the JIT thread starts.
-  auto gone = run_tool({"unwind", "check", "--", JIT_TARGET, "deep", "--depth", "4",
-                        "--iterations", "3", "--spin", "1", "--no-checkpoint", "--jit-thread"});
+  auto gone = run_tool({"unwind", "check", "--", JIT_TARGET, "deep", "--depth", "4", "--iterations",
+                        "3", "--spin", "1", "--no-checkpoint", "--jit-thread"});
   require_clean(gone, 100);
   CHECK(gone.out.find("the first to enter JIT code") != std::string::npos);
 }

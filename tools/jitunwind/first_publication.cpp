@@ -116,7 +116,7 @@ class publication_wait {
   software_breakpoints entries_;
   std::set<uint64_t> entry_sites_;  // every entry point ever armed (a hit may be seen late)
   std::optional<uint64_t> entries_for_;
-  bool at_entry_ = false;      // the thread found stopped at an entry point
+  bool at_entry_ = false;       // the thread found stopped at an entry point
   bool seen_at_probe_ = false;  // the first publication was caught at the SDK's probe
 };
 
@@ -365,8 +365,8 @@ result<first_publication> publication_wait::take(pid_t tid, int status) {
   }
   first_publication found{std::move(*code_), tid,
                           // Our trap is not the program's: handed on as a ptrace stop.
-                          ours ? (PTRACE_EVENT_STOP << 16) | (SIGTRAP << 8) | 0x7f : status,
-                          how(), ""};
+                          ours ? (PTRACE_EVENT_STOP << 16) | (SIGTRAP << 8) | 0x7f : status, how(),
+                          ""};
   if (spawned_ && tid != pid_)
     found.whom = std::string(at_entry_ ? "the first to enter" : "the first to publish") +
                  " JIT code (the command's main thread is " + std::to_string(pid_) + ")";
@@ -429,8 +429,8 @@ std::string publication_wait::what_was_published() const {
         "publishers itself (set JITUNWIND_PUBLISH=registry or make the runtime include it)";
   struct stat st {};
   if (!perf_map_.empty() && ::stat(perf_map_.c_str(), &st) == 0 && st.st_size > 0)
-    text += "; it wrote names without unwind rows to its perf map " +
-            detail::terminal_text(perf_map_);
+    text +=
+        "; it wrote names without unwind rows to its perf map " + detail::terminal_text(perf_map_);
   return text;
 }
 

@@ -13,10 +13,10 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <sstream>
 #include <string>
-#include <cstring>
 
 namespace jitunwind::cli::tracee {
 

@@ -23,8 +23,8 @@ class registry_traps {
   void find(pid_t pid, const remote::registry_reader& reader);
   /// Arms every site that can be: a site is armed once its page is mapped executable, and
   /// again where a new mapping of the object (the loader maps each segment over its first
-  /// mapping of the whole file) put the original byte back. Only while every thread of the process is traced (the caller's business); the
-  /// thread `pid` is stopped.
+  /// mapping of the whole file) put the original byte back. Only while every thread of the process
+  /// is traced (the caller's business); the thread `pid` is stopped.
   void refresh(pid_t pid);
   /// Takes every site out (before a new process shares or copies the memory, before detaching).
   void disarm(pid_t pid);

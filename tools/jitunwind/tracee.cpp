@@ -17,8 +17,8 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdio>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <string_view>
 
 namespace jitunwind::cli::tracee {
@@ -118,8 +118,8 @@ bool software_breakpoints::reassert(pid_t pid, uint64_t address) {
   if (it == saved_.end()) return false;
   errno = 0;
   const long word = ptrace(PTRACE_PEEKTEXT, pid, word_of(address), nullptr);
-  const auto now = static_cast<uint8_t>(static_cast<uint64_t>(word) >>
-                                        ((address - word_of(address)) * 8));
+  const auto now =
+      static_cast<uint8_t>(static_cast<uint64_t>(word) >> ((address - word_of(address)) * 8));
   if (errno == 0 && now == 0xcc) return true;
   const uint8_t original = it->second;
   saved_.erase(it);

@@ -62,10 +62,12 @@ const command_spec check_spec{
     "(seen at the function's first instruction). Executing code in a window that no published "
     "function covers is reported too, and so is every window whose SFrame data cannot be used "
     "(none, unreadable, invalid, or for code outside the window).\n"
-    "Only frames entered while the thread is watched are compared; so is only the watched "
-    "thread (other threads run freely). A function must be entered at its start for its frame "
-    "to be known. The native code the JIT calls is stepped through (it counts against --steps) "
-    "but not checked.\n"
+    "The thread checked is the one given with --pid or, with COMMAND, the first thread to "
+    "enter published code (every thread is traced until then); the other threads run freely. "
+    "Only frames entered while the thread is watched are compared: a function must be entered "
+    "at its start for its frame to be known. A target whose registry stays empty (a runtime "
+    "publishing without the SDK's 'registry' publisher) is an error that says so. The native "
+    "code the JIT calls is stepped through (it counts against --steps) but not checked.\n"
     "Output: a summary (instructions checked, distinct addresses, functions, frames compared) "
     "and the first mismatches, each with the pc, the frame, and the expected and unwound "
     "values; function names come from /tmp/perf-PID.map when it exists. With COMMAND, the "
@@ -233,10 +235,8 @@ void print_report(const std::string& program, pid_t pid, const std::string& perf
 }
 
 // Why no frame was compared, and what to try.
-std::string nothing_compared_text(const tally& t, pid_t thread, bool spawned) {
-  const std::string which = spawned ? "thread " + std::to_string(thread) +
-                                          ", the first to publish JIT code"
-                                    : "thread " + std::to_string(thread);
+std::string nothing_compared_text(const tally& t, pid_t thread) {
+  const std::string which = "thread " + std::to_string(thread);
   if (t.jit_steps > 0)
     return "the functions " + which +
            " ran were entered before the check began: only frames entered while it is "
@@ -485,7 +485,7 @@ int run_check(const std::string& program, const parsed_args& a) {
   }
   if (t.frames == 0) {
     std::fprintf(stderr, "%s: error: no JIT frame was compared (%s)\n", program.c_str(),
-                 nothing_compared_text(t, thread, spawned).c_str());
+                 nothing_compared_text(t, thread).c_str());
     return exit_failure;
   }
   return t.mismatches == 0 ? exit_ok : exit_failure;
