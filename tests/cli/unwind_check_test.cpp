@@ -88,8 +88,12 @@ TEST_CASE("unwind check: every publisher set with the registry, without debug re
     INFO("JITUNWIND_PUBLISH=" << set << (*set ? "" : " (unset: the default)"));
     scoped_env publish("JITUNWIND_PUBLISH", *set != '\0' ? set : nullptr);
     auto r = run_tool(
-        {"unwind", "check", "--", TOY_JIT, "--frame-pointers=off", programs + "fib.toy", "12"});
-    require_clean(r, 5000);
+        {"unwind", "check", "--", TOY_JIT, "--frame-pointers=off", programs + "fib.toy", "8"});
+    require_clean(r, 1000);
+    // fib(8) recurses 8 deep below main: every level's frame was compared.
+    std::smatch m;
+    REQUIRE(std::regex_search(r.out, m, std::regex("deepest JIT stack seen: (\\d+)")));
+    CHECK(std::stol(m[1]) >= 8);
     CHECK(r.out.find("caught at the SDK's probe jitunwind_registry:change") != std::string::npos);
     CHECK(r.out.find("the command exited with status 0") != std::string::npos);
   }
@@ -303,18 +307,17 @@ TEST_CASE("unwind check: attaching to a running process, which goes on after the
 
 #ifdef LATE_SDK
 TEST_CASE("unwind check: an SDK that another thread loads late (dlopen) is found") {
-  // The main thread maps no file itself: only a look at the files mapped meanwhile (by the
-  // worker) finds the registry; its publication, by the worker, only polling.
-  // 1000 calls 1 ms apart: the polling may find the publication late on a loaded machine (it
-  // found it within ~30 ms when idle); 20 calls stepped are 100 JIT instructions.
-  // The worker publishes, the main thread runs the code: the one that enters it is checked,
-  // with watchpoints and with breakpoints on the SDK's probe.
+  // The main thread maps no file itself: the worker maps the SDK (found at its mmap: every
+  // thread is traced while the check waits) and publishes; the main thread runs the code, and
+  // is the one checked, as the first to enter it: with watchpoints and with breakpoints on the
+  // SDK's probe. Every one of the 200 calls is checked (5 instructions each).
   for (const char* debug_registers : {"", "off"}) {
     INFO("JITUNWIND_DEBUG_REGISTERS=" << debug_registers);
     scoped_env setting(no_debug_registers, *debug_registers != '\0' ? debug_registers : nullptr);
-    auto r = run_tool({"unwind", "check", "--wait", "20", "--", LATE_SDK, LIBJITUNWIND, "1000"});
-    require_clean(r, 100);
-    CHECK(r.out.find("late_sdk: 1000 calls, sum 7000") != std::string::npos);
+    auto r = run_tool({"unwind", "check", "--wait", "20", "--", LATE_SDK, LIBJITUNWIND, "200"});
+    require_clean(r, 1000);
+    CHECK(summary_number(r.out, "in JIT code") == 1000);
+    CHECK(r.out.find("late_sdk: 200 calls, sum 1400") != std::string::npos);
     CHECK(r.out.find("the command exited with status 0") != std::string::npos);
   }
 }
