@@ -341,7 +341,10 @@ void publication_wait::interrupt(pid_t tid) {
 void publication_wait::poll() {
   const pid_t target = threads_.live(pid_);
   if (target == 0) return;
-  if (code_ ? has_code() : (look_ && !spawned_)) {
+  // Code whose entry points are armed needs no stop: a thread entering it stops by itself.
+  const bool unseen = code_ ? has_code() && (!spawned_ || entries_for_ != code_->change_count())
+                            : look_ && !spawned_;
+  if (unseen) {
     interrupt(target);
   } else if (poll_due() && has_new(mapped_files(target))) {
     look_ = true;
