@@ -10,6 +10,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <string_view>
 
 namespace jitunwind {
 
@@ -35,6 +37,17 @@ result<session*> get_session(onramp_state& s) {
   if (!created) return std::move(created).error();
   s.owned = std::move(created).value();
   return s.owned.get();
+}
+
+// describe_window's errors in the terms of the name_code caller, who never called it.
+error as_name_code_error(const error& e) {
+  std::string_view m = e.message();
+  constexpr std::string_view internal = "describe_window: ";
+  if (m.substr(0, internal.size()) == internal) m.remove_prefix(internal.size());
+  std::string text = "name_code: " + std::string(m);
+  if (e.code() == errc::already_exists)
+    text += " (code named before and not forgotten, or a window of the default session)";
+  return error(e.code(), std::move(text));
 }
 
 }  // namespace
@@ -71,7 +84,9 @@ result<void> name_code(const void* code, size_t size, std::string_view name,
     return detail::make_error(errc::already_exists,
                               "name_code: code at 0x%llx is named already (forget_code it first)",
                               static_cast<unsigned long long>(start));
-  JITUNWIND_TRY_ASSIGN(window * w, sess->describe_window({.text_start = start, .text_size = size}));
+  auto described = sess->describe_window({.text_start = start, .text_size = size});
+  if (!described) return as_name_code_error(described.error());
+  window* w = *described;
   auto published = [&]() -> result<void> {
     JITUNWIND_TRY(w->append(name, f));
     return w->publish();
