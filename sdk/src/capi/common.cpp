@@ -31,6 +31,7 @@ namespace {
 constexpr std::pair<std::string_view, std::string_view> c_terms[] = {
     {"frame_builder(abi).finish(...)", "jitunwind_frame_builder_finish"},
     {"name_code", "jitunwind_name_code"},
+    {"name_function", "jitunwind_name_function"},
     {"forget_code", "jitunwind_forget_code"},
     {"describe_window", "jitunwind_session_describe_window"},
     {"allocate()", "jitunwind_window_allocate"},

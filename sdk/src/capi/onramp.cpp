@@ -27,6 +27,19 @@ jitunwind_status jitunwind_name_code(const void* code, size_t size, const char* 
   });
 }
 
+jitunwind_status jitunwind_name_function(const char* name, const jitunwind_function* function,
+                                         jitunwind_error* error) {
+  return guard(error, [&] {
+    if (name == nullptr)
+      return fail(error, errc::invalid_argument, "jitunwind_name_function: name is NULL");
+    jitunwind_status status = JITUNWIND_OK;
+    auto f = capi::from_c(function, "jitunwind_name_function", error, status);
+    if (!f) return status;
+    auto r = name_function(name, *f);
+    return r ? succeed(error) : fail(error, r.error());
+  });
+}
+
 jitunwind_status jitunwind_forget_code(const void* code, jitunwind_error* error) {
   return guard(error, [&] {
     auto r = forget_code(code);

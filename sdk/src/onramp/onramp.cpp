@@ -39,12 +39,12 @@ result<session*> get_session(onramp_state& s) {
   return s.owned.get();
 }
 
-// describe_window's errors in the terms of the name_code caller, who never called it.
-error as_name_code_error(const error& e) {
+// describe_window's errors in the terms of the on-ramp's caller (`api`), who never called it.
+error in_terms_of(const char* api, const error& e) {
   std::string_view m = e.message();
   constexpr std::string_view internal = "describe_window: ";
   if (m.substr(0, internal.size()) == internal) m.remove_prefix(internal.size());
-  std::string text = "name_code: " + std::string(m);
+  std::string text = std::string(api) + ": " + std::string(m);
   if (e.code() == errc::already_exists)
     text += " (code named before and not forgotten, or a window of the default session)";
   return error(e.code(), std::move(text));
@@ -58,34 +58,55 @@ result<session*> default_session() {
   return get_session(s);
 }
 
+namespace {
+result<void> publish_named(const char* api, std::string_view name, const function_desc& f);
+}  // namespace
+
 result<void> name_code(const void* code, size_t size, std::string_view name,
                        span<const frame_row> rows) {
-  const auto start = reinterpret_cast<uint64_t>(code);
   if (code == nullptr || size == 0 || size > UINT32_MAX)
     return detail::make_error(errc::invalid_argument,
                               "name_code: code %p, size %zu: the code must be a non-empty range "
                               "of at most 4 GiB",
                               code, size);
   function_desc f;
-  f.start = start;
+  f.start = reinterpret_cast<uint64_t>(code);
   f.size = static_cast<uint32_t>(size);
   f.rows.assign(rows.begin(), rows.end());
+  return publish_named("name_code", name, f);
+}
+
+result<void> name_function(std::string_view name, const function_desc& f) {
+  if (f.start == 0 || f.size == 0)
+    return detail::make_error(errc::invalid_argument,
+                              "name_function: code at 0x%llx, size %u: the code must be a "
+                              "non-empty range",
+                              static_cast<unsigned long long>(f.start), f.size);
+  return publish_named("name_function", name, f);
+}
+
+namespace {
+
+// name_code and name_function: `api` names the caller's entry point in messages.
+result<void> publish_named(const char* api, std::string_view name, const function_desc& f) {
+  const uint64_t start = f.start;
+  const size_t size = f.size;
   onramp_state& s = state();
   std::lock_guard lock(s.mutex);
   JITUNWIND_TRY_ASSIGN(session * sess, get_session(s));
   // An empty row list is legal SFrame v3 (an outermost frame: unwinders stop there), which is
   // never what a runtime naming its code means: refuse it rather than cut every stack.
-  if (rows.empty())
+  if (f.rows.empty())
     return detail::make_error(errc::invalid_argument,
-                              "name_code: no rows for code at 0x%llx: give at least the entry "
-                              "row (frame_builder(abi).finish(...) of an empty builder)",
-                              static_cast<unsigned long long>(start));
+                              "%s: no rows for code at 0x%llx: give at least the entry row "
+                              "(frame_builder(abi).finish(...) of an empty builder)",
+                              api, static_cast<unsigned long long>(start));
   if (s.windows.count(start) != 0)
     return detail::make_error(errc::already_exists,
-                              "name_code: code at 0x%llx is named already (forget_code it first)",
+                              "%s: code at 0x%llx is named already (forget_code it first)", api,
                               static_cast<unsigned long long>(start));
   auto described = sess->describe_window({.text_start = start, .text_size = size});
-  if (!described) return as_name_code_error(described.error());
+  if (!described) return in_terms_of(api, described.error());
   window* w = *described;
   auto published = [&]() -> result<void> {
     JITUNWIND_TRY(w->append(name, f));
@@ -100,6 +121,8 @@ result<void> name_code(const void* code, size_t size, std::string_view name,
   s.windows.emplace(start, w);
   return {};
 }
+
+}  // namespace
 
 result<void> forget_code(const void* code) {
   const auto start = reinterpret_cast<uint64_t>(code);

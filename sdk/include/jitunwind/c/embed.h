@@ -301,6 +301,14 @@ typedef struct jitunwind_session jitunwind_session;
 JITUNWIND_API jitunwind_status jitunwind_name_code(const void* code, size_t size, const char* name,
                                                    const jitunwind_frame_row* rows,
                                                    size_t row_count, jitunwind_error* error);
+/* jitunwind_name_code for a whole function description (jitunwind::name_function): its range
+   (function->start, ->size), rows, and what rows alone cannot say: the callee-saved registers
+   (function->saved_registers, from jitunwind_frame_save_register: the jitdump and GDB
+   publishers give them to debuggers) and JITUNWIND_FUNCTION_SIGNAL_FRAME. Forgotten with
+   jitunwind_forget_code(function->start). Errors as jitunwind_name_code. */
+JITUNWIND_API jitunwind_status jitunwind_name_function(const char* name,
+                                                       const jitunwind_function* function,
+                                                       jitunwind_error* error);
 /* The code named at `code` will not run again: it is unpublished and forgotten. NOT_FOUND if
    it was not named. Thread-safe. */
 JITUNWIND_API jitunwind_status jitunwind_forget_code(const void* code, jitunwind_error* error);
