@@ -318,7 +318,7 @@ def _check(st, err):
 
 
 def version():
-    """The loaded library's version string, e.g. "0.1.0"."""
+    """The loaded library's version string, e.g. "0.2.0"."""
     return library.jitunwind_version_string().decode()
 
 
