@@ -16,7 +16,7 @@ What is checked (docs/c-api.md, "How the C API keeps up"):
 - the Python package (python/jitunwind): each C function it declares has the C prototype's
   types, each ctypes structure it passes has the C struct's fields and types in order, its
   FrameBuilder has a method per C builder directive, its constants have the C values, its
-  SONAME is the headers';
+  SONAME is the headers' and python/pyproject.toml's version the library's;
 - the LuaJIT module (lua/jitunwind.lua): its ffi.cdef declares each function and struct as the
   C headers do, and it loads the headers' SONAME.
 
@@ -280,6 +280,7 @@ class Checker:
                     for f in os.listdir(inc) if f.endswith(".h")}
         config = open(os.path.join(inc, "config.h")).read()
         self.soversion = int(re.search(r"#define JITUNWIND_SOVERSION (\d+)", config).group(1))
+        self.version = re.search(r'#define JITUNWIND_VERSION_STRING "([^"]+)"', config).group(1)
         if len(self.c.functions) < 100 or len(self.c.structs) < 15:
             self.fail(f"read only {len(self.c.functions)} C functions and {len(self.c.structs)} "
                       "structs from jitunwind/c/*.h: the reader no longer understands them")
@@ -438,6 +439,12 @@ class Checker:
         if ns.get("SOVERSION") != self.soversion:
             self.fail(f"python: SOVERSION {ns.get('SOVERSION')}, jitunwind/config.h says "
                       f"{self.soversion}")
+        pyproject = os.path.join(self.root, "python/pyproject.toml")
+        if os.path.exists(pyproject):
+            m = re.search(r'^version = "([^"]+)"', open(pyproject).read(), re.M)
+            if not m or m.group(1) != self.version:
+                self.fail(f"python/pyproject.toml: version {m and m.group(1)}, jitunwind/config.h "
+                          f"says {self.version}")
         sigs = ns["_signatures"]()
         structs = {}
         for name, (restype, argtypes) in sigs.items():
