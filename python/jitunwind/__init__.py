@@ -1,6 +1,6 @@
 """jitunwind for Python-hosted JITs: name machine code for profilers and debuggers.
 
-A thin ctypes layer over the SDK's stable C API (libjitunwind.so.0, see docs/c-api.md); no
+A thin ctypes layer over the SDK's stable C API (libjitunwind.so.1, see docs/c-api.md); no
 third-party packages. For a JIT that places machine code itself (llvmlite, an mmap-ed buffer):
 
     import jitunwind

@@ -66,6 +66,7 @@ FUNCTION_RENAMES = {
     "window::functions": "jitunwind_window_functions",
     "session::create": "jitunwind_session_create",
     "session::status": "jitunwind_session_publisher_state",
+    "set_default_session_log": "jitunwind_default_session_log",
 }
 
 # C++ struct (header, qualified name) -> C struct.
@@ -347,7 +348,7 @@ class Checker:
             for m in methods:
                 self.need_function(f"{cls}::{m}", f"jitunwind_{cls}_{m}", "window.h")
         onramp = self.cxx["onramp.h"]
-        for f in re.findall(r"JITUNWIND_API\s+result<[^>]*>\s+(\w+)\s*\(", onramp):
+        for f in re.findall(r"JITUNWIND_API\s+(?:result<[^>]*>|void)\s+(\w+)\s*\(", onramp):
             self.need_function(f, f"jitunwind_{f}", "onramp.h")
 
     # ---- bindings ----

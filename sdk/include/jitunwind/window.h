@@ -165,8 +165,10 @@ struct session_options {
   /// JITUNWIND_DURABILITY ("sync", "batched", or per file "perfmap:sync,jitdump:batched"),
   /// JITUNWIND_FLUSH_MS (flush_latency, 1..60000), JITUNWIND_FLUSH_BYTES (flush_bytes, with an
   /// optional k or m suffix), JITUNWIND_FLUSH_THREAD ("on"/"off", "1"/"0"),
-  /// JITUNWIND_ADDRESS_REUSE (`auto`, `allowed` or `never`).
-  /// `invalid_argument` naming the variable for a value that does not parse.
+  /// JITUNWIND_ADDRESS_REUSE (`auto`, `allowed` or `never`), JITUNWIND_LOG (`stderr`,
+  /// `file:PATH` or `off`: where `log` writes; JITUNWIND_LOG_LEVEL `debug`, `info`, `warning`
+  /// (the default) or `error`). `invalid_argument` naming the variable for a value that does not
+  /// parse; `io_error` for a JITUNWIND_LOG file that cannot be opened.
   JITUNWIND_API static result<session_options> from_env();
 };
 

@@ -93,20 +93,26 @@ jitunwind_status fail(jitunwind_error* out, const error& e) noexcept {
   return status;
 }
 
+namespace {
+
+void call_c_log(void* u, log_level level, std::string_view m) {
+  auto* c = static_cast<c_log*>(u);
+  c->fn(c->user, static_cast<int>(level), m.data(), m.size());
+}
+
+}  // namespace
+
 log_sink c_sink(jitunwind_log_fn fn, void* user, int min_level) {
   log_sink sink;
   if (fn == nullptr) return sink;
   sink.user = new c_log{fn, user};
-  sink.fn = [](void* u, log_level level, std::string_view m) {
-    auto* c = static_cast<c_log*>(u);
-    c->fn(c->user, static_cast<int>(level), m.data(), m.size());
-  };
+  sink.fn = call_c_log;
   sink.min_level = static_cast<log_level>(std::clamp(min_level, 0, 3));
   return sink;
 }
 
 void delete_c_sink(const log_sink& sink) noexcept {
-  delete static_cast<c_log*>(sink.user);  // from c_sink, or null
+  if (sink.fn == call_c_log) delete static_cast<c_log*>(sink.user);  // only c_sink's blocks
 }
 
 jitunwind_status fail(jitunwind_error* out, errc code, const char* message) noexcept {

@@ -40,7 +40,8 @@ jitunwind_status guard(jitunwind_error* out, F&& body) noexcept {
 
 /// A C log callback as a C++ log sink. The callback and its user pointer live in a heap block
 /// (`sink.user`, a `c_log`) that the owner of the sink deletes with `delete_c_sink` when the
-/// sink is no longer used. No callback: an empty sink, no block.
+/// sink is no longer used (`delete_c_sink` leaves sinks c_sink did not make alone). No
+/// callback: an empty sink, no block.
 struct c_log {
   jitunwind_log_fn fn;
   void* user;

@@ -142,13 +142,14 @@ jitunwind_status jitunwind_session_create_from_env(jitunwind_log_fn log, void* l
     *out = nullptr;
     auto o = session_options::from_env();
     if (!o) return fail(error, o.error());
-    o->log = capi::c_sink(log, log_user, 1);
+    if (log != nullptr) o->log = capi::c_sink(log, log_user, 1);  // else JITUNWIND_LOG's, if set
     return make_session(*o, out, error);
   });
 }
 
 void jitunwind_session_destroy(jitunwind_session* s) {
   if (s == nullptr) return;
+  // Only a sink from capi::c_sink owns its block (JITUNWIND_LOG's sink carries a descriptor).
   const log_sink sink = S(s)->options().log;
   delete S(s);
   capi::delete_c_sink(sink);

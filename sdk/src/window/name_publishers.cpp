@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -28,7 +29,8 @@ result<void> flush_writer(Writer& w, bool due_only, uint64_t now_ns) {
 // new lines and a retired function keeps its line.
 class perfmap_backend final : public publisher_backend {
  public:
-  explicit perfmap_backend(std::unique_ptr<perfmap_writer> w) : writer_(std::move(w)) {}
+  perfmap_backend(std::unique_ptr<perfmap_writer> w, log_sink log)
+      : writer_(std::move(w)), log_(log) {}
   publisher kind() const noexcept override { return publisher::perfmap; }
   std::string note() const override { return "writing " + writer_->path(); }
   result<void> on_seal(const window_view&) override { return writer_->flush(); }
@@ -51,12 +53,54 @@ class perfmap_backend final : public publisher_backend {
       // window::append and name_range reject names with control bytes.
       out[n++] = {f.frames.start, f.frames.size, f.name, /*clean=*/true};
     }
+    warn_about_reuse(std::span<const perfmap_entry>(out, n));
     return writer_->add_batch(std::span<const perfmap_entry>(out, n));
   }
   result<void> on_retire(const window_view&) override { return writer_->flush(); }
 
  private:
+  // perf reads the map after the run and takes one line for an address for every sample of the
+  // profile (docs/window.md, "Reused addresses"): a line over bytes an earlier line named makes
+  // one of the two codes misnamed, and nothing can take the earlier line back. Said once per
+  // line, naming both; `named_` is every range the map has named (start -> end).
+  void warn_about_reuse(std::span<const perfmap_entry> lines) {
+    std::lock_guard lock(mutex_);
+    for (const perfmap_entry& e : lines) {
+      // perf's perf map reader skips a line whose name is shorter than 3 bytes (measured with
+      // perf 6.1: "f0" is never used, "jit_f0" is): the code shows as [unknown].
+      if (e.name.size() < 3)
+        log_(log_level::warning,
+             format("%s: '%.*s' at 0x%llx: perf report ignores perf map names shorter than 3 "
+                    "bytes (the code shows as [unknown]); jitwalk and perf inject --jit do not",
+                    writer_->path().c_str(), static_cast<int>(e.name.size()), e.name.data(),
+                    static_cast<unsigned long long>(e.start)));
+      const uint64_t end = e.start + e.size;
+      auto next = named_.upper_bound(e.start);
+      std::optional<std::pair<uint64_t, uint64_t>> earlier;
+      if (next != named_.begin() && std::prev(next)->second > e.start) earlier = *std::prev(next);
+      if (!earlier && next != named_.end() && next->first < end) earlier = *next;
+      if (earlier)
+        log_(log_level::warning,
+             format("%s: '%.*s' at 0x%llx (%llu bytes) is code where the perf map named other "
+                    "code before ([0x%llx, 0x%llx)): perf report, which reads the map after the "
+                    "run, names every sample there after one of the two lines, whatever its time "
+                    "(perf map lines cannot be withdrawn). jitwalk names both right, and so does "
+                    "perf with the jitdump publisher and perf inject --jit; with memory the SDK "
+                    "places, address reuse off (the default with this publisher) avoids it",
+                    writer_->path().c_str(), static_cast<int>(e.name.size()), e.name.data(),
+                    static_cast<unsigned long long>(e.start),
+                    static_cast<unsigned long long>(e.size),
+                    static_cast<unsigned long long>(earlier->first),
+                    static_cast<unsigned long long>(earlier->second)));
+      uint64_t& known_end = named_[e.start];
+      known_end = std::max(known_end, end);
+    }
+  }
+
   std::unique_ptr<perfmap_writer> writer_;
+  log_sink log_;
+  std::mutex mutex_;
+  std::map<uint64_t, uint64_t> named_;
 };
 
 class jitdump_backend final : public publisher_backend {
@@ -226,7 +270,8 @@ result<std::unique_ptr<publisher_backend>> make_perfmap_backend(const session_op
   po.policy = policy_for(o.perfmap_durability, o, background);
   auto w = perfmap_writer::create(po);
   if (!w) return std::move(w).error();
-  return std::unique_ptr<publisher_backend>(std::make_unique<perfmap_backend>(std::move(*w)));
+  return std::unique_ptr<publisher_backend>(
+      std::make_unique<perfmap_backend>(std::move(*w), o.log));
 }
 
 result<std::unique_ptr<publisher_backend>> make_jitdump_backend(const session_options& o,
