@@ -127,7 +127,12 @@ std::string help_text(const std::string& invocation, const command& spec) {
   }
   if (const std::string g = generated_notes(spec); !g.empty()) s += "\n" + wrap(g, 0, help_width);
   if (!spec.notes.empty()) s += "\n" + wrap(spec.notes, 0, help_width);
-  if (!spec.examples.empty()) s += "\nExamples:\n" + wrap(spec.examples, 2, 1000);
+  if (!spec.examples.empty()) {
+    // Command lines as written: indented, never re-wrapped (a continued line keeps its indent).
+    s += "\nExamples:\n";
+    std::istringstream lines(spec.examples);
+    for (std::string line; std::getline(lines, line);) s += "  " + line + "\n";
+  }
   return s;
 }
 

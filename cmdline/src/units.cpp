@@ -107,15 +107,26 @@ std::optional<double> frequency_unit(std::string_view unit) {
   return std::nullopt;
 }
 
-std::optional<double> parse_duration(std::string_view text, std::string_view bare_unit,
-                                     number_error* why) {
+namespace {
+
+// A decimal and its unit (`fallback_unit` when there is none), scaled by `unit_scale`.
+template <class Scale>
+std::optional<double> scaled_decimal(std::string_view text, std::string_view fallback_unit,
+                                     Scale unit_scale, number_error* why) {
   if (why != nullptr) *why = number_error::none;
   double v = 0;
   std::string_view unit;
   if (!split_number(text, &v, &unit, why)) return std::nullopt;
-  const auto scale = duration_unit(unit.empty() ? (bare_unit.empty() ? "s" : bare_unit) : unit);
+  const auto scale = unit_scale(unit.empty() ? fallback_unit : unit);
   if (!scale) return none(why, number_error::not_a_number);
   return v * *scale;
+}
+
+}  // namespace
+
+std::optional<double> parse_duration(std::string_view text, std::string_view bare_unit,
+                                     number_error* why) {
+  return scaled_decimal(text, bare_unit.empty() ? "s" : bare_unit, duration_unit, why);
 }
 
 std::optional<uint64_t> parse_size(std::string_view text, std::string_view bare_unit,
@@ -143,13 +154,7 @@ std::optional<uint64_t> parse_size(std::string_view text, std::string_view bare_
 }
 
 std::optional<double> parse_frequency(std::string_view text, number_error* why) {
-  if (why != nullptr) *why = number_error::none;
-  double v = 0;
-  std::string_view unit;
-  if (!split_number(text, &v, &unit, why)) return std::nullopt;
-  const auto scale = frequency_unit(unit.empty() ? "Hz" : unit);
-  if (!scale) return none(why, number_error::not_a_number);
-  return v * *scale;
+  return scaled_decimal(text, "Hz", frequency_unit, why);
 }
 
 }  // namespace cmdline
