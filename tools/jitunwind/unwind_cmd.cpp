@@ -299,7 +299,7 @@ class stepper {
       observe();
     }
     alarm_after(0);
-    if (progress_ && t_.steps >= 1024) std::fputc('\n', stderr);
+    if (progress_ && t_.steps >= steps_per_look) std::fputc('\n', stderr);
     if (alive) ptrace(PTRACE_DETACH, pid_, nullptr, pending_);
     pinned_.restore();
     return alive;
@@ -309,6 +309,11 @@ class stepper {
 
  private:
   enum class step_end { moved, still, over, lost };
+  // The clock and the progress line are looked at once per this many steps (a step is ~30 µs).
+  static constexpr uint64_t steps_per_look = 1024;
+  // A call's return address lies at most one instruction after it: x86 instructions are at
+  // most 15 bytes long.
+  static constexpr uint64_t max_x86_instruction_bytes = 15;
 
   // --seconds also ends a native call run at full speed (--skip-native) or a long system call.
   void end_run_on_time_limit() {
@@ -340,7 +345,7 @@ class stepper {
       t_.stopped_because = stop_reason();
       return true;
     }
-    if ((t_.steps & 1023) != 0) return false;
+    if (t_.steps % steps_per_look != 0) return false;
     const auto now = steady_clock::now();
     if (now >= deadline_) {
       t_.stopped_because = "time limit";
@@ -426,7 +431,7 @@ class stepper {
     was_in_jit_ = in_jit_;
     memory_.clear();  // a new stop: memory may have changed
     just_called_ = regs_.rsp == prev_sp - 8 && memory_.read(regs_.rsp, &pushed_, 8) &&
-                   pushed_ > prev_pc && pushed_ <= prev_pc + 15;
+                   pushed_ > prev_pc && pushed_ <= prev_pc + max_x86_instruction_bytes;
     in_jit_ = check_stop(code_, oracle_, memory_, regs_, just_called_, lim_, t_);
   }
 
