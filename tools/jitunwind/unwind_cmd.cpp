@@ -9,6 +9,7 @@
 #include "guarded/proc.hpp"
 #include "guarded/text.hpp"
 #include "proc_files.hpp"
+#include "return_breakpoint.hpp"
 #include "step_check.hpp"
 #include "tracee.hpp"
 
@@ -129,6 +130,8 @@ std::string location_text(const perf_map_names& names, uint64_t start, uint64_t 
 struct tally {
   uint64_t steps = 0, jit_steps = 0, unwatched = 0, frames = 0, mismatches = 0, native_runs = 0;
   uint64_t native_stepped = 0;  // --skip-native calls that had to be stepped (see run_to_return)
+  size_t others_traced = 0;     // --skip-native with an int3: the other threads traced meanwhile
+  uint64_t others_stepped = 0;  // and how often they met it
   std::string watch_note;       // how the first publication was caught, when not by watchpoints
   std::string thread_note;      // why this thread, when it is not the one given
   uint64_t registry_errors = 0;
@@ -201,8 +204,13 @@ void print_report(const std::string& program, pid_t pid, const std::string& perf
   if (t.native_stepped > 0)
     std::printf(
         "  native calls stepped: %llu (--skip-native: no working debug registers here, and a "
-        "software breakpoint is not safe while other threads run)\n",
+        "thread of the process could not be traced or the return address not written)\n",
         static_cast<unsigned long long>(t.native_stepped));
+  if (t.others_traced > 0)
+    std::printf(
+        "  other threads:     %zu traced (an int3 on the return address: no working debug "
+        "registers here); they met it %llu times and were stepped past it\n",
+        t.others_traced, static_cast<unsigned long long>(t.others_stepped));
   if (!t.watch_note.empty()) std::printf("  first publication: %s\n", t.watch_note.c_str());
   if (t.unwatched > 0)
     std::printf(
@@ -257,7 +265,8 @@ bool created_task(const user_regs_struct& r) {
 // Returns whether it is still alive (then it is stopped, and detached here); `status` is the
 // last wait status.
 bool step_thread(const std::string& program, pid_t pid, stepcheck::published_code& code,
-                 stepcheck::frame_oracle& oracle, const limits& lim, int& status, tally& t) {
+                 stepcheck::frame_oracle& oracle, const limits& lim, return_breakpoint& returns,
+                 int& status, tally& t) {
   int pending = signal_to_deliver(pid, status);
   stepcheck::page_cache memory(pid);
   // --seconds also ends a native call run at full speed (--skip-native) or a long system call.
@@ -314,7 +323,7 @@ bool step_thread(const std::string& program, pid_t pid, stepcheck::published_cod
     run_end r = run_end::step_instead;
     if (run_free) {
       pinned.unpin_thread();  // threads it creates meanwhile inherit its own mask
-      r = run_to_return(pid, pushed, regs.rsp + 8, pending, status);
+      r = run_to_return(pid, pushed, regs.rsp + 8, pending, status, returns);
       pinned.repin_thread();
       if (r == run_end::step_instead) {
         ++t.native_stepped;
@@ -345,7 +354,7 @@ bool step_thread(const std::string& program, pid_t pid, stepcheck::published_cod
       // ESRCH: a SIGKILL (another thread's exit_group) took it out of its stop: the wait
       // below gets its end.
       if ((ptrace(PTRACE_SINGLESTEP, pid, nullptr, pending) != 0 && errno != ESRCH) ||
-          !wait_stop(pid, status, false)) {
+          !returns.wait(pid, status, false)) {
         t.stopped_because = std::string("lost the thread: ") + std::strerror(errno);
         alive = false;
         break;
@@ -473,11 +482,18 @@ int run_check(const std::string& program, const parsed_args& a) {
   // while it lives: found now, read when reporting.
   const pid_t process = process_of(thread);
   const std::string perf_map = perf_map_path(process, live_task(process, thread));
-  const bool alive = step_thread(program, thread, code, oracle, lim, status, t);
+  // Without debug registers, --skip-native's int3 is seen by every thread: all are traced.
+  return_breakpoint returns;
+  if (lim.skip_native && !debug_registers_work()) returns.start(thread, spawned);
+  const bool alive = step_thread(program, thread, code, oracle, lim, returns, status, t);
+  t.others_traced = returns.traced();
+  t.others_stepped = returns.stepped_past();
+  std::optional<int> ended = returns.release();
   print_report(program, thread, perf_map, t, oracle, code);
   std::fflush(stdout);
   // The end of another thread than the main one is not the command's.
-  finish_command(alive || thread != pid ? std::nullopt : std::optional<int>(status));
+  if (!alive && thread == pid) ended = status;
+  finish_command(ended);
   if (!code.unusable().empty()) {
     std::fprintf(stderr, "%s: error: %s whose SFrame data cannot be used (listed above)\n",
                  program.c_str(), count_text(code.unusable().size(), "window").c_str());
