@@ -2,6 +2,7 @@
 
 #include "proc_files.hpp"
 
+#include <dirent.h>
 #include <linux/kcmp.h>
 #include <signal.h>
 #include <sys/ptrace.h>
@@ -12,6 +13,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
+#include <string>
 
 namespace jitunwind::cli::tracee {
 
@@ -135,13 +138,23 @@ void return_breakpoint::forget() {
   sites_.clear();
 }
 
-// Every thread of the process traced: the threads' stops reported so far taken in, and any
-// thread not traced yet seized (one made by a thread before it was seized).
+// Every thread of the process traced: the threads' stops reported so far taken in, any thread
+// not traced yet seized (one made by a thread before it was seized), and one a traced thread
+// has just made (traced from its start, but its creator's clone not reported yet) taken in.
 bool return_breakpoint::covers_process() {
   drain();
   if (threads_.size() + 1 == static_cast<size_t>(thread_count(checked_))) return true;
-  threads_.seize_process(checked_, options_);
-  most_traced_ = std::max(most_traced_, threads_.size());
+  const std::string tasks = "/proc/" + std::to_string(process_) + "/task";
+  if (DIR* d = ::opendir(tasks.c_str())) {
+    while (dirent* e = ::readdir(d)) {
+      const auto t = static_cast<pid_t>(std::atol(e->d_name));
+      if (t <= 0 || t == checked_ || threads_.contains(t)) continue;
+      if (status_field(t, "TracerPid:", 0) == getpid() ||
+          ptrace(PTRACE_SEIZE, t, nullptr, options_) == 0)
+        take_in(t);
+    }
+    ::closedir(d);
+  }
   return threads_.size() + 1 == static_cast<size_t>(thread_count(checked_));
 }
 
