@@ -259,10 +259,7 @@ void return_breakpoint::on_event(pid_t tid, int status) {
     }
     case PTRACE_EVENT_STOP:
       // A group stop (SIGSTOP, SIGTSTP, ...): it stays stopped until SIGCONT.
-      if (WSTOPSIG(status) != SIGTRAP) {
-        ptrace(PTRACE_LISTEN, tid, nullptr, nullptr);
-        return;
-      }
+      if (WSTOPSIG(status) != SIGTRAP && ptrace(PTRACE_LISTEN, tid, nullptr, nullptr) == 0) return;
       break;
     default:
       break;

@@ -83,9 +83,11 @@ const command_spec check_spec{
      {"frames", 0, "N", "Compare at most N JIT frames per instruction (default 512)."},
      {"skip-native", 0, "",
       "Run each native function the JIT code calls at full speed (an execute breakpoint on "
-      "its return address) instead of stepping through it. Much faster for runtimes whose JIT "
-      "code calls into large native helpers; JIT code that such a call re-enters (callbacks, "
-      "an interpreter's trampolines) is then not checked, nor frames it leaves by longjmp."},
+      "its return address; where debug registers do not trap, an int3, with every thread of "
+      "the process traced meanwhile) instead of stepping through it. Much faster for runtimes "
+      "whose JIT code calls into large native helpers; JIT code that such a call re-enters "
+      "(callbacks, an interpreter's trampolines) is then not checked, nor frames it leaves by "
+      "longjmp."},
      {"max-reports", 0, "N",
       "Print the first mismatch of at most N addresses in full (default 10; 0: the summary "
       "only)."}},
