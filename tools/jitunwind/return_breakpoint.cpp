@@ -42,26 +42,14 @@ void return_breakpoint::start(pid_t checked, bool kill_on_exit) {
 run_end return_breakpoint::run(pid_t pid, uint64_t ra, uint64_t sp_after, int& pending,
                                int& status) {
   if (!arm(pid, ra)) return run_end::step_instead;
+  const auto waiter = [this, pid](int& st) { return wait(pid, st, true); };
   for (;;) {
-    // ESRCH: taken out of its stop by SIGKILL; the wait gets its end.
-    if ((ptrace(PTRACE_CONT, pid, nullptr, pending) != 0 && errno != ESRCH) ||
-        !wait(pid, status, true))
-      return run_end::ended;
-    pending = 0;
-    if (!WIFSTOPPED(status)) return run_end::ended;
-    const int event = event_of(status);
-    if (event == PTRACE_EVENT_EXEC) {
-      forget();  // the memory it was written in is gone
-      return run_end::exec;
-    }
-    if (event == PTRACE_EVENT_EXIT) {
-      disarm(pid);
-      return run_end::exiting;
-    }
-    if (event != 0) {  // PTRACE_INTERRUPT (for another thread, or --seconds), a group stop, ...
-      if (!stop_requested) continue;
-      disarm(pid);
-      return run_end::stopped;
+    if (auto end = run_until_signal(pid, pending, status, waiter)) {
+      if (*end == run_end::exec)
+        forget();  // the memory it was written in is gone
+      else if (*end != run_end::ended)
+        disarm(pid);
+      return *end;
     }
     uint64_t sp = 0;
     if (!met(pid, status, &sp)) {

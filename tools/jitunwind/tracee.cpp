@@ -391,26 +391,35 @@ bool wait_stop(pid_t pid, int& status, bool may_interrupt) {
   }
 }
 
-run_end run_to_return(pid_t pid, uint64_t ra, uint64_t sp_after, int& pending, int& status,
-                      return_breakpoint& breakpoint) {
-  if (!debug_registers_work()) return breakpoint.run(pid, ra, sp_after, pending, status);
-  if (ptrace(PTRACE_POKEUSER, pid, debug_register(0), ra) != 0 ||
-      ptrace(PTRACE_POKEUSER, pid, debug_register(7), dr7_enable(0, 0b0000)) != 0)
-    return run_end::stopped;
+std::optional<run_end> run_until_signal(pid_t pid, int& pending, int& status,
+                                        const std::function<bool(int&)>& wait) {
   for (;;) {
     // ESRCH: taken out of its stop by SIGKILL; the wait gets its end.
-    if ((ptrace(PTRACE_CONT, pid, nullptr, pending) != 0 && errno != ESRCH) ||
-        !wait_stop(pid, status, true))
+    if ((ptrace(PTRACE_CONT, pid, nullptr, pending) != 0 && errno != ESRCH) || !wait(status))
       return run_end::ended;
     pending = 0;
     if (!WIFSTOPPED(status)) return run_end::ended;
     const int event = status >> 16;
     if (event == PTRACE_EVENT_EXEC) return run_end::exec;
     if (event == PTRACE_EVENT_EXIT) return run_end::exiting;
-    if (event != 0) {  // PTRACE_INTERRUPT, or a group stop
-      if (!stop_requested) continue;
-      unwatch(pid);
-      return run_end::stopped;
+    if (event == 0) return std::nullopt;
+    // PTRACE_INTERRUPT (--seconds, Ctrl-C, or one sent for another thread), a group stop, a
+    // new task: it goes on.
+    if (stop_requested) return run_end::stopped;
+  }
+}
+
+run_end run_to_return(pid_t pid, uint64_t ra, uint64_t sp_after, int& pending, int& status,
+                      return_breakpoint& breakpoint) {
+  if (!debug_registers_work()) return breakpoint.run(pid, ra, sp_after, pending, status);
+  if (ptrace(PTRACE_POKEUSER, pid, debug_register(0), ra) != 0 ||
+      ptrace(PTRACE_POKEUSER, pid, debug_register(7), dr7_enable(0, 0b0000)) != 0)
+    return run_end::stopped;
+  const auto waiter = [pid](int& st) { return wait_stop(pid, st, true); };
+  for (;;) {
+    if (auto end = run_until_signal(pid, pending, status, waiter)) {
+      if (*end == run_end::stopped) unwatch(pid);
+      return *end;
     }
     if (WSTOPSIG(status) != SIGTRAP) {
       pending = WSTOPSIG(status);

@@ -105,6 +105,13 @@ enum class run_end { returned, ended, exec, exiting, stopped, step_instead };
 
 class return_breakpoint;
 
+/// The loop of a run at full speed: resumes the stopped thread (PTRACE_CONT with `pending`,
+/// then 0) and `wait`s, going on past ptrace's own stops, until a signal stop (nullopt: `status`
+/// is for the caller to look at) or the run's end: `ended`, `exec`, `exiting` or `stopped`
+/// (stop_requested).
+std::optional<run_end> run_until_signal(pid_t pid, int& pending, int& status,
+                                        const std::function<bool(int&)>& wait);
+
 /// Lets the stopped thread run at full speed until it executes `ra` with stack pointer
 /// `sp_after` (the return of the call it just made), with an execute breakpoint in debug
 /// register 0 (no code is modified: other threads are unaffected). A hit at another stack
