@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static long (*jit)(long);
@@ -32,6 +33,7 @@ static pid_t main_tid;
 static atomic_long done[2]; /* calls of j each caller completed */
 static atomic_long cycles;  /* the spawner's whole cycles */
 static atomic_int stop_spawner, stop_callers, failed;
+static atomic_int main_waiting; /* the others pause between calls only while it is 0 */
 static atomic_long signals_sent, signals_received;
 static pthread_t first_caller;
 
@@ -52,14 +54,22 @@ __attribute__((noinline)) long work(long x) {
     const long d0 = atomic_load(&done[0]), d1 = atomic_load(&done[1]);
     const long c0 = atomic_load(&cycles);
     const int whole_cycle = x % 4 == 0;
+    atomic_store(&main_waiting, 1);
     while (atomic_load(&done[0]) < d0 + 2 && atomic_load(&done[1]) < d1 + 2) sched_yield();
     while (whole_cycle && atomic_load(&cycles) < c0 + 2) sched_yield();
+    atomic_store(&main_waiting, 0);
   }
   return r;
 }
 
 static int right(long x, long r) {
   return r == 8 * x + 28;
+}
+
+/* Not to take the CPU from everything else while the main thread is single-stepped. */
+static void pause_unless_main_waits(long microseconds) {
+  const struct timespec t = {0, microseconds * 1000};
+  if (!atomic_load(&main_waiting)) nanosleep(&t, NULL);
 }
 
 static void on_signal(int sig) {
@@ -72,6 +82,7 @@ static void* caller(void* arg) {
   for (long i = 1; !atomic_load(&stop_callers); ++i) {
     if (!right(i, jit(i))) fail(10);
     atomic_fetch_add(&done[k], 1);
+    pause_unless_main_waits(100);
   }
   /* Queued signals arrive at the thread's next return to user mode: before it ends. */
   for (long i = 0; i < 100000000 && atomic_load(&signals_received) < atomic_load(&signals_sent);
@@ -115,6 +126,7 @@ static void* spawner(void* unused) {
     union sigval v = {0};
     if (pthread_sigqueue(first_caller, SIGRTMIN, v) != 0) fail(23);
     atomic_fetch_add(&cycles, 1);
+    pause_unless_main_waits(1000);
   }
   return NULL;
 }
