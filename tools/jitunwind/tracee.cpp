@@ -1,10 +1,13 @@
 #include "tracee.hpp"
 
 #include "proc_files.hpp"
+#include "return_breakpoint.hpp"
 
 #include <jitunwind/registry_abi.h>
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
@@ -15,7 +18,9 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 namespace jitunwind::cli::tracee {
 
@@ -42,6 +47,10 @@ uint64_t word_of(uint64_t address) {
 
 bool debug_registers_work() {
   static const bool works = [] {
+    // Testing the other path on a machine whose debug registers work (docs/cli.md).
+    if (const char* v = std::getenv("JITUNWIND_DEBUG_REGISTERS");
+        v != nullptr && std::string_view(v) == "off")
+      return false;
     static volatile uint64_t word = 0;
     const pid_t child = fork();
     if (child < 0) return true;  // cannot tell: assume what most machines do
@@ -66,37 +75,57 @@ bool debug_registers_work() {
   return works;
 }
 
-bool software_breakpoints::insert(pid_t pid, uint64_t address) {
-  if (saved_.count(address) != 0) return false;
+std::optional<uint8_t> read_byte(pid_t pid, uint64_t address) {
+  errno = 0;
+  const long word = ptrace(PTRACE_PEEKTEXT, pid, word_of(address), nullptr);
+  if (errno != 0) return std::nullopt;
+  return static_cast<uint8_t>(static_cast<uint64_t>(word) >> ((address - word_of(address)) * 8));
+}
+
+bool write_byte(pid_t pid, uint64_t address, uint8_t byte) {
   errno = 0;
   const long word = ptrace(PTRACE_PEEKTEXT, pid, word_of(address), nullptr);
   if (errno != 0) return false;
   const unsigned shift = static_cast<unsigned>(address - word_of(address)) * 8;
-  const auto original = static_cast<uint8_t>(static_cast<uint64_t>(word) >> shift);
   const uint64_t patched =
-      (static_cast<uint64_t>(word) & ~(uint64_t{0xff} << shift)) | (uint64_t{0xcc} << shift);
-  if (ptrace(PTRACE_POKETEXT, pid, word_of(address), patched) != 0) return false;
-  saved_[address] = original;
+      (static_cast<uint64_t>(word) & ~(uint64_t{0xff} << shift)) | (uint64_t{byte} << shift);
+  return ptrace(PTRACE_POKETEXT, pid, word_of(address), patched) == 0;
+}
+
+bool software_breakpoints::insert(pid_t pid, uint64_t address) {
+  if (saved_.count(address) != 0) return false;
+  const std::optional<uint8_t> original = read_byte(pid, address);
+  if (!original || !write_byte(pid, address, int3_opcode)) return false;
+  saved_[address] = *original;
   return true;
 }
 
 bool software_breakpoints::remove(pid_t pid, uint64_t address) {
   const auto it = saved_.find(address);
   if (it == saved_.end()) return false;
-  errno = 0;
-  const long word = ptrace(PTRACE_PEEKTEXT, pid, word_of(address), nullptr);
-  if (errno == 0) {
-    const unsigned shift = static_cast<unsigned>(address - word_of(address)) * 8;
-    const uint64_t restored = (static_cast<uint64_t>(word) & ~(uint64_t{0xff} << shift)) |
-                              (uint64_t{it->second} << shift);
-    ptrace(PTRACE_POKETEXT, pid, word_of(address), restored);
-  }
+  if (read_byte(pid, address) == int3_opcode) write_byte(pid, address, it->second);
   saved_.erase(it);
   return true;
 }
 
+std::vector<uint64_t> software_breakpoints::addresses() const {
+  std::vector<uint64_t> all;
+  for (const auto& [address, original] : saved_) all.push_back(address);
+  return all;
+}
+
 void software_breakpoints::remove_all(pid_t pid) {
   while (!saved_.empty()) remove(pid, saved_.begin()->first);
+}
+
+bool software_breakpoints::reassert(pid_t pid, uint64_t address) {
+  const auto it = saved_.find(address);
+  if (it == saved_.end()) return false;
+  const std::optional<uint8_t> now = read_byte(pid, address);
+  if (now == int3_opcode) return true;
+  const uint8_t original = it->second;
+  saved_.erase(it);
+  return now == original && insert(pid, address);
 }
 
 std::optional<uint64_t> software_breakpoints::hit(pid_t pid, uint64_t rip) const {
@@ -107,25 +136,112 @@ std::optional<uint64_t> software_breakpoints::hit(pid_t pid, uint64_t rip) const
   return rip - 1;
 }
 
-bool creates_task_at_entry(pid_t pid, int status) {
-  if (!is_syscall_stop(status)) return false;
+syscall_stop syscall_at(pid_t pid, int status) {
+  syscall_stop s;
+  if (!is_syscall_stop(status)) return s;
   __ptrace_syscall_info info{};
-  if (ptrace(PTRACE_GET_SYSCALL_INFO, pid, sizeof info, &info) <= 0) {
-    // Before Linux 5.3: rax is -ENOSYS at an entry stop.
-    user_regs_struct r{};
-    if (ptrace(PTRACE_GETREGS, pid, nullptr, &r) != 0 || static_cast<long>(r.rax) != -ENOSYS)
-      return false;
-    info.op = PTRACE_SYSCALL_INFO_ENTRY;
-    info.entry.nr = r.orig_rax;
+  if (ptrace(PTRACE_GET_SYSCALL_INFO, pid, sizeof info, &info) > 0) {
+    s.entry = info.op == PTRACE_SYSCALL_INFO_ENTRY;
+    s.exit = info.op == PTRACE_SYSCALL_INFO_EXIT;
+    s.nr = s.entry ? static_cast<long>(info.entry.nr) : -1;
+    s.arg0 = info.entry.args[0];
+    s.flags = info.entry.args[3];
+    s.failed = s.exit && info.exit.is_error;
+    return s;
   }
-  if (info.op != PTRACE_SYSCALL_INFO_ENTRY) return false;
-  const auto nr = static_cast<long>(info.entry.nr);
-  return nr == SYS_clone || nr == SYS_clone3 || nr == SYS_fork || nr == SYS_vfork;
+  // Before Linux 5.3: at an entry stop rax holds -ENOSYS (set by the kernel), at an exit the
+  // result; the flags are the fourth argument (r10).
+  user_regs_struct r{};
+  if (ptrace(PTRACE_GETREGS, pid, nullptr, &r) != 0) return s;
+  s.entry = static_cast<long>(r.rax) == -ENOSYS;
+  s.exit = !s.entry;
+  s.nr = s.entry ? static_cast<long>(r.orig_rax) : -1;
+  s.arg0 = r.rdi;
+  s.flags = r.r10;
+  s.failed = s.exit && static_cast<long>(r.rax) < 0 && static_cast<long>(r.rax) > -4096;
+  return s;
+}
+
+bool creates_process_at_entry(pid_t pid, int status) {
+  const syscall_stop sc = syscall_at(pid, status);
+  const long nr = sc.nr;
+  uint64_t flags = sc.arg0;
+  if (nr == SYS_fork || nr == SYS_vfork) return true;
+  if (nr == SYS_clone3) {  // the flags are the first field of struct clone_args
+    errno = 0;
+    flags = static_cast<uint64_t>(ptrace(PTRACE_PEEKDATA, pid, flags, nullptr));
+    if (errno != 0) return true;
+  } else if (nr != SYS_clone) {
+    return false;
+  }
+  return (flags & CLONE_THREAD) == 0;
 }
 
 int thread_count(pid_t pid) {
   // At an exit stop /proc/PID/task may list fewer threads than "Threads:" counts.
   return static_cast<int>(status_field(pid, "Threads:", 1));
+}
+
+pid_t thread_group::live(pid_t preferred) const {
+  if (contains(preferred) && exiting_.count(preferred) == 0) return preferred;
+  for (pid_t t : threads_)
+    if (exiting_.count(t) == 0) return t;
+  return 0;
+}
+
+void thread_group::seize_process(pid_t tid, int with_options) {
+  const std::string tasks = "/proc/" + std::to_string(process_of(tid)) + "/task";
+  for (bool added = true; added;) {
+    added = false;
+    DIR* d = ::opendir(tasks.c_str());
+    if (d == nullptr) return;
+    while (dirent* e = ::readdir(d)) {
+      const auto t = static_cast<pid_t>(std::atol(e->d_name));
+      if (t <= 0 || contains(t) || ptrace(PTRACE_SEIZE, t, nullptr, with_options) != 0) continue;
+      add(t);
+      added = true;
+    }
+    ::closedir(d);
+  }
+}
+
+bool thread_group::covers_process(pid_t tid) const {
+  return static_cast<size_t>(thread_count(tid)) == threads_.size();
+}
+
+std::optional<int> thread_group::detach_all_but(pid_t keep, pid_t leader,
+                                                const std::function<int(pid_t, int)>& pass) {
+  std::optional<int> leader_status;
+  std::vector<pid_t> todo;
+  for (pid_t t : threads_)
+    if (t != keep) todo.push_back(t);
+  while (!todo.empty()) {
+    const pid_t t = todo.back();
+    todo.pop_back();
+    const bool past_exit = exiting_.count(t) != 0;
+    erase(t);
+    // Past its exit stop it never stops again: a thread is reaped (it ends at once), a main
+    // thread that other threads outlive stays a zombie, reported when the process ends.
+    if (past_exit || ptrace(PTRACE_INTERRUPT, t, nullptr, nullptr) != 0) {
+      int st = 0;
+      if (t != leader) waitpid(t, &st, __WALL);
+      continue;
+    }
+    int st = 0;
+    if (waitpid(t, &st, __WALL) != t) continue;
+    if (!WIFSTOPPED(st)) {
+      if (t == leader) leader_status = st;
+      continue;
+    }
+    const int event = st >> 16;
+    if (event == PTRACE_EVENT_CLONE || event == PTRACE_EVENT_FORK || event == PTRACE_EVENT_VFORK) {
+      unsigned long created = 0;  // the new task is traced too
+      if (ptrace(PTRACE_GETEVENTMSG, t, nullptr, &created) == 0) todo.push_back(created);
+    }
+    unwatch(t);
+    ptrace(PTRACE_DETACH, t, nullptr, pass(t, st));
+  }
+  return leader_status;
 }
 
 std::string wait_text(int status) {
@@ -154,7 +270,8 @@ result<pid_t> spawn(const std::vector<std::string>& argv) {
     _exit(127);
   }
   close(gate[0]);
-  const bool seized = ptrace(PTRACE_SEIZE, pid, nullptr, PTRACE_O_EXITKILL | trace_options) == 0;
+  const bool seized =
+      ptrace(PTRACE_SEIZE, pid, nullptr, PTRACE_O_EXITKILL | thread_group::options) == 0;
   const int seize_errno = errno;
   if (write(gate[1], "g", 1) != 1 || !seized) {
     kill(pid, SIGKILL);
@@ -274,77 +391,35 @@ bool wait_stop(pid_t pid, int& status, bool may_interrupt) {
   }
 }
 
-namespace {
-
-// run_to_return without debug registers: int3 at `ra`, the thread running from system call to
-// system call so that it is stopped before it creates another task (which would share, or copy,
-// the patched code).
-run_end run_to_return_by_int3(pid_t pid, uint64_t ra, uint64_t sp_after, int& pending,
-                              int& status) {
-  software_breakpoints bp;
-  if (thread_count(pid) != 1 || !bp.insert(pid, ra)) return run_end::step_instead;
-  for (;;) {
-    if ((ptrace(PTRACE_SYSCALL, pid, nullptr, pending) != 0 && errno != ESRCH) ||
-        !wait_stop(pid, status, true))
-      return run_end::ended;
-    pending = 0;
-    if (!WIFSTOPPED(status)) return run_end::ended;
-    const int event = status >> 16;
-    if (event == PTRACE_EVENT_EXEC) return run_end::exec;  // the patched memory is gone
-    if (event == PTRACE_EVENT_EXIT) {
-      bp.remove_all(pid);
-      return run_end::exiting;
-    }
-    if (event != 0) {  // PTRACE_INTERRUPT, or a group stop
-      if (!stop_requested) continue;
-      bp.remove_all(pid);
-      return run_end::stopped;
-    }
-    if (is_syscall_stop(status)) {
-      if (!creates_task_at_entry(pid, status)) continue;
-      bp.remove_all(pid);
-      return run_end::step_instead;
-    }
-    user_regs_struct regs{};
-    if (WSTOPSIG(status) != SIGTRAP || ptrace(PTRACE_GETREGS, pid, nullptr, &regs) != 0 ||
-        !bp.hit(pid, regs.rip)) {
-      pending = signal_to_deliver(pid, status);
-      continue;
-    }
-    // Ours: the instruction at ra is to run, with its own byte back.
-    bp.remove(pid, ra);
-    regs.rip = ra;
-    ptrace(PTRACE_SETREGS, pid, nullptr, &regs);
-    if (regs.rsp == sp_after) return run_end::returned;
-    // A nested call's return through the same address: past it, then armed again.
-    if (ptrace(PTRACE_SINGLESTEP, pid, nullptr, 0) != 0 || !wait_stop(pid, status, false) ||
-        !WIFSTOPPED(status))
-      return run_end::ended;
-    if ((status >> 16) != 0 || !bp.insert(pid, ra)) return run_end::step_instead;
-  }
-}
-
-}  // namespace
-
-run_end run_to_return(pid_t pid, uint64_t ra, uint64_t sp_after, int& pending, int& status) {
-  if (!debug_registers_work()) return run_to_return_by_int3(pid, ra, sp_after, pending, status);
-  if (ptrace(PTRACE_POKEUSER, pid, debug_register(0), ra) != 0 ||
-      ptrace(PTRACE_POKEUSER, pid, debug_register(7), dr7_enable(0, 0b0000)) != 0)
-    return run_end::stopped;
+std::optional<run_end> run_until_signal(pid_t pid, int& pending, int& status,
+                                        const std::function<bool(int&)>& wait) {
   for (;;) {
     // ESRCH: taken out of its stop by SIGKILL; the wait gets its end.
-    if ((ptrace(PTRACE_CONT, pid, nullptr, pending) != 0 && errno != ESRCH) ||
-        !wait_stop(pid, status, true))
+    if ((ptrace(PTRACE_CONT, pid, nullptr, pending) != 0 && errno != ESRCH) || !wait(status))
       return run_end::ended;
     pending = 0;
     if (!WIFSTOPPED(status)) return run_end::ended;
     const int event = status >> 16;
     if (event == PTRACE_EVENT_EXEC) return run_end::exec;
     if (event == PTRACE_EVENT_EXIT) return run_end::exiting;
-    if (event != 0) {  // PTRACE_INTERRUPT, or a group stop
-      if (!stop_requested) continue;
-      unwatch(pid);
-      return run_end::stopped;
+    if (event == 0) return std::nullopt;
+    // PTRACE_INTERRUPT (--seconds, Ctrl-C, or one sent for another thread), a group stop, a
+    // new task: it goes on.
+    if (stop_requested) return run_end::stopped;
+  }
+}
+
+run_end run_to_return(pid_t pid, uint64_t ra, uint64_t sp_after, int& pending, int& status,
+                      return_breakpoint& breakpoint) {
+  if (!debug_registers_work()) return breakpoint.run(pid, ra, sp_after, pending, status);
+  if (ptrace(PTRACE_POKEUSER, pid, debug_register(0), ra) != 0 ||
+      ptrace(PTRACE_POKEUSER, pid, debug_register(7), dr7_enable(0, 0b0000)) != 0)
+    return run_end::stopped;
+  const auto waiter = [pid](int& st) { return wait_stop(pid, st, true); };
+  for (;;) {
+    if (auto end = run_until_signal(pid, pending, status, waiter)) {
+      if (*end == run_end::stopped) unwatch(pid);
+      return *end;
     }
     if (WSTOPSIG(status) != SIGTRAP) {
       pending = WSTOPSIG(status);

@@ -48,6 +48,11 @@ JITUNWIND_API result<session*> default_session();
 JITUNWIND_API result<void> name_code(const void* code, size_t size, std::string_view name,
                                      span<const frame_row> rows);
 
+/// `name_code` for a whole function description: its range (`f.start`, `f.size`), rows, and
+/// also what rows alone cannot say — the callee-saved registers (`f.saved_registers`, which
+/// the jitdump and GDB publishers give debuggers) and a signal frame. Errors as `name_code`.
+JITUNWIND_API result<void> name_function(std::string_view name, const function_desc& f);
+
 /// The code named at `code` will not run again (no thread is inside it or will return into
 /// it): its window is retired and freed; the range may be named again. Its cost does not
 /// depend on how much other code is named. perf's perf map cannot take a name back: code named
@@ -70,5 +75,12 @@ JITUNWIND_API void set_default_session_log(log_sink sink);
 /// runtimes that place their own code (the on-ramp, described windows); owned windows leave it
 /// themselves. `invalid_argument` for rows that do not validate.
 JITUNWIND_API result<size_t> perf_code_gap(abi target, const function_desc& f);
+
+/// The bytes to leave after each function when its rows are not known yet (code placed before it
+/// is described): owned windows leave it after every allocation while the jitdump publisher is
+/// active, and the ORC plugin pads JITLink's blocks with it. perf_code_gap() of a function is
+/// ALIGN_8(size) - size plus its unwinding data (a CIE, its FDE and the .eh_frame_hdr, rounded
+/// up to 16 bytes): this is room for an FDE of a few dozen rows.
+inline constexpr size_t perf_code_gap_reserve = 256;
 
 }  // namespace jitunwind

@@ -72,10 +72,13 @@ constexpr bool contains(publisher_set s, publisher p) {
   return (s & static_cast<uint32_t>(p)) != 0;
 }
 
-/// Every publisher that works without configuration (all but `kernel`).
-inline constexpr publisher_set default_publishers = publisher::registry | publisher::usdt_events |
-                                                    publisher::perfmap | publisher::jitdump |
-                                                    publisher::gdb;
+/// The publishers whose readers find them unasked and whose cost fits a JIT that publishes
+/// function by function: registry and USDT events (jitwalk), perf map (perf, bcc, bpftrace),
+/// GDB JIT interface (a debugger that attaches, or a core file). `jitdump` is opt-in: it copies
+/// every function's code into a file that only `perf inject --jit` reads, and costs more than
+/// the others together (docs/publishers.md, "Which publishers are on by default").
+inline constexpr publisher_set default_publishers =
+    publisher::registry | publisher::usdt_events | publisher::perfmap | publisher::gdb;
 
 /// "registry", "usdt-events", "perfmap", "jitdump", "gdb", "kernel".
 JITUNWIND_API const char* to_string(publisher p) noexcept;

@@ -85,6 +85,8 @@ class window_impl final : public window {
 
  private:
   result<void> reset_encoder();
+  /// publish(); `compact`: the section ends up without room between its FDEs and FREs (seal).
+  result<void> publish_section(bool compact);
   void adopt(window_lists lists);
   window_lists release_lists();
   /// `with_changes`: the functions appended and removed since the last publish are in
@@ -137,6 +139,10 @@ class window_impl final : public window {
   // How many of the encoder's functions each SFrame buffer holds: a publish only adds what the
   // target buffer lacks (sframe::encoder::write_update) instead of rewriting the section.
   size_t written_[2] = {0, 0};
+  // The FDE room of each buffer's layout (sframe::encoder::write_update with room): while a
+  // window is open its sections keep room for more FDEs before their FREs, so a publish writes
+  // only the new functions; sealing writes the section without room (the layout `write` gives).
+  size_t room_[2] = {0, 0};
   uint64_t previous_sframe_address_ = 0;
   size_t previous_sframe_size_ = 0;
   uint64_t publication_generation_ = 0;  // of the last publish
