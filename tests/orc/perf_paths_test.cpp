@@ -12,8 +12,6 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <regex>
-#include <sstream>
 
 namespace t = jitunwind::test;
 using t::perf_mode;
@@ -22,18 +20,6 @@ using t::perf_mode;
 namespace {
 
 const std::vector<std::string> callees = {"spin_a", "spin_b"};
-
-// The entry addresses printed ("fn NAME 0xSTART 0 from T"), in order.
-std::vector<uint64_t> starts(const std::string& out) {
-  std::vector<uint64_t> v;
-  static const std::regex fn(R"(^fn \S+ 0x([0-9a-f]+) )");
-  std::istringstream in(out);
-  for (std::string line; std::getline(in, line);) {
-    std::smatch m;
-    if (std::regex_search(line, m, fn)) v.push_back(std::stoull(m[1], nullptr, 16));
-  }
-  return v;
-}
 
 struct orc_path {
   const char* name;     // for the report
@@ -98,21 +84,11 @@ bool profiling_allowed() {
 TEST_CASE("perf sees: ORC through the plugin: packed functions, a removed module replaced") {
   if (!profiling_allowed()) return;
   const orc_path plugin{"orc plugin", false};
-  for (perf_mode mode : {perf_mode::perf_map, perf_mode::jitdump}) {
-    // One text section per function: the plugin grows each block by what perf inject needs.
-    const auto packed = profile(plugin, "packed", mode);
-    CHECK(packed.view.named_share() >= 0.95);
-    CHECK(packed.view.main_share() >= 0.95);
-    CHECK(packed.program_err.find("warning") == std::string::npos);
-    // The removed module's pages stay out of reach: JITLink puts the new one elsewhere, and
-    // perf's one line per address names each right.
-    const auto reused = profile(plugin, "reused", mode);
-    const auto at = starts(reused.program_out);
-    REQUIRE(at.size() == 2);
-    CHECK(at[0] != at[1]);
-    CHECK(reused.view.named_share() >= 0.95);
-    CHECK(reused.view.main_share() >= 0.95);
-  }
+  // One text section per function: the plugin grows each block by what perf inject needs. The
+  // removed module's pages stay out of reach: JITLink puts the new one elsewhere, and perf's
+  // one line per address names each right.
+  t::check_placed_by_sdk(
+      [&](const std::string& shape, perf_mode mode) { return profile(plugin, shape, mode); });
   jitwalk_sees(plugin);
 }
 
@@ -138,7 +114,7 @@ TEST_CASE("perf sees: ORC under the preload: packed functions, a removed module 
   // A removed module's memory is JITLink's to reuse: where the new code lands on the old
   // address, the perf map misnames it (said), the jitdump does not.
   const auto reused_map = profile(preload, "reused", perf_mode::perf_map);
-  const auto at = starts(reused_map.program_out);
+  const auto at = t::printed_starts(reused_map.program_out);
   REQUIRE(at.size() == 2);
   if (at[0] == at[1]) {
     CHECK_THAT(reused_map.program_err, Catch::Contains("perf map lines cannot be withdrawn"));

@@ -161,6 +161,17 @@ result<std::vector<uint8_t>> reread_entry(const memory_source& memory, uint64_t 
   return make_error(errc::bad_state, "kept changing (or stayed locked) for %u attempts", attempts);
 }
 
+// Copies the header at `address` into `bytes` and decodes it.
+result<header_fields> read_header(const memory_source& memory, uint64_t address,
+                                  const std::string& where,
+                                  uint8_t (&bytes)[sizeof(jitunwind_registry_header)]) {
+  if (auto r = memory.read(address, bytes, sizeof(bytes)); !r) {
+    return make_error(r.error().code(), "%s: reading the header: %s", where.c_str(),
+                      r.error().message().c_str());
+  }
+  return decode_header(bytes, where);
+}
+
 }  // namespace
 
 result<void> read_registry_at(const memory_source& memory, uint64_t address,
@@ -168,11 +179,7 @@ result<void> read_registry_at(const memory_source& memory, uint64_t address,
                               registry_snapshot& out, read_scratch& scratch) {
   const std::string where = describe_registry(memory.pid(), address, object_path);
   uint8_t header_bytes[sizeof(jitunwind_registry_header)];
-  if (auto r = memory.read(address, header_bytes, sizeof(header_bytes)); !r) {
-    return make_error(r.error().code(), "%s: reading the header: %s", where.c_str(),
-                      r.error().message().c_str());
-  }
-  auto header = decode_header(header_bytes, where);
+  auto header = read_header(memory, address, where, header_bytes);
   if (!header) return std::move(header).error();
   const header_fields& h = *header;
   if (h.entries == 0 || h.slot_count == 0) return ok_result();
@@ -325,11 +332,7 @@ result<void> read_publishers_at(const memory_source& memory, uint64_t address,
                                 publisher_snapshot& out) {
   const std::string where = describe_registry(memory.pid(), address, object_path);
   uint8_t header_bytes[sizeof(jitunwind_registry_header)];
-  if (auto r = memory.read(address, header_bytes, sizeof(header_bytes)); !r) {
-    return make_error(r.error().code(), "%s: reading the header: %s", where.c_str(),
-                      r.error().message().c_str());
-  }
-  auto header = decode_header(header_bytes, where);
+  auto header = read_header(memory, address, where, header_bytes);
   if (!header) return std::move(header).error();
   const uint64_t area = load<uint64_t>(header_bytes, offsetof(jitunwind_registry_header, status));
   if (area == 0) return ok_result();  // an SDK before the status area, or no session yet

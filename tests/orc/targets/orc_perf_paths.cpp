@@ -28,8 +28,9 @@
 #include <llvm/Support/SourceMgr.h>
 #include <llvm/Support/TargetSelect.h>
 
-#include <time.h>
 #include <unistd.h>
+
+#include "support/phase_clock.hpp"
 
 #include <cstdio>
 #include <cstdlib>
@@ -70,16 +71,10 @@ void must(llvm::Error e, const char* what) {
   if (e) die(std::string(what) + ": " + llvm::toString(std::move(e)));
 }
 
-double now() {
-  timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) / 1e9;
-}
+using jitunwind::test::thread_cpu_ms;
 
-double thread_cpu_ms() {
-  timespec t;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
+double now() {
+  return jitunwind::test::monotonic_seconds();
 }
 
 // A chain of functions, each spinning a little before it calls the next; the last calls `leaf`.
