@@ -125,8 +125,7 @@ TEST_CASE("perf sees: ORC under the preload: packed functions, a removed module 
     CHECK(reused_map.view.named_share() >= 0.95);
   }
   // The second module's debug object lies where the first one's was, with the same size: the
-  // preload reads it again (before, it took it for the first one and published the code
-  // unnamed).
+  // preload must read it again, not take it for the first one (the code would be unnamed).
   const auto reused = profile(preload, "reused", perf_mode::jitdump);
   CHECK(reused.view.named_share() >= gap_floor);
   CHECK(reused.view.main_share() >= gap_floor);
