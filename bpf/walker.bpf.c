@@ -244,6 +244,31 @@ static __always_inline int range_stale(struct jw_scratch* s, const struct jw_ran
   return stale;
 }
 
+/* ---- the caller of a frameless leaf (JW_M_SP_RA) ---- */
+
+#define JW_VM_EXEC 0x4 /* include/linux/mm.h */
+
+struct vma_probe {
+  __u64 exec;
+};
+
+static long vma_is_exec(struct task_struct* task, struct vm_area_struct* vma, struct vma_probe* p) {
+  p->exec = (vma->vm_flags & JW_VM_EXEC) != 0;
+  return 0;
+}
+
+/* Could `ra` be a return address: code in an executable mapping right after a call instruction
+ * (call rel32, or call through a register or memory)? */
+static __always_inline int return_address(__u64 ra) {
+  __u8 b[8];
+  if (ra < 8 || (ra >> JW_ASID_SHIFT) || bpf_probe_read_user(b, sizeof(b), (void*)(ra - 8)))
+    return 0;
+  if (!jw_ends_with_call(b)) return 0;
+  struct vma_probe p = {};
+  if (bpf_find_vma(bpf_get_current_task_btf(), ra, vma_is_exec, &p, 0)) return 0;
+  return p.exec != 0;
+}
+
 static __always_inline void mix(struct jw_scratch* s, __u64 v) {
   s->hash = (s->hash ^ v) * JW_HASH_MUL;
 }
@@ -368,8 +393,25 @@ static long walk_step(__u32 index, struct walk_ctx* c) {
     __u32 stamp = (__u32)jw_latest_gen;
     s->st.frames[d].stamp = stamp;
     mix(s, stamp);
-    /* Frame-pointer fallback: [fp] = caller's fp, [fp + 8] = return address. */
     s->st.fallback = 1;
+    /* The interrupted frame: a leaf without rows may not have a frame of its own (a runtime's
+     * helper stub, V8's builtins): rbp is still its caller's, so [fp + 8] would skip that
+     * caller. Its return address is then at SP (or SP + 8 right after `push rbp`, when [SP] is
+     * the caller's rbp), and is used if it is one. */
+    __u64 top[2];
+    if (d == 0 && !c->fp_only && (fp == 0 || fp >= sp + 8) &&
+        bpf_probe_read_user(top, sizeof(top), (void*)sp) == 0) {
+      int pushed = top[0] == fp && fp != 0;
+      __u64 cand = pushed ? top[1] : top[0];
+      if (return_address(cand)) {
+        method = JW_M_SP_RA;
+        ra = cand;
+        cfa = sp + (pushed ? 16 : 8);
+        new_fp = fp;
+        goto step;
+      }
+    }
+    /* Frame-pointer fallback: [fp] = caller's fp, [fp + 8] = return address. */
     if (fp == 0) {
       finish(s, d, JW_STOP_FP_END, JW_META(JW_M_END, kind, uid), method);
       return 1;
@@ -388,6 +430,7 @@ static long walk_step(__u32 index, struct walk_ctx* c) {
     cfa = fp + 16;
   }
 
+step:
   if (cfa <= sp) {
     finish(s, d, JW_STOP_NO_PROGRESS, JW_META(JW_M_END, kind, uid), method);
     return 1;

@@ -184,14 +184,21 @@ size_t process_tree::processes_sampled(pid_t except) const {
   return pids.size();
 }
 
-std::string process_tree::summary(uint64_t not_followed) {
-  std::vector<const process_image*> sampled;
+std::vector<process_image> process_tree::sampled() const {
+  std::vector<process_image> out;
   for (const auto& [key, img] : images_) {
-    if (img.samples) sampled.push_back(&img);
+    if (img.samples) out.push_back(img);
   }
-  std::sort(sampled.begin(), sampled.end(), [](const process_image* a, const process_image* b) {
-    return a->samples != b->samples ? a->samples > b->samples : a->pid < b->pid;
+  std::sort(out.begin(), out.end(), [](const process_image& a, const process_image& b) {
+    return a.samples != b.samples ? a.samples > b.samples : a.pid < b.pid;
   });
+  return out;
+}
+
+std::string process_tree::summary(uint64_t not_followed) {
+  const std::vector<process_image> images = sampled();
+  std::vector<const process_image*> sampled;
+  for (const process_image& img : images) sampled.push_back(&img);
   std::set<uint32_t> followed;
   for (const auto& [key, img] : images_) followed.insert(key.first);
   size_t threads = 0;

@@ -1,5 +1,7 @@
 #include "jitwalk/run.hpp"
 
+#include "jitwalk/tree_end.hpp"
+
 #include <signal.h>
 #include <unistd.h>
 
@@ -70,6 +72,9 @@ result<std::unique_ptr<run_session>> run_session::start(const run_options& o) {
 
   std::string exe_path;
   if (!o.target.command.empty()) {
+    // The command's processes whose parent exits come to us, not to init: the whole tree stays
+    // ours to end (tree_end.hpp).
+    become_subreaper();
     exe_path = resolve_command(o.target.command.front());
     auto child = child_process::spawn(o.target.command);
     if (!child) return child.error();
@@ -106,6 +111,7 @@ result<std::unique_ptr<run_session>> run_session::start(const run_options& o) {
       note("native table cache off: %s", s->cache_->problem().c_str());
     }
   }
+  s->o_.tracker.shared_native = &s->shared_native_;
   s->tracker_ = std::make_unique<tracker>(*s->bpf_, *s->tables_, *s->sym_, s->pid_, s->o_.tracker);
   s->tree_ = std::make_unique<process_tree>(
       *s->bpf_, *s->tables_,
@@ -143,7 +149,7 @@ result<std::unique_ptr<run_session>> run_session::start(const run_options& o) {
   return s;
 }
 
-run_session::~run_session() {
+void run_session::release_all() {
   // Never leave the target stopped behind us.
   if (pid_ > 0 && (!child_ || !child_->exited())) kill(pid_, SIGCONT);
   if (tree_ && bpf_) {
@@ -159,6 +165,13 @@ run_session::~run_session() {
     });
     tree_->resume_all();
   }
+}
+
+run_session::~run_session() {
+  release_all();
+  // A command's tree never outlives jitwalk (profile and verify end it first; this is for
+  // errors on the way).
+  if (child_ && !child_->exited()) (void)end_tree(*child_, 0.5, false, [] { return false; });
   tree_.reset();
   tracker_.reset();
   bpf_.reset();

@@ -33,6 +33,10 @@ struct range_info {
   /// The address space (walker.h, "Process trees"): ranges of different ones never overlap;
   /// the index holds them tagged, (asid << JW_ASID_SHIFT) | address.
   uint32_t asid = 0;
+  /// Non-empty: the rows are the same for every range with this key (one native object's part,
+  /// mapped by several processes): they are placed in the row array once and shared, kept until
+  /// the last range using them is removed.
+  std::string shared_rows;
 };
 
 /// The index key of an address in an address space.
@@ -49,6 +53,9 @@ struct table_stats {
   /// their ranges out of the index; these keep what the run needed).
   size_t rows_peak = 0;
   size_t ranges_peak = 0;
+  /// Ranges added with rows another range already held (shared_rows), and the rows that saved.
+  size_t shared_ranges = 0;
+  size_t shared_rows_saved = 0;
 };
 
 class table_store {
@@ -59,6 +66,11 @@ class table_store {
   /// are removed in the same commit (the newest description of an address wins). Returns the
   /// range's uid. `limit_exceeded` if the uid space, rows or index would overflow.
   result<uint32_t> add(range_rows rows, range_info info);
+  /// A range over [start, end) with the rows already given for `info.shared_rows` (by a live
+  /// range): false, nothing queued, if no live range has them.
+  result<uint32_t> add_shared(uint64_t start, uint64_t end, range_info info);
+  /// Whether a live range holds the rows of this key (then add_shared needs no rows).
+  bool has_shared(const std::string& key) const { return shared_.count(key) != 0; }
   /// Queues the removal of a live or pending range (unknown uids are ignored).
   void remove(uint32_t uid);
   /// Removes every range for which `pred` is true.
@@ -83,21 +95,32 @@ class table_store {
     range_rows pending;   // rows until placed
     range_info info;
   };
+  // Rows shared by the ranges of one key (range_info::shared_rows).
+  struct shared_slice {
+    uint32_t first = 0, count = 0;
+    bool placed = false;
+    range_rows pending;  // rows until placed
+    size_t refs = 0;
+  };
   struct released {
     uint32_t first, count;
     size_t commit;  // released by this commit; free once the next commit has rewritten a half
   };
 
   result<uint32_t> allocate(uint32_t count);
+  result<uint32_t> queue(entry e);
+  void release_rows(entry& e);
   void free_slots(uint32_t first, uint32_t count);
 
   table_views v_;
   std::map<uint32_t, entry> live_;  // by uid
+  std::map<std::string, shared_slice> shared_;
   std::vector<released> quarantine_;
   std::map<uint32_t, uint32_t> free_;  // first -> count, coalesced
   uint32_t next_uid_ = 1;
   size_t commits_ = 0;
   size_t rows_peak_ = 0, ranges_peak_ = 0;
+  size_t shared_ranges_ = 0, shared_rows_saved_ = 0;
   bool dirty_ = false;
 };
 

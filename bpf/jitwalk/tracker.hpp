@@ -49,6 +49,10 @@ struct tracker_options {
   uint32_t asid = 0;
   /// Converted native tables are cached here across runs (table_cache.hpp); null: not cached.
   table_cache* cache = nullptr;
+  /// What each shared native table (range_info::shared_rows key) said about itself, shared by
+  /// the trackers of a run so a process mapping an object another one loaded converts nothing;
+  /// null: every process loads its own rows.
+  std::map<std::string, native_summary>* shared_native = nullptr;
 };
 
 struct window_info {
