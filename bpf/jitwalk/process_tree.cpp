@@ -6,6 +6,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <set>
 #include <vector>
@@ -65,6 +66,7 @@ void process_tree::on_exec(uint32_t tgid, uint32_t asid, const std::string& comm
     detail("process %u exec'd %s: no address space id left (frame pointers only)", tgid,
            comm.c_str());
   } else if (!s.tr) {
+    const auto t0 = std::chrono::steady_clock::now();
     tracker_options to = o_.tracker;
     to.asid = asid;
     s.own_sym = std::make_unique<symbolizer>(static_cast<pid_t>(tgid), o_.limits);
@@ -87,7 +89,9 @@ void process_tree::on_exec(uint32_t tgid, uint32_t asid, const std::string& comm
     s.tr->sync_registry();
     s.tr->flush();
     s.sym->refresh();
-    detail("process %u exec'd %s: address space %u", tgid, comm.c_str(), asid);
+    detail("process %u exec'd %s: address space %u, its tables and probes in place in %.0f ms",
+           tgid, comm.c_str(), asid,
+           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
   if (stopped) kill(static_cast<pid_t>(tgid), SIGCONT);
 }

@@ -101,7 +101,8 @@ result<std::unique_ptr<run_session>> run_session::start(const run_options& o) {
 
   s->tables_ = std::make_unique<table_store>(s->bpf_->views());
   s->sym_ =
-      std::make_unique<symbolizer>(s->pid_, symbolizer_limits{s->budget_.get(), o.max_file_bytes});
+      std::make_unique<symbolizer>(s->pid_, symbolizer_limits{s->budget_.get(), o.max_file_bytes,
+                                                              &s->shared_objects_});
   if (o.table_cache) {
     s->cache_ = std::make_unique<table_cache>(o.table_cache_dir.empty() ? table_cache::default_dir()
                                                                         : o.table_cache_dir);
@@ -115,7 +116,9 @@ result<std::unique_ptr<run_session>> run_session::start(const run_options& o) {
   s->tracker_ = std::make_unique<tracker>(*s->bpf_, *s->tables_, *s->sym_, s->pid_, s->o_.tracker);
   s->tree_ = std::make_unique<process_tree>(
       *s->bpf_, *s->tables_,
-      process_tree_options{symbolizer_limits{s->budget_.get(), o.max_file_bytes}, s->o_.tracker});
+      process_tree_options{
+          symbolizer_limits{s->budget_.get(), o.max_file_bytes, &s->shared_objects_},
+          s->o_.tracker});
   if (auto r = s->tree_->add_root(s->pid_, s->process_name_, *s->sym_, *s->tracker_,
                                   s->child_.has_value());
       !r) {

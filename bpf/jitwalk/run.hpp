@@ -89,6 +89,7 @@ class run_session {
   std::unique_ptr<symbolizer> sym_;
   std::unique_ptr<table_cache> cache_;
   std::map<std::string, native_summary> shared_native_;  // tracker_options::shared_native
+  shared_objects shared_objects_;                        // symbolizer_limits::objects
   std::unique_ptr<tracker> tracker_;
   std::unique_ptr<process_tree> tree_;
   std::optional<child_process> child_;

@@ -108,6 +108,14 @@ std::shared_ptr<elf_file> symbolizer::object_for(const mapping& m) {
   const auto key = std::make_pair(m.dev, m.inode);
   if (auto it = objects_.find(key); it != objects_.end()) return it->second;
   if (failed_.count(key)) return nullptr;
+  // A file another process of the run mapped: the same inode is the same object (its fd is
+  // held open, so the inode cannot be reused for another file meanwhile).
+  if (limits_.objects) {
+    if (auto it = limits_.objects->find(key); it != limits_.objects->end()) {
+      objects_[key] = it->second;
+      return it->second;
+    }
+  }
   elf_file_limits lim;
   lim.budget = limits_.budget;
   lim.max_read = limits_.max_file_bytes;
@@ -131,6 +139,7 @@ std::shared_ptr<elf_file> symbolizer::object_for(const mapping& m) {
     return nullptr;
   }
   objects_[key] = f.value();
+  if (limits_.objects) (*limits_.objects)[key] = f.value();
   return f.value();
 }
 

@@ -44,9 +44,14 @@ struct frame_desc {
 
 /// What the target's files may cost the symbolizer (docs/jitwalk.md, "Reading hostile
 /// processes").
+/// ELF objects by (device, inode) as /proc/PID/maps shows them, shared by the symbolizers of a
+/// run: the 16 workers of a server map one node binary, read (and its symbols held) once.
+using shared_objects = std::map<std::pair<uint64_t, uint64_t>, std::shared_ptr<elf_file>>;
+
 struct symbolizer_limits {
   jitunwind::detail::memory_budget* budget = nullptr;  ///< ELF sections, symbols, JIT names
   uint64_t max_file_bytes = uint64_t{512} << 20;       ///< per perf map / jitdump; per ELF section
+  shared_objects* objects = nullptr;  ///< null: each symbolizer opens its own
 };
 
 class symbolizer {

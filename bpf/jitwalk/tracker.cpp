@@ -113,6 +113,7 @@ void tracker::scan_objects() {
     seen.insert(key);
     if (objects_.count(key)) continue;
     objects_[key] = 0;
+    ++objects_changes_;
     auto obj = sym_.object_for(m);
     if (!obj) {
       ++stats_.objects_without;
@@ -201,6 +202,7 @@ void tracker::scan_objects() {
     if (!seen.count(it->first)) {
       if (it->second) tables_.remove(it->second);
       it = objects_.erase(it);
+      ++objects_changes_;
     } else {
       ++it;
     }
@@ -210,6 +212,12 @@ void tracker::scan_objects() {
 void tracker::sync_registry() {
   if (!o_.jit) return;
   if (!reader_) {
+    // The registry is a symbol of a mapped object: looking again is worth it only once the
+    // objects changed (a node binary's symbol table is read for nothing otherwise, every second
+    // and in every worker of a server).
+    // (And every tenth time anyway: a look may have failed for a passing reason.)
+    if (registry_looked_at_ == objects_changes_ && ++registry_skipped_ % 10 != 0) return;
+    registry_looked_at_ = objects_changes_;
     jitunwind::remote::read_options options;
     options.only_used_sframe = true;  // a claimed size over untouched memory costs its header
     // The walker follows at most this many (its window map); a registry claiming a million

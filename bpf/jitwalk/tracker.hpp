@@ -172,6 +172,11 @@ class tracker {
   bool registry_dirty_ = false;
   bool objects_dirty_ = false;
   uint64_t registry_missing_since_ = 0;
+  // scan_objects() changes to objects_, and their count when the registry was last looked for
+  // (sync_registry looks again only after a change).
+  uint64_t objects_changes_ = 0;
+  uint64_t registry_looked_at_ = UINT64_MAX;
+  uint64_t registry_skipped_ = 0;
 };
 
 }  // namespace jitwalk
