@@ -42,13 +42,25 @@ __u64 jw_next_asid = 1;
 
 /* ---- maps ---- */
 
-struct {
+/* The row array is the one inner map of jw_rows, so that user space can replace it with a larger
+ * copy when it fills (a process tree mapping more objects than it was sized for): the walker
+ * reads the current one at every step. Row indexes never change with the copy. */
+struct jw_rows_array {
   __uint(type, BPF_MAP_TYPE_ARRAY);
-  __uint(map_flags, BPF_F_MMAPABLE);
+  __uint(map_flags, BPF_F_MMAPABLE | BPF_F_INNER_MAP); /* any size can replace it */
   __uint(max_entries, 1 << 20); /* resized by user space before load */
   __type(key, __u32);
   __type(value, struct jw_row);
-} jw_rows SEC(".maps");
+} jw_rows0 SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __array(values, struct jw_rows_array);
+} jw_rows SEC(".maps") = {
+    .values = {[0] = &jw_rows0},
+};
 
 struct {
   __uint(type, BPF_MAP_TYPE_ARRAY);
@@ -203,8 +215,8 @@ static __always_inline struct jw_range* find_range(struct jw_scratch* s, __u64 p
   return r;
 }
 
-/* The last row of the range with pc_off <= off; its key in *key_out. */
-static __always_inline struct jw_row* find_row(const struct jw_range* r, __u32 off,
+/* The last row of the range with pc_off <= off in the row array `rows`; its key in *key_out. */
+static __always_inline struct jw_row* find_row(void* rows, const struct jw_range* r, __u32 off,
                                                __u32* key_out) {
   __u32 first = r->row_first;
   __u32 lo = 0, hi = r->row_count;
@@ -213,7 +225,7 @@ static __always_inline struct jw_row* find_row(const struct jw_range* r, __u32 o
     if (lo >= hi) break;
     __u32 mid = lo + (hi - lo) / 2;
     __u32 key = first + mid;
-    struct jw_row* row = bpf_map_lookup_elem(&jw_rows, &key);
+    struct jw_row* row = bpf_map_lookup_elem(rows, &key);
     if (!row) return NULL;
     if (row->pc_off <= off)
       lo = mid + 1;
@@ -223,7 +235,7 @@ static __always_inline struct jw_row* find_row(const struct jw_range* r, __u32 o
   if (lo == 0) return NULL;
   __u32 key = first + lo - 1;
   *key_out = key;
-  return bpf_map_lookup_elem(&jw_rows, &key);
+  return bpf_map_lookup_elem(rows, &key);
 }
 
 /* A JIT range is refused once its window was freed (window_free fired for its generation or a
@@ -322,12 +334,18 @@ static long walk_step(__u32 index, struct walk_ctx* c) {
       stat_add(JW_STAT_STALE_REJECT, 1);
     } else {
       struct jw_row* row = NULL;
+      __u32 zero = 0;
+      void* rows = bpf_map_lookup_elem(&jw_rows, &zero);
+      if (!rows) {
+        finish(s, d, JW_STOP_READ, JW_META(JW_M_END, kind, uid), JW_M_TABLE);
+        return 1;
+      }
       if (s->last_row && s->last_row_pc == lookup_pc) {
         __u32 key = s->last_row - 1;
-        row = bpf_map_lookup_elem(&jw_rows, &key);
+        row = bpf_map_lookup_elem(rows, &key);
       } else {
         __u32 key = 0;
-        row = find_row(r, (__u32)(key_pc - r->start), &key);
+        row = find_row(rows, r, (__u32)(key_pc - r->start), &key);
         if (row) {
           s->last_row = key + 1;
           s->last_row_pc = lookup_pc;

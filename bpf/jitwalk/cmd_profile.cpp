@@ -410,10 +410,11 @@ int cmd_profile(int argc, char** argv) {
     }
     std::fprintf(stderr,
                  "jitwalk:   table bytes: %zu rows (%zu bytes) in %zu ranges at the most, of a "
-                 "table of %zu rows; %zu ranges shared the rows of an object another process "
-                 "loaded (%zu rows not loaded again); cache: %s\n",
+                 "table of %zu rows (grown %zu times); %zu ranges shared the rows of an object "
+                 "another process loaded (%zu rows not loaded again); cache: %s\n",
                  tst.rows_peak, tst.rows_peak * sizeof(jw_row), tst.ranges_peak,
-                 tst.rows_capacity, tst.shared_ranges, tst.shared_rows_saved, cache.c_str());
+                 tst.rows_capacity, tst.grown, tst.shared_ranges, tst.shared_rows_saved,
+                 cache.c_str());
   }
   std::fprintf(stderr,
                "jitwalk:   BPF: %llu samples of the target, %llu of other tasks, %llu lost (maps "

@@ -126,8 +126,23 @@ result<uint32_t> table_store::allocate(uint32_t count) {
       return first;
     }
   }
-  return make_error(errc::limit_exceeded, "no room for %u rows in the BPF row table (%zu slots)",
-                    count, v_.rows.size());
+  // Full: a larger array holding the same rows at the same indexes, its new part free.
+  const size_t cap = v_.rows.size();
+  if (v_.grow && cap < max_rows) {
+    const size_t want = std::min(max_rows, std::max(cap * 2, cap + count));
+    if (auto bigger = v_.grow(want); bigger && bigger->size() > cap) {
+      note("BPF row table full at %zu rows: grown to %zu", cap, bigger->size());
+      v_.rows = *bigger;
+      ++grown_;
+      free_slots(static_cast<uint32_t>(cap), static_cast<uint32_t>(v_.rows.size() - cap));
+      return allocate(count);
+    } else if (!bigger) {
+      grow_problem_ = bigger.error().message();
+    }
+  }
+  return make_error(errc::limit_exceeded, "no room for %u rows in the BPF row table (%zu slots%s%s)",
+                    count, v_.rows.size(), grow_problem_.empty() ? "" : "; ",
+                    grow_problem_.c_str());
 }
 
 void table_store::free_slots(uint32_t first, uint32_t count) {
@@ -167,7 +182,7 @@ result<void> table_store::commit() {
   }
   quarantine_ = std::move(keep);  // released for this commit: free after the next one
 
-  std::string failures;
+  std::string failures, why;
   for (auto it = live_.begin(); it != live_.end();) {
     entry& e = it->second;
     if (!e.placed) {
@@ -179,6 +194,7 @@ result<void> table_store::commit() {
         if (!first) {
           failures += format("%s%s (%zu rows)", failures.empty() ? "" : ", ",
                              e.info.label.c_str(), pending.rows.size());
+          why = first.error().message();
           release_rows(e);
           it = live_.erase(it);
           continue;
@@ -237,7 +253,8 @@ result<void> table_store::commit() {
   rows_peak_ = std::max(rows_peak_, rows_now);
   ranges_peak_ = std::max(ranges_peak_, order.size());
   if (!failures.empty()) {
-    return make_error(errc::limit_exceeded, "BPF row table full, not loaded: %s", failures.c_str());
+    return make_error(errc::limit_exceeded, "BPF row table full, not loaded: %s (%s)",
+                      failures.c_str(), why.c_str());
   }
   return {};
 }
@@ -263,6 +280,7 @@ table_stats table_store::stats() const {
   }
   for (const auto& [key, sl] : shared_) s.rows_used += sl.placed ? sl.count : sl.pending.rows.size();
   s.shared_ranges = shared_ranges_;
+  s.grown = grown_;
   s.shared_rows_saved = shared_rows_saved_;
   s.commits = commits_;
   s.rows_peak = rows_peak_;

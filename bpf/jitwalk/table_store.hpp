@@ -22,6 +22,9 @@ struct table_views {
   std::span<jw_row> rows;
   std::span<jw_range> ranges;  ///< 2 * JW_RANGE_CAP entries: half 0, then half 1
   jw_ctl* ctl = nullptr;
+  /// Replaces the row array with one of at least `rows` entries holding the same rows at the
+  /// same indexes, and returns it (the walker uses it from then on); null: the array is fixed.
+  std::function<result<std::span<jw_row>>(size_t rows)> grow;
 };
 
 /// What a range stands for (kept in user space; the BPF side only sees jw_range).
@@ -56,6 +59,8 @@ struct table_stats {
   /// Ranges added with rows another range already held (shared_rows), and the rows that saved.
   size_t shared_ranges = 0;
   size_t shared_rows_saved = 0;
+  /// Times the row array was replaced by a larger one (table_views::grow).
+  size_t grown = 0;
 };
 
 class table_store {
@@ -76,10 +81,14 @@ class table_store {
   /// Removes every range for which `pred` is true.
   void remove_if(const std::function<bool(const range_info&)>& pred);
 
-  /// Writes pending changes into the inactive half and makes it current. `limit_exceeded` if
-  /// the rows do not fit (nothing is published then; the failing ranges are dropped and named).
+  /// Writes pending changes into the inactive half and makes it current. When the rows do not
+  /// fit, the array grows (to twice its size or what is needed, at most max_rows) if the views
+  /// allow it; `limit_exceeded` if they still do not fit (the failing ranges are dropped and
+  /// named, the others published).
   result<void> commit();
   bool dirty() const noexcept { return dirty_; }
+  /// The most rows the array may grow to (1 GiB of rows).
+  static constexpr size_t max_rows = size_t{1} << 26;
 
   /// The info of a live (committed or pending) range, or null.
   const range_info* info(uint32_t uid) const;
@@ -121,6 +130,8 @@ class table_store {
   size_t commits_ = 0;
   size_t rows_peak_ = 0, ranges_peak_ = 0;
   size_t shared_ranges_ = 0, shared_rows_saved_ = 0;
+  size_t grown_ = 0;
+  std::string grow_problem_;  // why the array could not grow
   bool dirty_ = false;
 };
 

@@ -97,7 +97,7 @@ TEST_CASE("namespaces: -p names toy-jit in its own PID and mount namespace from 
   CHECK_FALSE(exists(jitunwind::detail::format("/tmp/perf-%d.map", pid)));  // not jitwalk's /tmp
 
   jt::temp_dir dir;
-  auto r = jt::run({jitwalk(), "profile", "-F", "499", "-d", "2", "-p", std::to_string(pid),
+  auto r = jt::run({jitwalk_test::jitwalk(), "profile", "-F", "499", "-d", "2", "-p", std::to_string(pid),
                     "--folded", dir / "f.folded"},
                    {}, std::chrono::seconds(60));
   INFO(r.err);
@@ -124,7 +124,7 @@ TEST_CASE("namespaces: a command's tree in a container, two toy-jits named from 
   const std::string toy =
       toy_jit() + " --frame-pointers=off --publish=registry,perfmap " + spin_toy() + " 0";
   jt::temp_dir dir;
-  auto r = jt::run({jitwalk(), "profile", "-F", "499", "-d", "3", "--grace", "0.5", "--folded",
+  auto r = jt::run({jitwalk_test::jitwalk(), "profile", "-F", "499", "-d", "3", "--grace", "0.5", "--folded",
                     dir / "f.folded", "--", "sh", "-c",
                     in_container("{ " + toy + " & " + toy + " & wait; }")},
                    {}, std::chrono::seconds(90));
@@ -155,7 +155,7 @@ TEST_CASE("namespaces: node --perf-basic-prof in a container, started as a comma
       !jt::tool_available("node"))
     return;
   jt::temp_dir dir;
-  auto r = jt::run({jitwalk(), "profile", "-F", "499", "--folded", dir / "f.folded", "--",
+  auto r = jt::run({jitwalk_test::jitwalk(), "profile", "-F", "499", "--folded", dir / "f.folded", "--",
                     "sh", "-c",
                     in_container("exec node --perf-basic-prof " +
                                  jt::source_path("tests/jitwalk/targets/node_hot.js") + " 1")},
@@ -179,7 +179,7 @@ TEST_CASE("namespaces: node --perf-basic-prof in a container, started as a comma
   CHECK(number_after(r.err, R"(JIT/anonymous frames \(every depth, by sample\): ([0-9.]+)%)") >= 95);
 }
 
-TEST_CASE("-d ends a command's whole tree: a supervisor and a runtime that ignore SIGINT/SIGTERM") {
+TEST_CASE("profile -d ends a command's whole tree: a supervisor and a runtime that ignore SIGINT/SIGTERM") {
   if (!jt::may_run_privileged("jitwalk profile")) return;
   jt::temp_dir dir;
   // The supervisor ignores SIGINT and SIGTERM and runs the runtime as its child, which ignores
@@ -189,7 +189,7 @@ TEST_CASE("-d ends a command's whole tree: a supervisor and a runtime that ignor
                               "; while :; do :; done\"";
   const std::string supervisor = "trap '' INT TERM; echo $$ > " + (dir / "supervisor.pid") +
                                  "; " + runtime + " & while :; do sleep 0.1; done";
-  auto r = jt::run_shell(jitwalk() + " profile -F 199 -d 1.5 --grace 0.3 -- sh -c " +
+  auto r = jt::run_shell(jitwalk_test::jitwalk() + " profile -F 199 -d 1.5 --grace 0.3 -- sh -c " +
                              "'" + std::regex_replace(supervisor, std::regex("'"), "'\\''") +
                              "' 2>" + (dir / "err") + " | cat; echo pipe-closed",
                          std::chrono::seconds(60));
@@ -211,11 +211,11 @@ TEST_CASE("-d ends a command's whole tree: a supervisor and a runtime that ignor
   }
 }
 
-TEST_CASE("--wait-exit waits for the command's whole tree to exit by itself") {
+TEST_CASE("profile --wait-exit waits for the command's whole tree to exit by itself") {
   if (!jt::may_run_privileged("jitwalk profile")) return;
   jt::temp_dir dir;
   // The command exits at once, leaving a child that finishes 1 s later by itself.
-  auto r = jt::run({jitwalk(), "profile", "-F", "99", "-d", "0.3", "--wait-exit", "--", "sh",
+  auto r = jt::run({jitwalk_test::jitwalk(), "profile", "-F", "99", "-d", "0.3", "--wait-exit", "--", "sh",
                     "-c", "(sleep 1; echo done > " + (dir / "child") + ") & exit 0"},
                    {}, std::chrono::seconds(60));
   INFO(r.err);
@@ -233,7 +233,7 @@ TEST_CASE("a 16-worker node cluster: native rows shared, every worker walked wit
   // The primary forks 16 workers (fork + exec of node: 16 address spaces mapping one node
   // binary); each burns 200 ms of CPU time and exits, then the primary exits. Their perf maps
   // go to the test's directory, bound over /tmp in a mount namespace of their own.
-  auto r = jt::run({jitwalk(), "profile", "-v", "-F", "499", "-d", "300", "--folded",
+  auto r = jt::run({jitwalk_test::jitwalk(), "profile", "-v", "-F", "499", "-d", "300", "--folded",
                     dir / "f.folded", "--", "unshare", "--mount", "sh", "-c",
                     "cd " + dir.path() + " && mount --bind tmp /tmp && exec node --perf-basic-prof " +
                         jt::source_path("tests/jitwalk/targets/node_cluster.js") + " 16 200"},
@@ -276,8 +276,8 @@ TEST_CASE("a frameless leaf's caller from the return address at SP: node --no-op
   REQUIRE(::mkdir((dir / "tmp").c_str(), 0755) == 0);
   const std::string in_ns = "unshare --mount sh -c 'cd " + dir.path() +
                             " && mount --bind tmp /tmp && exec node --no-opt --perf-basic-prof " +
-                            jt::source_path("tests/jitwalk/targets/node_frameless.js") + " 1500'";
-  auto r = jt::run_shell(jitwalk() + " profile -F 499 --folded " + (dir / "f.folded") + " -- " +
+                            jt::source_path("tests/jitwalk/targets/node_frameless.js") + " 1000'";
+  auto r = jt::run_shell(jitwalk_test::jitwalk() + " profile -F 499 --folded " + (dir / "f.folded") + " -- " +
                              in_ns,
                          std::chrono::seconds(120));
   INFO(r.err);
@@ -305,7 +305,7 @@ TEST_CASE("a frameless leaf's caller from the return address at SP: node --no-op
       " && mount --bind tmp /tmp && perf record -q -g -e cpu-clock -F 499 -o p.data -- node "
       "--no-opt --perf-basic-prof " +
       jt::source_path("tests/jitwalk/targets/node_frameless.js") +
-      " 1500 >/dev/null && perf script -i p.data -F ip,sym'";
+      " 1000 >/dev/null && perf script -i p.data -F ip,sym'";
   auto p = jt::run_shell(perf_ns, std::chrono::seconds(120));
   uint64_t perf_leaf = 0, perf_other = 0;
   std::istringstream in(p.out);
