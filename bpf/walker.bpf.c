@@ -48,7 +48,7 @@ __u64 jw_next_asid = 1;
 struct jw_rows_array {
   __uint(type, BPF_MAP_TYPE_ARRAY);
   __uint(map_flags, BPF_F_MMAPABLE | BPF_F_INNER_MAP); /* any size can replace it */
-  __uint(max_entries, 1 << 20); /* resized by user space before load */
+  __uint(max_entries, 1 << 20);                        /* resized by user space before load */
   __type(key, __u32);
   __type(value, struct jw_row);
 } jw_rows0 SEC(".maps");

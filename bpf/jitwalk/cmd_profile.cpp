@@ -412,9 +412,8 @@ int cmd_profile(int argc, char** argv) {
                  "jitwalk:   table bytes: %zu rows (%zu bytes) in %zu ranges at the most, of a "
                  "table of %zu rows (grown %zu times); %zu ranges shared the rows of an object "
                  "another process loaded (%zu rows not loaded again); cache: %s\n",
-                 tst.rows_peak, tst.rows_peak * sizeof(jw_row), tst.ranges_peak,
-                 tst.rows_capacity, tst.grown, tst.shared_ranges, tst.shared_rows_saved,
-                 cache.c_str());
+                 tst.rows_peak, tst.rows_peak * sizeof(jw_row), tst.ranges_peak, tst.rows_capacity,
+                 tst.grown, tst.shared_ranges, tst.shared_rows_saved, cache.c_str());
   }
   std::fprintf(stderr,
                "jitwalk:   BPF: %llu samples of the target, %llu of other tasks, %llu lost (maps "
@@ -495,14 +494,15 @@ int cmd_profile(int argc, char** argv) {
           s.child()->term_signal() != 0)
         pn.ended_by_signal = format("SIG%s", sigabbrev_np(s.child()->term_signal()));
       for (const ended_process& e : ended.signalled)
-        if (e.pid == img.pid && e.gone) pn.ended_by_signal = format("SIG%s", sigabbrev_np(e.last_signal));
+        if (e.pid == img.pid && e.gone)
+          pn.ended_by_signal = format("SIG%s", sigabbrev_np(e.last_signal));
       const std::string label = s.processes().label(img.pid, 0, img.asid, false);
       const name_counts nc = !tree ? all : count_names(prof, [&](const std::string& thread) {
         return thread == label || thread.rfind(label + "/", 0) == 0;
       });
       for (const std::string& line : name_report_lines(nc, pn, g_verbosity >= 2))
-        std::fprintf(stderr, "jitwalk:   %s%s\n", tree && line.rfind("names for", 0) != 0 ? "  " : "",
-                     line.c_str());
+        std::fprintf(stderr, "jitwalk:   %s%s\n",
+                     tree && line.rfind("names for", 0) != 0 ? "  " : "", line.c_str());
     }
     if (tree && images.size() > shown) {
       uint64_t rest = 0;

@@ -332,7 +332,8 @@ int cmd_verify(int argc, char** argv) {
   });
   int child_status = s.child() && s.child()->exited() ? s.child()->exit_code() : -1;
   if (s.child()) {
-    // The command and every process of its tree (SIGINT, then SIGTERM and SIGKILL 2 s apart for those that ignore it).
+    // The command and every process of its tree (SIGINT, then SIGTERM and SIGKILL 2 s apart for
+    // those that ignore it).
     s.release_all();
     (void)end_tree(*s.child(), 2.0, false, [] { return true; });
     if (child_status < 0 && s.child()->exited()) child_status = s.child()->exit_code();

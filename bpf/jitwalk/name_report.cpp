@@ -134,13 +134,13 @@ std::vector<std::string> name_report_lines(const name_counts& c, const process_n
   if (p.registry_windows != 0)
     found +=
         format("%sjitunwind registry (%zu windows)", found.empty() ? "" : ", ", p.registry_windows);
-  const std::string who =
-      p.one_of_tree ? format("pid %d (%s, %llu samples)", p.pid,
-                             jitunwind::detail::terminal_text(p.comm).c_str(),
-                             static_cast<unsigned long long>(p.samples))
-                    : format("pid %d", p.pid);
-  std::string line = format("names for %s: %s", who.c_str(),
-                            found.empty() ? "no perf map, jitdump or registry found" : found.c_str());
+  const std::string who = p.one_of_tree ? format("pid %d (%s, %llu samples)", p.pid,
+                                                 jitunwind::detail::terminal_text(p.comm).c_str(),
+                                                 static_cast<unsigned long long>(p.samples))
+                                        : format("pid %d", p.pid);
+  std::string line =
+      format("names for %s: %s", who.c_str(),
+             found.empty() ? "no perf map, jitdump or registry found" : found.c_str());
   // A process in another mount or PID namespace has its own /tmp/perf-1.map: say where.
   if (!p.where.empty()) line += format(" (files looked up %s)", p.where.c_str());
   out.push_back(std::move(line));

@@ -89,9 +89,10 @@ void process_tree::on_exec(uint32_t tgid, uint32_t asid, const std::string& comm
     s.tr->sync_registry();
     s.tr->flush();
     s.sym->refresh();
-    detail("process %u exec'd %s: address space %u, its tables and probes in place in %.0f ms",
-           tgid, comm.c_str(), asid,
-           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    detail(
+        "process %u exec'd %s: address space %u, its tables and probes in place in %.0f ms", tgid,
+        comm.c_str(), asid,
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
   if (stopped) kill(static_cast<pid_t>(tgid), SIGCONT);
 }

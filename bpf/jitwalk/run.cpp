@@ -100,9 +100,8 @@ result<std::unique_ptr<run_session>> run_session::start(const run_options& o) {
   cfg.stop_on_loader = !o.target.command.empty();
 
   s->tables_ = std::make_unique<table_store>(s->bpf_->views());
-  s->sym_ =
-      std::make_unique<symbolizer>(s->pid_, symbolizer_limits{s->budget_.get(), o.max_file_bytes,
-                                                              &s->shared_objects_});
+  s->sym_ = std::make_unique<symbolizer>(
+      s->pid_, symbolizer_limits{s->budget_.get(), o.max_file_bytes, &s->shared_objects_});
   if (o.table_cache) {
     s->cache_ = std::make_unique<table_cache>(o.table_cache_dir.empty() ? table_cache::default_dir()
                                                                         : o.table_cache_dir);

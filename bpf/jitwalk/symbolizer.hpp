@@ -51,7 +51,7 @@ using shared_objects = std::map<std::pair<uint64_t, uint64_t>, std::shared_ptr<e
 struct symbolizer_limits {
   jitunwind::detail::memory_budget* budget = nullptr;  ///< ELF sections, symbols, JIT names
   uint64_t max_file_bytes = uint64_t{512} << 20;       ///< per perf map / jitdump; per ELF section
-  shared_objects* objects = nullptr;  ///< null: each symbolizer opens its own
+  shared_objects* objects = nullptr;                   ///< null: each symbolizer opens its own
 };
 
 class symbolizer {

@@ -140,9 +140,9 @@ result<uint32_t> table_store::allocate(uint32_t count) {
       grow_problem_ = bigger.error().message();
     }
   }
-  return make_error(errc::limit_exceeded, "no room for %u rows in the BPF row table (%zu slots%s%s)",
-                    count, v_.rows.size(), grow_problem_.empty() ? "" : "; ",
-                    grow_problem_.c_str());
+  return make_error(errc::limit_exceeded,
+                    "no room for %u rows in the BPF row table (%zu slots%s%s)", count,
+                    v_.rows.size(), grow_problem_.empty() ? "" : "; ", grow_problem_.c_str());
 }
 
 void table_store::free_slots(uint32_t first, uint32_t count) {
@@ -192,8 +192,8 @@ result<void> table_store::commit() {
       if (!sl || !sl->placed) {
         auto first = allocate(static_cast<uint32_t>(pending.rows.size()));
         if (!first) {
-          failures += format("%s%s (%zu rows)", failures.empty() ? "" : ", ",
-                             e.info.label.c_str(), pending.rows.size());
+          failures += format("%s%s (%zu rows)", failures.empty() ? "" : ", ", e.info.label.c_str(),
+                             pending.rows.size());
           why = first.error().message();
           release_rows(e);
           it = live_.erase(it);
@@ -278,7 +278,8 @@ table_stats table_store::stats() const {
     ++s.ranges;
     if (e.info.shared_rows.empty()) s.rows_used += e.placed ? e.row_count : e.pending.rows.size();
   }
-  for (const auto& [key, sl] : shared_) s.rows_used += sl.placed ? sl.count : sl.pending.rows.size();
+  for (const auto& [key, sl] : shared_)
+    s.rows_used += sl.placed ? sl.count : sl.pending.rows.size();
   s.shared_ranges = shared_ranges_;
   s.grown = grown_;
   s.shared_rows_saved = shared_rows_saved_;

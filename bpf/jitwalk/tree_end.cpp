@@ -21,9 +21,10 @@ namespace jitwalk {
 
 void become_subreaper() {
   if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
-    warn("PR_SET_CHILD_SUBREAPER: %s (processes of the command whose parent exits are not "
-         "ended with it)",
-         std::strerror(errno));
+    warn(
+        "PR_SET_CHILD_SUBREAPER: %s (processes of the command whose parent exits are not "
+        "ended with it)",
+        std::strerror(errno));
 }
 
 std::vector<pid_t> live_descendants(pid_t keep) {
@@ -70,8 +71,9 @@ std::string signal_text(int sig) {
 
 std::string tree_end::text() const {
   if (signalled.empty()) return {};
-  std::string out = format("%zu other process%s of the command's tree ended by jitwalk:",
-                           signalled.size(), signalled.size() == 1 ? "" : "es");
+  std::string out =
+      format("%zu other process%s of the command's tree ended by jitwalk:", signalled.size(),
+             signalled.size() == 1 ? "" : "es");
   const size_t shown = std::min<size_t>(signalled.size(), 6);
   for (size_t i = 0; i < shown; ++i) {
     const ended_process& p = signalled[i];
@@ -108,7 +110,8 @@ tree_end end_tree(child_process& command, double grace_s, bool wait_exit,
     note(
         "-d over: sampling stopped; waiting for the command and its processes to exit by "
         "themselves (--wait-exit; Ctrl-C ends them)");
-    while (!all_gone() && !interrupted()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    while (!all_gone() && !interrupted())
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   bool done = all_gone();
   for (int sig : {SIGINT, SIGTERM, SIGKILL}) {

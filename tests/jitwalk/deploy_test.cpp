@@ -97,8 +97,8 @@ TEST_CASE("namespaces: -p names toy-jit in its own PID and mount namespace from 
   CHECK_FALSE(exists(jitunwind::detail::format("/tmp/perf-%d.map", pid)));  // not jitwalk's /tmp
 
   jt::temp_dir dir;
-  auto r = jt::run({jitwalk_test::jitwalk(), "profile", "-F", "499", "-d", "2", "-p", std::to_string(pid),
-                    "--folded", dir / "f.folded"},
+  auto r = jt::run({jitwalk_test::jitwalk(), "profile", "-F", "499", "-d", "2", "-p",
+                    std::to_string(pid), "--folded", dir / "f.folded"},
                    {}, std::chrono::seconds(60));
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
@@ -108,7 +108,8 @@ TEST_CASE("namespaces: -p names toy-jit in its own PID and mount namespace from 
                                         std::to_string(pid)) &&
                         Catch::Contains("pid 1 there"));
   // Every JIT frame named (the issue measured 0 %): toy:level, toy:compute, ...
-  CHECK(number_after(r.err, R"(JIT/anonymous frames \(every depth, by sample\): ([0-9.]+)%)") >= 99);
+  CHECK(number_after(r.err, R"(JIT/anonymous frames \(every depth, by sample\): ([0-9.]+)%)") >=
+        99);
   const auto folded = parse_folded(jt::read_file(dir / "f.folded"));
   uint64_t level = 0;
   for (const auto& [stack, n] : folded)
@@ -124,10 +125,10 @@ TEST_CASE("namespaces: a command's tree in a container, two toy-jits named from 
   const std::string toy =
       toy_jit() + " --frame-pointers=off --publish=registry,perfmap " + spin_toy() + " 0";
   jt::temp_dir dir;
-  auto r = jt::run({jitwalk_test::jitwalk(), "profile", "-F", "499", "-d", "3", "--grace", "0.5", "--folded",
-                    dir / "f.folded", "--", "sh", "-c",
-                    in_container("{ " + toy + " & " + toy + " & wait; }")},
-                   {}, std::chrono::seconds(90));
+  auto r = jt::run(
+      {jitwalk_test::jitwalk(), "profile", "-F", "499", "-d", "3", "--grace", "0.5", "--folded",
+       dir / "f.folded", "--", "sh", "-c", in_container("{ " + toy + " & " + toy + " & wait; }")},
+      {}, std::chrono::seconds(90));
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   // One report per toy-jit, each with its own map (its PID in the namespace: 2, 3, ...).
@@ -144,7 +145,8 @@ TEST_CASE("namespaces: a command's tree in a container, two toy-jits named from 
   const auto folded = parse_folded(jt::read_file(dir / "f.folded"));
   std::map<std::string, uint64_t> level;
   for (const auto& [stack, n] : folded)
-    if (stack.find(";toy:level;") != std::string::npos) level[stack.substr(0, stack.find(';'))] += n;
+    if (stack.find(";toy:level;") != std::string::npos)
+      level[stack.substr(0, stack.find(';'))] += n;
   CHECK(level.size() == 2);
   // The tree is gone: the namespace's PID 1 (sh, which ignores signals from outside) killed.
   CHECK_THAT(r.err, Catch::Contains("of the command's tree ended by jitwalk"));
@@ -155,40 +157,43 @@ TEST_CASE("namespaces: node --perf-basic-prof in a container, started as a comma
       !jt::tool_available("node"))
     return;
   jt::temp_dir dir;
-  auto r = jt::run({jitwalk_test::jitwalk(), "profile", "-F", "499", "--folded", dir / "f.folded", "--",
-                    "sh", "-c",
+  auto r = jt::run({jitwalk_test::jitwalk(), "profile", "-F", "499", "--folded", dir / "f.folded",
+                    "--", "sh", "-c",
                     in_container("exec node --perf-basic-prof " +
                                  jt::source_path("tests/jitwalk/targets/node_hot.js") + " 1")},
                    {}, std::chrono::seconds(90));
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
-  CHECK_THAT(r.err, Catch::Contains("perf map /tmp/perf-1.map (") &&
-                        Catch::Contains("pid 1 there"));
+  CHECK_THAT(r.err,
+             Catch::Contains("perf map /tmp/perf-1.map (") && Catch::Contains("pid 1 there"));
   // node's samples: named from the map in its namespace (the issue measured 0.1 %).
   const auto folded = parse_folded(jt::read_file(dir / "f.folded"));
   uint64_t node = 0, hot = 0;
   for (const auto& [stack, n] : folded) {
     if (stack.rfind("node-", 0) != 0) continue;
     node += n;
-    if (stack.find("JS:*leaf") != std::string::npos || stack.find("JS:^leaf") != std::string::npos ||
-        stack.find("JS:~leaf") != std::string::npos)
+    if (stack.find("JS:*leaf") != std::string::npos ||
+        stack.find("JS:^leaf") != std::string::npos || stack.find("JS:~leaf") != std::string::npos)
       hot += n;
   }
   REQUIRE(node >= 100);
   CHECK(hot * 2 >= node);
-  CHECK(number_after(r.err, R"(JIT/anonymous frames \(every depth, by sample\): ([0-9.]+)%)") >= 95);
+  CHECK(number_after(r.err, R"(JIT/anonymous frames \(every depth, by sample\): ([0-9.]+)%)") >=
+        95);
 }
 
-TEST_CASE("profile -d ends a command's whole tree: a supervisor and a runtime that ignore SIGINT/SIGTERM") {
+TEST_CASE(
+    "profile -d ends a command's whole tree: a supervisor and a runtime that ignore "
+    "SIGINT/SIGTERM") {
   if (!jt::may_run_privileged("jitwalk profile")) return;
   jt::temp_dir dir;
   // The supervisor ignores SIGINT and SIGTERM and runs the runtime as its child, which ignores
   // them too (its spinning loop has the handlers); each writes its PID first. jitwalk's output
   // is read through a pipe: `cat` ends only when no process holds the pipe any more.
-  const std::string runtime = "sh -c \"trap : INT TERM; echo \\$\\$ > " + (dir / "runtime.pid") +
-                              "; while :; do :; done\"";
-  const std::string supervisor = "trap '' INT TERM; echo $$ > " + (dir / "supervisor.pid") +
-                                 "; " + runtime + " & while :; do sleep 0.1; done";
+  const std::string runtime =
+      "sh -c \"trap : INT TERM; echo \\$\\$ > " + (dir / "runtime.pid") + "; while :; do :; done\"";
+  const std::string supervisor = "trap '' INT TERM; echo $$ > " + (dir / "supervisor.pid") + "; " +
+                                 runtime + " & while :; do sleep 0.1; done";
   auto r = jt::run_shell(jitwalk_test::jitwalk() + " profile -F 199 -d 1.5 --grace 0.3 -- sh -c " +
                              "'" + std::regex_replace(supervisor, std::regex("'"), "'\\''") +
                              "' 2>" + (dir / "err") + " | cat; echo pipe-closed",
@@ -199,7 +204,8 @@ TEST_CASE("profile -d ends a command's whole tree: a supervisor and a runtime th
   CHECK_THAT(r.out, Catch::Contains("pipe-closed"));
   CHECK_THAT(err, Catch::Contains("command: ended by jitwalk (SIGKILL: still running after SIGINT "
                                   "and SIGTERM) at the end of -d 1.5"));
-  const std::string runtime_pid = std::to_string(std::atoi(jt::read_file(dir / "runtime.pid").c_str()));
+  const std::string runtime_pid =
+      std::to_string(std::atoi(jt::read_file(dir / "runtime.pid").c_str()));
   REQUIRE(runtime_pid != "0");
   CHECK_THAT(err, Catch::Contains("of the command's tree ended by jitwalk:") &&
                       Catch::Contains("-" + runtime_pid +
@@ -215,8 +221,8 @@ TEST_CASE("profile --wait-exit waits for the command's whole tree to exit by its
   if (!jt::may_run_privileged("jitwalk profile")) return;
   jt::temp_dir dir;
   // The command exits at once, leaving a child that finishes 1 s later by itself.
-  auto r = jt::run({jitwalk_test::jitwalk(), "profile", "-F", "99", "-d", "0.3", "--wait-exit", "--", "sh",
-                    "-c", "(sleep 1; echo done > " + (dir / "child") + ") & exit 0"},
+  auto r = jt::run({jitwalk_test::jitwalk(), "profile", "-F", "99", "-d", "0.3", "--wait-exit",
+                    "--", "sh", "-c", "(sleep 1; echo done > " + (dir / "child") + ") & exit 0"},
                    {}, std::chrono::seconds(60));
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
@@ -233,11 +239,12 @@ TEST_CASE("a 16-worker node cluster: native rows shared, every worker walked wit
   // The primary forks 16 workers (fork + exec of node: 16 address spaces mapping one node
   // binary); each burns 200 ms of CPU time and exits, then the primary exits. Their perf maps
   // go to the test's directory, bound over /tmp in a mount namespace of their own.
-  auto r = jt::run({jitwalk_test::jitwalk(), "profile", "-v", "-F", "499", "-d", "300", "--folded",
-                    dir / "f.folded", "--", "unshare", "--mount", "sh", "-c",
-                    "cd " + dir.path() + " && mount --bind tmp /tmp && exec node --perf-basic-prof " +
-                        jt::source_path("tests/jitwalk/targets/node_cluster.js") + " 16 200"},
-                   {}, std::chrono::seconds(300));
+  auto r =
+      jt::run({jitwalk_test::jitwalk(), "profile", "-v", "-F", "499", "-d", "300", "--folded",
+               dir / "f.folded", "--", "unshare", "--mount", "sh", "-c",
+               "cd " + dir.path() + " && mount --bind tmp /tmp && exec node --perf-basic-prof " +
+                   jt::source_path("tests/jitwalk/targets/node_cluster.js") + " 16 200"},
+              {}, std::chrono::seconds(300));
   INFO(r.err.substr(r.err.size() > 6000 ? r.err.size() - 6000 : 0));
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.err, Catch::Contains("command: exited with status 0"));
@@ -268,7 +275,8 @@ TEST_CASE("a 16-worker node cluster: native rows shared, every worker walked wit
   CHECK_THAT(r.err, Catch::Contains("perf map /tmp/perf-"));
 }
 
-TEST_CASE("a frameless leaf's caller from the return address at SP: node --no-opt, next to perf -g") {
+TEST_CASE(
+    "a frameless leaf's caller from the return address at SP: node --no-opt, next to perf -g") {
   if (!jt::may_run_privileged("jitwalk profile") || !jt::tool_available("unshare") ||
       !jt::tool_available("node"))
     return;
@@ -277,9 +285,9 @@ TEST_CASE("a frameless leaf's caller from the return address at SP: node --no-op
   const std::string in_ns = "unshare --mount sh -c 'cd " + dir.path() +
                             " && mount --bind tmp /tmp && exec node --no-opt --perf-basic-prof " +
                             jt::source_path("tests/jitwalk/targets/node_frameless.js") + " 1000'";
-  auto r = jt::run_shell(jitwalk_test::jitwalk() + " profile -F 499 --folded " + (dir / "f.folded") + " -- " +
-                             in_ns,
-                         std::chrono::seconds(120));
+  auto r = jt::run_shell(
+      jitwalk_test::jitwalk() + " profile -F 499 --folded " + (dir / "f.folded") + " -- " + in_ns,
+      std::chrono::seconds(120));
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.err, Catch::Contains("frameless leaves' callers from the return address at the "

@@ -179,11 +179,12 @@ TEST_CASE("one object's rows are placed once and shared by the processes mapping
   auto rc = t.add_shared(0x9000, 0x9400, c);
   REQUIRE(rb.ok());
   REQUIRE(rc.ok());
-  CHECK_FALSE(t.add_shared(0x9000, 0x9400, [] {
-                 range_info x = info("other");
-                 x.shared_rows = "not loaded";
-                 return x;
-               }())
+  CHECK_FALSE(t.add_shared(0x9000, 0x9400,
+                           [] {
+                             range_info x = info("other");
+                             x.shared_rows = "not loaded";
+                             return x;
+                           }())
                   .ok());
   REQUIRE(t.commit().ok());
   CHECK(t.stats().rows_used == 4);  // one copy, three ranges
