@@ -367,7 +367,8 @@ int cmd_profile(int argc, char** argv) {
 
   // ---- summary (always printed, even with -q) ----
   auto bs = s.bpf().stats();
-  const auto& ts = s.track().stats();
+  // Every process image's tables (one process: its own).
+  const tracker_stats ts = s.processes().total_stats();
   const size_t others = s.processes().processes_sampled(s.pid());
   std::fprintf(
       stderr, "jitwalk: %llu samples of pid %d (%s)%s in %.1f s at %u Hz; %s\n",

@@ -189,6 +189,31 @@ size_t process_tree::processes_sampled(pid_t except) const {
   return pids.size();
 }
 
+tracker_stats process_tree::total_stats() const {
+  tracker_stats t;
+  for (const auto& [asid, sp] : spaces_) {
+    if (!sp.tr) continue;
+    const tracker_stats& s = sp.tr->stats();
+    t.objects += s.objects;
+    t.objects_sframe += s.objects_sframe;
+    t.objects_sframe_v1 += s.objects_sframe_v1;
+    t.objects_sframe_v2 += s.objects_sframe_v2;
+    t.objects_sframe_v3 += s.objects_sframe_v3;
+    t.objects_without += s.objects_without;
+    t.windows_loaded += s.windows_loaded;
+    t.windows_rejected += s.windows_rejected;
+    t.windows_freed += s.windows_freed;
+    t.windows_vanished += s.windows_vanished;
+    t.slots_skipped += s.slots_skipped;
+    t.windows_untracked += s.windows_untracked;
+    t.window_states_pruned += s.window_states_pruned;
+    t.registry_reads += s.registry_reads;
+    t.probes_attached += s.probes_attached;
+    t.code_names += s.code_names;
+  }
+  return t;
+}
+
 std::vector<process_image> process_tree::sampled() const {
   std::vector<process_image> out;
   for (const auto& [key, img] : images_) {

@@ -159,8 +159,11 @@ TEST_CASE("namespaces: node --perf-basic-prof in a container, started as a comma
   jt::temp_dir dir;
   auto r = jt::run({jitwalk_test::jitwalk(), "profile", "-F", "499", "--folded", dir / "f.folded",
                     "--", "sh", "-c",
-                    in_container("exec node --perf-basic-prof " +
-                                 jt::source_path("tests/jitwalk/targets/node_hot.js") + " 1")},
+                    // In the test's directory, which node keeps as its working directory under
+                    // the tmpfs (V8 writes an isolate-*.log there).
+                    "cd " + dir.path() + " && exec " +
+                        in_container("exec node --perf-basic-prof " +
+                                     jt::source_path("tests/jitwalk/targets/node_hot.js") + " 1")},
                    {}, std::chrono::seconds(90));
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
@@ -316,27 +319,10 @@ TEST_CASE(
       " 1000 >/dev/null && perf script -i p.data -F ip,sym'";
   auto p = jt::run_shell(perf_ns, std::chrono::seconds(120));
   uint64_t perf_leaf = 0, perf_other = 0;
-  std::istringstream in(p.out);
-  std::string line;
-  std::vector<std::string> sample;
-  auto flush = [&] {
+  for (const auto& sample : perf_samples(p.out, true)) {
     if (sample.size() >= 2 && sample[0].find("Modulus") != std::string::npos)
       (sample[1].find("rt_leaf") != std::string::npos ? perf_leaf : perf_other)++;
-    sample.clear();
-  };
-  while (std::getline(in, line)) {
-    if (line.find_first_not_of(" \t") == std::string::npos) {
-      flush();
-      continue;
-    }
-    std::istringstream f(line);
-    std::string ip, sym;
-    f >> ip;
-    std::getline(f, sym);
-    if (ip.size() == 16 && ip.rfind("ffff", 0) == 0) continue;
-    sample.push_back(sym);
   }
-  flush();
   WARN(jitunwind::detail::format(
       "Modulus builtin samples whose caller is rt_leaf: jitwalk %llu of %llu, perf -g %llu of %llu",
       (unsigned long long)leaf, (unsigned long long)(leaf + skipped), (unsigned long long)perf_leaf,
