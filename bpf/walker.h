@@ -16,6 +16,10 @@
  *  - Rows are never rewritten while any index half references them. Each half has a sequence
  *    number that user space bumps around every rewrite of that half; a walk whose half's
  *    sequence changed while it ran is discarded (JW_STOP_TABLE_RACE).
+ *  - The row array itself may be replaced by a larger copy (jw_rows is an array of one map): user
+ *    space copies every row to the same index first, so a walk reading either array sees the
+ *    rows its index half refers to. Rows of one object mapped by several processes are shared:
+ *    several ranges (one per address space) refer to the same slice.
  *  - JIT windows: the window_free USDT handler records the freed generation in jw_windows
  *    synchronously, in the target's own thread, before the runtime can reuse the memory. A range
  *    whose generation is not newer than the freed one is never used (counted as stale-table
