@@ -208,6 +208,8 @@ void run_session::loop(const std::function<void()>& tick, int tick_ms) {
     }
     if (now >= next_tick) {
       next_tick = now + std::chrono::milliseconds(tick_ms);
+      // Orphans of the command's tree are ours (subreaper): no zombies pile up in a long run.
+      if (child_) reap_orphans(child_->pid());
       if (tick) tick();
     }
     if (stop_requested()) {

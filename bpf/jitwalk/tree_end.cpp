@@ -60,6 +60,16 @@ std::vector<pid_t> live_descendants(pid_t keep) {
   return out;
 }
 
+void reap_orphans(pid_t keep) {
+  for (int i = 0; i < 1024; ++i) {
+    siginfo_t info{};
+    // Look first (WNOWAIT): the command's own status belongs to its child_process.
+    if (::waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == 0) return;
+    if (info.si_pid == keep) return;
+    ::waitpid(info.si_pid, nullptr, WNOHANG);
+  }
+}
+
 namespace {
 
 std::string signal_text(int sig) {

@@ -25,6 +25,10 @@ void become_subreaper();
 /// are reaped on the way, except `keep`, which its child_process waits for).
 std::vector<pid_t> live_descendants(pid_t keep);
 
+/// Reaps the zombies re-parented to jitwalk (orphans of the tree that exited), leaving `keep`
+/// (the command, which its child_process waits for). Cheap: no /proc scan.
+void reap_orphans(pid_t keep);
+
 /// A process jitwalk sent a signal to when ending the tree.
 struct ended_process {
   pid_t pid = 0;
