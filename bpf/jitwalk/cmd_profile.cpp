@@ -39,12 +39,13 @@ processes (docs/jitwalk.md, "Process trees"):
 options:
   -F, --frequency HZ     samples per second of CPU time of each target thread (default 99;
                          at most 20000)
-  -d, --duration SEC     stop after SEC seconds; a started command is then ended: sampling
-                         stops, SIGINT, SIGTERM after the grace period, SIGKILL after another
-                         (a runtime gets time to write its names)
+  -d, --duration SEC     stop after SEC seconds; a started command and every process of its
+                         tree are then ended: sampling stops, SIGINT, SIGTERM after the grace
+                         period, SIGKILL after another (a runtime gets time to write its names)
   --grace SEC            the grace period of that sequence (default 2; also after Ctrl-C)
-  --wait-exit            at the end of -d stop sampling but let the command run until it
-                         exits by itself (its jitdump complete); Ctrl-C then ends it as above
+  --wait-exit            at the end of -d stop sampling but let the command and its tree run
+                         until they exit by themselves (a jitdump complete); Ctrl-C then ends
+                         them as above
   --folded FILE          folded stacks ("comm-PID;root;...;leaf count"), for flamegraph tools
   --svg FILE             self-contained SVG flame graph
   --pprof FILE           pprof protobuf (gzip), for go tool pprof, Parca, Pyroscope

@@ -329,4 +329,19 @@ TEST_CASE(
       (unsigned long long)(perf_leaf + perf_other)));
 }
 
+TEST_CASE("a row table too small for the objects mapped grows instead of leaving them out") {
+  if (!jt::may_run_privileged("jitwalk profile")) return;
+  // 1024 rows: libc alone has ~28 000. No frame pointers in the program: its walks reach main
+  // only with the tables of every object loaded.
+  auto r = jt::run(
+      {jitwalk_test::jitwalk(), "profile", "-v", "-F", "199", "--rows", "1024", "--no-table-cache",
+       "--", jt::binary_path("tests/jitwalk/jitwalk_native_target"), "1"},
+      {}, std::chrono::seconds(60));
+  INFO(r.err.substr(r.err.size() > 4000 ? r.err.size() - 4000 : 0));
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.err, Catch::Contains("BPF row table full at 1024 rows: grown to"));
+  CHECK_THAT(r.err, !Catch::Contains("not loaded"));
+  CHECK(number_after(r.err, R"(unwound to the root: ([0-9.]+)%)") >= 95);
+}
+
 #endif
