@@ -24,16 +24,16 @@ using namespace jitwalk_test;
 
 namespace {
 
-std::string toy_jit() {
+[[maybe_unused]] std::string toy_jit() {
   return jt::binary_path("examples/toy-jit/toy-jit");
 }
-std::string spin_toy() {
+[[maybe_unused]] std::string spin_toy() {
   return jt::source_path("examples/toy-jit/programs/spin.toy");
 }
 
 // "unshare ... sh -c 'mount a tmpfs on /tmp && INSIDE'": a new PID and mount namespace whose
 // /tmp is its own (what a container runtime sets up); INSIDE runs as PID 1 there (or forks).
-std::string in_container(const std::string& inside) {
+[[maybe_unused]] std::string in_container(const std::string& inside) {
   return "unshare --pid --fork --mount --mount-proc sh -c 'mount -t tmpfs tmpfs /tmp && " + inside +
          "'";
 }
@@ -52,7 +52,7 @@ std::vector<pid_t> children_of(pid_t pid) {
   return out;
 }
 
-bool exists(const std::string& path) {
+[[maybe_unused]] bool exists(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0;
 }
@@ -79,6 +79,8 @@ double number_after(const std::string& text, const std::string& pattern) {
 
 }  // namespace
 
+// toy-jit is built only with the example runtimes (not in the sanitizer stage).
+#ifdef JITWALK_HAVE_EXAMPLES
 TEST_CASE("namespaces: -p names toy-jit in its own PID and mount namespace from its private /tmp") {
   if (!jt::may_run_privileged("jitwalk profile") || !jt::tool_available("unshare")) return;
   // No USDT events: names come only from the perf map and jitdump in the namespace's /tmp
@@ -151,6 +153,8 @@ TEST_CASE("namespaces: a command's tree in a container, two toy-jits named from 
   // The tree is gone: the namespace's PID 1 (sh, which ignores signals from outside) killed.
   CHECK_THAT(r.err, Catch::Contains("of the command's tree ended by jitwalk"));
 }
+
+#endif
 
 TEST_CASE("namespaces: node --perf-basic-prof in a container, started as a command") {
   if (!jt::may_run_privileged("jitwalk profile") || !jt::tool_available("unshare") ||
