@@ -9,6 +9,7 @@
 #include "guarded/proc.hpp"
 #include "guarded/text.hpp"
 #include "proc_files.hpp"
+#include "return_breakpoint.hpp"
 #include "step_check.hpp"
 #include "tracee.hpp"
 
@@ -90,9 +91,11 @@ const command_spec check_spec{
       cmdline::kind::whole, 1, 1u << 20},
      {"skip-native", 0, "",
       "Run each native function the JIT code calls at full speed (an execute breakpoint on "
-      "its return address) instead of stepping through it. Much faster for runtimes whose JIT "
-      "code calls into large native helpers; JIT code that such a call re-enters (callbacks, "
-      "an interpreter's trampolines) is then not checked, nor frames it leaves by longjmp."},
+      "its return address; where debug registers do not trap, an int3, with every thread of "
+      "the process traced meanwhile) instead of stepping through it. Much faster for runtimes "
+      "whose JIT code calls into large native helpers; JIT code that such a call re-enters "
+      "(callbacks, an interpreter's trampolines) is then not checked, nor frames it leaves by "
+      "longjmp."},
      {"max-reports", 0, "N",
       "Print the first mismatch of at most N addresses in full (default 10; 0: the summary "
       "only).",
@@ -136,6 +139,8 @@ std::string location_text(const perf_map_names& names, uint64_t start, uint64_t 
 struct tally {
   uint64_t steps = 0, jit_steps = 0, unwatched = 0, frames = 0, mismatches = 0, native_runs = 0;
   uint64_t native_stepped = 0;  // --skip-native calls that had to be stepped (see run_to_return)
+  size_t others_traced = 0;     // --skip-native with an int3: the other threads traced meanwhile
+  uint64_t others_stepped = 0;  // and how often they met it
   std::string watch_note;       // how the first publication was caught, when not by watchpoints
   std::string thread_note;      // why this thread, when it is not the one given
   uint64_t registry_errors = 0;
@@ -208,8 +213,13 @@ void print_report(const std::string& program, pid_t pid, const std::string& perf
   if (t.native_stepped > 0)
     std::printf(
         "  native calls stepped: %llu (--skip-native: no working debug registers here, and a "
-        "software breakpoint is not safe while other threads run)\n",
+        "thread of the process could not be traced or the return address not written)\n",
         static_cast<unsigned long long>(t.native_stepped));
+  if (t.others_traced > 0)
+    std::printf(
+        "  other threads:     %zu traced (an int3 on the return address: no working debug "
+        "registers here); they met it %llu times and were stepped past it\n",
+        t.others_traced, static_cast<unsigned long long>(t.others_stepped));
   if (!t.watch_note.empty()) std::printf("  first publication: %s\n", t.watch_note.c_str());
   if (t.unwatched > 0)
     std::printf(
@@ -265,12 +275,14 @@ bool created_task(const user_regs_struct& r) {
 class stepper {
  public:
   stepper(const std::string& program, pid_t pid, stepcheck::published_code& code,
-          stepcheck::frame_oracle& oracle, const limits& lim, int status, tally& t)
+          stepcheck::frame_oracle& oracle, const limits& lim, return_breakpoint& returns,
+          int status, tally& t)
       : program_(program),
         pid_(pid),
         code_(code),
         oracle_(oracle),
         lim_(lim),
+        returns_(returns),
         t_(t),
         memory_(pid),
         status_(status),
@@ -365,7 +377,7 @@ class stepper {
   // done.
   step_end run_native_call() {
     pinned_.unpin_thread();  // threads it creates meanwhile inherit its own mask
-    const run_end r = run_to_return(pid_, pushed_, regs_.rsp + 8, pending_, status_);
+    const run_end r = run_to_return(pid_, pushed_, regs_.rsp + 8, pending_, status_, returns_);
     pinned_.repin_thread();
     switch (r) {
       case run_end::step_instead:
@@ -395,7 +407,7 @@ class stepper {
     // ESRCH: a SIGKILL (another thread's exit_group) took it out of its stop: the wait below
     // gets its end.
     if ((ptrace(PTRACE_SINGLESTEP, pid_, nullptr, pending_) != 0 && errno != ESRCH) ||
-        !wait_stop(pid_, status_, false)) {
+        !returns_.wait(pid_, status_, false)) {
       t_.stopped_because = std::string("lost the thread: ") + std::strerror(errno);
       return step_end::lost;
     }
@@ -440,6 +452,7 @@ class stepper {
   stepcheck::published_code& code_;
   stepcheck::frame_oracle& oracle_;
   const limits& lim_;
+  return_breakpoint& returns_;
   tally& t_;
   stepcheck::page_cache memory_;
   cpu_pin pinned_;
@@ -547,14 +560,19 @@ int run_check(const std::string& program, const parsed_args& a) {
   // while it lives: found now, read when reporting.
   const pid_t process = process_of(thread);
   const std::string perf_map = perf_map_path(process, live_task(process, thread));
-  stepper steps(program, thread, found->code, oracle, lim, found->stop, t);
+  // Without debug registers, --skip-native's int3 is seen by every thread: all are traced.
+  return_breakpoint returns;
+  if (lim.skip_native && !debug_registers_work()) returns.start(thread, target->spawned);
+  stepper steps(program, thread, found->code, oracle, lim, returns, found->stop, t);
   const bool alive = steps.run();
+  t.others_traced = returns.traced();
+  t.others_stepped = returns.stepped_past();
+  std::optional<int> ended = returns.release();
   print_report(program, thread, perf_map, t, oracle, found->code);
   std::fflush(stdout);
   // The end of another thread than the main one is not the command's.
-  finish_command(
-      program, *target,
-      alive || thread != target->pid ? std::nullopt : std::optional<int>(steps.status()));
+  if (!alive && thread == target->pid) ended = steps.status();
+  finish_command(program, *target, ended);
   return verdict(program, t, found->code, thread);
 }
 
