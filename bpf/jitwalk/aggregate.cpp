@@ -69,6 +69,10 @@ std::string step_counts(const walk_summary& sum) {
                     static_cast<unsigned long long>(sum.failed[i]), pct(sum.failed[i], tried));
     }
   }
+  if (sum.sp_ra != 0) {
+    out += format("; %llu frameless leaves' callers from the return address at the stack pointer",
+                  static_cast<unsigned long long>(sum.sp_ra));
+  }
   if (sum.no_step != 0) {
     out += format("; %llu of %llu walks made no step", static_cast<unsigned long long>(sum.no_step),
                   static_cast<unsigned long long>(sum.samples));
@@ -200,6 +204,7 @@ const aggregator::known_stack& aggregator::know(uint64_t hash, const jw_stack* s
         slot = kind == JW_RANGE_JIT ? 0 : kind == JW_RANGE_SFRAME ? 1 : 2;
       } else {
         slot = 3;
+        if (method == JW_M_SP_RA) ++k.sp_ra;
       }
     }
     ++k.steps[slot];
@@ -266,6 +271,7 @@ void aggregator::drain() {
     }
     frames.insert(frames.end(), k->frames.begin(), k->frames.end());
     for (size_t i = 0; i < k->steps.size(); ++i) summary_.frames[i] += k->steps[i] * count;
+    summary_.sp_ra += k->sp_ra * count;
     if (k->failed >= 0) summary_.failed[static_cast<size_t>(k->failed)] += count;
     if (!k->root && k->steps[0] + k->steps[1] + k->steps[2] + k->steps[3] == 0)
       summary_.no_step += count;

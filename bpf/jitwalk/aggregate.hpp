@@ -27,6 +27,10 @@ struct walk_summary {
   /// Frames by how they were unwound: [0] table rows of a JIT window, [1] native .sframe,
   /// [2] native .eh_frame, [3] frame-pointer fallback, [4] last frame of a stack.
   std::array<uint64_t, 5> frames{};
+  /// Steps from an interrupted frame without rows to the caller whose return address was at the
+  /// stack pointer (JW_M_SP_RA: a frameless leaf the frame-pointer fallback would skip); also
+  /// counted in frames[3] (no table was used).
+  uint64_t sp_ra = 0;
   /// Steps that failed, by the same source as frames[0..3]: the walk tried that method at its
   /// last frame and stopped there without reaching the root (walker.h, jw_stack.end_method).
   /// Steps tried = frames[i] + failed[i].
@@ -108,6 +112,7 @@ class aggregator {
   struct known_stack {
     std::vector<uint32_t> frames;  // profile frame ids, leaf first
     std::array<uint64_t, 5> steps{};
+    uint64_t sp_ra = 0;
     int failed = -1;  // the source (0..3) whose step failed at the last frame, -1: none
     uint8_t stop = 0;
     bool root = false, fallback = false, stale = false;
