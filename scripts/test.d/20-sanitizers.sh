@@ -12,6 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/sanitizer-build-flags.sh
+source scripts/lib/stage.sh
 
 SANITIZE_TARGETS=(test_frame test_sframe test_elf jitunwind_cli test_cli test_usdt test_window test_cfi
   test_capi test_jitwalk)
@@ -19,28 +20,35 @@ SANITIZE_TARGETS=(test_frame test_sframe test_elf jitunwind_cli test_cli test_us
 # (symbols, the ABI check, the C++17/20 header builds) need the release build's artefacts.
 SANITIZE_TESTS='^(frame|sframe|elf|cli|usdt|window|cfi|jitwalk):|^capi:capi '
 
-# jitwalk's acceptance tests against the example runtimes are left out (JITWALK_TEST_EXAMPLES:
-# stage 10 runs them), so only jitwalk and its own test programs are compiled for it.
-cmake -S . -B build-asan "${SANITIZER_BUILD_FLAGS[@]}" \
-  -DJITUNWIND_SANITIZE=address,undefined -DJITUNWIND_BUILD_BENCH=OFF \
-  -DJITWALK_TEST_EXAMPLES=OFF >/dev/null
-cmake --build build-asan -j"$(nproc)" --target "${SANITIZE_TARGETS[@]}"
-export ASAN_OPTIONS=abort_on_error=1:detect_leaks=1:strict_string_checks=1
-export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-# Left out here (stage 10 runs them):
-# - window:fork...: the child of a multi-threaded parent (the flusher thread) can inherit ASan's
-#   allocator lock held, and LeakSanitizer's check at the child's exit() then waits on it forever
-#   (GCC 12's libsanitizer has no fork handling for it; a 900 s timeout here, by timing).
-# - the two tests that run every binutils vector through `sframe convert` + llvm-readobj-22 and
-#   `sframe dump` (~2 min under ASan, mostly the external tools); the decoders they drive are
-#   fuzzed under ASan in stage 30 and hostile-input tested here.
-# - window:a patched call site ... (jitunwind unwind check): single-stepping an ASan-built target
-#   takes over 2 minutes; the CLI's unwind check runs under ASan in the cli: tests.
-# - jitwalk: the two 20-run acceptance tests of recompiling runtimes (the same readers are
-#   exercised by the other jitwalk tests in a fraction of the time), and the sub-page test's share
-#   of samples that reach main (>= 99 %): its target, built with ASan here, runs several times
-#   slower, so more samples land while windows are still being published -- a threshold about
-#   the release build, not a memory check.
-ctest --test-dir build-asan --output-on-failure --timeout 900 -j"${CTEST_JOBS:-3}" \
-  -R "$SANITIZE_TESTS" --no-tests=error \
-  -E '^window:fork: |^cli:sframe convert: every v1/v2 vector|^cli:sframe dump prints the rows objdump printed|^window:a patched call site changes behaviour|profiled 20 times|verify of recompiling runtimes, 20 times|^jitwalk:sub-page publishing: 1000 functions'
+stage_build() {
+  # jitwalk's acceptance tests against the example runtimes are left out (JITWALK_TEST_EXAMPLES:
+  # stage 10 runs them), so only jitwalk and its own test programs are compiled for it.
+  cmake -S . -B build-asan "${SANITIZER_BUILD_FLAGS[@]}" \
+    -DJITUNWIND_SANITIZE=address,undefined -DJITUNWIND_BUILD_BENCH=OFF \
+    -DJITWALK_TEST_EXAMPLES=OFF >/dev/null
+  cmake --build build-asan -j"$(nproc)" --target "${SANITIZE_TARGETS[@]}"
+}
+
+stage_test() {
+  export ASAN_OPTIONS=abort_on_error=1:detect_leaks=1:strict_string_checks=1
+  export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+  # Left out here (stage 10 runs them):
+  # - window:fork...: the child of a multi-threaded parent (the flusher thread) can inherit ASan's
+  #   allocator lock held, and LeakSanitizer's check at the child's exit() then waits on it forever
+  #   (GCC 12's libsanitizer has no fork handling for it; a 900 s timeout here, by timing).
+  # - the two tests that run every binutils vector through `sframe convert` + llvm-readobj-22 and
+  #   `sframe dump` (~2 min under ASan, mostly the external tools); the decoders they drive are
+  #   fuzzed under ASan in stage 30 and hostile-input tested here.
+  # - window:a patched call site ... (jitunwind unwind check): single-stepping an ASan-built target
+  #   takes over 2 minutes; the CLI's unwind check runs under ASan in the cli: tests.
+  # - jitwalk: the two 20-run acceptance tests of recompiling runtimes (the same readers are
+  #   exercised by the other jitwalk tests in a fraction of the time), and the sub-page test's share
+  #   of samples that reach main (>= 99 %): its target, built with ASan here, runs several times
+  #   slower, so more samples land while windows are still being published -- a threshold about
+  #   the release build, not a memory check.
+  ctest --test-dir build-asan --output-on-failure --timeout 900 -j"${CTEST_JOBS:-3}" \
+    -R "$SANITIZE_TESTS" --no-tests=error \
+    -E '^window:fork: |^cli:sframe convert: every v1/v2 vector|^cli:sframe dump prints the rows objdump printed|^window:a patched call site changes behaviour|profiled 20 times|verify of recompiling runtimes, 20 times|^jitwalk:sub-page publishing: 1000 functions'
+}
+
+run_stage_phases "$@"

@@ -7,11 +7,20 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/sanitizer-build-flags.sh
+source scripts/lib/stage.sh
 BUILD_DIR=build-tsan
-cmake -S . -B "$BUILD_DIR" "${SANITIZER_BUILD_FLAGS[@]}" -DJITUNWIND_SANITIZE=thread \
-  -DJITUNWIND_BUILD_BPF=OFF -DJITUNWIND_BUILD_EXAMPLES=OFF -DJITUNWIND_BUILD_TOOLS=OFF \
-  -DJITUNWIND_BUILD_BENCH=OFF >/dev/null
-cmake --build "$BUILD_DIR" -j"$(nproc)" --target test_registry test_remote test_window test_perfmap
-# halt_on_error: the first race report fails the test (and so the stage).
-TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}" \
-  ctest --test-dir "$BUILD_DIR" -j"${CTEST_JOBS:-3}" -R '^(registry|remote):|^window:session: poll on other threads|^perfmap:(concurrent writers|batched|the flusher writes)|^window:(batched: flush|the flusher thread writes)' --no-tests=error --output-on-failure --timeout 600
+
+stage_build() {
+  cmake -S . -B "$BUILD_DIR" "${SANITIZER_BUILD_FLAGS[@]}" -DJITUNWIND_SANITIZE=thread \
+    -DJITUNWIND_BUILD_BPF=OFF -DJITUNWIND_BUILD_EXAMPLES=OFF -DJITUNWIND_BUILD_TOOLS=OFF \
+    -DJITUNWIND_BUILD_BENCH=OFF >/dev/null
+  cmake --build "$BUILD_DIR" -j"$(nproc)" --target test_registry test_remote test_window test_perfmap
+}
+
+stage_test() {
+  # halt_on_error: the first race report fails the test (and so the stage).
+  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}" \
+    ctest --test-dir "$BUILD_DIR" -j"${CTEST_JOBS:-3}" -R '^(registry|remote):|^window:session: poll on other threads|^perfmap:(concurrent writers|batched|the flusher writes)|^window:(batched: flush|the flusher thread writes)' --no-tests=error --output-on-failure --timeout 600
+}
+
+run_stage_phases "$@"

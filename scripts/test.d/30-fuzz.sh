@@ -9,13 +9,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/sanitizer-build-flags.sh
+source scripts/lib/stage.sh
 FUZZ_SECONDS=${FUZZ_SECONDS:-15}
 
-CC=clang CXX=clang++ cmake -S . -B build-fuzz "${SANITIZER_BUILD_FLAGS[@]}" \
-  -DJITUNWIND_BUILD_FUZZ=ON -DJITUNWIND_SANITIZE=fuzzer-no-link,address,undefined \
-  -DJITUNWIND_BUILD_TESTS=OFF -DJITUNWIND_BUILD_BENCH=OFF -DJITUNWIND_BUILD_TOOLS=OFF \
-  -DJITUNWIND_BUILD_EXAMPLES=OFF -DJITUNWIND_BUILD_BPF=OFF >/dev/null
-cmake --build build-fuzz -j2
+stage_build() {
+  CC=clang CXX=clang++ cmake -S . -B build-fuzz "${SANITIZER_BUILD_FLAGS[@]}" \
+    -DJITUNWIND_BUILD_FUZZ=ON -DJITUNWIND_SANITIZE=fuzzer-no-link,address,undefined \
+    -DJITUNWIND_BUILD_TESTS=OFF -DJITUNWIND_BUILD_BENCH=OFF -DJITUNWIND_BUILD_TOOLS=OFF \
+    -DJITUNWIND_BUILD_EXAMPLES=OFF -DJITUNWIND_BUILD_BPF=OFF >/dev/null
+  cmake --build build-fuzz -j2
+}
 
 shopt -s nullglob
 # One fuzzer per core at a time: each still gets a whole core for its time, as when they ran one
@@ -29,42 +32,47 @@ fuzz_one() {
   mkdir -p "$work"
   local seeds=()
   [[ -d fuzz/corpus/$name ]] && seeds=("fuzz/corpus/$name")
+  local status=0
   "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
     -print_final_stats=1 -artifact_prefix=build-fuzz/ "$work" "${seeds[@]}" \
-    >"build-fuzz/$name.log" 2>&1
-  echo $? >"build-fuzz/$name.status"
+    >"build-fuzz/$name.log" 2>&1 || status=$?
+  echo "$status" >"build-fuzz/$name.status"
 }
 
-names=()
-for bin in build-fuzz/fuzz/fuzz_*; do
-  [[ -f $bin && -x $bin ]] || continue
-  name=${bin##*/fuzz_}
-  seconds=$FUZZ_SECONDS
-  [[ $name == sframe_decode ]] && seconds=$((FUZZ_SECONDS * 2))
-  seeds=none
-  [[ -d fuzz/corpus/$name ]] && seeds=fuzz/corpus/$name
-  echo "fuzz: $name for ${seconds} s (seed corpus: $seeds)"
-  rm -f "build-fuzz/$name.status"
-  while (($(jobs -rp | wc -l) >= FUZZ_JOBS)); do wait -n; done
-  fuzz_one "$bin" "$name" "$seconds" &
-  names+=("$name")
-done
-wait
+stage_test() {
+  names=()
+  for bin in build-fuzz/fuzz/fuzz_*; do
+    [[ -f $bin && -x $bin ]] || continue
+    name=${bin##*/fuzz_}
+    seconds=$FUZZ_SECONDS
+    [[ $name == sframe_decode ]] && seconds=$((FUZZ_SECONDS * 2))
+    seeds=none
+    [[ -d fuzz/corpus/$name ]] && seeds=fuzz/corpus/$name
+    echo "fuzz: $name for ${seconds} s (seed corpus: $seeds)"
+    rm -f "build-fuzz/$name.status"
+    while (($(jobs -rp | wc -l) >= FUZZ_JOBS)); do wait -n; done
+    fuzz_one "$bin" "$name" "$seconds" &
+    names+=("$name")
+  done
+  wait
 
-status=0
-for name in "${names[@]}"; do
-  if [[ $(cat "build-fuzz/$name.status" 2>/dev/null) == 0 ]]; then
-    echo "fuzz: $name passed"
-    grep -E "^(#[0-9]+.*DONE|stat::number_of_executed_units|stat::peak_rss_mb)" \
-      "build-fuzz/$name.log" || true
-  else
-    echo "fuzz: $name FAILED; last output:"
-    tail -60 "build-fuzz/$name.log"
-    status=1
+  status=0
+  for name in "${names[@]}"; do
+    if [[ $(cat "build-fuzz/$name.status" 2>/dev/null) == 0 ]]; then
+      echo "fuzz: $name passed"
+      grep -E "^(#[0-9]+.*DONE|stat::number_of_executed_units|stat::peak_rss_mb)" \
+        "build-fuzz/$name.log" || true
+    else
+      echo "fuzz: $name FAILED; last output:"
+      tail -60 "build-fuzz/$name.log"
+      status=1
+    fi
+  done
+  if ((${#names[@]} == 0)); then
+    echo "fuzz: no fuzz_* binaries were built"
+    return 1
   fi
-done
-if ((${#names[@]} == 0)); then
-  echo "fuzz: no fuzz_* binaries were built"
-  exit 1
-fi
-exit $status
+  return $status
+}
+
+run_stage_phases "$@"
