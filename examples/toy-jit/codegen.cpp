@@ -1,6 +1,7 @@
 #include "codegen.h"
 
 #include "builtins.h"
+#include "codegen_shared.h"
 
 #include <asmjit/x86.h>
 #include <jitunwind/asmjit.h>
@@ -19,62 +20,12 @@ using toylang::binary_op;
 using toylang::expr;
 using toylang::stmt;
 
-class error_recorder final : public ErrorHandler {
- public:
-  void handleError(Error, const char* message, BaseEmitter*) override {
-    if (first.empty()) first = message;
-  }
-  std::string first;
-};
+using detail::align16;
+using detail::ends_in_return;
+using detail::is_simple;
+using detail::temps_needed;
 
 const x86::Gp arg_regs[6] = {x86::rdi, x86::rsi, x86::rdx, x86::rcx, x86::r8, x86::r9};
-
-uint32_t align16(uint32_t n) {
-  return (n + 15) & ~15u;
-}
-
-// An operand that needs no temporary to be loaded straight into a register.
-bool is_simple(const expr& e) {
-  return e.k == expr::kind::integer || e.k == expr::kind::variable;
-}
-
-// Temporaries an expression needs beyond the `depth` already in use (see generator::gen).
-uint32_t temps_needed(const expr& e) {
-  switch (e.k) {
-    case expr::kind::integer:
-    case expr::kind::variable:
-      return 0;
-    case expr::kind::unary:
-      return temps_needed(*e.operands[0]);
-    case expr::kind::binary: {
-      const uint32_t left = temps_needed(*e.operands[0]);
-      if (e.bop == binary_op::logical_and || e.bop == binary_op::logical_or) {
-        return std::max(left, temps_needed(*e.operands[1]));
-      }
-      const expr& right = *e.operands[1];
-      return std::max(left, is_simple(right) ? 0 : 1 + temps_needed(right));
-    }
-    case expr::kind::call: {
-      if (e.callee == toylang::callee_kind::builtin) return temps_needed(*e.operands[0]);
-      uint32_t need = static_cast<uint32_t>(e.operands.size());
-      for (uint32_t i = 0; i < e.operands.size(); ++i) {
-        need = std::max(need, i + temps_needed(*e.operands[i]));
-      }
-      return need;
-    }
-  }
-  return 0;
-}
-
-uint32_t temps_needed(const toylang::block& b) {
-  uint32_t need = 0;
-  for (const auto& s : b) {
-    if (s->value) need = std::max(need, temps_needed(*s->value));
-    need = std::max(need, temps_needed(s->body));
-    need = std::max(need, temps_needed(s->else_body));
-  }
-  return need;
-}
 
 class generator final : public generated_function {
  public:
@@ -477,11 +428,6 @@ class generator final : public generated_function {
 
   // ---- statements ----
 
-  // True if the block always ends in a return (so no jump past the else branch is needed).
-  static bool ends_in_return(const toylang::block& b) {
-    return !b.empty() && b.back()->k == stmt::kind::return_value;
-  }
-
   void block(const toylang::block& b) {
     for (const auto& s : b) statement(*s);
   }
@@ -543,7 +489,7 @@ class generator final : public generated_function {
   const toylang::function& f_;
   codegen_options o_;
   runtime_addresses rt_;
-  error_recorder errors_;
+  detail::error_recorder errors_;
   CodeHolder code_;
   x86::Assembler a_;
   frame_builder frames_{jitunwind::abi::amd64};

@@ -1,4 +1,4 @@
-// toy-jit: compiles a toylang program to x86-64 with asmjit and runs it.
+// toy-jit: compiles a toylang program to x86-64 or AArch64 machine code with asmjit and runs it.
 #include "cli.h"
 #include "jit.h"
 #include "placer.h"
@@ -24,12 +24,22 @@ constexpr const char* program_name = "toy-jit";
 constexpr const char* usage =
     "usage: toy-jit [OPTIONS] PROGRAM.toy [ARGS...]\n"
     "\n"
-    "Compiles every function of a toylang program to x86-64 machine code (asmjit) and runs\n"
-    "main(ARGS...), printing what the program prints and then main's value.\n"
+    "Compiles every function of a toylang program to machine code of this machine (x86-64 or\n"
+    "AArch64, with asmjit) and runs main(ARGS...), printing what the program prints and then\n"
+    "main's value.\n"
     "\n"
     "options:\n"
-    "  --frame-pointers=on|off  keep rbp as frame pointer in JIT code (default on); with off,\n"
-    "                           rbp is a general register and only SFrame/eh_frame unwind it\n"
+    "  --frame-pointers=on|off  keep rbp (AArch64: x29) as frame pointer in JIT code (default\n"
+    "                           on); with off, it is a general register and only SFrame or\n"
+    "                           .eh_frame unwind it\n"
+    "  --save-lr-only           AArch64, with --frame-pointers=off: functions that call save\n"
+    "                           only x30 (str x30) and leave x29 alone\n"
+    "  --pauth=a|b              AArch64: sign return addresses in functions that call\n"
+    "                           (paciasp/pacibsp ... autiasp/autibsp, key A or B)\n"
+    "  --wrong-rows=KIND        AArch64 negative controls for --verify-unwind (it must fail):\n"
+    "                           publish rows that put the saved return address in the other\n"
+    "                           word of its slot (ra-slot), or that do not say it is signed\n"
+    "                           (unsigned, with --pauth)\n"
     "  --publish=LIST           SDK publishers: comma-separated registry, usdt-events, perfmap,\n"
     "                           jitdump, gdb, kernel, or all/none/default (default: every\n"
     "                           publisher available, or $JITUNWIND_PUBLISH)\n"
@@ -77,6 +87,19 @@ options parse_command_line(int argc, char** argv) {
     const bool has_value = s.has_value();
     if (flag == "--frame-pointers" && has_value) {
       o.jit.frame_pointers = s.on_off();
+    } else if (a == "--save-lr-only") {
+      o.jit.save_lr_only = true;
+    } else if (flag == "--pauth" && has_value) {
+      if (s.value() != "a" && s.value() != "b") s.error("--pauth takes a or b");
+      o.jit.pauth = s.value()[0];
+    } else if (flag == "--wrong-rows" && has_value) {
+      if (s.value() == "ra-slot") {
+        o.jit.wrong_rows = toyjit::codegen_options::wrong_rows::ra_slot;
+      } else if (s.value() == "unsigned") {
+        o.jit.wrong_rows = toyjit::codegen_options::wrong_rows::unsigned_ra;
+      } else {
+        s.error("--wrong-rows takes ra-slot or unsigned");
+      }
     } else if (flag == "--publish" && has_value) {
       o.placement.publishers = s.publishers();
     } else if (flag == "--windows" && has_value) {
@@ -105,11 +128,22 @@ options parse_command_line(int argc, char** argv) {
     }
   }
   s.operands(o.file, o.args);
+#if !defined(__aarch64__)
+  if (o.jit.save_lr_only || o.jit.pauth != 0 ||
+      o.jit.wrong_rows != toyjit::codegen_options::wrong_rows::none)
+    s.error("--save-lr-only, --pauth and --wrong-rows are AArch64 options");
+#endif
+  if (o.jit.wrong_rows == toyjit::codegen_options::wrong_rows::unsigned_ra && o.jit.pauth == 0)
+    s.error("--wrong-rows=unsigned needs --pauth");
   return o;
 }
 
-// One line per row: "  +OFFSET  CFA=rsp+16  rbp@CFA-16" (what SFrame and .eh_frame say).
+// One line per row: "  +OFFSET  CFA=rsp+16  rbp@CFA-16" (what SFrame and .eh_frame say);
+// on AArch64 "  +OFFSET  CFA=sp+16  x30@CFA-8  x29@CFA-16", with "(signed)" for a mangled RA.
 void dump_frames(const toyjit::jit& jit) {
+  const bool amd64 = jitunwind::native_abi == jitunwind::abi::amd64;
+  const char* sp = amd64 ? "rsp" : "sp";
+  const char* fp = amd64 ? "rbp" : "x29";
   for (const auto& f : jit.functions()) {
     std::fprintf(stderr, "%s at 0x%" PRIx64 ", %u bytes, %zu rows, return addresses at +",
                  f.name.c_str(), f.start, f.size, f.frames.rows.size());
@@ -119,8 +153,12 @@ void dump_frames(const toyjit::jit& jit) {
     std::fprintf(stderr, "\n");
     for (const auto& r : f.frames.rows) {
       std::fprintf(stderr, "  +%-4u CFA=%s%+d", r.pc_offset,
-                   r.cfa == jitunwind::cfa_base::sp ? "rsp" : "rbp", r.cfa_offset);
-      if (r.fp == jitunwind::fp_rule::saved) std::fprintf(stderr, "  rbp@CFA%+d", r.fp_offset);
+                   r.cfa == jitunwind::cfa_base::sp ? sp : fp, r.cfa_offset);
+      if (!amd64 && r.ra == jitunwind::ra_rule::saved)
+        std::fprintf(stderr, "  x30@CFA%+d", r.ra_offset);
+      if (!amd64 && r.ra == jitunwind::ra_rule::in_register) std::fprintf(stderr, "  x30");
+      if (r.ra_mangled) std::fprintf(stderr, " (signed)");
+      if (r.fp == jitunwind::fp_rule::saved) std::fprintf(stderr, "  %s@CFA%+d", fp, r.fp_offset);
       std::fprintf(stderr, "\n");
     }
   }
@@ -143,20 +181,24 @@ int main(int argc, char** argv) {
 
   std::string error;
   // The ground-truth probe toyjit:checkpoint(tag, count, addrs), a dynamic USDT probe.
+  // Dynamic USDT probes exist on x86-64 only (docs/usdt.md): elsewhere toy-jit runs without.
   auto provider = jitunwind::usdt::provider::create("toyjit");
-  if (!provider) {
+  if (!provider && provider.error().code() != jitunwind::errc::unsupported) {
     std::fprintf(stderr, "toy-jit: %s\n", provider.error().message().c_str());
     return 4;
   }
-  auto checkpoint_probe = provider->add_probe("checkpoint", toylang::checkpoint_args);
-  if (!checkpoint_probe) {
-    std::fprintf(stderr, "toy-jit: %s\n", checkpoint_probe.error().message().c_str());
-    return 4;
-  }
-  if (auto r = provider->load(); !r) {
-    // Tracing is optional: run without the probe.
-    std::fprintf(stderr, "toy-jit: warning: no checkpoint probe: %s\n",
-                 r.error().message().c_str());
+  jitunwind::result<jitunwind::usdt::probe> checkpoint_probe = jitunwind::usdt::probe{};
+  if (provider) {
+    checkpoint_probe = provider->add_probe("checkpoint", toylang::checkpoint_args);
+    if (!checkpoint_probe) {
+      std::fprintf(stderr, "toy-jit: %s\n", checkpoint_probe.error().message().c_str());
+      return 4;
+    }
+    if (auto r = provider->load(); !r) {
+      // Tracing is optional: run without the probe.
+      std::fprintf(stderr, "toy-jit: warning: no checkpoint probe: %s\n",
+                   r.error().message().c_str());
+    }
   }
   struct checkpoint_context {
     uint64_t count = 0;
@@ -174,14 +216,17 @@ int main(int argc, char** argv) {
     }
   }
   opt.jit.checkpoint_user = &ctx;
-  opt.jit.on_checkpoint = [](void* user, int64_t tag, std::span<const uint64_t> truth) {
+  opt.jit.on_checkpoint = [](void* user, int64_t tag, std::span<const uint64_t> truth,
+                             const jitunwind::sframe::regs* interrupted) {
     auto& c = *static_cast<checkpoint_context*>(user);
     ++c.count;
     c.deepest = std::max(c.deepest, truth.size());
     toylang::fire_checkpoint(c.probe, tag, truth);
     if (c.checker) {
       const auto sections = c.jit->placer().sframe_sections();
-      const auto outcome = c.checker->check(truth, sections);
+      const auto outcome = interrupted != nullptr
+                               ? c.checker->check_interrupted(*interrupted, truth, sections)
+                               : c.checker->check(truth, sections);
       if (!outcome.exact || !outcome.complete) {
         std::fprintf(stderr, "toy-jit: verify-unwind: checkpoint %" PRId64 ": %s\n", tag,
                      outcome.message.c_str());
@@ -203,7 +248,7 @@ int main(int argc, char** argv) {
   if (opt.dump_frames) dump_frames(*jit);
   if (opt.wait_for_tracer != 0) {
     const jitunwind::usdt::probe probes[] = {ctx.probe};
-    if (!provider->loaded() ||
+    if (!provider || !provider->loaded() ||
         !toylang::wait_for_tracer("toy-jit", *provider, probes,
                                   std::chrono::seconds(opt.wait_for_tracer))) {
       std::fprintf(stderr, "toy-jit: --wait-for-tracer: no tracer attached within %d s\n",
