@@ -5,8 +5,12 @@
 #   cmake -S . -B build-arm64 -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake ...
 #
 # CTest runs every test through CMAKE_CROSSCOMPILING_EMULATOR. `-cpu max` gives the emulated
-# CPU pointer authentication (paciasp/autiasp sign and check instead of acting as NOPs);
-# `-L` is where the AArch64 dynamic loader and the cross libc/libstdc++ live.
+# CPU pointer authentication (paciasp/autiasp sign and check instead of acting as NOPs). The
+# programs load the arm64 multiarch libraries (libc6:arm64, libstdc++6:arm64, ...) through
+# /lib/ld-linux-aarch64.so.1, not the cross toolchain's copies in /usr/aarch64-linux-gnu: with
+# `-L /usr/aarch64-linux-gnu` the loader comes from there and libc from the multiarch package,
+# and glibc's private interface between them differs between the two package versions (here
+# pthread_create never returned).
 set(CMAKE_SYSTEM_NAME Linux)
 set(CMAKE_SYSTEM_PROCESSOR aarch64)
 set(CMAKE_C_COMPILER aarch64-linux-gnu-gcc)
@@ -16,5 +20,4 @@ set(CMAKE_CXX_COMPILER aarch64-linux-gnu-g++)
 # (Catch2, nlohmann-json) are found in /usr as on the host.
 set(CMAKE_LIBRARY_ARCHITECTURE aarch64-linux-gnu)
 find_program(JITUNWIND_QEMU_AARCH64 qemu-aarch64-static REQUIRED)
-set(JITUNWIND_ARM64_SYSROOT /usr/aarch64-linux-gnu)
-set(CMAKE_CROSSCOMPILING_EMULATOR ${JITUNWIND_QEMU_AARCH64} -cpu max -L ${JITUNWIND_ARM64_SYSROOT})
+set(CMAKE_CROSSCOMPILING_EMULATOR ${JITUNWIND_QEMU_AARCH64} -cpu max)

@@ -10,6 +10,9 @@ set -euo pipefail
 PACKAGES=(
   g++-aarch64-linux-gnu binutils-aarch64-linux-gnu qemu-user-static
   libelf-dev:arm64 libasmjit-dev:arm64 systemtap-sdt-dev:arm64
+  # what the programs load at run time (qemu-aarch64-static finds the arm64 dynamic loader and
+  # libraries of these multiarch packages in /lib/aarch64-linux-gnu)
+  libc6:arm64 libstdc++6:arm64
 )
 
 missing=()
