@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# usage: symbols.sh LIBJITUNWIND_SO PUBLIC_INCLUDE_DIR
+# usage: [NM=nm] symbols.sh LIBJITUNWIND_SO PUBLIC_INCLUDE_DIR
 # The shared library's C API carries symbol versions (sdk/jitunwind.map) and its SONAME is the C
 # ABI generation of jitunwind/config.h: every function the C headers (jitunwind/c/*.h) declare is exported as
 # name@@JITUNWIND_<v>, no exported C symbol lacks a version.
@@ -12,7 +12,7 @@ soname=$(readelf -d "$lib" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
 [[ $soname == "libjitunwind.so.$soversion" ]] || fail "SONAME '$soname', config.h says $soversion"
 readelf -V -W "$lib" | grep -q 'Name: JITUNWIND_0\.1' || fail "no JITUNWIND_0.1 version definition"
 
-exported=$(nm -D --defined-only --with-symbol-versions "$lib" | awk '{print $3}')
+exported=$("${NM:-nm}" -D --defined-only --with-symbol-versions "$lib" | awk '{print $3}')
 declared=$(cat "$include"/jitunwind/c/*.h | grep 'JITUNWIND_API' |
            grep -oE '\bjitunwind_[a-z0-9_]+\(' | tr -d '(' | sort -u)
 [[ $(wc -l <<<"$declared") -ge 80 ]] || fail "found only $(wc -l <<<"$declared") declarations"
