@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
-# usage: run.sh BUILD_DIR CONSUMER_PROJECT_DIR [JITWALK]
+# usage: run.sh BUILD_DIR CONSUMER_PROJECT_DIR [JITWALK [LLVM_VERSION]]
 # Installs the SDK into a scratch prefix and builds the outside project against it, as a
 # runtime author would: find_package (shared and static) and pkg-config (by hand, C11 -pedantic,
 # C++17, C++20; the C program also linked statically through pkg-config --static). Every program
 # runs once. As root, each embedder (pkg-config and both find_package builds) then runs under
 # perf record (perf report must name its JIT function) and under jitwalk profile (the JIT frame
-# must unwind to main).
+# must unwind to main). A C-only project (project_c: no CXX language) links the static library
+# and finds no LLVM; with LLVM_VERSION (jitunwind::orc built), project_orc uses
+# find_package(jitunwind COMPONENTS orc), which must find that LLVM (not another installed one),
+# and a component jitunwind does not have must fail.
+# A strict C89 embedder compiles with -Werror, and the Python package installed with the SDK
+# loads the library installed beside it without JITUNWIND_LIBRARY.
 # Cross builds (tests/consumer/CMakeLists.txt) set CONSUMER_TOOLCHAIN (a CMake toolchain file),
 # CONSUMER_CC/CONSUMER_CXX (the compilers) and CONSUMER_RUN (the emulator the programs run under).
 set -euo pipefail
-build=$1 project=$2 jitwalk=${3:-}
+build=$1 project=$2 jitwalk=${3:-} llvm_version=${4:-}
 cc=${CONSUMER_CC:-gcc} cxx=${CONSUMER_CXX:-g++}
 read -r -a emulator <<<"${CONSUMER_RUN:-}"
 cross_args=()
@@ -30,11 +35,41 @@ for kind in shared static; do
   done
 done
 
+# A C-only project: jitunwind_static's link interface brings the C++ runtime.
+here=$(dirname "$0")
+cmake -S "$here/project_c" -B "$scratch/build-c" -DCMAKE_PREFIX_PATH="$scratch/prefix" \
+      "${cross_args[@]}" >/dev/null
+cmake --build "$scratch/build-c" >/dev/null
+for prog in embed_c_static embed_c_shared; do
+  echo "consumer: C-only project: $prog"
+  LD_LIBRARY_PATH="$scratch/prefix/lib" "${emulator[@]}" "$scratch/build-c/$prog"
+done
+
+# COMPONENTS orc.
+if [[ -n $llvm_version ]]; then
+  cmake -S "$here/project_orc" -B "$scratch/build-orc" -DCMAKE_PREFIX_PATH="$scratch/prefix" \
+        -DJITUNWIND_EXPECT_LLVM="$llvm_version" | grep 'consumer:'
+  cmake --build "$scratch/build-orc" >/dev/null
+  LD_LIBRARY_PATH="$scratch/prefix/lib" "$scratch/build-orc/orc_consumer"
+  if cmake -S "$here/project_orc" -B "$scratch/build-bogus" -DCMAKE_PREFIX_PATH="$scratch/prefix" \
+           -DJITUNWIND_BOGUS_COMPONENT=1 >"$scratch/bogus.log" 2>&1; then
+    echo "consumer: FAILED: find_package(jitunwind COMPONENTS orc bogus) succeeded" >&2
+    exit 1
+  fi
+  grep -q "no component 'bogus'" "$scratch/bogus.log" ||
+    { echo "consumer: FAILED: no reason given for the unknown component:" >&2; cat "$scratch/bogus.log" >&2; exit 1; }
+  echo "consumer: COMPONENTS orc bogus refused: no component 'bogus'"
+else
+  echo "consumer: jitunwind::orc not built: its find_package(COMPONENTS orc) check is skipped"
+fi
+
 # pkg-config: compile and link by hand, the way a Makefile would.
 export PKG_CONFIG_PATH="$scratch/prefix/lib/pkgconfig"
 pc() { pkg-config "$@" jitunwind; }
 "$cxx" -std=c++20 "$project/main.cpp" -o "$scratch/consumer-pc" $(pc --cflags --libs)
 "$cc" -std=c11 -pedantic -Wall -Wextra -Werror "$project/embed.c" -o "$scratch/embed_c" \
+    $(pc --cflags --libs)
+"$cc" -std=c89 -pedantic -Wall -Wextra -Werror "$project/embed_c89.c" -o "$scratch/embed_c89" \
     $(pc --cflags --libs)
 for std in 17 20; do
   "$cxx" -std=c++$std -pedantic -Wall -Wextra -Werror "$project/embed.cpp" \
@@ -44,16 +79,25 @@ done
 # C program, -lelf, ...), linked by the C driver.
 "$cc" -std=c11 -pedantic "$project/embed.c" -o "$scratch/embed_c_static" $(pc --cflags) \
     "$scratch/prefix/lib/libjitunwind.a" $(pc --static --libs | sed 's/-ljitunwind\b//')
-for prog in consumer-pc embed_c embed_cxx17 embed_cxx20 embed_c_static; do
+for prog in consumer-pc embed_c embed_c89 embed_cxx17 embed_cxx20 embed_c_static; do
   echo "consumer: pkg-config: $prog"
   LD_LIBRARY_PATH="$scratch/prefix/lib" "${emulator[@]}" "$scratch/$prog"
 done
 
 if ((${#emulator[@]})); then
-  echo "consumer: ok (no perf or jitwalk runs: under ${emulator[0]##*/} they would profile the" \
-    "emulator, not the code it runs; docs/aarch64.md says how to run them on AArch64 hardware)"
+  echo "consumer: ok (not under ${emulator[0]##*/}: the Python package, which this machine's" \
+    "python3 cannot load into, and perf and jitwalk, which would profile the emulator, not the" \
+    "code it runs; docs/aarch64.md says how to run them on AArch64 hardware)"
   exit 0
 fi
+
+# The Python package where cmake --install put it (the prefix's site-packages directory, as
+# python3 would search it for an installed prefix), the library found beside it.
+package=$(find "$scratch/prefix" -path '*/jitunwind/_install.py')
+[[ -n $package ]] || { echo "consumer: cmake --install put no Python package" >&2; exit 1; }
+env -u JITUNWIND_LIBRARY -u LD_LIBRARY_PATH PYTHONPATH="$(dirname "$(dirname "$package")")" \
+  PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 "$(dirname "$0")/python_installed.py" "$scratch/prefix"
+
 can_profile "$jitwalk" || exit 0
 
 # The real tools on each embedder, as built each way (pkg-config; find_package shared and
