@@ -67,16 +67,8 @@ class generator final : public generated_function {
 
   jitunwind::result<jitunwind::function_desc> place(uint64_t address,
                                                     std::span<uint8_t> writable) override {
-    auto placed = jitunwind::asmjit_glue::copy_code(code_, address,
-                                                    {writable.data(), writable.size()}, f_.name);
-    if (!placed) return placed.error();
-    // No absolute relocations exist (see codegen.h), so relocation changes neither the size nor
-    // any offset the frame rows refer to; check that anyway.
-    if (*placed != size_) {
-      return jitunwind::error(jitunwind::errc::invalid_argument,
-                              "toy-jit: '" + f_.name + "' is " + std::to_string(*placed) +
-                                  " bytes once relocated, " + std::to_string(size_) + " before");
-    }
+    if (auto r = detail::copy_placed(code_, address, writable, f_.name, size_); !r)
+      return r.error();
     return frames_.finish(address, size_);
   }
 
@@ -241,25 +233,11 @@ class generator final : public generated_function {
     });
   }
 
-  uint64_t builtin_address(toylang::builtin id) const {
-    switch (id) {
-      case toylang::builtin::print:
-        return rt_.print;
-      case toylang::builtin::checkpoint:
-        return rt_.checkpoint;
-      case toylang::builtin::native_fp:
-        return rt_.native_fp;
-      case toylang::builtin::native_nofp:
-        return rt_.native_nofp;
-    }
-    return 0;
-  }
-
   void gen_call(const expr& e, uint32_t depth) {
     if (e.callee == toylang::callee_kind::builtin) {
       gen(*e.operands[0], depth);
       a_.mov(x86::rdi, x86::rax);
-      call_native(builtin_address(static_cast<toylang::builtin>(e.callee_index)));
+      call_native(detail::builtin_address(rt_, static_cast<toylang::builtin>(e.callee_index)));
       return;
     }
     const auto n = static_cast<uint32_t>(e.operands.size());
@@ -481,11 +459,6 @@ class generator final : public generated_function {
     }
   }
 
-  struct division_check {
-    Label label;
-    toylang::location where;
-  };
-
   const toylang::function& f_;
   codegen_options o_;
   runtime_addresses rt_;
@@ -501,7 +474,7 @@ class generator final : public generated_function {
   Label stack_overflow_;
   Label hot_;
   Label hot_done_;
-  std::vector<division_check> division_checks_;
+  std::vector<detail::division_check> division_checks_;
   std::vector<uint32_t> return_offsets_;
 };
 

@@ -113,14 +113,8 @@ class generator final : public generated_function {
 
   jitunwind::result<jitunwind::function_desc> place(uint64_t address,
                                                     std::span<uint8_t> writable) override {
-    auto placed = jitunwind::asmjit_glue::copy_code(code_, address,
-                                                    {writable.data(), writable.size()}, f_.name);
-    if (!placed) return placed.error();
-    if (*placed != size_) {
-      return jitunwind::error(jitunwind::errc::invalid_argument,
-                              "toy-jit: '" + f_.name + "' is " + std::to_string(*placed) +
-                                  " bytes once relocated, " + std::to_string(size_) + " before");
-    }
+    if (auto r = detail::copy_placed(code_, address, writable, f_.name, size_); !r)
+      return r.error();
     auto desc = frames_.finish(address, size_);
     if (desc && signs_ && describes_signing()) desc->pauth_key = o_.pauth == 'b' ? 1 : 0;
     return desc;
@@ -317,8 +311,8 @@ class generator final : public generated_function {
         // Shrink-wrapped: only this rare path saves the return address around its call.
         frames_.remember_state();
         a_.str(a64::x30, a64::ptr_pre(a64::sp, -16));
-        frames_.stack_alloc(here(), 16).offset(here(), reg::ra,
-                                               -static_cast<int32_t>(frame_bytes_ + 16));
+        frames_.stack_alloc(here(), 16)
+            .offset(here(), reg::ra, -static_cast<int32_t>(frame_bytes_ + 16));
       }
       load_imm(a64::x0, f_.index);
       call_native(rt_.recompile_hook);
@@ -375,20 +369,6 @@ class generator final : public generated_function {
     });
   }
 
-  uint64_t builtin_address(toylang::builtin id) const {
-    switch (id) {
-      case toylang::builtin::print:
-        return rt_.print;
-      case toylang::builtin::checkpoint:
-        return rt_.checkpoint;
-      case toylang::builtin::native_fp:
-        return rt_.native_fp;
-      case toylang::builtin::native_nofp:
-        return rt_.native_nofp;
-    }
-    return 0;
-  }
-
   void gen_call(const expr& e, uint32_t depth) {
     if (e.callee == toylang::callee_kind::builtin) {
       gen(*e.operands[0], depth);  // the argument in x0
@@ -396,7 +376,7 @@ class generator final : public generated_function {
       if (id == toylang::builtin::checkpoint && shape_ == frame_shape::leaf) {
         a_.brk(imm(checkpoint_trap_immediate));  // the handler sets x0 = 0
       } else {
-        call_native(builtin_address(id));
+        call_native(detail::builtin_address(rt_, id));
       }
       return;
     }
@@ -602,11 +582,6 @@ class generator final : public generated_function {
     }
   }
 
-  struct division_check {
-    Label label;
-    toylang::location where;
-  };
-
   const toylang::function& f_;
   codegen_options o_;
   runtime_addresses rt_;
@@ -625,7 +600,7 @@ class generator final : public generated_function {
   Label stack_overflow_;
   Label hot_;
   Label hot_done_;
-  std::vector<division_check> division_checks_;
+  std::vector<detail::division_check> division_checks_;
   std::vector<uint32_t> return_offsets_;
 };
 

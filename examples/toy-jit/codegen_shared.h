@@ -1,13 +1,18 @@
 // What toy-jit's code generators for x86-64 (codegen.cpp) and AArch64 (codegen_a64.cpp) share:
-// the frame size a function needs and asmjit's error reporting. Internal to the generators.
+// the frame size a function needs, the helpers' addresses, asmjit's error reporting and the
+// placement of finished code. Internal to the generators.
 #pragma once
 
+#include "builtins.h"
+#include "codegen.h"
 #include "toylang.h"
 
 #include <asmjit/core.h>
+#include <jitunwind/asmjit.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <span>
 #include <string>
 
 namespace toyjit::detail {
@@ -72,6 +77,42 @@ inline uint32_t temps_needed(const toylang::block& b) {
 // True if the block always ends in a return (so no jump past the else branch is needed).
 inline bool ends_in_return(const toylang::block& b) {
   return !b.empty() && b.back()->k == toylang::stmt::kind::return_value;
+}
+
+// A division's zero check jumps to a cold path that reports this source location.
+struct division_check {
+  asmjit::Label label;
+  toylang::location where;
+};
+
+inline uint64_t builtin_address(const runtime_addresses& rt, toylang::builtin id) {
+  switch (id) {
+    case toylang::builtin::print:
+      return rt.print;
+    case toylang::builtin::checkpoint:
+      return rt.checkpoint;
+    case toylang::builtin::native_fp:
+      return rt.native_fp;
+    case toylang::builtin::native_nofp:
+      return rt.native_nofp;
+  }
+  return 0;
+}
+
+// Relocates and copies `code` for `address`. No absolute relocations exist (codegen.h), so the
+// size must be what it was when the frame rows were recorded; checked anyway.
+inline jitunwind::result<void> copy_placed(asmjit::CodeHolder& code, uint64_t address,
+                                           std::span<uint8_t> writable, const std::string& name,
+                                           uint32_t size) {
+  auto placed =
+      jitunwind::asmjit_glue::copy_code(code, address, {writable.data(), writable.size()}, name);
+  if (!placed) return placed.error();
+  if (*placed != size) {
+    return jitunwind::error(jitunwind::errc::invalid_argument,
+                            "toy-jit: '" + name + "' is " + std::to_string(*placed) +
+                                " bytes once relocated, " + std::to_string(size) + " before");
+  }
+  return {};
 }
 
 }  // namespace toyjit::detail

@@ -3,7 +3,8 @@
 //
 // At a checkpoint the runtime calls `check`: it executes a trap (`int3`, AArch64 `brk`) in a
 // function of this file; the SIGTRAP handler takes the interrupted registers from the signal
-// context (as a sampling profiler would) and walks the stack with `jitunwind::sframe::unwinder` over
+// context (as a sampling profiler would) and walks the stack with `jitunwind::sframe::unwinder`
+// over
 //   - the .sframe section (PT_GNU_SFRAME) of every loaded ELF object that has one — the example
 //     binaries are assembled with `as --gsframe`, libc and libstdc++ are not — and
 //   - the SFrame sections of the runtime's code windows (what the SDK published),

@@ -53,8 +53,9 @@ summary parse_summary(const std::string& err) {
 
 bool host_reference_missing() {
   if (HOST_TOY_JIT[0] != '\0') return false;
-  FAIL("no x86-64 reference: configure with -DJITUNWIND_HOST_TOY_JIT=<host build>/examples/"
-       "toy-jit/toy-jit (scripts/test.d/40-arm64.sh does)");
+  FAIL(
+      "no x86-64 reference: configure with -DJITUNWIND_HOST_TOY_JIT=<host build>/examples/"
+      "toy-jit/toy-jit (scripts/test.d/40-arm64.sh does)");
   return true;
 }
 
@@ -84,13 +85,15 @@ TEST_CASE("every sample program prints on AArch64 what it prints on x86-64, in e
   }
 }
 
-TEST_CASE("runtime errors on AArch64: division by zero and stack overflow, from leaf functions too") {
+TEST_CASE(
+    "runtime errors on AArch64: division by zero and stack overflow, from leaf functions too") {
   if (examples_missing(TOY_JIT)) return;
   jitunwind::test::temp_dir dir;
   // `div` divides in a leaf (no calls): its error path is a tail call from a freed frame.
   const std::string div = dir / "div.toy";
   REQUIRE(jitunwind::test::write_file(
-      div, "fn div(a, b) {\n  return a / b;\n}\nfn main(a) {\n  print(1);\n  return div(10, a);\n}\n"));
+      div,
+      "fn div(a, b) {\n  return a / b;\n}\nfn main(a) {\n  print(1);\n  return div(10, a);\n}\n"));
   const std::string deep = dir / "deep.toy";
   REQUIRE(jitunwind::test::write_file(deep,
                                       "fn f(n) { return f(n + 1) + 1; }\n"
@@ -139,8 +142,7 @@ TEST_CASE("the rows describe each AArch64 frame shape (--dump-frames)") {
     const auto wide = r.err.find("toy:wide at ");
     REQUIRE(bare != std::string::npos);
     REQUIRE(wide != std::string::npos);
-    const std::string bare_rows =
-        r.err.substr(bare, r.err.find("\ntoy:", bare + 1) - bare) + "\n";
+    const std::string bare_rows = r.err.substr(bare, r.err.find("\ntoy:", bare + 1) - bare) + "\n";
     INFO(bare_rows);
     CHECK(bare_rows.find("@CFA") == std::string::npos);
     CHECK(bare_rows.find("(signed)") == std::string::npos);
@@ -154,7 +156,8 @@ TEST_CASE("the rows describe each AArch64 frame shape (--dump-frames)") {
   }
 }
 
-TEST_CASE("the in-process verifier is exact at every checkpoint, every frame shape, pauth on and off") {
+TEST_CASE(
+    "the in-process verifier is exact at every checkpoint, every frame shape, pauth on and off") {
   if (examples_missing(TOY_JIT)) return;
   struct workload {
     sample program;
