@@ -224,9 +224,8 @@ int main(int argc, char** argv) {
     toylang::fire_checkpoint(c.probe, tag, truth);
     if (c.checker) {
       const auto sections = c.jit->placer().sframe_sections();
-      const auto outcome = interrupted != nullptr
-                               ? c.checker->check_interrupted(*interrupted, truth, sections)
-                               : c.checker->check(truth, sections);
+      if (interrupted != nullptr) c.checker->start_from(*interrupted);
+      const auto outcome = c.checker->check(truth, sections);
       if (!outcome.exact || !outcome.complete) {
         std::fprintf(stderr, "toy-jit: verify-unwind: checkpoint %" PRId64 ": %s\n", tag,
                      outcome.message.c_str());

@@ -147,18 +147,8 @@ std::string unwind_checker::symbol(uint64_t address) {
 
 unwind_outcome unwind_checker::check(std::span<const uint64_t> truth,
                                      std::span<const jit_sframe> sections) {
-  return check_from(nullptr, truth, sections);
-}
-
-unwind_outcome unwind_checker::check_interrupted(const sframe::regs& interrupted,
-                                                 std::span<const uint64_t> truth,
-                                                 std::span<const jit_sframe> sections) {
-  return check_from(&interrupted, truth, sections);
-}
-
-unwind_outcome unwind_checker::check_from(const sframe::regs* interrupted,
-                                          std::span<const uint64_t> truth,
-                                          std::span<const jit_sframe> sections) {
+  const std::optional<sframe::regs> interrupted = start_;
+  start_.reset();
   unwind_outcome out;
   sframe::unwinder unwinder(native_abi);
   std::vector<sframe::table> jit_tables;
@@ -182,7 +172,7 @@ unwind_outcome unwind_checker::check_from(const sframe::regs* interrupted,
   // Interpreters have several native frames per JIT frame (eval, call, trampoline).
   trap.max_frames = 8 * truth.size() + 128;
   trap.fired = false;
-  if (interrupted != nullptr) {
+  if (interrupted) {
     ++interrupted_;
     trap.trace = unwinder.unwind(*interrupted, trap.reader, trap.max_frames);
     trap.fired = true;

@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -56,18 +57,17 @@ class unwind_checker {
 
   /// Traps, unwinds and compares. `sections` describe every live JIT window.
   unwind_outcome check(std::span<const uint64_t> truth, std::span<const jit_sframe> sections);
-  /// The same from registers already interrupted (a trap in JIT code, from its SIGTRAP
-  /// handler): the walk starts there, where the return address may still be in the link
-  /// register.
-  unwind_outcome check_interrupted(const jitunwind::sframe::regs& interrupted,
-                                   std::span<const uint64_t> truth,
-                                   std::span<const jit_sframe> sections);
+  /// Makes the next `check` start from registers already interrupted (a trap in JIT code, from
+  /// its SIGTRAP handler; the return address may still be in the link register) instead of
+  /// trapping. (Not a parameter of `check`: a seventh argument word would go on the x86-64
+  /// stack, and gas 2.40's --gsframe leaves out functions with such calls: .cfi_GNU_args_size.)
+  void start_from(const jitunwind::sframe::regs& interrupted) { start_ = interrupted; }
 
   /// Totals over every check so far.
   uint64_t checks() const { return checks_; }
   uint64_t exact() const { return exact_; }
   uint64_t complete() const { return complete_; }
-  /// Checks that started from interrupted registers (check_interrupted).
+  /// Checks that started from interrupted registers (start_from).
   uint64_t interrupted() const { return interrupted_; }
   /// One line: "verify-unwind: N checkpoints, N exact, N complete", followed by
   /// ", N from a trap in JIT code" when some were.
@@ -77,8 +77,7 @@ class unwind_checker {
 
  private:
   unwind_checker() = default;
-  unwind_outcome check_from(const jitunwind::sframe::regs* interrupted,
-                            std::span<const uint64_t> truth, std::span<const jit_sframe> sections);
+  std::optional<jitunwind::sframe::regs> start_;
   struct native_table;
   std::vector<std::unique_ptr<native_table>> natives_;
   uint64_t stack_low_ = 0, stack_high_ = 0;

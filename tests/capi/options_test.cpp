@@ -125,7 +125,7 @@ std::vector<creator> creators() {
                [](void* o) {
                  jitunwind_usdt_provider_options_init(
                      static_cast<jitunwind_usdt_provider_options*>(o));
-               }},
+               },
                true, true});
   c.push_back({"jitunwind_trampoline_pool_options", "jitunwind_trampoline_pool_create_in",
                [](const void* o, jitunwind_error* e) {
@@ -140,7 +140,7 @@ std::vector<creator> creators() {
                [](void* o) {
                  jitunwind_trampoline_pool_options_init(
                      static_cast<jitunwind_trampoline_pool_options*>(o));
-               }},
+               },
                true, true});
   c.push_back({"jitunwind_trampoline_pool_options", "jitunwind_trampoline_pool_create",
                [](const void* o, jitunwind_error* e) {
@@ -153,7 +153,7 @@ std::vector<creator> creators() {
                [](void* o) {
                  jitunwind_trampoline_pool_options_init(
                      static_cast<jitunwind_trampoline_pool_options*>(o));
-               }},
+               },
                true, true});
   return c;
 }
