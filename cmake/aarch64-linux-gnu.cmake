@@ -1,6 +1,6 @@
 # CMake toolchain file: cross-compiles jitunwind for AArch64 Linux (little endian) on a Debian
 # x86-64 host with g++-aarch64-linux-gnu and the arm64 multiarch packages
-# (scripts/install-deps-arm64.sh), and runs what it builds under qemu-user:
+# (scripts/install-deps.sh arm64), and runs what it builds under qemu-user:
 #
 #   cmake -S . -B build-arm64 -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake ...
 #

@@ -11,7 +11,7 @@
 # build/ (a no-op rebuild there; a partial build when this stage runs alone).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-bash scripts/install-deps-arm64.sh
+bash scripts/install-deps.sh arm64
 
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$(nproc)" --target toy-jit jitunwind_cli test_cli

@@ -9,7 +9,7 @@
 // repository's hand-written shapes, at -O0/-O2/-O3, with and without frame pointers, and with
 // return-address signing (-mbranch-protection=pac-ret, key A and B).
 //
-// The cross compiler comes from scripts/install-deps-arm64.sh (the arm64 stage runs this test
+// The cross compiler comes from scripts/install-deps.sh arm64 (the arm64 stage runs this test
 // with JITUNWIND_REQUIRE_ARM64=1, under which a missing compiler fails it; elsewhere it skips).
 #include "cli/cli_support.hpp"
 #include "support/privileges.hpp"
@@ -30,8 +30,8 @@ bool cross_tools_missing() {
     if (t::tool_available(tool)) continue;
     const char* required = std::getenv("JITUNWIND_REQUIRE_ARM64");
     if (required != nullptr && std::string(required) == "1")
-      FAIL(tool << " is missing and JITUNWIND_REQUIRE_ARM64=1 (scripts/install-deps-arm64.sh)");
-    WARN("SKIPPED: " << tool << " is missing (scripts/install-deps-arm64.sh installs it)");
+      FAIL(tool << " is missing and JITUNWIND_REQUIRE_ARM64=1 (scripts/install-deps.sh arm64)");
+    WARN("SKIPPED: " << tool << " is missing (scripts/install-deps.sh arm64 installs it)");
     return true;
   }
   return false;
