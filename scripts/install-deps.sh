@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages jitunwind needs. `install-deps.sh demo` installs only what the
 # demo (scripts/demo.sh) builds and runs; `install-deps.sh` (or `all`) everything needed to build,
-# test and benchmark. Idempotent: does nothing when everything is present; runs `apt-get update`
-# at most once.
+# test and benchmark; `install-deps.sh arm64` what the AArch64 stage (scripts/test.d/40-arm64.sh,
+# docs/aarch64.md) adds on an x86-64 host, enabling the arm64 architecture in dpkg (multiarch).
+# Idempotent: does nothing when everything is present; runs `apt-get update` at most once.
 set -euo pipefail
 set_name=${1:-all}
 
@@ -33,10 +34,19 @@ PACKAGES=(
   # fuzzers
   libclang-rt-14-dev
 )
+# The AArch64 cross toolchain, qemu-user to run what it builds, and the arm64 packages of what
+# the SDK, its tests and toy-jit use and load (Catch2 and nlohmann-json are header-only and come
+# from the host packages). qemu-aarch64-static finds the arm64 loader and libraries of libc6 and
+# libstdc++6 in /lib/aarch64-linux-gnu.
+ARM64_PACKAGES=(
+  g++-aarch64-linux-gnu binutils-aarch64-linux-gnu qemu-user-static
+  libelf-dev:arm64 libasmjit-dev:arm64 systemtap-sdt-dev:arm64 libc6:arm64 libstdc++6:arm64
+)
 case $set_name in
   demo) PACKAGES=("${DEMO_PACKAGES[@]}") ;;
   all) ;;
-  *) echo "usage: $0 [demo|all]" >&2; exit 2 ;;
+  arm64) PACKAGES=("${ARM64_PACKAGES[@]}") ;;
+  *) echo "usage: $0 [demo|all|arm64]" >&2; exit 2 ;;
 esac
 
 missing=()
@@ -57,5 +67,8 @@ if [[ $(id -u) -ne 0 ]]; then
 fi
 echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
+if [[ $set_name == arm64 ]] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  dpkg --add-architecture arm64
+fi
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}"

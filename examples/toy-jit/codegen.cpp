@@ -1,6 +1,7 @@
 #include "codegen.h"
 
 #include "builtins.h"
+#include "codegen_shared.h"
 
 #include <asmjit/x86.h>
 #include <jitunwind/asmjit.h>
@@ -19,62 +20,12 @@ using toylang::binary_op;
 using toylang::expr;
 using toylang::stmt;
 
-class error_recorder final : public ErrorHandler {
- public:
-  void handleError(Error, const char* message, BaseEmitter*) override {
-    if (first.empty()) first = message;
-  }
-  std::string first;
-};
+using detail::align16;
+using detail::ends_in_return;
+using detail::is_simple;
+using detail::temps_needed;
 
 const x86::Gp arg_regs[6] = {x86::rdi, x86::rsi, x86::rdx, x86::rcx, x86::r8, x86::r9};
-
-uint32_t align16(uint32_t n) {
-  return (n + 15) & ~15u;
-}
-
-// An operand that needs no temporary to be loaded straight into a register.
-bool is_simple(const expr& e) {
-  return e.k == expr::kind::integer || e.k == expr::kind::variable;
-}
-
-// Temporaries an expression needs beyond the `depth` already in use (see generator::gen).
-uint32_t temps_needed(const expr& e) {
-  switch (e.k) {
-    case expr::kind::integer:
-    case expr::kind::variable:
-      return 0;
-    case expr::kind::unary:
-      return temps_needed(*e.operands[0]);
-    case expr::kind::binary: {
-      const uint32_t left = temps_needed(*e.operands[0]);
-      if (e.bop == binary_op::logical_and || e.bop == binary_op::logical_or) {
-        return std::max(left, temps_needed(*e.operands[1]));
-      }
-      const expr& right = *e.operands[1];
-      return std::max(left, is_simple(right) ? 0 : 1 + temps_needed(right));
-    }
-    case expr::kind::call: {
-      if (e.callee == toylang::callee_kind::builtin) return temps_needed(*e.operands[0]);
-      uint32_t need = static_cast<uint32_t>(e.operands.size());
-      for (uint32_t i = 0; i < e.operands.size(); ++i) {
-        need = std::max(need, i + temps_needed(*e.operands[i]));
-      }
-      return need;
-    }
-  }
-  return 0;
-}
-
-uint32_t temps_needed(const toylang::block& b) {
-  uint32_t need = 0;
-  for (const auto& s : b) {
-    if (s->value) need = std::max(need, temps_needed(*s->value));
-    need = std::max(need, temps_needed(s->body));
-    need = std::max(need, temps_needed(s->else_body));
-  }
-  return need;
-}
 
 class generator final : public generated_function {
  public:
@@ -116,16 +67,8 @@ class generator final : public generated_function {
 
   jitunwind::result<jitunwind::function_desc> place(uint64_t address,
                                                     std::span<uint8_t> writable) override {
-    auto placed = jitunwind::asmjit_glue::copy_code(code_, address,
-                                                    {writable.data(), writable.size()}, f_.name);
-    if (!placed) return placed.error();
-    // No absolute relocations exist (see codegen.h), so relocation changes neither the size nor
-    // any offset the frame rows refer to; check that anyway.
-    if (*placed != size_) {
-      return jitunwind::error(jitunwind::errc::invalid_argument,
-                              "toy-jit: '" + f_.name + "' is " + std::to_string(*placed) +
-                                  " bytes once relocated, " + std::to_string(size_) + " before");
-    }
+    if (auto r = detail::copy_placed(code_, address, writable, f_.name, size_); !r)
+      return r.error();
     return frames_.finish(address, size_);
   }
 
@@ -290,25 +233,11 @@ class generator final : public generated_function {
     });
   }
 
-  uint64_t builtin_address(toylang::builtin id) const {
-    switch (id) {
-      case toylang::builtin::print:
-        return rt_.print;
-      case toylang::builtin::checkpoint:
-        return rt_.checkpoint;
-      case toylang::builtin::native_fp:
-        return rt_.native_fp;
-      case toylang::builtin::native_nofp:
-        return rt_.native_nofp;
-    }
-    return 0;
-  }
-
   void gen_call(const expr& e, uint32_t depth) {
     if (e.callee == toylang::callee_kind::builtin) {
       gen(*e.operands[0], depth);
       a_.mov(x86::rdi, x86::rax);
-      call_native(builtin_address(static_cast<toylang::builtin>(e.callee_index)));
+      call_native(detail::builtin_address(rt_, static_cast<toylang::builtin>(e.callee_index)));
       return;
     }
     const auto n = static_cast<uint32_t>(e.operands.size());
@@ -477,11 +406,6 @@ class generator final : public generated_function {
 
   // ---- statements ----
 
-  // True if the block always ends in a return (so no jump past the else branch is needed).
-  static bool ends_in_return(const toylang::block& b) {
-    return !b.empty() && b.back()->k == stmt::kind::return_value;
-  }
-
   void block(const toylang::block& b) {
     for (const auto& s : b) statement(*s);
   }
@@ -535,15 +459,10 @@ class generator final : public generated_function {
     }
   }
 
-  struct division_check {
-    Label label;
-    toylang::location where;
-  };
-
   const toylang::function& f_;
   codegen_options o_;
   runtime_addresses rt_;
-  error_recorder errors_;
+  detail::error_recorder errors_;
   CodeHolder code_;
   x86::Assembler a_;
   frame_builder frames_{jitunwind::abi::amd64};
@@ -555,7 +474,7 @@ class generator final : public generated_function {
   Label stack_overflow_;
   Label hot_;
   Label hot_done_;
-  std::vector<division_check> division_checks_;
+  std::vector<detail::division_check> division_checks_;
   std::vector<uint32_t> return_offsets_;
 };
 

@@ -1,7 +1,10 @@
-// toy-jit's code generator: one toylang function -> x86-64 machine code (asmjit) plus the
-// frame rows that describe it at the exact offsets of its prologue, epilogues and stack
-// adjustments (jitunwind::frame_builder, CFI-style).
+// toy-jit's code generators: one toylang function -> machine code (asmjit) plus the frame rows
+// that describe it at the exact offsets of its prologue, epilogues and stack adjustments
+// (jitunwind::frame_builder, CFI-style). codegen.cpp emits x86-64, codegen_a64.cpp AArch64
+// (docs/aarch64.md); the build picks the one of the target machine.
 //
+// x86-64
+// ------
 // Calling convention: System V x86-64 for every call (JIT -> JIT, JIT -> native, runner -> JIT):
 // arguments in rdi, rsi, rdx, rcx, r8, r9, then on the stack; result in rax. So a toy function
 // is an ordinary C function pointer for the runner, and native helpers are plain C functions.
@@ -21,6 +24,20 @@
 // The code calls other toy functions indirectly through an entry table (so recompiled code
 // takes effect without patching callers) and native helpers through absolute addresses loaded
 // into rax; everything else is rip-relative, so the code runs correctly at any address.
+//
+// AArch64
+// -------
+// AAPCS64 (arguments in x0-x7, then on the stack; result in x0), slot i at [sp + 8i], and four
+// frame shapes (CFA = the caller's SP; rows as .cfi_* directives would say):
+//   leaf (calls nothing but checkpoint):  [sub sp, FRAME] ... [add sp, FRAME]; ret
+//       the return address stays in x30; checkpoint(tag) is a `brk` the runtime's SIGTRAP
+//       handler turns into a checkpoint with the interrupted registers (jit.cpp)
+//   frame pointers on:   stp x29, x30, [sp, #-16]!; mov x29, sp; sub sp, FRAME   CFA = x29 + 16
+//   frame pointers off:  stp x29, x30, [sp, #-16]!; sub sp, FRAME; x29 is a scratch register
+//   --save-lr-only:      str x30, [sp, #-16]!; sub sp, FRAME; x29 untouched
+// With --pauth=a|b, non-leaf functions sign x30 (paciasp/pacibsp, HINT space) before saving it
+// and authenticate it (autiasp/autibsp) after reloading it: the rows mark the saved return
+// address as mangled and the function's SFrame FDE names the key.
 #pragma once
 
 #include "toylang.h"
@@ -41,7 +58,22 @@ struct codegen_options {
   bool shadow_stack = false;
   /// Count calls down and call the recompile hook when the counter reaches zero.
   bool recompile_counter = false;
+  /// AArch64: non-leaf functions without frame pointers save only x30 (and keep x29).
+  bool save_lr_only = false;
+  /// AArch64: sign return addresses in non-leaf functions with key 'a' or 'b' (0: do not).
+  char pauth = 0;
+  /// AArch64, negative controls for --verify-unwind: rows that are wrong while the code is right.
+  enum class wrong_rows : uint8_t {
+    none,
+    ra_slot,      ///< the saved return address in the other word of its 16-byte slot
+    unsigned_ra,  ///< with pauth: rows that do not say the saved return address is signed
+  } wrong = wrong_rows::none;
 };
+
+/// AArch64: the immediate of the `brk` that a checkpoint in a leaf function executes (the tag
+/// in x0); the runtime's SIGTRAP handler recognizes it, reports the checkpoint, sets x0 = 0 and
+/// resumes after it.
+inline constexpr uint16_t checkpoint_trap_immediate = 0x7c;
 
 /// Absolute addresses the generated code uses.
 struct runtime_addresses {

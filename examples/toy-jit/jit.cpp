@@ -3,9 +3,13 @@
 #include "builtins.h"
 #include "runtime.h"
 
+#include <signal.h>
+#include <ucontext.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 
 namespace toyjit {
 
@@ -22,6 +26,67 @@ jit* current = nullptr;
 // Deep enough for any recursion an 8 MiB native stack allows (each JIT frame is >= 16 bytes);
 // deeper recursion on a bigger stack stops at the shadow stack's bounds check instead.
 constexpr size_t shadow_stack_entries = size_t{1} << 20;
+
+#if defined(__aarch64__)
+// Checkpoints in AArch64 leaf functions are `brk #checkpoint_trap_immediate` with the tag in x0
+// (a call would make the function a non-leaf). This handler turns one into a checkpoint with
+// the interrupted registers, as a sampling profiler's signal would see them, returns 0 in x0
+// and resumes after the brk. Other traps go to the handler installed before (the
+// --verify-unwind checker's), or take the default action.
+struct sigaction previous_sigtrap = {};
+bool sigtrap_installed = false;
+
+void on_sigtrap(int sig, siginfo_t* info, void* context) {
+  auto* uc = static_cast<ucontext_t*>(context);
+  const uint64_t pc = uc->uc_mcontext.pc;
+  uint32_t insn = 0;
+  std::memcpy(&insn, reinterpret_cast<const void*>(pc), sizeof insn);
+  const uint32_t checkpoint_brk = 0xd4200000u | (uint32_t{checkpoint_trap_immediate} << 5);
+  if (insn == checkpoint_brk && current != nullptr) {
+    jitunwind::sframe::regs r;
+    r.pc = pc;
+    r.sp = uc->uc_mcontext.sp;
+    r.fp = uc->uc_mcontext.regs[29];
+    r.lr = uc->uc_mcontext.regs[30];
+    jit::checkpoint_trap(static_cast<int64_t>(uc->uc_mcontext.regs[0]), r);
+    uc->uc_mcontext.regs[0] = 0;
+    uc->uc_mcontext.pc = pc + 4;
+    return;
+  }
+  if ((previous_sigtrap.sa_flags & SA_SIGINFO) != 0 && previous_sigtrap.sa_sigaction != nullptr) {
+    previous_sigtrap.sa_sigaction(sig, info, context);
+  } else if (previous_sigtrap.sa_handler != SIG_DFL && previous_sigtrap.sa_handler != SIG_IGN) {
+    previous_sigtrap.sa_handler(sig);
+  } else {
+    signal(SIGTRAP, SIG_DFL);  // the brk runs again and ends the process as it would have
+  }
+}
+
+bool install_trap_handler(std::string& error) {
+  if (sigtrap_installed) return true;
+  struct sigaction sa = {};
+  sa.sa_sigaction = &on_sigtrap;
+  sa.sa_flags = SA_SIGINFO;
+  sigemptyset(&sa.sa_mask);
+  if (sigaction(SIGTRAP, &sa, &previous_sigtrap) != 0) {
+    error = std::string("sigaction(SIGTRAP): ") + std::strerror(errno);
+    return false;
+  }
+  sigtrap_installed = true;
+  return true;
+}
+
+void remove_trap_handler() {
+  if (!sigtrap_installed) return;
+  sigaction(SIGTRAP, &previous_sigtrap, nullptr);
+  sigtrap_installed = false;
+}
+#else
+bool install_trap_handler(std::string&) {
+  return true;
+}
+void remove_trap_handler() {}
+#endif
 }  // namespace
 
 jit::jit(const toylang::program& p, const jit_options& options, std::unique_ptr<code_placer> placer)
@@ -55,12 +120,18 @@ jit::jit(const toylang::program& p, const jit_options& options, std::unique_ptr<
   addresses_.stack_overflow = reinterpret_cast<uint64_t>(&jit::stack_overflow);
   addresses_.recompile_hook = reinterpret_cast<uint64_t>(&jit::recompile_hook);
   codegen_.frame_pointers = options_.frame_pointers;
+  codegen_.save_lr_only = options_.save_lr_only;
+  codegen_.pauth = options_.pauth;
+  codegen_.wrong = options_.wrong_rows;
   codegen_.shadow_stack = options_.shadow_stack;
   codegen_.recompile_counter = options_.recompile_every != 0;
 }
 
 jit::~jit() {
-  if (current == this) current = nullptr;
+  if (current == this) {
+    remove_trap_handler();
+    current = nullptr;
+  }
 }
 
 std::unique_ptr<jit> jit::create(const toylang::program& p, const jit_options& options,
@@ -71,6 +142,7 @@ std::unique_ptr<jit> jit::create(const toylang::program& p, const jit_options& o
   }
   std::unique_ptr<jit> j(new jit(p, options, std::move(placer)));
   current = j.get();
+  if (!install_trap_handler(error)) return nullptr;
   if (!j->compile_all(error)) return nullptr;
   return j;
 }
@@ -150,9 +222,16 @@ int64_t jit::run_main(std::span<const int64_t> a) {
 int64_t jit::checkpoint_helper(int64_t tag) {
   if (current->options_.on_checkpoint != nullptr) {
     current->options_.on_checkpoint(current->options_.checkpoint_user, tag,
-                                    current->ground_truth());
+                                    current->ground_truth(), nullptr);
   }
   return 0;
+}
+
+void jit::checkpoint_trap(int64_t tag, const jitunwind::sframe::regs& interrupted) {
+  if (current->options_.on_checkpoint != nullptr) {
+    current->options_.on_checkpoint(current->options_.checkpoint_user, tag,
+                                    current->ground_truth(), &interrupted);
+  }
 }
 
 void jit::division_by_zero(int64_t line, int64_t column) {

@@ -5,6 +5,8 @@
 #include "toylang.h"
 #include "unwind_check.h"
 
+#include <jitunwind/sframe.h>
+
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -15,12 +17,19 @@ namespace toyjit {
 
 struct jit_options {
   bool frame_pointers = true;
+  /// AArch64 only (see codegen_options).
+  bool save_lr_only = false;
+  char pauth = 0;
+  codegen_options::wrong_rows wrong_rows = codegen_options::wrong_rows::none;
   bool shadow_stack = false;
   /// Recompile a function every this many calls (0 = never).
   uint64_t recompile_every = 0;
   /// Called at checkpoint(tag) with the ground truth: the shadow stack, innermost first (empty
-  /// without --shadow-stack).
-  void (*on_checkpoint)(void* user, int64_t tag, std::span<const uint64_t> addrs) = nullptr;
+  /// without --shadow-stack). `interrupted` is null for a checkpoint that called the runtime;
+  /// for one that trapped (AArch64 leaf functions) it holds the registers of the trap in JIT
+  /// code, and the callback runs in the SIGTRAP handler.
+  void (*on_checkpoint)(void* user, int64_t tag, std::span<const uint64_t> addrs,
+                        const jitunwind::sframe::regs* interrupted) = nullptr;
   void* checkpoint_user = nullptr;
 };
 
@@ -62,6 +71,8 @@ class jit {
 
   // Entry points of the native helpers (called from JIT code).
   static int64_t checkpoint_helper(int64_t tag);
+  /// A checkpoint that trapped in JIT code (AArch64 leaf functions), from the SIGTRAP handler.
+  static void checkpoint_trap(int64_t tag, const jitunwind::sframe::regs& interrupted);
   [[noreturn]] static void division_by_zero(int64_t line, int64_t column);
   [[noreturn]] static void stack_overflow(int64_t function_index);
   static void recompile_hook(int64_t function_index);

@@ -1,4 +1,4 @@
-// toy-jit: compiles a toylang program to x86-64 with asmjit and runs it.
+// toy-jit: compiles a toylang program to x86-64 or AArch64 machine code with asmjit and runs it.
 #include "cli.h"
 #include "jit.h"
 #include "placer.h"
@@ -24,15 +24,32 @@ constexpr const char* program_name = "toy-jit";
 const cmdline::command command_line{
     .operands = "PROGRAM.toy [ARGS...]",
     .summary =
-        "Compiles every function of a toylang program to x86-64 machine code (asmjit) and "
-        "runs main(ARGS...), printing what the program prints and then main's value.",
+        "Compiles every function of a toylang program to machine code of this machine "
+        "(x86-64 or AArch64, with asmjit) and runs main(ARGS...), printing what the program "
+        "prints and then main's value.",
     .options =
         {
             {.name = "frame-pointers",
-             .help = "JIT code without frame pointers (--frame-pointers=off): rbp is a general "
-                     "register and only SFrame/eh_frame unwind it.",
+             .help = "JIT code without frame pointers (--frame-pointers=off): rbp (AArch64: "
+                     "x29) is a general register and only SFrame/eh_frame unwind it.",
              .type = cmdline::kind::flag,
              .on_by_default = true},
+            {"save-lr-only", 0, "",
+             "AArch64, with --frame-pointers=off: functions that call save only x30 (str x30) "
+             "and leave x29 alone."},
+            {.name = "pauth",
+             .value_name = "a|b",
+             .help = "AArch64: sign return addresses in functions that call (paciasp/pacibsp ... "
+                     "autiasp/autibsp, key A or B).",
+             .type = cmdline::kind::choice,
+             .choices = {"a", "b"}},
+            {.name = "wrong-rows",
+             .value_name = "ra-slot|unsigned",
+             .help = "AArch64 negative controls for --verify-unwind (it must fail): publish rows "
+                     "that put the saved return address in the other word of its slot, or that "
+                     "do not say it is signed (with --pauth).",
+             .type = cmdline::kind::choice,
+             .choices = {"ra-slot", "unsigned"}},
             toylang::cli::publish_option(""),
             {.name = "sframe-version",
              .value_name = "2|3",
@@ -93,6 +110,20 @@ options parse_command_line(int argc, char** argv) {
       toylang::cli::parse_command_line(command_line, program_name, argc, argv);
   options o;
   o.jit.frame_pointers = a.state("frame-pointers").value_or(true);
+  o.jit.save_lr_only = a.flag("save-lr-only");
+  if (auto key = a.value("pauth")) o.jit.pauth = (*key)[0];
+  if (auto wrong = a.value("wrong-rows")) {
+    o.jit.wrong_rows = *wrong == "ra-slot" ? toyjit::codegen_options::wrong_rows::ra_slot
+                                           : toyjit::codegen_options::wrong_rows::unsigned_ra;
+  }
+#if !defined(__aarch64__)
+  if (o.jit.save_lr_only || o.jit.pauth != 0 ||
+      o.jit.wrong_rows != toyjit::codegen_options::wrong_rows::none)
+    toylang::cli::usage_error(program_name,
+                              "--save-lr-only, --pauth and --wrong-rows are AArch64 options");
+#endif
+  if (o.jit.wrong_rows == toyjit::codegen_options::wrong_rows::unsigned_ra && o.jit.pauth == 0)
+    toylang::cli::usage_error(program_name, "--wrong-rows=unsigned needs --pauth");
   if (auto list = a.value("publish"))
     o.placement.publishers = toylang::cli::publishers(program_name, *list);
   o.placement.window_size = static_cast<size_t>(a.whole("windows", o.placement.window_size));
@@ -109,8 +140,12 @@ options parse_command_line(int argc, char** argv) {
   return o;
 }
 
-// One line per row: "  +OFFSET  CFA=rsp+16  rbp@CFA-16" (what SFrame and .eh_frame say).
+// One line per row: "  +OFFSET  CFA=rsp+16  rbp@CFA-16" (what SFrame and .eh_frame say);
+// on AArch64 "  +OFFSET  CFA=sp+16  x30@CFA-8  x29@CFA-16", with "(signed)" for a mangled RA.
 void dump_frames(const toyjit::jit& jit) {
+  const bool amd64 = jitunwind::native_abi == jitunwind::abi::amd64;
+  const char* sp = amd64 ? "rsp" : "sp";
+  const char* fp = amd64 ? "rbp" : "x29";
   for (const auto& f : jit.functions()) {
     std::fprintf(stderr, "%s at 0x%" PRIx64 ", %u bytes, %zu rows, return addresses at +",
                  f.name.c_str(), f.start, f.size, f.frames.rows.size());
@@ -120,8 +155,12 @@ void dump_frames(const toyjit::jit& jit) {
     std::fprintf(stderr, "\n");
     for (const auto& r : f.frames.rows) {
       std::fprintf(stderr, "  +%-4u CFA=%s%+d", r.pc_offset,
-                   r.cfa == jitunwind::cfa_base::sp ? "rsp" : "rbp", r.cfa_offset);
-      if (r.fp == jitunwind::fp_rule::saved) std::fprintf(stderr, "  rbp@CFA%+d", r.fp_offset);
+                   r.cfa == jitunwind::cfa_base::sp ? sp : fp, r.cfa_offset);
+      if (!amd64 && r.ra == jitunwind::ra_rule::saved)
+        std::fprintf(stderr, "  x30@CFA%+d", r.ra_offset);
+      if (!amd64 && r.ra == jitunwind::ra_rule::in_register) std::fprintf(stderr, "  x30");
+      if (r.ra_mangled) std::fprintf(stderr, " (signed)");
+      if (r.fp == jitunwind::fp_rule::saved) std::fprintf(stderr, "  %s@CFA%+d", fp, r.fp_offset);
       std::fprintf(stderr, "\n");
     }
   }
@@ -144,20 +183,24 @@ int main(int argc, char** argv) {
 
   std::string error;
   // The ground-truth probe toyjit:checkpoint(tag, count, addrs), a dynamic USDT probe.
+  // Dynamic USDT probes exist on x86-64 only (docs/usdt.md): elsewhere toy-jit runs without.
   auto provider = jitunwind::usdt::provider::create("toyjit");
-  if (!provider) {
+  if (!provider && provider.error().code() != jitunwind::errc::unsupported) {
     std::fprintf(stderr, "toy-jit: %s\n", provider.error().message().c_str());
     return 4;
   }
-  auto checkpoint_probe = provider->add_probe("checkpoint", toylang::checkpoint_args);
-  if (!checkpoint_probe) {
-    std::fprintf(stderr, "toy-jit: %s\n", checkpoint_probe.error().message().c_str());
-    return 4;
-  }
-  if (auto r = provider->load(); !r) {
-    // Tracing is optional: run without the probe.
-    std::fprintf(stderr, "toy-jit: warning: no checkpoint probe: %s\n",
-                 r.error().message().c_str());
+  jitunwind::result<jitunwind::usdt::probe> checkpoint_probe = jitunwind::usdt::probe{};
+  if (provider) {
+    checkpoint_probe = provider->add_probe("checkpoint", toylang::checkpoint_args);
+    if (!checkpoint_probe) {
+      std::fprintf(stderr, "toy-jit: %s\n", checkpoint_probe.error().message().c_str());
+      return 4;
+    }
+    if (auto r = provider->load(); !r) {
+      // Tracing is optional: run without the probe.
+      std::fprintf(stderr, "toy-jit: warning: no checkpoint probe: %s\n",
+                   r.error().message().c_str());
+    }
   }
   struct checkpoint_context {
     uint64_t count = 0;
@@ -175,13 +218,15 @@ int main(int argc, char** argv) {
     }
   }
   opt.jit.checkpoint_user = &ctx;
-  opt.jit.on_checkpoint = [](void* user, int64_t tag, std::span<const uint64_t> truth) {
+  opt.jit.on_checkpoint = [](void* user, int64_t tag, std::span<const uint64_t> truth,
+                             const jitunwind::sframe::regs* interrupted) {
     auto& c = *static_cast<checkpoint_context*>(user);
     ++c.count;
     c.deepest = std::max(c.deepest, truth.size());
     toylang::fire_checkpoint(c.probe, tag, truth);
     if (c.checker) {
       const auto sections = c.jit->placer().sframe_sections();
+      if (interrupted != nullptr) c.checker->start_from(*interrupted);
       const auto outcome = c.checker->check(truth, sections);
       if (!outcome.exact || !outcome.complete) {
         std::fprintf(stderr, "toy-jit: verify-unwind: checkpoint %" PRId64 ": %s\n", tag,
@@ -204,7 +249,7 @@ int main(int argc, char** argv) {
   if (opt.dump_frames) dump_frames(*jit);
   if (opt.wait_for_tracer != 0) {
     const jitunwind::usdt::probe probes[] = {ctx.probe};
-    if (!provider->loaded() ||
+    if (!provider || !provider->loaded() ||
         !toylang::wait_for_tracer("toy-jit", *provider, probes,
                                   std::chrono::seconds(opt.wait_for_tracer))) {
       std::fprintf(stderr, "toy-jit: --wait-for-tracer: no tracer attached within %d s\n",

@@ -237,6 +237,17 @@ class sdk_placer final : public code_placer {
     return true;
   }
 
+  // AArch64 pointer authentication (--pauth) stores return addresses with a signature in the
+  // bits above the 48-bit user address space: the scan compares them without it (as the SDK's
+  // unwinder does). Other words that merely look like addresses only delay a retirement.
+  static uint64_t strip_signature(uint64_t word) {
+#if defined(__aarch64__)
+    return word & ((uint64_t{1} << 48) - 1);
+#else
+    return word;
+#endif
+  }
+
   // Conservative: any word on the stack between here and the stack's top that points into a
   // window counts as a live return address (false positives only delay retirement). One pass
   // over the stack for all windows: result[i] is whether windows[i] is referenced. The scan reads
@@ -252,7 +263,7 @@ class sdk_placer final : public code_placer {
     const auto* low = static_cast<const uint64_t*>(__builtin_frame_address(0));
     const auto* high = reinterpret_cast<const uint64_t*>(stack_high_);
     for (const uint64_t* p = low; p < high; ++p) {
-      const uint64_t v = *p;
+      const uint64_t v = strip_signature(*p);
       if (v < starts.front().first) continue;
       auto it = std::upper_bound(starts.begin(), starts.end(),
                                  std::make_pair(v, std::numeric_limits<size_t>::max()));

@@ -38,11 +38,19 @@ struct trap_state {
 trap_state trap;
 
 void on_sigtrap(int, siginfo_t*, void* context) {
-  const auto* uc = static_cast<const ucontext_t*>(context);
+  auto* uc = static_cast<ucontext_t*>(context);
   sframe::regs r;
+#if defined(__aarch64__)
+  r.pc = uc->uc_mcontext.pc;
+  r.sp = uc->uc_mcontext.sp;
+  r.fp = uc->uc_mcontext.regs[29];
+  r.lr = uc->uc_mcontext.regs[30];
+  uc->uc_mcontext.pc += 4;  // brk reports its own address: resume after it
+#else
   r.pc = static_cast<uint64_t>(uc->uc_mcontext.gregs[REG_RIP]);
   r.sp = static_cast<uint64_t>(uc->uc_mcontext.gregs[REG_RSP]);
   r.fp = static_cast<uint64_t>(uc->uc_mcontext.gregs[REG_RBP]);
+#endif
   if (trap.unwinder != nullptr) trap.trace = trap.unwinder->unwind(r, trap.reader, trap.max_frames);
   trap.fired = true;
 }
@@ -50,7 +58,11 @@ void on_sigtrap(int, siginfo_t*, void* context) {
 // The sampled "instruction": a trap inside an ordinary function of this (SFrame-described)
 // file, so the walk starts exactly like a profiler's sample in native code.
 __attribute__((noinline)) void trap_here() {
+#if defined(__aarch64__)
+  asm volatile("brk #0" ::: "memory");
+#else
   asm volatile("int3" ::: "memory");
+#endif
 }
 
 struct stack_bounds {
@@ -135,8 +147,10 @@ std::string unwind_checker::symbol(uint64_t address) {
 
 unwind_outcome unwind_checker::check(std::span<const uint64_t> truth,
                                      std::span<const jit_sframe> sections) {
+  const std::optional<sframe::regs> interrupted = start_;
+  start_.reset();
   unwind_outcome out;
-  sframe::unwinder unwinder(abi::amd64);
+  sframe::unwinder unwinder(native_abi);
   std::vector<sframe::table> jit_tables;
   jit_tables.reserve(sections.size());
   for (const jit_sframe& s : sections) {
@@ -158,7 +172,13 @@ unwind_outcome unwind_checker::check(std::span<const uint64_t> truth,
   // Interpreters have several native frames per JIT frame (eval, call, trampoline).
   trap.max_frames = 8 * truth.size() + 128;
   trap.fired = false;
-  trap_here();
+  if (interrupted) {
+    ++interrupted_;
+    trap.trace = unwinder.unwind(*interrupted, trap.reader, trap.max_frames);
+    trap.fired = true;
+  } else {
+    trap_here();
+  }
   trap.unwinder = nullptr;
   ++checks_;
   if (!trap.fired) {
@@ -204,8 +224,10 @@ unwind_outcome unwind_checker::check(std::span<const uint64_t> truth,
 }
 
 std::string unwind_checker::summary() const {
-  return "verify-unwind: " + std::to_string(checks_) + " checkpoints, " + std::to_string(exact_) +
-         " exact, " + std::to_string(complete_) + " complete";
+  std::string s = "verify-unwind: " + std::to_string(checks_) + " checkpoints, " +
+                  std::to_string(exact_) + " exact, " + std::to_string(complete_) + " complete";
+  if (interrupted_ != 0) s += ", " + std::to_string(interrupted_) + " from a trap in JIT code";
+  return s;
 }
 
 }  // namespace toylang

@@ -1,9 +1,10 @@
 // In-process ground-truth check with the SDK's SFrame unwinder (used by --verify-unwind of both
 // example runtimes).
 //
-// At a checkpoint the runtime calls `check`: it executes an `int3` in a function of this file;
-// the SIGTRAP handler takes the interrupted registers from the signal context (as a sampling
-// profiler would) and walks the stack with `jitunwind::sframe::unwinder` over
+// At a checkpoint the runtime calls `check`: it executes a trap (`int3`, AArch64 `brk`) in a
+// function of this file; the SIGTRAP handler takes the interrupted registers from the signal
+// context (as a sampling profiler would) and walks the stack with `jitunwind::sframe::unwinder`
+// over
 //   - the .sframe section (PT_GNU_SFRAME) of every loaded ELF object that has one — the example
 //     binaries are assembled with `as --gsframe`, libc and libstdc++ are not — and
 //   - the SFrame sections of the runtime's code windows (what the SDK published),
@@ -23,6 +24,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -55,22 +57,31 @@ class unwind_checker {
 
   /// Traps, unwinds and compares. `sections` describe every live JIT window.
   unwind_outcome check(std::span<const uint64_t> truth, std::span<const jit_sframe> sections);
+  /// Makes the next `check` start from registers already interrupted (a trap in JIT code, from
+  /// its SIGTRAP handler; the return address may still be in the link register) instead of
+  /// trapping. (Not a parameter of `check`: a seventh argument word would go on the x86-64
+  /// stack, and gas 2.40's --gsframe leaves out functions with such calls: .cfi_GNU_args_size.)
+  void start_from(const jitunwind::sframe::regs& interrupted) { start_ = interrupted; }
 
   /// Totals over every check so far.
   uint64_t checks() const { return checks_; }
   uint64_t exact() const { return exact_; }
   uint64_t complete() const { return complete_; }
-  /// One line: "verify-unwind: N checkpoints, N exact, N complete".
+  /// Checks that started from interrupted registers (start_from).
+  uint64_t interrupted() const { return interrupted_; }
+  /// One line: "verify-unwind: N checkpoints, N exact, N complete", followed by
+  /// ", N from a trap in JIT code" when some were.
   std::string summary() const;
   /// Symbol name (via dladdr) of an address, or "?".
   static std::string symbol(uint64_t address);
 
  private:
   unwind_checker() = default;
+  std::optional<jitunwind::sframe::regs> start_;
   struct native_table;
   std::vector<std::unique_ptr<native_table>> natives_;
   uint64_t stack_low_ = 0, stack_high_ = 0;
-  uint64_t checks_ = 0, exact_ = 0, complete_ = 0;
+  uint64_t checks_ = 0, exact_ = 0, complete_ = 0, interrupted_ = 0;
 };
 
 }  // namespace toylang

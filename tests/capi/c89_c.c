@@ -9,10 +9,26 @@
 #error "JITUNWIND_USDT_FIRE is a variadic macro: C89 has none, c/usdt.h must not define it"
 #endif
 
+#if defined(__aarch64__)
+/* stp x19, x20, [sp, #-32]!; sub sp, sp, #16; mov w0, #7; add sp, sp, #16;
+   ldp x19, x20, [sp], #32; ret */
+static const unsigned char code[] = {0xf3, 0x53, 0xbe, 0xa9, 0xff, 0x43, 0x00, 0xd1,
+                                     0xe0, 0x00, 0x80, 0x52, 0xff, 0x43, 0x00, 0x91,
+                                     0xf3, 0x53, 0xc2, 0xa8, 0xc0, 0x03, 0x5f, 0xd6};
+#define CODE_ABI JITUNWIND_ABI_AARCH64_LE
+#define FIRST_SAVED_AT 4  /* x19 saved at CFA-32 */
+#define FIRST_REG 19
+#define FIRST_OFFSET -32
+#else
 /* push rbx; push r12; sub rsp, 8; mov eax, 7; add rsp, 8; pop r12; pop rbx; ret */
 static const unsigned char code[] = {0x53, 0x41, 0x54, 0x48, 0x83, 0xec, 0x08,
                                      0xb8, 0x07, 0x00, 0x00, 0x00, 0x48, 0x83,
                                      0xc4, 0x08, 0x41, 0x5c, 0x5b, 0xc3};
+#define CODE_ABI JITUNWIND_ABI_AMD64
+#define FIRST_SAVED_AT 1  /* rbx saved at CFA-16 */
+#define FIRST_REG 3
+#define FIRST_OFFSET -16
+#endif
 
 static int note(char* msg, size_t len, const char* what, const jitunwind_error* err) {
   strncpy(msg, what, len - 1);
@@ -27,6 +43,17 @@ static int note(char* msg, size_t len, const char* what, const jitunwind_error* 
 /* The rows and saved registers of `code`, from the builder's directives. */
 static int describe(jitunwind_frame_builder* b, uint64_t start, jitunwind_function* f,
                     jitunwind_error* err) {
+#if defined(__aarch64__)
+  jitunwind_frame_stack_alloc(b, 4, 32);
+  jitunwind_frame_save_register(b, 4, 19, -32); /* x19 */
+  jitunwind_frame_save_register(b, 4, 20, -24); /* x20 */
+  jitunwind_frame_stack_alloc(b, 8, 16);
+  jitunwind_frame_remember_state(b);
+  jitunwind_frame_stack_free(b, 16, 16);
+  jitunwind_frame_stack_free(b, 20, 32);
+  jitunwind_frame_restore_register(b, 20, 19);
+  jitunwind_frame_restore_register(b, 20, 20);
+#else
   jitunwind_frame_stack_alloc(b, 1, 8);
   jitunwind_frame_save_register(b, 1, 3, -16); /* rbx */
   jitunwind_frame_stack_alloc(b, 3, 8);
@@ -38,6 +65,7 @@ static int describe(jitunwind_frame_builder* b, uint64_t start, jitunwind_functi
   jitunwind_frame_restore_register(b, 18, 12);
   jitunwind_frame_stack_free(b, 19, 8);
   jitunwind_frame_restore_register(b, 19, 3);
+#endif
   return jitunwind_frame_builder_finish(b, start, sizeof code, f, err);
 }
 
@@ -60,7 +88,7 @@ int capi_c89_scenario(char* msg, size_t len) {
   so.publishers = JITUNWIND_PUBLISH_REGISTRY;
   jitunwind_owned_window_options_init(&wo);
   wo.code_capacity = 4096;
-  if (jitunwind_frame_builder_create(JITUNWIND_ABI_AMD64, &b, &err) != JITUNWIND_OK) {
+  if (jitunwind_frame_builder_create(CODE_ABI, &b, &err) != JITUNWIND_OK) {
     note(msg, len, "builder", &err);
     goto out;
   }
@@ -75,10 +103,11 @@ int capi_c89_scenario(char* msg, size_t len) {
     note(msg, len, "rows", &err);
     goto out;
   }
-  /* rbx saved at 1, r12 at 3, restored at 18 and 19 */
-  if (f.saved_register_count != 4 || f.saved_registers[0].pc_offset != 1 ||
-      f.saved_registers[0].dwarf_reg != 3 || f.saved_registers[0].rule != JITUNWIND_SAVED_AT_CFA ||
-      f.saved_registers[0].cfa_offset != -16 ||
+  /* two registers saved, then both restored */
+  if (f.saved_register_count != 4 || f.saved_registers[0].pc_offset != FIRST_SAVED_AT ||
+      f.saved_registers[0].dwarf_reg != FIRST_REG ||
+      f.saved_registers[0].rule != JITUNWIND_SAVED_AT_CFA ||
+      f.saved_registers[0].cfa_offset != FIRST_OFFSET ||
       f.saved_registers[3].rule != JITUNWIND_SAVED_UNCHANGED) {
     note(msg, len, "the builder's saved registers are not the directives'", NULL);
     goto out;

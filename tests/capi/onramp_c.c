@@ -9,8 +9,24 @@
 
 #include "expect_c.h"
 
+#if defined(__aarch64__)
+/* stp x29, x30, [sp, #-16]!; mov x29, sp; mov w0, #42; ldp x29, x30, [sp], #16; ret */
+static const unsigned char answer_code[] = {0xfd, 0x7b, 0xbf, 0xa9, 0xfd, 0x03, 0x00,
+                                            0x91, 0x40, 0x05, 0x80, 0x52, 0xfd, 0x7b,
+                                            0xc1, 0xa8, 0xc0, 0x03, 0x5f, 0xd6};
+#define ANSWER_ABI JITUNWIND_ABI_AARCH64_LE
+#define AFTER_PUSH 4
+#define AFTER_SET_FP 8
+#define AFTER_POP 16
+#else
 /* push rbp; mov rbp, rsp; mov eax, 42; pop rbp; ret */
 static const unsigned char answer_code[] = {0x55, 0x48, 0x89, 0xe5, 0xb8, 42, 0, 0, 0, 0x5d, 0xc3};
+#define ANSWER_ABI JITUNWIND_ABI_AMD64
+#define AFTER_PUSH 1
+#define AFTER_SET_FP 4
+#define AFTER_POP 10
+#endif
+const size_t capi_onramp_answer_size = sizeof answer_code;
 
 /* Places the code, names it, runs it, checks the errors of the on-ramp; leaves the code named
    (for the caller to look at) and returns its address, or NULL with `msg`. */
@@ -26,11 +42,11 @@ void* capi_onramp_c_name(char* msg, size_t len) {
   EXPECT(code != MAP_FAILED, "mmap failed");
   memcpy(code, answer_code, sizeof answer_code);
   EXPECT(mprotect(code, 4096, PROT_READ | PROT_EXEC) == 0, "mprotect failed");
+  __builtin___clear_cache((char*)code, (char*)code + sizeof answer_code); /* AArch64 */
 
-  EXPECT(jitunwind_frame_builder_create(JITUNWIND_ABI_AMD64, &b, &err) == JITUNWIND_OK, "%s",
-         err.message);
-  EXPECT(jitunwind_frame_push_frame_pointer(b, 1, 4) == JITUNWIND_OK, "push");
-  EXPECT(jitunwind_frame_pop_frame_pointer(b, 10) == JITUNWIND_OK, "pop");
+  EXPECT(jitunwind_frame_builder_create(ANSWER_ABI, &b, &err) == JITUNWIND_OK, "%s", err.message);
+  EXPECT(jitunwind_frame_push_frame_pointer(b, AFTER_PUSH, AFTER_SET_FP) == JITUNWIND_OK, "push");
+  EXPECT(jitunwind_frame_pop_frame_pointer(b, AFTER_POP) == JITUNWIND_OK, "pop");
   EXPECT(jitunwind_frame_builder_finish(b, (uint64_t)(uintptr_t)code, sizeof answer_code, &f,
                                         &err) == JITUNWIND_OK,
          "finish: %s", err.message);
@@ -62,12 +78,12 @@ void* capi_onramp_c_name(char* msg, size_t len) {
   EXPECT(
       jitunwind_name_code(code + 64, 16, "norows", NULL, 0, &err) == JITUNWIND_E_INVALID_ARGUMENT,
       "no rows accepted");
-  EXPECT(jitunwind_name_code(code + 64, 16, "c:scratch", f.rows, f.row_count, &err) == JITUNWIND_OK,
+  EXPECT(jitunwind_name_code(code + 64, 32, "c:scratch", f.rows, f.row_count, &err) == JITUNWIND_OK,
          "name_code: %s", err.message);
   EXPECT(jitunwind_forget_code(code + 64, &err) == JITUNWIND_OK, "forget: %s", err.message);
   EXPECT(jitunwind_forget_code(code + 64, &err) == JITUNWIND_E_NOT_FOUND, "forgotten twice");
   EXPECT(
-      jitunwind_name_code(code + 64, 16, "c:scratch2", f.rows, f.row_count, &err) == JITUNWIND_OK,
+      jitunwind_name_code(code + 64, 32, "c:scratch2", f.rows, f.row_count, &err) == JITUNWIND_OK,
       "naming again after forget: %s", err.message);
 
   /* The default session is one session. */

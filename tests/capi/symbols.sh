@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# usage: symbols.sh LIBJITUNWIND_SO PUBLIC_INCLUDE_DIR VERSION_SCRIPT
+# usage: [NM=nm] symbols.sh LIBJITUNWIND_SO PUBLIC_INCLUDE_DIR VERSION_SCRIPT
 # The shared library's C API carries symbol versions (sdk/jitunwind.map) and its SONAME is the C
 # ABI generation of jitunwind/config.h: every function the C headers (jitunwind/c/*.h) declare
 # is exported as name@@JITUNWIND_<v>, no exported C symbol lacks a version, the version script
@@ -27,7 +27,7 @@ for n in $nodes; do
   readelf -V -W "$lib" | grep -q "Name: $n\$" || fail "no $n version definition in $lib"
 done
 
-exported=$(nm -D --defined-only --with-symbol-versions "$lib" | awk '{print $3}')
+exported=$("${NM:-nm}" -D --defined-only --with-symbol-versions "$lib" | awk '{print $3}')
 # Declarations may span lines: join each header, then take the name before the first '('.
 declared=$(for h in "$include"/jitunwind/c/*.h; do
              sed 's:/\*.*\*/::g' "$h" | tr '\n' ' ' |

@@ -49,6 +49,16 @@ run_result run(const std::vector<std::string>& argv, const std::string& input,
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
 
   std::vector<char*> args;
+  // A cross build's programs run under its emulator (JITUNWIND_TEST_EMULATOR, which the build
+  // sets from CMAKE_CROSSCOMPILING_EMULATOR): the programs of this build tree, not host tools.
+  std::vector<std::string> emulator;
+  if (const char* e = std::getenv("JITUNWIND_TEST_EMULATOR");
+      e != nullptr && *e != '\0' && !argv.empty() &&
+      argv[0].rfind(std::string(JITUNWIND_BINARY_DIR) + "/", 0) == 0) {
+    std::istringstream words(e);
+    for (std::string w; words >> w;) emulator.push_back(w);
+  }
+  for (const auto& a : emulator) args.push_back(const_cast<char*>(a.c_str()));
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   pid_t pid = -1;

@@ -27,6 +27,17 @@ namespace jitunwind {
 /// only (decoded, dumped, converted to JSON): nothing in the SDK generates or unwinds it.
 enum class abi : uint8_t { aarch64_be = 1, aarch64_le = 2, amd64 = 3, s390x = 4 };
 
+/// The ABI of the machine the SDK is compiled for (AMD64, or AArch64 in its byte order): the
+/// default target of sessions (`session_options::target`) and of the C API's `abi = 0`.
+inline constexpr abi native_abi =
+#if defined(__aarch64__) && defined(__AARCH64EB__)
+    abi::aarch64_be;
+#elif defined(__aarch64__)
+    abi::aarch64_le;
+#else
+    abi::amd64;
+#endif
+
 /// "amd64", "aarch64-le", "aarch64-be" or "s390x".
 JITUNWIND_API const char* to_string(abi a) noexcept;
 /// Inverse of `to_string(abi)`; `errc::invalid_argument` for anything else.

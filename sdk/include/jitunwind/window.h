@@ -125,7 +125,7 @@ inline constexpr std::chrono::milliseconds min_flush_latency{1};
 inline constexpr std::chrono::milliseconds max_flush_latency{60000};
 
 struct session_options {
-  abi target = abi::amd64;
+  abi target = native_abi;  ///< the code's ABI: the machine the SDK is built for by default
   publisher_set publishers = default_publishers;
   /// Durability of the perf map and of the jitdump (docs/publishers.md#durability).
   durability perfmap_durability = durability::batched;

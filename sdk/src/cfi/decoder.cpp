@@ -433,13 +433,7 @@ class evaluator {
     } else {
       return unsupported(at_text() + "return address (" + ra_name + ") " + rule_text(ra.kind));
     }
-    if (s_.ra_mangled) {
-      if (cie_.pac_key_b)
-        return unsupported(at_text() +
-                           "return address signed with PAC key B (the frame model "
-                           "has key A only)");
-      row.ra_mangled = true;
-    }
+    if (s_.ra_mangled) row.ra_mangled = true;  // with the CIE's key (function_desc::pauth_key)
 
     const reg_rule fp = rule_of(s_, regs_.fp);
     if (fp.kind == rule_kind::offset && fits_int32(fp.value)) {
@@ -768,6 +762,7 @@ class section_decoder {
     function_desc& f = ev.function();
     f.start = *start;
     f.size = static_cast<uint32_t>(*range);
+    f.pauth_key = c.pac_key_b ? 1 : 0;  // 'B' augmentation: return addresses signed with key B
     out_.functions.push_back(std::move(f));
     out_.fde_offsets.push_back(static_cast<uint32_t>(off));
   }

@@ -182,8 +182,39 @@ uint8_t* owned_memory::writable_for(uint64_t address) const noexcept {
   return (write_alias_ != nullptr ? write_alias_ : exec_) + offset;
 }
 
+namespace {
+
+// AArch64 does not keep instruction fetch coherent with data writes: code written through any
+// view must be cleaned from the data cache and invalidated in the instruction cache before it
+// runs (the builtin does both for a range; both views map the same pages). x86-64 needs nothing.
+void sync_instruction_cache([[maybe_unused]] uint8_t* written, [[maybe_unused]] uint8_t* exec,
+                            [[maybe_unused]] size_t len) noexcept {
+#if defined(__aarch64__)
+  if (written != exec) __builtin___clear_cache(reinterpret_cast<char*>(written),
+                                               reinterpret_cast<char*>(written + len));
+  __builtin___clear_cache(reinterpret_cast<char*>(exec), reinterpret_cast<char*>(exec + len));
+#endif
+}
+
+// What wiped code is filled with, so that a stale jump into it traps: int3 on x86-64, UDF #0
+// (the all-zero word) on AArch64.
+#if defined(__aarch64__)
+constexpr int trap_fill = 0x00;
+#else
+constexpr int trap_fill = 0xcc;
+#endif
+
+}  // namespace
+
 result<void> owned_memory::make_executable(size_t offset, size_t len) {
-  if (aliased() || len == 0) return {};
+  if (len == 0) return {};
+  if (offset > code_capacity_ || len > code_capacity_ - offset)
+    return make_error(errc::out_of_range, "owned window: range %zu+%zu past capacity %zu", offset,
+                      len, code_capacity_);
+  if (aliased()) {
+    sync_instruction_cache(write_alias_ + offset, exec_ + offset, len);
+    return {};
+  }
   const size_t page = page_size();
   const size_t begin = offset / page * page;
   const size_t end = round_up(offset + len, page);
@@ -193,6 +224,7 @@ result<void> owned_memory::make_executable(size_t offset, size_t len) {
   if (mprotect(exec_ + begin, end - begin, PROT_READ | PROT_EXEC) != 0)
     return make_error(errc::io_error, "owned window: mprotect RX of %zu bytes at %p failed: %s",
                       end - begin, static_cast<void*>(exec_ + begin), std::strerror(errno));
+  sync_instruction_cache(exec_ + offset, exec_ + offset, len);
   return {};
 }
 
@@ -229,6 +261,8 @@ result<void> owned_memory::patch(size_t offset, std::span<const uint8_t> bytes, 
                         "not executable): %s",
                         end - begin, static_cast<void*>(exec_ + begin), std::strerror(errno));
   }
+  if (aliased() || published)
+    sync_instruction_cache(writable_for(code_address() + offset), exec_ + offset, bytes.size());
   (void)sync_all_cores();
   return {};
 }
@@ -243,7 +277,7 @@ bool sync_all_cores() noexcept {
 result<void> owned_memory::wipe(size_t used) {
   used = std::min(used, code_capacity_);
   if (aliased()) {
-    std::memset(write_alias_, 0xcc, used);  // int3: stale jumps trap
+    std::memset(write_alias_, trap_fill, used);  // stale jumps trap
     return {};
   }
   // Whole range writable and not executable first (never both), then overwrite the old code.
@@ -252,7 +286,7 @@ result<void> owned_memory::wipe(size_t used) {
     return make_error(errc::io_error,
                       "owned window: making %zu bytes writable for reuse failed: %s",
                       code_capacity_, std::strerror(errno));
-  std::memset(exec_, 0xcc, used);
+  std::memset(exec_, trap_fill, used);
   return {};
 }
 

@@ -240,9 +240,11 @@ result<window*> session_impl::describe_window(const described_window_options& o)
                       "section (32-bit offsets); split it",
                       o.text_size);
   // About one typical function (FDE + 4 rows) per 64 bytes of code; small windows share
-  // arenas, so no page minimum.
+  // arenas, so no page minimum, but room for the header and one such function (AArch64 rows
+  // also carry the return address's offset: a frame-record function needs 69 bytes in v3).
+  const size_t one_function = options_.target == abi::amd64 ? 64 : 96;
   const size_t sframe_capacity =
-      o.sframe_capacity != 0 ? o.sframe_capacity : o.text_size / 64 * 48 + 64;
+      o.sframe_capacity != 0 ? o.sframe_capacity : o.text_size / 64 * 48 + one_function;
   sframe_block block;
   {
     std::lock_guard lock(mutex_);

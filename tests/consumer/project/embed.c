@@ -12,9 +12,26 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#if defined(__aarch64__)
+/* stp x29, x30, [sp, #-16]!; mov x29, sp; mov w1, #1 << 20; 1: subs w1, w1, #1; b.ne 1b;
+   mov w0, #42; ldp x29, x30, [sp], #16; ret */
+static const unsigned char code[] = {
+    0xfd, 0x7b, 0xbf, 0xa9, 0xfd, 0x03, 0x00, 0x91, 0x01, 0x02, 0xa0, 0x52, 0x21, 0x04, 0x00,
+    0x71, 0xe1, 0xff, 0xff, 0x54, 0x40, 0x05, 0x80, 0x52, 0xfd, 0x7b, 0xc1, 0xa8, 0xc0, 0x03,
+    0x5f, 0xd6};
+#define CODE_ABI JITUNWIND_ABI_AARCH64_LE
+#define AFTER_PUSH 4
+#define AFTER_SET_FP 8
+#define AFTER_POP 28
+#else
 /* push rbp; mov rbp, rsp; mov ecx, 1 << 20; 1: dec ecx; jnz 1b; mov eax, 42; pop rbp; ret */
 static const unsigned char code[] = {0x55, 0x48, 0x89, 0xe5, 0xb9, 0x00, 0x00, 0x10, 0x00, 0xff,
                                      0xc9, 0x75, 0xfc, 0xb8, 0x2a, 0x00, 0x00, 0x00, 0x5d, 0xc3};
+#define CODE_ABI JITUNWIND_ABI_AMD64
+#define AFTER_PUSH 1
+#define AFTER_SET_FP 4
+#define AFTER_POP 19
+#endif
 
 static int fail(const char* what, const jitunwind_error* e) {
   fprintf(stderr, "embed_c: %s: %s\n", what, e->message);
@@ -48,11 +65,13 @@ int main(int argc, char** argv) {
   if (mem == MAP_FAILED) return perror("mmap"), 1;
   memcpy(mem, code, sizeof code);
   if (mprotect(mem, 4096, PROT_READ | PROT_EXEC) != 0) return perror("mprotect"), 1;
+  /* AArch64 fetches instructions past the data cache: make the new code visible to it. */
+  __builtin___clear_cache((char*)mem, (char*)mem + sizeof code);
 
-  if (jitunwind_frame_builder_create(JITUNWIND_ABI_AMD64, &b, &err) != JITUNWIND_OK)
+  if (jitunwind_frame_builder_create(CODE_ABI, &b, &err) != JITUNWIND_OK)
     return fail("builder", &err);
-  jitunwind_frame_push_frame_pointer(b, 1, 4);
-  jitunwind_frame_pop_frame_pointer(b, 19);
+  jitunwind_frame_push_frame_pointer(b, AFTER_PUSH, AFTER_SET_FP);
+  jitunwind_frame_pop_frame_pointer(b, AFTER_POP);
   if (jitunwind_frame_builder_finish(b, (uint64_t)(uintptr_t)mem, sizeof code, &f, &err) !=
       JITUNWIND_OK)
     return fail("rows", &err);

@@ -12,9 +12,20 @@
 
 using namespace jitunwind;
 
+#if defined(__aarch64__)
+// stp x29, x30, [sp, #-16]!; mov x29, sp; mov w1, #1 << 20; 1: subs w1, w1, #1; b.ne 1b;
+// mov w0, #42; ldp x29, x30, [sp], #16; ret
+static const uint8_t code[] = {
+    0xfd, 0x7b, 0xbf, 0xa9, 0xfd, 0x03, 0x00, 0x91, 0x01, 0x02, 0xa0, 0x52, 0x21, 0x04, 0x00,
+    0x71, 0xe1, 0xff, 0xff, 0x54, 0x40, 0x05, 0x80, 0x52, 0xfd, 0x7b, 0xc1, 0xa8, 0xc0, 0x03,
+    0x5f, 0xd6};
+static const uint32_t after_push = 4, after_set_fp = 8, after_pop = 28;
+#else
 // push rbp; mov rbp, rsp; mov ecx, 1 << 20; 1: dec ecx; jnz 1b; mov eax, 42; pop rbp; ret
 static const uint8_t code[] = {0x55, 0x48, 0x89, 0xe5, 0xb9, 0x00, 0x00, 0x10, 0x00,
                                0xff, 0xc9, 0x75, 0xfc, 0xb8, 0x2a, 0x00, 0x00, 0x00, 0x5d, 0xc3};
+static const uint32_t after_push = 1, after_set_fp = 4, after_pop = 19;
+#endif
 
 template <class T>
 static T must(result<T> r, const char* what) {
@@ -45,8 +56,8 @@ int main(int argc, char** argv) {
   window* w = must(s->create_owned_window(wo), "window");
   auto space = must(w->allocate(sizeof code), "allocate");
   std::memcpy(space.writable.data(), code, sizeof code);
-  frame_builder b(abi::amd64);
-  b.push_frame_pointer(1, 4).pop_frame_pointer(19);
+  frame_builder b(native_abi);
+  b.push_frame_pointer(after_push, after_set_fp).pop_frame_pointer(after_pop);
   must(w->append("embed_cxx:spin", must(b.finish(space.address, sizeof code), "rows")), "append");
   must(w->publish(), "publish");
 

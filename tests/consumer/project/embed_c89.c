@@ -8,8 +8,24 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#if defined(__aarch64__)
+/* str x19, [sp, #-16]!; mov w0, #42; ldr x19, [sp], #16; ret */
+static const unsigned char code[] = {0xf3, 0x0f, 0x1f, 0xf8, 0x40, 0x05, 0x80, 0x52,
+                                     0xf3, 0x07, 0x41, 0xf8, 0xc0, 0x03, 0x5f, 0xd6};
+#define CODE_ABI JITUNWIND_ABI_AARCH64_LE
+#define SAVED_REG 19 /* x19 */
+#define PUSHED 16
+#define AFTER_PUSH 4
+#define AFTER_POP 12
+#else
 /* push rbx; mov eax, 42; pop rbx; ret */
 static const unsigned char code[] = {0x53, 0xb8, 0x2a, 0x00, 0x00, 0x00, 0x5b, 0xc3};
+#define CODE_ABI JITUNWIND_ABI_AMD64
+#define SAVED_REG 3 /* rbx */
+#define PUSHED 8
+#define AFTER_PUSH 1
+#define AFTER_POP 7
+#endif
 
 static int fail(const char* what, const jitunwind_error* e) {
   fprintf(stderr, "embed_c89: %s: %s\n", what, e->message);
@@ -28,12 +44,13 @@ int main(void) {
   if (mem == MAP_FAILED) return perror("mmap"), 1;
   memcpy(mem, code, sizeof code);
   if (mprotect(mem, 4096, PROT_READ | PROT_EXEC) != 0) return perror("mprotect"), 1;
-  if (jitunwind_frame_builder_create(JITUNWIND_ABI_AMD64, &b, &err) != JITUNWIND_OK)
+  __builtin___clear_cache((char*)mem, (char*)mem + sizeof code); /* AArch64 */
+  if (jitunwind_frame_builder_create(CODE_ABI, &b, &err) != JITUNWIND_OK)
     return fail("builder", &err);
-  jitunwind_frame_stack_alloc(b, 1, 8);
-  jitunwind_frame_save_register(b, 1, 3, -16); /* rbx */
-  jitunwind_frame_stack_free(b, 7, 8);
-  jitunwind_frame_restore_register(b, 7, 3);
+  jitunwind_frame_stack_alloc(b, AFTER_PUSH, PUSHED);
+  jitunwind_frame_save_register(b, AFTER_PUSH, SAVED_REG, -16); /* both: CFA-16 */
+  jitunwind_frame_stack_free(b, AFTER_POP, PUSHED);
+  jitunwind_frame_restore_register(b, AFTER_POP, SAVED_REG);
   if (jitunwind_frame_builder_finish(b, (uint64_t)(size_t)mem, sizeof code, &f, &err) !=
       JITUNWIND_OK)
     return fail("rows", &err);

@@ -28,12 +28,21 @@ int main() {
   auto s = must(session::create(options), "session");
   window* w = must(s->create_owned_window({.code_capacity = 4096}), "window");
 
+#if defined(__aarch64__)
+  // stp x29, x30, [sp, #-16]!; mov x29, sp; mov w0, #42; ldp x29, x30, [sp], #16; ret
+  const uint8_t code[] = {
+      0xfd, 0x7b, 0xbf, 0xa9, 0xfd, 0x03, 0x00, 0x91, 0x40, 0x05, 0x80, 0x52, 0xfd, 0x7b, 0xc1,
+      0xa8, 0xc0, 0x03, 0x5f, 0xd6};
+  const uint32_t after_push = 4, after_set_fp = 8, after_pop = 16;
+#else
   // push rbp; mov rbp, rsp; mov eax, 42; pop rbp; ret
   const uint8_t code[] = {0x55, 0x48, 0x89, 0xe5, 0xb8, 42, 0, 0, 0, 0x5d, 0xc3};
+  const uint32_t after_push = 1, after_set_fp = 4, after_pop = 10;
+#endif
   auto space = must(w->allocate(sizeof code), "allocate");
   std::memcpy(space.writable.data(), code, sizeof code);
-  frame_builder b(abi::amd64);
-  b.push_frame_pointer(1, 4).pop_frame_pointer(10);
+  frame_builder b(native_abi);
+  b.push_frame_pointer(after_push, after_set_fp).pop_frame_pointer(after_pop);
   auto rows = must(b.finish(space.address, sizeof code), "rows");
   if (auto r = w->append("answer", rows); !r) return std::fprintf(stderr, "%s\n", r.error().message().c_str()), 1;
   if (auto r = w->publish(); !r) return std::fprintf(stderr, "%s\n", r.error().message().c_str()), 1;

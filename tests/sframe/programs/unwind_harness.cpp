@@ -48,13 +48,23 @@ volatile sig_atomic_t captured = 0;
 void on_timer(int, siginfo_t*, void* ctx) {
   if (!spin_armed || captured) return;
   const auto* uc = static_cast<const ucontext_t*>(ctx);
+#if defined(__aarch64__)
+  const uint64_t pc = uc->uc_mcontext.pc;
+#else
   const uint64_t pc = static_cast<uint64_t>(uc->uc_mcontext.gregs[REG_RIP]);
+#endif
   // Only a tick that lands inside `spin` is interesting (it may land in the store that arms).
   const auto hit = sframe_table->find(pc);  // no allocation: safe in a handler
   if (!hit || hit->function_start != reinterpret_cast<uint64_t>(&spin)) return;
   interrupted.pc = pc;
+#if defined(__aarch64__)
+  interrupted.sp = uc->uc_mcontext.sp;
+  interrupted.fp = uc->uc_mcontext.regs[29];
+  interrupted.lr = uc->uc_mcontext.regs[30];  // spin is a leaf: its return address is here
+#else
   interrupted.sp = static_cast<uint64_t>(uc->uc_mcontext.gregs[REG_RSP]);
   interrupted.fp = static_cast<uint64_t>(uc->uc_mcontext.gregs[REG_RBP]);
+#endif
   copy_base = interrupted.sp;
   copy_len = stack_top - copy_base;
   if (copy_len > sizeof stack_copy) copy_len = sizeof stack_copy;
@@ -134,7 +144,7 @@ extern "C" int harness_check(void) {
     std::printf("FAIL: no timer tick landed in spin\n");
     return 1;
   }
-  sframe::unwinder u(abi::amd64);
+  sframe::unwinder u(native_abi);
   if (!u.add(&*sframe_table).ok()) return 1;
   const auto trace = u.unwind(interrupted, {read_copy, nullptr}, 64);
 

@@ -380,7 +380,7 @@ typedef enum jitunwind_durability {
    jitunwind_session_options_init. Strings are copied; NULL means the default. */
 typedef struct jitunwind_session_options {
   uint32_t struct_size;      /* sizeof(jitunwind_session_options), set by _init */
-  jitunwind_abi abi;         /* 0 = AMD64 */
+  jitunwind_abi abi;         /* 0 = the SDK's machine (AMD64 or AArch64) */
   uint32_t publishers;       /* JITUNWIND_PUBLISH_* bits */
   int log_min_level;         /* 0 debug .. 3 error */
   const char* perfmap_dir;   /* NULL or "" = /tmp */
