@@ -4,10 +4,10 @@
 #include "common/error.hpp"
 #include "gdbjit/gdbjit.hpp"
 #include "jitdump/jitdump_writer.hpp"
+#include "perfmap/named_ranges.hpp"
 #include "perfmap/perfmap_writer.hpp"
 
 #include <algorithm>
-#include <map>
 #include <mutex>
 #include <optional>
 #include <unordered_map>
@@ -62,7 +62,7 @@ class perfmap_backend final : public publisher_backend {
   // perf reads the map after the run and takes one line for an address for every sample of the
   // profile (docs/window.md, "Reused addresses"): a line over bytes an earlier line named makes
   // one of the two codes misnamed, and nothing can take the earlier line back. Said once per
-  // line, naming both; `named_` is every range the map has named (start -> end).
+  // line, naming both; `named_` is every range the map has named.
   void warn_about_reuse(std::span<const perfmap_entry> lines) {
     std::lock_guard lock(mutex_);
     for (const perfmap_entry& e : lines) {
@@ -74,12 +74,7 @@ class perfmap_backend final : public publisher_backend {
                     "bytes (the code shows as [unknown]); jitwalk and perf inject --jit do not",
                     writer_->path().c_str(), static_cast<int>(e.name.size()), e.name.data(),
                     static_cast<unsigned long long>(e.start)));
-      const uint64_t end = e.start + e.size;
-      auto next = named_.upper_bound(e.start);
-      std::optional<std::pair<uint64_t, uint64_t>> earlier;
-      if (next != named_.begin() && std::prev(next)->second > e.start) earlier = *std::prev(next);
-      if (!earlier && next != named_.end() && next->first < end) earlier = *next;
-      if (earlier)
+      if (const auto earlier = named_.add(e.start, e.start + e.size))
         log_(log_level::warning,
              format("%s: '%.*s' at 0x%llx (%llu bytes) is code where the perf map named other "
                     "code before ([0x%llx, 0x%llx)): perf report, which reads the map after the "
@@ -92,15 +87,13 @@ class perfmap_backend final : public publisher_backend {
                     static_cast<unsigned long long>(e.size),
                     static_cast<unsigned long long>(earlier->first),
                     static_cast<unsigned long long>(earlier->second)));
-      uint64_t& known_end = named_[e.start];
-      known_end = std::max(known_end, end);
     }
   }
 
   std::unique_ptr<perfmap_writer> writer_;
   log_sink log_;
   std::mutex mutex_;
-  std::map<uint64_t, uint64_t> named_;
+  named_ranges named_;
 };
 
 class jitdump_backend final : public publisher_backend {
