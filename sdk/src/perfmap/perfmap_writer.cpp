@@ -97,6 +97,16 @@ result<void> perfmap_writer::add(uint64_t start, uint64_t size, std::string_view
 }
 
 result<void> perfmap_writer::add_batch(std::span<const perfmap_entry> entries) {
+  return write_lines(entries, nullptr);
+}
+
+result<void> perfmap_writer::add_batch(std::span<const perfmap_entry> entries,
+                                       std::vector<reused_line>& reused) {
+  return write_lines(entries, &reused);
+}
+
+result<void> perfmap_writer::write_lines(std::span<const perfmap_entry> entries,
+                                         std::vector<reused_line>* reused) {
   if (auto r = file_.check_owner(); !r) return r;
   for (const perfmap_entry& e : entries) {
     if (auto r = check(e); !r) return r;
@@ -140,7 +150,15 @@ result<void> perfmap_writer::add_batch(std::span<const perfmap_entry> entries) {
     *p++ = '\n';
     offset += pad + line;
   }
-  return b.commit();
+  if (auto r = b.commit_locked(); !r) return r;
+  if (reused != nullptr) {
+    for (size_t i = 0; i < entries.size(); ++i) {
+      const perfmap_entry& e = entries[i];
+      if (const auto earlier = named_.add(e.start, e.start + e.size))
+        reused->push_back({i, earlier->first, earlier->second});
+    }
+  }
+  return b.release();
 }
 
 }  // namespace jitunwind::detail

@@ -279,29 +279,32 @@ void encoder::write_header(uint8_t* h, size_t fde_room) const {
   store(h + 24, fde_room * fde_size(), 4, big);
 }
 
-// FDEs [from, to) into their places in the FDE sub-section starting at `fde_area`.
+// FDEs [from, to) into their places in the FDE sub-section starting at `fde_area`. The start
+// fields are start_field's, computed from a base that moves with the FDE (pcrel); the callers
+// checked that they fit.
 void encoder::write_fdes(uint8_t* fde_area, uint64_t section_address, size_t from,
                          size_t to) const {
   const bool big = big_endian(options_.target);
   const size_t n = fde_size();
+  const uint64_t step = options_.pcrel ? n : 0;
+  uint64_t base = section_address + (options_.pcrel ? header_size + from * n : 0);
   uint8_t* p = fde_area + from * n;
-  for (size_t i = from; i < to; ++i, p += n) {
-    const fde_entry& e = fdes_[i];
-    int64_t field = 0;
-    // Checked by the callers; cannot fail for a consistent encoder.
-    (void)start_field(options_, section_address, i, e.start, field);
-    if (n == fde_size_v3) {
-      store(p, static_cast<uint64_t>(field), 8, big);
-      store(p + 8, e.size, 4, big);
-      store(p + 12, e.fre_offset, 4, big);
-      continue;
+  const fde_entry* e = fdes_.data() + from;
+  if (n == fde_size_v3) {
+    for (size_t i = from; i < to; ++i, ++e, p += n, base += step) {
+      store(p, e->start - base, 8, big);
+      store(p + 8, e->size, 4, big);
+      store(p + 12, e->fre_offset, 4, big);
     }
-    store(p, static_cast<uint32_t>(field), 4, big);
-    store(p + 4, e.size, 4, big);
-    store(p + 8, e.fre_offset, 4, big);
-    store(p + 12, e.fre_count, 4, big);
-    p[16] = e.info;
-    p[17] = e.rep_size;
+    return;
+  }
+  for (size_t i = from; i < to; ++i, ++e, p += n, base += step) {
+    store(p, static_cast<uint32_t>(e->start - base), 4, big);
+    store(p + 4, e->size, 4, big);
+    store(p + 8, e->fre_offset, 4, big);
+    store(p + 12, e->fre_count, 4, big);
+    p[16] = e->info;
+    p[17] = e->rep_size;
     p[18] = p[19] = 0;
   }
 }

@@ -4,7 +4,6 @@
 #include "common/error.hpp"
 #include "gdbjit/gdbjit.hpp"
 #include "jitdump/jitdump_writer.hpp"
-#include "perfmap/named_ranges.hpp"
 #include "perfmap/perfmap_writer.hpp"
 
 #include <algorithm>
@@ -40,7 +39,8 @@ class perfmap_backend final : public publisher_backend {
   }
 
   // All lines of a publish stay together (one write under sync). The entries of a small publish
-  // live on the stack: no lock of our own (the writer orders concurrent publishes).
+  // live on the stack: no lock of our own (the writer orders concurrent publishes, and checks
+  // for reused ranges under its lock).
   result<void> on_publish(const window_view& w) override {
     constexpr size_t small = 8;
     perfmap_entry local[small];
@@ -53,18 +53,9 @@ class perfmap_backend final : public publisher_backend {
       // window::append and name_range reject names with control bytes.
       out[n++] = {f.frames.start, f.frames.size, f.name, /*clean=*/true};
     }
-    warn_about_reuse(std::span<const perfmap_entry>(out, n));
-    return writer_->add_batch(std::span<const perfmap_entry>(out, n));
-  }
-  result<void> on_retire(const window_view&) override { return writer_->flush(); }
-
- private:
-  // perf reads the map after the run and takes one line for an address for every sample of the
-  // profile (docs/window.md, "Reused addresses"): a line over bytes an earlier line named makes
-  // one of the two codes misnamed, and nothing can take the earlier line back. Said once per
-  // line, naming both; `named_` is every range the map has named.
-  void warn_about_reuse(std::span<const perfmap_entry> lines) {
-    std::lock_guard lock(mutex_);
+    const std::span<const perfmap_entry> lines(out, n);
+    std::vector<perfmap_writer::reused_line> reused;
+    auto r = writer_->add_batch(lines, reused);
     for (const perfmap_entry& e : lines) {
       // perf's perf map reader skips a line whose name is shorter than 3 bytes (measured with
       // perf 6.1: "f0" is never used, "jit_f0" is): the code shows as [unknown].
@@ -74,26 +65,33 @@ class perfmap_backend final : public publisher_backend {
                     "bytes (the code shows as [unknown]); jitwalk and perf inject --jit do not",
                     writer_->path().c_str(), static_cast<int>(e.name.size()), e.name.data(),
                     static_cast<unsigned long long>(e.start)));
-      if (const auto earlier = named_.add(e.start, e.start + e.size))
-        log_(log_level::warning,
-             format("%s: '%.*s' at 0x%llx (%llu bytes) is code where the perf map named other "
-                    "code before ([0x%llx, 0x%llx)): perf report, which reads the map after the "
-                    "run, names every sample there after one of the two lines, whatever its time "
-                    "(perf map lines cannot be withdrawn). jitwalk names both right, and so does "
-                    "perf with the jitdump publisher and perf inject --jit; with memory the SDK "
-                    "places, address reuse off (the default with this publisher) avoids it",
-                    writer_->path().c_str(), static_cast<int>(e.name.size()), e.name.data(),
-                    static_cast<unsigned long long>(e.start),
-                    static_cast<unsigned long long>(e.size),
-                    static_cast<unsigned long long>(earlier->first),
-                    static_cast<unsigned long long>(earlier->second)));
     }
+    for (const perfmap_writer::reused_line& u : reused) warn_about_reuse(lines[u.entry], u);
+    return r;
+  }
+  result<void> on_retire(const window_view&) override { return writer_->flush(); }
+
+ private:
+  // perf reads the map after the run and takes one line for an address for every sample of the
+  // profile (docs/window.md, "Reused addresses"): a line over bytes an earlier line named makes
+  // one of the two codes misnamed, and nothing can take the earlier line back. Said once per
+  // line, naming both.
+  void warn_about_reuse(const perfmap_entry& e, const perfmap_writer::reused_line& earlier) {
+    log_(log_level::warning,
+         format("%s: '%.*s' at 0x%llx (%llu bytes) is code where the perf map named other "
+                "code before ([0x%llx, 0x%llx)): perf report, which reads the map after the "
+                "run, names every sample there after one of the two lines, whatever its time "
+                "(perf map lines cannot be withdrawn). jitwalk names both right, and so does "
+                "perf with the jitdump publisher and perf inject --jit; with memory the SDK "
+                "places, address reuse off (the default with this publisher) avoids it",
+                writer_->path().c_str(), static_cast<int>(e.name.size()), e.name.data(),
+                static_cast<unsigned long long>(e.start), static_cast<unsigned long long>(e.size),
+                static_cast<unsigned long long>(earlier.start),
+                static_cast<unsigned long long>(earlier.end)));
   }
 
   std::unique_ptr<perfmap_writer> writer_;
   log_sink log_;
-  std::mutex mutex_;
-  named_ranges named_;
 };
 
 class jitdump_backend final : public publisher_backend {

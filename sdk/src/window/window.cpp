@@ -239,6 +239,7 @@ window_view window_impl::view(bool with_changes) const {
     v.sframe_address = reinterpret_cast<uint64_t>(buffers().buffer(current_buffer_));
     v.sframe = std::span<const uint8_t>(buffers().buffer(current_buffer_), current_size_);
   }
+  v.publisher_state = publisher_state_;
   v.previous_sframe_address = previous_sframe_address_;
   v.previous_sframe_size = previous_sframe_size_;
   if (with_changes) {
