@@ -281,12 +281,32 @@ registration_id registrar::link(std::unique_ptr<node> n) {
   return id;
 }
 
+void registrar::reannounce(jit_code_entry& e) {
+  // A debugger our check cannot see (no software breakpoint) reads the object again.
+  announce(*target_, notify_, &e, jit_unregister);
+  announce(*target_, notify_, &e, jit_register);
+}
+
 bool registrar::debugger_attached() const noexcept {
   return breakpoint_at(reinterpret_cast<const void*>(notify_));
 }
 
 result<registrar::appended> registrar::append(registration_id id,
                                               std::span<const function_symbol> functions) {
+  if (id != 0) {
+    // Functions shaped like the object's last (most of a JIT's) need no encoder, so not its
+    // lock either.
+    std::lock_guard lock(descriptor_lock());
+    auto it = live_.find(id);
+    if (it != live_.end() && it->second->growing && !debugger_attached()) {
+      auto added = it->second->growing->append_without_encoder(functions);
+      if (!added) return std::move(added).error();
+      if (*added) {
+        reannounce(it->second->entry);
+        return appended{id, false};
+      }
+    }
+  }
   std::lock_guard build(build_mutex_);
   std::lock_guard lock(descriptor_lock());
   node* held = nullptr;
@@ -302,9 +322,7 @@ result<registrar::appended> registrar::append(registration_id id,
     auto added = held->growing->append(*cfi_, functions);
     if (!added) return std::move(added).error();
     if (*added) {
-      // A debugger our check cannot see (no software breakpoint) reads the object again.
-      announce(*target_, notify_, &held->entry, jit_unregister);
-      announce(*target_, notify_, &held->entry, jit_register);
+      reannounce(held->entry);
       return appended{id, false};
     }
     auto bigger = held->growing->grown(*cfi_, functions);

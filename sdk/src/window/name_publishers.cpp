@@ -159,21 +159,28 @@ class gdb_backend final : public publisher_backend {
                           : registrar_->descriptor().first_object);
   }
 
+  // No lock of our own on a publish: the window's list of objects is found through its
+  // publisher word (publishes of one window are never concurrent), the registrar locks itself.
   result<void> on_publish(const window_view& w) override {
-    std::lock_guard lock(mutex_);
-    std::vector<gdbjit::registration_id>& objects = objects_of(w.id);
+    std::vector<gdbjit::registration_id>& objects = objects_of(w);
     for (const removed_function& f : w.removed) {
       if (auto r = take_out(objects, f.start); !r) return r;
     }
-    symbols_.clear();
+    constexpr size_t small = 8;
+    gdbjit::function_symbol local[small];
+    std::vector<gdbjit::function_symbol> large;
+    if (w.added.size() > small) large.resize(w.added.size());
+    gdbjit::function_symbol* symbols = w.added.size() > small ? large.data() : local;
+    size_t n = 0;
     for (const published_function& f : w.added) {
       // Stub arrays are skipped: their stubs are named one by one. Names were checked by
       // window::append / name_range (no control bytes).
       if (f.named())
-        symbols_.push_back({f.name, f.frames.start, f.frames.size, &f.frames, /*clean_name=*/true});
+        symbols[n++] = {f.name, f.frames.start, f.frames.size, &f.frames, /*clean_name=*/true};
     }
-    if (symbols_.empty()) return {};
-    auto added = registrar_->append(objects.empty() ? 0 : objects.back(), symbols_);
+    if (n == 0) return {};
+    auto added = registrar_->append(objects.empty() ? 0 : objects.back(),
+                                    std::span<const gdbjit::function_symbol>(symbols, n));
     if (!added) return std::move(added).error();
     if (added->replaced)
       objects.back() = added->id;
@@ -186,11 +193,11 @@ class gdb_backend final : public publisher_backend {
     std::vector<gdbjit::registration_id> objects;
     {
       std::lock_guard lock(mutex_);
+      w.state_of(publisher::gdb) = 0;
       auto it = by_window_.find(w.id);
       if (it == by_window_.end()) return {};
       objects.swap(it->second);
       by_window_.erase(it);
-      last_ = nullptr;
     }
     for (gdbjit::registration_id id : objects) {
       if (auto r = registrar_->remove(id); !r) return r;
@@ -199,17 +206,18 @@ class gdb_backend final : public publisher_backend {
   }
 
  private:
-  // The window's objects, the one that grows last (caller holds mutex_). Windows publish again
-  // and again: the last one looked up is kept (map nodes stay put until erased).
-  std::vector<gdbjit::registration_id>& objects_of(uint64_t window_id) {
-    if (last_ == nullptr || last_id_ != window_id) {
-      last_ = &by_window_[window_id];
-      last_id_ = window_id;
+  // The window's objects, the one that grows last. The list lives in by_window_ (nodes stay put
+  // until erased), and the window's publisher word points at it after its first publish.
+  std::vector<gdbjit::registration_id>& objects_of(const window_view& w) {
+    uint64_t& word = w.state_of(publisher::gdb);
+    if (word == 0) {
+      std::lock_guard lock(mutex_);
+      word = reinterpret_cast<uintptr_t>(&by_window_[w.id]);
     }
-    return *last_;
+    return *reinterpret_cast<std::vector<gdbjit::registration_id>*>(static_cast<uintptr_t>(word));
   }
 
-  // Replaces the object holding the function at `start` by one without it (caller holds mutex_).
+  // Replaces the object holding the function at `start` by one without it.
   result<void> take_out(std::vector<gdbjit::registration_id>& objects, uint64_t start) {
     for (size_t i = 0; i < objects.size(); ++i) {
       auto rest = registrar_->remove_function(objects[i], start);
@@ -225,11 +233,8 @@ class gdb_backend final : public publisher_backend {
   }
 
   std::unique_ptr<gdbjit::registrar> registrar_;
-  std::mutex mutex_;
+  std::mutex mutex_;  // guards by_window_'s nodes (not the lists, which their windows own)
   std::unordered_map<uint64_t, std::vector<gdbjit::registration_id>> by_window_;
-  std::vector<gdbjit::registration_id>* last_ = nullptr;
-  uint64_t last_id_ = 0;
-  std::vector<gdbjit::function_symbol> symbols_;  // one publish's (mutex_)
 };
 
 }  // namespace
