@@ -130,20 +130,22 @@ result<void> encoder::append(const function_desc& f) {
       return v;
     }
   }
-  if (f.pcmask_rep > 0xff)
+  // (A function of the last one's shape has its repetition size, key, signal bit and row count,
+  // which passed these checks.)
+  if (!same_shape && f.pcmask_rep > 0xff)
     return make_error(errc::invalid_argument,
                       "function at 0x%llx: repetition size %u does not fit SFrame's 8-bit field",
                       static_cast<ull>(f.start), f.pcmask_rep);
-  if (f.pauth_key > 1)
+  if (!same_shape && f.pauth_key > 1)
     return make_error(errc::invalid_argument,
                       "function at 0x%llx: pointer-authentication key %u (0 = A, 1 = B)",
                       static_cast<ull>(f.start), f.pauth_key);
-  if (!v3 && f.signal_frame)
+  if (!same_shape && !v3 && f.signal_frame)
     return make_error(errc::invalid_argument,
                       "function at 0x%llx is a signal frame: SFrame v2 has no signal-frame bit "
                       "(write version 3)",
                       static_cast<ull>(f.start));
-  if (v3 && f.rows.size() > max_fres_v3)
+  if (!same_shape && v3 && f.rows.size() > max_fres_v3)
     return make_error(errc::invalid_argument,
                       "function at 0x%llx has %zu rows; SFrame v3 stores at most %u per function",
                       static_cast<ull>(f.start), f.rows.size(), max_fres_v3);

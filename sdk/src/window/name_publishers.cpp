@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <mutex>
+#include <new>
+#include <type_traits>
 #include <optional>
 #include <unordered_map>
 #include <vector>
@@ -15,6 +17,16 @@
 namespace jitunwind::detail {
 
 namespace {
+
+// Room on the stack for the entries of a small publish, constructed one by one (placement new)
+// as they are filled in: a publish of one function does not initialize eight.
+template <class T>
+struct small_array {
+  static constexpr size_t size = 8;
+  static_assert(std::is_trivially_destructible_v<T>);
+  alignas(T) unsigned char bytes[size * sizeof(T)];
+  T* at(size_t i) { return reinterpret_cast<T*>(bytes) + i; }
+};
 
 // The file publishers' buffered records (durability::batched) are written when a window is
 // sealed, retired or freed, besides the writers' own triggers (size, latency bound).
@@ -42,16 +54,15 @@ class perfmap_backend final : public publisher_backend {
   // live on the stack: no lock of our own (the writer orders concurrent publishes, and checks
   // for reused ranges under its lock).
   result<void> on_publish(const window_view& w) override {
-    constexpr size_t small = 8;
-    perfmap_entry local[small];
+    small_array<perfmap_entry> local;
     std::vector<perfmap_entry> large;
-    if (w.added.size() > small) large.resize(w.added.size());
-    perfmap_entry* out = w.added.size() > small ? large.data() : local;
+    if (w.added.size() > local.size) large.resize(w.added.size());
+    perfmap_entry* out = w.added.size() > local.size ? large.data() : local.at(0);
     size_t n = 0;
     for (const published_function& f : w.added) {
       if (!f.named()) continue;  // stub arrays: their stubs are named one by one
       // window::append and name_range reject names with control bytes.
-      out[n++] = {f.frames.start, f.frames.size, f.name, /*clean=*/true};
+      new (out + n++) perfmap_entry{f.frames.start, f.frames.size, f.name, /*clean=*/true};
     }
     const std::span<const perfmap_entry> lines(out, n);
     std::vector<perfmap_writer::reused_line> reused;
@@ -166,17 +177,17 @@ class gdb_backend final : public publisher_backend {
     for (const removed_function& f : w.removed) {
       if (auto r = take_out(objects, f.start); !r) return r;
     }
-    constexpr size_t small = 8;
-    gdbjit::function_symbol local[small];
+    small_array<gdbjit::function_symbol> local;
     std::vector<gdbjit::function_symbol> large;
-    if (w.added.size() > small) large.resize(w.added.size());
-    gdbjit::function_symbol* symbols = w.added.size() > small ? large.data() : local;
+    if (w.added.size() > local.size) large.resize(w.added.size());
+    gdbjit::function_symbol* symbols = w.added.size() > local.size ? large.data() : local.at(0);
     size_t n = 0;
     for (const published_function& f : w.added) {
       // Stub arrays are skipped: their stubs are named one by one. Names were checked by
       // window::append / name_range (no control bytes).
       if (f.named())
-        symbols[n++] = {f.name, f.frames.start, f.frames.size, &f.frames, /*clean_name=*/true};
+        new (symbols + n++)
+            gdbjit::function_symbol{f.name, f.frames.start, f.frames.size, &f.frames, true};
     }
     if (n == 0) return {};
     auto added = registrar_->append(objects.empty() ? 0 : objects.back(),

@@ -12,7 +12,16 @@ namespace jitunwind::detail {
 
 namespace {
 
-result<void> check_name(std::string_view name) {
+result<void> check_name_slow(std::string_view name);
+
+// Every append checks its name: the common case inline, the messages out of line.
+inline result<void> check_name(std::string_view name) {
+  if (!name.empty() && name.size() <= 4096 && !has_control_bytes(name)) [[likely]]
+    return {};
+  return check_name_slow(name);
+}
+
+[[gnu::noinline]] result<void> check_name_slow(std::string_view name) {
   if (name.empty()) return make_error(errc::invalid_argument, "function name is empty");
   if (name.size() > 4096)
     return make_error(errc::invalid_argument, "function name of %zu bytes is too long (max 4096)",
