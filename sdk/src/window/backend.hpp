@@ -79,6 +79,10 @@ struct window_view {
   }
 };
 
+/// The session logs the first warnings of each publisher and only counts the others (status());
+/// a backend that warns per function may send the later ones without formatting them.
+inline constexpr uint64_t logged_warnings_per_publisher = 10;
+
 /// Words of window_view::publisher_state: one per bit of `publisher`.
 inline constexpr size_t publisher_state_words = 8;
 

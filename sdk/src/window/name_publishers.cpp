@@ -7,6 +7,7 @@
 #include "perfmap/perfmap_writer.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <mutex>
 #include <new>
 #include <type_traits>
@@ -70,14 +71,22 @@ class perfmap_backend final : public publisher_backend {
     for (const perfmap_entry& e : lines) {
       // perf's perf map reader skips a line whose name is shorter than 3 bytes (measured with
       // perf 6.1: "f0" is never used, "jit_f0" is): the code shows as [unknown].
-      if (e.name.size() < 3)
+      if (e.name.size() < 3 && !warned_enough(short_names_))
         log_(log_level::warning,
              format("%s: '%.*s' at 0x%llx: perf report ignores perf map names shorter than 3 "
                     "bytes (the code shows as [unknown]); jitwalk and perf inject --jit do not",
                     writer_->path().c_str(), static_cast<int>(e.name.size()), e.name.data(),
                     static_cast<unsigned long long>(e.start)));
+      else if (e.name.size() < 3)
+        log_(log_level::warning, "perf map name shorter than 3 bytes (perf report ignores it)");
     }
-    for (const perfmap_writer::reused_line& u : reused) warn_about_reuse(lines[u.entry], u);
+    for (const perfmap_writer::reused_line& u : reused) {
+      if (!warned_enough(reuses_))
+        warn_about_reuse(lines[u.entry], u);
+      else
+        log_(log_level::warning, "perf map line over code an earlier line named (perf report "
+                                 "names one of the two wrong)");
+    }
     return r;
   }
   result<void> on_retire(const window_view&) override { return writer_->flush(); }
@@ -101,8 +110,16 @@ class perfmap_backend final : public publisher_backend {
                 static_cast<unsigned long long>(earlier.end)));
   }
 
+  // Whether the session has been sent as many warnings of this kind as it logs: the rest go
+  // without their message formatted (the session counts them in status(); formatting one costs
+  // more than publishing a function, and a runtime that reuses addresses warns per function).
+  static bool warned_enough(std::atomic<uint64_t>& sent) {
+    return sent.fetch_add(1, std::memory_order_relaxed) >= logged_warnings_per_publisher;
+  }
+
   std::unique_ptr<perfmap_writer> writer_;
   log_sink log_;
+  std::atomic<uint64_t> short_names_{0}, reuses_{0};
 };
 
 class jitdump_backend final : public publisher_backend {
