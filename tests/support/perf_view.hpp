@@ -183,8 +183,7 @@ inline run_result run_under(std::vector<std::string> tool, const std::vector<std
   return rec;
 }
 
-/// Runs `command` (with JITUNWIND_DIR and JITDUMPDIR set to `dir`, and the jitdump publisher on
-/// in the jitdump mode) under perf in `mode`, and
+/// Runs `command` (with JITUNWIND_DIR and JITDUMPDIR set to `dir`) under perf in `mode`, and
 /// judges every sample. The perf map is copied to /tmp for perf script (perf reads maps only
 /// there) and removed again; perf.data and the injected objects stay in `dir`.
 inline perf_view_run perf_view_of(const std::vector<std::string>& command, perf_mode mode,
@@ -200,11 +199,9 @@ inline perf_view_run perf_view_of(const std::vector<std::string>& command, perf_
     argv.insert(argv.end(), {"--call-graph", "dwarf,8192"});
   }
   argv.push_back("--");
-  // The jitdump is not a default publisher (docs/publishers.md): ask for it (the caller's
-  // variables come after, so a JITUNWIND_PUBLISH of theirs wins).
-  std::vector<std::string> env;
+  // The jitdump publisher is off by default (it costs every publication a write): asked for.
+  std::vector<std::string> env = extra_env;
   if (mode == perf_mode::jitdump) env.push_back("JITUNWIND_PUBLISH=default,jitdump");
-  env.insert(env.end(), extra_env.begin(), extra_env.end());
   const run_result rec = run_under(argv, command, dir, env, r);
   if (rec.exit_code != 0) return r;
   std::string data = dir / "perf.data";
