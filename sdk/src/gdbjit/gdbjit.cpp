@@ -3,7 +3,6 @@
 #include <jitunwind/cfi.h>
 
 #include "common/error.hpp"
-#include "common/names.hpp"
 #include "gdbjit/elf_object.hpp"
 #include "gdbjit/growing_object.hpp"
 #include "gdbjit/symbol_scan.hpp"
@@ -130,17 +129,8 @@ result<void> write_object(cfi::encoder& enc, uint16_t machine,
   size_t name_at = 1;
   for (size_t i = 0; i < n; ++i) {
     const function_symbol& f = at(i);
-    Elf64_Sym sym{};
-    sym.st_name = static_cast<uint32_t>(name_at);
-    sym.st_info = ELF64_ST_INFO(STB_GLOBAL, STT_FUNC);
-    sym.st_shndx = 1;
-    sym.st_value = f.start - lo;
-    sym.st_size = f.size;
-    put(o, symtab_off + (i + 1) * sizeof(Elf64_Sym), sym);
-    if (f.clean_name)
-      std::memcpy(o + strtab_off + name_at, f.name.data(), f.name.size());
-    else
-      copy_sanitized(reinterpret_cast<char*>(o + strtab_off + name_at), f.name);
+    put_function_symbol(o + symtab_off + (i + 1) * sizeof(Elf64_Sym),
+                        reinterpret_cast<char*>(o + strtab_off + name_at), name_at, lo, f);
     name_at += f.name.size() + 1;
   }
   std::memcpy(o + shstrtab_off, shstrtab, shstrtab_size);

@@ -202,20 +202,26 @@ void growing_object::put(cfi::encoder& enc, std::span<const function_symbol> fun
   }
 }
 
-void growing_object::put_symbol(const function_symbol& f) {
-  uint8_t* const o = buf_.get();
+void put_function_symbol(uint8_t* sym_at, char* name_at, size_t name_offset, uint64_t text_lo,
+                         const function_symbol& f) {
   Elf64_Sym sym{};
-  sym.st_name = static_cast<uint32_t>(names_size_);
+  sym.st_name = static_cast<uint32_t>(name_offset);
   sym.st_info = ELF64_ST_INFO(STB_GLOBAL, STT_FUNC);
   sym.st_shndx = 1;
-  sym.st_value = f.start - lo_;
+  sym.st_value = f.start - text_lo;
   sym.st_size = f.size;
-  put_at(o, symtab_offset() + symbols_ * sizeof(Elf64_Sym), sym);
-  char* name = reinterpret_cast<char*>(o + strtab_offset() + names_size_);
+  std::memcpy(sym_at, &sym, sizeof sym);
   if (f.clean_name)
-    std::memcpy(name, f.name.data(), f.name.size());
+    std::memcpy(name_at, f.name.data(), f.name.size());
   else
-    copy_sanitized(name, f.name);
+    copy_sanitized(name_at, f.name);
+}
+
+void growing_object::put_symbol(const function_symbol& f) {
+  uint8_t* const o = buf_.get();
+  char* name = reinterpret_cast<char*>(o + strtab_offset() + names_size_);
+  put_function_symbol(o + symtab_offset() + symbols_ * sizeof(Elf64_Sym), name, names_size_, lo_,
+                      f);
   name[f.name.size()] = '\0';
   ++symbols_;
   names_size_ += f.name.size() + 1;

@@ -39,6 +39,12 @@ struct batch_facts {
 };
 result<batch_facts> check_batch(std::span<const function_symbol> functions);
 
+/// Writes the symbol of `f` at `sym_at` (a global function, its value relative to `text_lo`, its
+/// name at `name_offset` of the string table) and its name, sanitized unless clean and without
+/// the NUL, at `name_at`.
+void put_function_symbol(uint8_t* sym_at, char* name_at, size_t name_offset, uint64_t text_lo,
+                         const function_symbol& f);
+
 class growing_object {
  public:
   /// An object holding `functions`, with room for `room` functions like them in all.
