@@ -39,16 +39,30 @@ struct jw_config jw_cfg = {.max_depth = JW_DEFAULT_DEPTH};
 __u64 jw_latest_gen = 0;
 /* Next address-space id for an exec'd process (0 is the first target's). */
 __u64 jw_next_asid = 1;
+/* Where recent publications put their code (walker.h, JW_STOP_ROWS_PENDING). */
+struct jw_recent jw_recent[JW_RECENT_CAP];
 
 /* ---- maps ---- */
 
-struct {
+/* The row array is the one inner map of jw_rows, so that user space can replace it with a larger
+ * copy when it fills (a process tree mapping more objects than it was sized for): the walker
+ * reads the current one at every step. Row indexes never change with the copy. */
+struct jw_rows_array {
   __uint(type, BPF_MAP_TYPE_ARRAY);
-  __uint(map_flags, BPF_F_MMAPABLE);
-  __uint(max_entries, 1 << 20); /* resized by user space before load */
+  __uint(map_flags, BPF_F_MMAPABLE | BPF_F_INNER_MAP); /* any size can replace it */
+  __uint(max_entries, 1 << 20);                        /* resized by user space before load */
   __type(key, __u32);
   __type(value, struct jw_row);
-} jw_rows SEC(".maps");
+} jw_rows0 SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __array(values, struct jw_rows_array);
+} jw_rows SEC(".maps") = {
+    .values = {[0] = &jw_rows0},
+};
 
 struct {
   __uint(type, BPF_MAP_TYPE_ARRAY);
@@ -203,8 +217,8 @@ static __always_inline struct jw_range* find_range(struct jw_scratch* s, __u64 p
   return r;
 }
 
-/* The last row of the range with pc_off <= off; its key in *key_out. */
-static __always_inline struct jw_row* find_row(const struct jw_range* r, __u32 off,
+/* The last row of the range with pc_off <= off in the row array `rows`; its key in *key_out. */
+static __always_inline struct jw_row* find_row(void* rows, const struct jw_range* r, __u32 off,
                                                __u32* key_out) {
   __u32 first = r->row_first;
   __u32 lo = 0, hi = r->row_count;
@@ -213,7 +227,7 @@ static __always_inline struct jw_row* find_row(const struct jw_range* r, __u32 o
     if (lo >= hi) break;
     __u32 mid = lo + (hi - lo) / 2;
     __u32 key = first + mid;
-    struct jw_row* row = bpf_map_lookup_elem(&jw_rows, &key);
+    struct jw_row* row = bpf_map_lookup_elem(rows, &key);
     if (!row) return NULL;
     if (row->pc_off <= off)
       lo = mid + 1;
@@ -223,7 +237,7 @@ static __always_inline struct jw_row* find_row(const struct jw_range* r, __u32 o
   if (lo == 0) return NULL;
   __u32 key = first + lo - 1;
   *key_out = key;
-  return bpf_map_lookup_elem(&jw_rows, &key);
+  return bpf_map_lookup_elem(rows, &key);
 }
 
 /* A JIT range is refused once its window was freed (window_free fired for its generation or a
@@ -242,6 +256,49 @@ static __always_inline int range_stale(struct jw_scratch* s, const struct jw_ran
   s->last_uid = r->uid;
   s->last_stale = stale;
   return stale;
+}
+
+/* Is key_pc in code a recent publication put there (jw_recent) while the walk has no rows of
+ * that publication (`r`: the range found for the PC, if any; a range of the same window with
+ * that or a newer generation means the PC lies in a gap of loaded rows)? A window freed since
+ * does not count: its memory may hold anything now. */
+static __always_inline int rows_pending(__u64 key_pc, const struct jw_range* r) {
+  for (__u32 i = 0; i < JW_RECENT_CAP; i++) {
+    const volatile struct jw_recent* e = &jw_recent[i];
+    __u64 gen = e->generation;
+    if (gen == 0 || key_pc < e->start || key_pc >= e->end) continue;
+    __u64 key = e->window_key;
+    if (r && r->kind == JW_RANGE_JIT && r->window_id == key && r->generation >= gen) continue;
+    struct jw_window_state* w = bpf_map_lookup_elem(&jw_windows, &key);
+    if (w && w->freed_gen >= gen) continue;
+    return 1;
+  }
+  return 0;
+}
+
+/* ---- the caller of a frameless leaf (JW_M_SP_RA) ---- */
+
+#define JW_VM_EXEC 0x4 /* include/linux/mm.h */
+
+struct vma_probe {
+  __u64 exec;
+};
+
+static long vma_is_exec(struct task_struct* task, struct vm_area_struct* vma, struct vma_probe* p) {
+  p->exec = (vma->vm_flags & JW_VM_EXEC) != 0;
+  return 0;
+}
+
+/* Could `ra` be a return address: code in an executable mapping right after a call instruction
+ * (call rel32, or call through a register or memory)? */
+static __always_inline int return_address(__u64 ra) {
+  __u8 b[8];
+  if (ra < 8 || (ra >> JW_ASID_SHIFT) || bpf_probe_read_user(b, sizeof(b), (void*)(ra - 8)))
+    return 0;
+  if (!jw_ends_with_call(b)) return 0;
+  struct vma_probe p = {};
+  if (bpf_find_vma(bpf_get_current_task_btf(), ra, vma_is_exec, &p, 0)) return 0;
+  return p.exec != 0;
 }
 
 static __always_inline void mix(struct jw_scratch* s, __u64 v) {
@@ -297,12 +354,18 @@ static long walk_step(__u32 index, struct walk_ctx* c) {
       stat_add(JW_STAT_STALE_REJECT, 1);
     } else {
       struct jw_row* row = NULL;
+      __u32 zero = 0;
+      void* rows = bpf_map_lookup_elem(&jw_rows, &zero);
+      if (!rows) {
+        finish(s, d, JW_STOP_READ, JW_META(JW_M_END, kind, uid), JW_M_TABLE);
+        return 1;
+      }
       if (s->last_row && s->last_row_pc == lookup_pc) {
         __u32 key = s->last_row - 1;
-        row = bpf_map_lookup_elem(&jw_rows, &key);
+        row = bpf_map_lookup_elem(rows, &key);
       } else {
         __u32 key = 0;
-        row = find_row(r, (__u32)(key_pc - r->start), &key);
+        row = find_row(rows, r, (__u32)(key_pc - r->start), &key);
         if (row) {
           s->last_row = key + 1;
           s->last_row_pc = lookup_pc;
@@ -368,8 +431,29 @@ static long walk_step(__u32 index, struct walk_ctx* c) {
     __u32 stamp = (__u32)jw_latest_gen;
     s->st.frames[d].stamp = stamp;
     mix(s, stamp);
-    /* Frame-pointer fallback: [fp] = caller's fp, [fp + 8] = return address. */
+    if (jw_cfg.jit_rows && !c->fp_only && key_pc && rows_pending(key_pc, r)) {
+      finish(s, d, JW_STOP_ROWS_PENDING, JW_META(JW_M_END, kind, uid), method);
+      return 1;
+    }
     s->st.fallback = 1;
+    /* The interrupted frame: a leaf without rows may not have a frame of its own (a runtime's
+     * helper stub, V8's builtins): rbp is still its caller's, so [fp + 8] would skip that
+     * caller. Its return address is then at SP (or SP + 8 right after `push rbp`, when [SP] is
+     * the caller's rbp), and is used if it is one. */
+    __u64 top[2];
+    if (d == 0 && !c->fp_only && (fp == 0 || fp >= sp + 8) &&
+        bpf_probe_read_user(top, sizeof(top), (void*)sp) == 0) {
+      int pushed = top[0] == fp && fp != 0;
+      __u64 cand = pushed ? top[1] : top[0];
+      if (return_address(cand)) {
+        method = JW_M_SP_RA;
+        ra = cand;
+        cfa = sp + (pushed ? 16 : 8);
+        new_fp = fp;
+        goto step;
+      }
+    }
+    /* Frame-pointer fallback: [fp] = caller's fp, [fp + 8] = return address. */
     if (fp == 0) {
       finish(s, d, JW_STOP_FP_END, JW_META(JW_M_END, kind, uid), method);
       return 1;
@@ -388,6 +472,7 @@ static long walk_step(__u32 index, struct walk_ctx* c) {
     cfa = fp + 16;
   }
 
+step:
   if (cfa <= sp) {
     finish(s, d, JW_STOP_NO_PROGRESS, JW_META(JW_M_END, kind, uid), method);
     return 1;
@@ -682,6 +767,18 @@ int BPF_USDT(jw_window_publish, __u64 id, __u64 generation, __u64 text, __u64 te
   } else {
     struct jw_window_state fresh = {.published_gen = generation};
     bpf_map_update_elem(&jw_windows, &key, &fresh, BPF_ANY);
+  }
+  if (jw_cfg.jit_rows && text_len != 0) {
+    /* Fibonacci hashing spreads any arithmetic sequence of generations over the slots. */
+    __u32 slot = (__u32)((generation * 0x9E3779B97F4A7C15ULL) >> 58) & (JW_RECENT_CAP - 1);
+    struct jw_task* t = followed();
+    __u64 tag = t ? (__u64)t->asid << JW_ASID_SHIFT : 0;
+    volatile struct jw_recent* e = &jw_recent[slot];
+    e->generation = 0;
+    e->start = text | tag;
+    e->end = (text + text_len) | tag;
+    e->window_key = key;
+    e->generation = generation;
   }
   struct jw_window_event* e = bpf_ringbuf_reserve(&jw_events, sizeof(*e), 0);
   if (!e) {

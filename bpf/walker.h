@@ -16,6 +16,10 @@
  *  - Rows are never rewritten while any index half references them. Each half has a sequence
  *    number that user space bumps around every rewrite of that half; a walk whose half's
  *    sequence changed while it ran is discarded (JW_STOP_TABLE_RACE).
+ *  - The row array itself may be replaced by a larger copy (jw_rows is an array of one map): user
+ *    space copies every row to the same index first, so a walk reading either array sees the
+ *    rows its index half refers to. Rows of one object mapped by several processes are shared:
+ *    several ranges (one per address space) refer to the same slice.
  *  - JIT windows: the window_free USDT handler records the freed generation in jw_windows
  *    synchronously, in the target's own thread, before the runtime can reuse the memory. A range
  *    whose generation is not newer than the freed one is never used (counted as stale-table
@@ -34,6 +38,12 @@
 #define JW_STATIC_ASSERT static_assert
 #else
 #define JW_STATIC_ASSERT _Static_assert
+#endif
+
+#ifdef __bpf__
+#define JW_INLINE static __always_inline
+#else
+#define JW_INLINE static inline
 #endif
 
 /* Hard caps compiled into the BPF program (runtime limits may be lower). */
@@ -131,6 +141,11 @@ enum jw_method {
   JW_M_FP_GAP = 3,   /* frame-pointer fallback: PC in a table's gap */
   JW_M_FP_STALE = 4, /* frame-pointer fallback: the window was freed (rows not used) */
   JW_M_END = 5,      /* last frame (see stop reason) */
+  /* The interrupted frame had no rows and its caller was taken from the return address at SP
+   * (a frameless leaf, or one that has just pushed rbp: then at SP + 8), where the frame-pointer
+   * fallback would skip that caller. Used only once the address is validated: in executable
+   * memory, right after a call instruction. */
+  JW_M_SP_RA = 6,
 };
 /* frame meta = method | (range kind << 4) | (range uid << 8). */
 #define JW_META(method, kind, uid) ((__u32)(method) | ((__u32)(kind) << 4) | ((__u32)(uid) << 8))
@@ -140,17 +155,21 @@ enum jw_method {
 
 /* Why a walk stopped. */
 enum jw_stop {
-  JW_STOP_OUTERMOST = 1,   /* a table row said: no caller (root) */
-  JW_STOP_FP_END = 2,      /* frame-pointer fallback reached FP == 0 (end of the FP chain) */
-  JW_STOP_RA_ZERO = 3,     /* return address 0 */
-  JW_STOP_DEPTH = 4,       /* depth cap */
-  JW_STOP_READ = 5,        /* could not read the RA or saved FP (unmapped, paged out) */
-  JW_STOP_NO_PROGRESS = 6, /* the caller's SP was not above the callee's */
-  JW_STOP_BAD_FP = 7,      /* fallback: FP below SP or misaligned */
-  JW_STOP_TABLE_RACE = 8,  /* tables were rewritten during the walk: result discarded */
-  JW_STOP_NO_USER = 9,     /* no user context (kernel thread) */
+  JW_STOP_OUTERMOST = 1,         /* a table row said: no caller (root) */
+  JW_STOP_FP_END = 2,            /* frame-pointer fallback reached FP == 0 (end of the FP chain) */
+  JW_STOP_RA_ZERO = 3,           /* return address 0 */
+  JW_STOP_DEPTH = 4,             /* depth cap */
+  JW_STOP_READ = 5,              /* could not read the RA or saved FP (unmapped, paged out) */
+  JW_STOP_NO_PROGRESS = 6,       /* the caller's SP was not above the callee's */
+  JW_STOP_BAD_FP = 7,            /* fallback: FP below SP or misaligned */
+  JW_STOP_TABLE_RACE = 8,        /* tables were rewritten during the walk: result discarded */
+  JW_STOP_NO_USER = 9,           /* no user context (kernel thread) */
   JW_STOP_UNSUPPORTED_RULE = 10, /* a v3 rule the walker cannot follow (JW_ROW_UNSUPPORTED) */
-  JW_STOP_COUNT_ = 11,
+  /* The PC is in JIT code published a moment ago whose rows are not loaded yet (jw_recent): a
+   * frame-pointer step there would be a guess — right if the code keeps a frame pointer, else
+   * it silently skips the JIT callers up to the next frame that does — so the walk ends. */
+  JW_STOP_ROWS_PENDING = 11,
+  JW_STOP_COUNT_ = 12,
 };
 
 /* Statistics counters (per-CPU array, index = enum). */
@@ -310,7 +329,49 @@ struct jw_config {
   __u32 stop_on_loader;  /* SIGSTOP on _dl_debug_state so new objects get probes first */
   __u32 fp_only;         /* walk with frame pointers only (cost baseline) */
   __u32 follow_children; /* followed processes' new processes are followed too */
+  __u32 jit_rows;        /* user space loads JIT windows' rows: jw_recent is kept */
+  __u32 reserved;
 };
-JW_STATIC_ASSERT(sizeof(struct jw_config) == 32, "jw_config layout");
+JW_STATIC_ASSERT(sizeof(struct jw_config) == 40, "jw_config layout");
+
+/* The last JW_RECENT_CAP window publications (BPF .bss, written by the window_publish handler,
+ * slot chosen by the generation): where the code published a moment ago lies. A walk that
+ * finds no usable rows for a PC inside one of them (no range yet, or only an older generation's)
+ * stops with JW_STOP_ROWS_PENDING instead of guessing with the frame pointer, unless the window
+ * was freed since. start/end carry the address space like range keys ((asid << JW_ASID_SHIFT) |
+ * address); window_key like jw_windows keys. Written without a lock: a torn entry can only make
+ * one walk stop early or guess as before. */
+#define JW_RECENT_CAP 64
+struct jw_recent {
+  __u64 start;
+  __u64 end;
+  __u64 window_key;
+  __u64 generation; /* 0: unused */
+};
+JW_STATIC_ASSERT(sizeof(struct jw_recent) == 32, "jw_recent layout");
+
+/* Length of an x86-64 `call` with opcode FF /2 whose ModRM byte is m (SIB byte sib), 0 if m does
+ * not encode /2. A REX prefix before FF does not change where the instruction ends. */
+JW_INLINE __u32 jw_call_ff_length(__u8 m, __u8 sib) {
+  if (((m >> 3) & 7) != 2) return 0;
+  __u8 mod = m >> 6, rm = m & 7;
+  if (mod == 3) return 2;
+  if (mod == 0) return rm == 4 ? ((sib & 7) == 5 ? 7 : 3) : rm == 5 ? 6 : 2;
+  if (mod == 1) return rm == 4 ? 4 : 3;
+  return rm == 4 ? 7 : 6;
+}
+
+/* Whether b[0..7], the 8 bytes before an address, end with a call instruction (call rel32, or a
+ * call through a register or memory): the address is then a return address, and the call's
+ * function is found at address - 1. Used by the walker to validate a frameless leaf's return
+ * address (JW_M_SP_RA) and by the symbolizer to tell a return address from a continuation a
+ * runtime pushed itself (docs/jitwalk.md, "Symbolization"). */
+JW_INLINE int jw_ends_with_call(const __u8* b) {
+  return b[3] == 0xe8 || (b[1] == 0xff && jw_call_ff_length(b[2], b[3]) == 7) ||
+         (b[2] == 0xff && jw_call_ff_length(b[3], b[4]) == 6) ||
+         (b[4] == 0xff && jw_call_ff_length(b[5], b[6]) == 4) ||
+         (b[5] == 0xff && jw_call_ff_length(b[6], b[7]) == 3) ||
+         (b[6] == 0xff && jw_call_ff_length(b[7], 0) == 2);
+}
 
 #endif /* JITWALK_WALKER_H */

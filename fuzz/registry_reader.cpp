@@ -1,6 +1,6 @@
 // Fuzzes the remote reader's decoders of foreign data: the ELF symbol lookup (files mapped by
 // another process) and the registry read protocol over an arbitrary "target memory" (header at
-// 0x1000, anything else from the input).
+// 0x1000, anything else from the input), the publisher status area included.
 #include <jitunwind/registry_abi.h>
 
 #include "remote/elf_symbols.hpp"
@@ -46,5 +46,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       (void)read_sframe_checked(memory, w, options);
     }
   }
+  // The publisher status area the header points to (anywhere in the input).
+  remote::publisher_snapshot publishers;
+  (void)read_publishers_at(memory, 0x1000, "fuzz", 2, publishers);
   return 0;
 }

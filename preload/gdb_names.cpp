@@ -116,6 +116,10 @@ const std::string* gdb_names::find(uint64_t start) const {
 
 void gdb_names::forget(uint64_t begin, uint64_t end) {
   names_.erase(names_.lower_bound(begin), names_.lower_bound(end));
+  // The runtime may free that code's debug object and list the next one at the same address
+  // with the same size (LLVM's allocator does, after ResourceTracker::remove): an object is
+  // known by its address and size, so every listed one is read again at the next refresh.
+  seen_.clear();
 }
 
 }  // namespace jitunwind_preload

@@ -33,7 +33,8 @@ class gdb_names {
   bool refresh();
   /// The name of the function that starts at `start` in some listed object, or null.
   const std::string* find(uint64_t start) const;
-  /// Forgets the names of functions starting in [begin, end) (their code was deregistered).
+  /// Forgets the names of functions starting in [begin, end) (their code was deregistered);
+  /// the next refresh reads every listed object again (a new one may sit where a freed one was).
   void forget(uint64_t begin, uint64_t end);
   /// Objects in the descriptor's list at the last refresh.
   size_t listed() const noexcept { return seen_.size(); }

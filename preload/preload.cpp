@@ -120,6 +120,7 @@ class preload_state {
     if (size == 0) return log_once("a registered .eh_frame has no terminator within 64 MiB");
     jitunwind::cfi::decoder_options o;
     o.section_address = reinterpret_cast<uint64_t>(begin);
+    o.restore_popped_fp = true;  // code with frame pointers: the window API takes its rows
     auto d = jitunwind::cfi::decode(std::span<const uint8_t>(bytes, size), o);
     if (!d) return log_once(d.error().message());
     left_out_ += d->left_out.size();

@@ -29,16 +29,18 @@ const char* stop_name(unsigned stop) noexcept {
       return "no user context";
     case JW_STOP_UNSUPPORTED_RULE:
       return "unwind rule the walker cannot follow (SFrame v3 FLEX, needs another register)";
+    case JW_STOP_ROWS_PENDING:
+      return "JIT code published a moment ago, rows not loaded yet";
     default:
       return "?";
   }
 }
 
 const char* stop_key(unsigned stop) noexcept {
-  static_assert(JW_STOP_COUNT_ == 11, "a key for every stop reason");
+  static_assert(JW_STOP_COUNT_ == 12, "a key for every stop reason");
   static constexpr const char* keys[JW_STOP_COUNT_] = {
-      "none",        "outermost", "fp_end",     "ra_zero", "depth",           "read",
-      "no_progress", "bad_fp",    "table_race", "no_user", "unsupported_rule"};
+      "none",   "outermost",  "fp_end",  "ra_zero",          "depth",       "read", "no_progress",
+      "bad_fp", "table_race", "no_user", "unsupported_rule", "rows_pending"};
   return stop < JW_STOP_COUNT_ ? keys[stop] : "?";
 }
 
@@ -67,11 +69,41 @@ std::string step_counts(const walk_summary& sum) {
                     static_cast<unsigned long long>(sum.failed[i]), pct(sum.failed[i], tried));
     }
   }
+  if (sum.sp_ra != 0) {
+    out += format("; %llu frameless leaves' callers from the return address at the stack pointer",
+                  static_cast<unsigned long long>(sum.sp_ra));
+  }
   if (sum.no_step != 0) {
     out += format("; %llu of %llu walks made no step", static_cast<unsigned long long>(sum.no_step),
                   static_cast<unsigned long long>(sum.samples));
   }
   return out;
+}
+
+std::vector<std::string> walk_accounting(const walk_summary& sum) {
+  auto row = [&](const char* what, uint64_t n, const std::string& note) {
+    return format("  %-38s %10llu %6.1f%%%s", what, static_cast<unsigned long long>(n),
+                  pct(n, sum.samples), note.empty() ? "" : ("   " + note).c_str());
+  };
+  const uint64_t pending = sum.by_stop[JW_STOP_ROWS_PENDING];
+  std::vector<std::string> out;
+  out.push_back(format("%-40s %10s", "walks", "samples"));
+  out.push_back(row("to the root, every step by tables", sum.root_tables_only, ""));
+  out.push_back(row("to the root, with frame-pointer steps", sum.root - sum.root_tables_only,
+                    sum.root > sum.root_tables_only
+                        ? format("frames found by them end in %s", fp_mark)
+                        : std::string()));
+  out.push_back(row("cut", sum.samples - sum.root,
+                    pending ? format("%llu at JIT code whose rows were not loaded yet "
+                                     "(--sync-tables waits for them)",
+                                     static_cast<unsigned long long>(pending))
+                            : std::string()));
+  out.push_back(row("used the frame-pointer fallback", sum.fallback, ""));
+  return out;
+}
+
+bool is_fp_method(unsigned method) noexcept {
+  return method == JW_M_FP || method == JW_M_FP_GAP || method == JW_M_FP_STALE;
 }
 
 bool is_entry_function(const std::string& name) noexcept {
@@ -119,16 +151,19 @@ uint64_t monotonic_ns() {
 
 }  // namespace
 
-uint32_t aggregator::user_frame(const jw_frame& frame, bool caller, bool* entry, uint32_t tgid) {
+uint32_t aggregator::user_frame(const jw_frame& frame, bool caller, bool fp_found, bool* entry,
+                                uint32_t tgid) {
   const uint64_t pc = frame.pc;
   const jit_when when = tr_->naming(frame);
-  auto key = std::make_tuple(pc, caller, when, asid_);
+  auto key = std::make_tuple(pc, caller, fp_found, when, asid_);
   if (auto it = frame_cache_.find(key); it != frame_cache_.end()) {
     *entry = it->second.entry;
     return it->second.id;
   }
   frame_desc d = sym_->user_frame(pc, caller, when);
-  uint32_t id = out_.intern(to_profile_frame(d, pc, caller));
+  profile_frame f = to_profile_frame(d, pc, caller);
+  f.fp_found = fp_found;
+  uint32_t id = out_.intern(f);
   *entry = is_entry_function(d.name);
   if (d.kind == frame_kind::unknown && !late_.has(id)) {
     // The name may arrive later (a jitdump written through a buffer, a perf map appended
@@ -157,16 +192,19 @@ const aggregator::known_stack& aggregator::know(uint64_t hash, const jw_stack* s
   bool last_entry = false;
   const uint32_t depth = std::min<uint32_t>(st->depth, JW_MAX_DEPTH);
   k.frames.reserve(depth);
+  bool fp_step = false;  // the step to this frame was the frame-pointer fallback
   for (uint32_t i = 0; i < depth; ++i) {
     const uint32_t meta = st->frames[i].meta;
-    k.frames.push_back(user_frame(st->frames[i], i > 0, &last_entry, tgid));
+    k.frames.push_back(user_frame(st->frames[i], i > 0, fp_step, &last_entry, tgid));
     const unsigned method = JW_META_METHOD(meta), kind = JW_META_KIND(meta);
+    fp_step = i + 1 < depth && is_fp_method(method);
     size_t slot = 4;
     if (i + 1 < depth || method != JW_M_END) {
       if (method == JW_M_TABLE) {
         slot = kind == JW_RANGE_JIT ? 0 : kind == JW_RANGE_SFRAME ? 1 : 2;
       } else {
         slot = 3;
+        if (method == JW_M_SP_RA) ++k.sp_ra;
       }
     }
     ++k.steps[slot];
@@ -233,11 +271,13 @@ void aggregator::drain() {
     }
     frames.insert(frames.end(), k->frames.begin(), k->frames.end());
     for (size_t i = 0; i < k->steps.size(); ++i) summary_.frames[i] += k->steps[i] * count;
+    summary_.sp_ra += k->sp_ra * count;
     if (k->failed >= 0) summary_.failed[static_cast<size_t>(k->failed)] += count;
     if (!k->root && k->steps[0] + k->steps[1] + k->steps[2] + k->steps[3] == 0)
       summary_.no_step += count;
     summary_.samples += count;
     if (k->root) summary_.root += count;
+    if (k->root && !k->fallback) summary_.root_tables_only += count;
     if (k->fallback) summary_.fallback += count;
     if (k->stale) summary_.stale += count;
     if (k->stop < JW_STOP_COUNT_) summary_.by_stop[k->stop] += count;

@@ -19,12 +19,18 @@ namespace jitwalk {
 struct walk_summary {
   uint64_t samples = 0;   ///< aggregated samples (stacks weighted by count)
   uint64_t root = 0;      ///< walked to the outermost frame
+  /// ... without a frame-pointer step: every caller came from a table row.
+  uint64_t root_tables_only = 0;
   uint64_t fallback = 0;  ///< used the frame-pointer fallback at least once
   uint64_t stale = 0;     ///< refused a freed window's rows at least once
   std::array<uint64_t, JW_STOP_COUNT_> by_stop{};
   /// Frames by how they were unwound: [0] table rows of a JIT window, [1] native .sframe,
   /// [2] native .eh_frame, [3] frame-pointer fallback, [4] last frame of a stack.
   std::array<uint64_t, 5> frames{};
+  /// Steps from an interrupted frame without rows to the caller whose return address was at the
+  /// stack pointer (JW_M_SP_RA: a frameless leaf the frame-pointer fallback would skip); also
+  /// counted in frames[3] (no table was used).
+  uint64_t sp_ra = 0;
   /// Steps that failed, by the same source as frames[0..3]: the walk tried that method at its
   /// last frame and stopped there without reaching the root (walker.h, jw_stack.end_method).
   /// Steps tried = frames[i] + failed[i].
@@ -37,6 +43,14 @@ struct walk_summary {
 /// The "caller steps" line: shares of the steps tried per source, failures per source, and the
 /// walks that made no step ("" when no walk tried a step).
 std::string step_counts(const walk_summary& sum);
+
+/// The walk summary of `profile -v`: walks to the root by tables only and through frame-pointer
+/// steps, cut walks (those ended at JIT code whose rows were not loaded yet apart), walks that
+/// used the frame-pointer fallback; one line each.
+std::vector<std::string> walk_accounting(const walk_summary& sum);
+
+/// A frame-pointer step (enum jw_method): no rows for the PC, or a gap, or a freed window's.
+bool is_fp_method(unsigned method) noexcept;
 
 const char* stop_name(unsigned stop) noexcept;
 /// The stop's key in JSON reports ("unsupported_rule", ...).
@@ -81,7 +95,8 @@ class aggregator {
     uint32_t id;
     bool entry;
   };
-  uint32_t user_frame(const jw_frame& frame, bool caller, bool* entry, uint32_t tgid);
+  uint32_t user_frame(const jw_frame& frame, bool caller, bool fp_found, bool* entry,
+                      uint32_t tgid);
   const std::string& thread_name(uint32_t tgid, uint32_t tid);
 
   bpf_session& bpf_;
@@ -97,6 +112,7 @@ class aggregator {
   struct known_stack {
     std::vector<uint32_t> frames;  // profile frame ids, leaf first
     std::array<uint64_t, 5> steps{};
+    uint64_t sp_ra = 0;
     int failed = -1;  // the source (0..3) whose step failed at the last frame, -1: none
     uint8_t stop = 0;
     bool root = false, fallback = false, stale = false;
@@ -104,7 +120,7 @@ class aggregator {
   const known_stack& know(uint64_t hash, const jw_stack* st, uint32_t tgid);
   late_names late_;  // frames unnamed when first seen
   std::unordered_map<uint64_t, known_stack> stacks_;
-  std::map<std::tuple<uint64_t, bool, jit_when, uint32_t>, cached_frame> frame_cache_;
+  std::map<std::tuple<uint64_t, bool, bool, jit_when, uint32_t>, cached_frame> frame_cache_;
   std::map<uint64_t, uint32_t> kernel_cache_;
   std::map<std::pair<uint32_t, uint32_t>, std::string> thread_names_;  // (tid or tgid, asid)
 };

@@ -126,7 +126,7 @@ result<std::unique_ptr<bpf_session>> bpf_session::open(const bpf_options& o) {
     return make_error(errc::io_error, "cannot open the BPF walker object: %s",
                       std::strerror(errno));
   }
-  bpf_map__set_max_entries(s->skel_->maps.jw_rows, std::max<uint32_t>(o.row_capacity, 1));
+  bpf_map__set_max_entries(s->skel_->maps.jw_rows0, std::max<uint32_t>(o.row_capacity, 1));
   bpf_map__set_max_entries(s->skel_->maps.jw_stacks, std::max<uint32_t>(o.stack_capacity, 16));
   const uint32_t depth = std::clamp<uint32_t>(o.stack_depth, 1, JW_MAX_DEPTH);
   bpf_map__set_value_size(s->skel_->maps.jw_stacks, jw_stack_bytes(depth));
@@ -140,9 +140,10 @@ result<std::unique_ptr<bpf_session>> bpf_session::open(const bpf_options& o) {
     return make_error(code, "cannot load the BPF walker (%s)%s:\n%s", std::strerror(-err),
                       geteuid() != 0 ? "; run as root" : "", log.c_str());
   }
-  auto rows = map_mmap(s->skel_->maps.jw_rows, &s->rows_map_size_);
+  auto rows = map_mmap(s->skel_->maps.jw_rows0, &s->rows_map_size_);
   if (!rows) return rows.error();
   s->rows_map_ = rows.value();
+  s->rows_capacity_ = bpf_map__max_entries(s->skel_->maps.jw_rows0);
   auto ranges = map_mmap(s->skel_->maps.jw_ranges, &s->ranges_map_size_);
   if (!ranges) return ranges.error();
   s->ranges_map_ = ranges.value();
@@ -167,6 +168,7 @@ bpf_session::~bpf_session() {
   for (bpf_link* l : links_) bpf_link__destroy(l);
   if (rb_ != nullptr) ring_buffer__free(rb_);
   if (rows_map_ != nullptr) munmap(rows_map_, rows_map_size_);
+  if (rows_fd_ >= 0) ::close(rows_fd_);
   if (ranges_map_ != nullptr) munmap(ranges_map_, ranges_map_size_);
   if (ctl_map_ != nullptr) munmap(ctl_map_, ctl_map_size_);
   if (stats_fd_ >= 0) ::close(stats_fd_);
@@ -177,9 +179,47 @@ jw_config& bpf_session::config() {
   return skel_->data->jw_cfg;
 }
 
+result<std::span<jw_row>> bpf_session::grow_rows(size_t capacity) {
+  if (capacity > UINT32_MAX / sizeof(jw_row))
+    return make_error(errc::limit_exceeded, "%zu rows: too many for one BPF array", capacity);
+  LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_MMAPABLE | BPF_F_INNER_MAP);
+  const int fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "jw_rows_grown", sizeof(uint32_t),
+                                sizeof(jw_row), static_cast<uint32_t>(capacity), &opts);
+  if (fd < 0)
+    return make_error(errc::io_error, "cannot create a row array of %zu rows: %s", capacity,
+                      std::strerror(errno));
+  const size_t size = page_round(capacity * sizeof(jw_row));
+  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) {
+    const int e = errno;
+    ::close(fd);
+    return make_error(errc::io_error, "cannot mmap a row array of %zu rows: %s", capacity,
+                      std::strerror(e));
+  }
+  // The same rows at the same indexes, then the walker switches over: a walk still reading the
+  // old array sees what it saw; the index halves published from now on are read with the new.
+  std::memcpy(p, rows_map_, rows_capacity_ * sizeof(jw_row));
+  const uint32_t zero = 0;
+  if (bpf_map_update_elem(bpf_map__fd(skel_->maps.jw_rows), &zero, &fd, BPF_ANY) != 0) {
+    const int e = errno;
+    munmap(p, size);
+    ::close(fd);
+    return make_error(errc::io_error, "cannot install a row array of %zu rows: %s", capacity,
+                      std::strerror(e));
+  }
+  munmap(rows_map_, rows_map_size_);
+  if (rows_fd_ >= 0) ::close(rows_fd_);
+  rows_fd_ = fd;
+  rows_map_ = p;
+  rows_map_size_ = size;
+  rows_capacity_ = capacity;
+  return std::span<jw_row>(static_cast<jw_row*>(p), capacity);
+}
+
 table_views bpf_session::views() {
   table_views v;
-  v.rows = {static_cast<jw_row*>(rows_map_), bpf_map__max_entries(skel_->maps.jw_rows)};
+  v.rows = {static_cast<jw_row*>(rows_map_), rows_capacity_};
+  v.grow = [this](size_t rows) { return grow_rows(rows); };
   v.ranges = {static_cast<jw_range*>(ranges_map_), 2 * JW_RANGE_CAP};
   v.ctl = static_cast<jw_ctl*>(ctl_map_);
   return v;

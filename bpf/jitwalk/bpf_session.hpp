@@ -56,6 +56,9 @@ class bpf_session {
   /// Runtime settings (BPF .data, shared with the kernel; writes take effect immediately).
   jw_config& config();
   table_views views();
+  /// Replaces the walker's row array by one of `capacity` rows holding the current rows at the
+  /// same indexes (table_views::grow). `io_error` if the kernel refuses.
+  result<std::span<jw_row>> grow_rows(size_t capacity);
 
   /// cpu-clock sampling at `hz` with `which` (sample or sample_kfp), on the given threads: one
   /// per-task event each, inherited by the threads and processes they create later (so a command
@@ -115,6 +118,8 @@ class bpf_session {
   const event_handler* current_handler_ = nullptr;
   void* rows_map_ = nullptr;
   size_t rows_map_size_ = 0;
+  size_t rows_capacity_ = 0;
+  int rows_fd_ = -1;  // the row array that replaced the skeleton's (grow_rows), or -1
   void* ranges_map_ = nullptr;
   size_t ranges_map_size_ = 0;
   void* ctl_map_ = nullptr;

@@ -85,14 +85,14 @@ const cmdline::command profile_command{
              .max = max_frequency_hz,
              .heading = "Sampling"},
             duration_option(
-                "Stop after SEC seconds; a started command is then ended: sampling stops, "
-                "SIGINT, SIGTERM after the grace period, SIGKILL after another (a runtime gets "
-                "time to write its names)."),
+                "Stop after SEC seconds; a started command and every process of its tree are "
+                "then ended: sampling stops, SIGINT, SIGTERM after the grace period, SIGKILL "
+                "after another (a runtime gets time to write its names)."),
             {"grace", 0, "SEC", "The grace period of that sequence (default 2; also after Ctrl-C).",
              kind::duration, 0, 3600},
             {"wait-exit", 0, "",
-             "At the end of -d stop sampling but let the command run until it exits by itself "
-             "(its jitdump complete); Ctrl-C then ends it as above."},
+             "At the end of -d stop sampling but let the command and its tree run until they "
+             "exit by themselves (a jitdump complete); Ctrl-C then ends them as above."},
             {"kernel", 0, "", "Add kernel stacks (frames suffixed _[k] in folded output)."},
             {"per-thread", 0, "", "One root per thread (\"comm-PID/TID\") instead of per process."},
             {"per-cpu-events", 0, "",
@@ -138,8 +138,9 @@ const cmdline::command profile_command{
                      "$XDG_CACHE_HOME/jitwalk or ~/.cache/jitwalk; delete it to clear); "
                      "--no-table-cache converts native objects' tables afresh.",
              .negatable = true},
-            {"rows", 0, "N", "Capacity of the BPF row table (default 1048576).", kind::whole, 1024,
-             1 << 28},
+            {"rows", 0, "N",
+             "Starting capacity of the BPF row table, which grows when full (default 1048576).",
+             kind::whole, 1024, 1 << 28},
             window_state_limit_option,
             {.name = "max-memory",
              .value_name = "MIB",

@@ -14,6 +14,7 @@
 #include "jitwalk/cli.hpp"
 #include "jitwalk/name_report.hpp"
 #include "jitwalk/native_tables.hpp"
+#include "jitwalk/tree_end.hpp"
 
 namespace jitwalk {
 
@@ -33,39 +34,6 @@ struct profile_options {
   bool merge_processes = false;
   program unwinder = program::sample;
 };
-
-// Polls until the command exited or `seconds` passed; true if it exited.
-bool await_exit(child_process& c, double seconds) {
-  const auto until =
-      std::chrono::steady_clock::now() + std::chrono::duration<double>(std::max(seconds, 0.0));
-  while (!c.poll_exit()) {
-    if (std::chrono::steady_clock::now() >= until) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return true;
-}
-
-// Ends a started command at the end of -d or after Ctrl-C, gently first: SIGINT (what Ctrl-C
-// sends, which runtimes are most likely to handle by exiting cleanly), SIGTERM after the grace
-// period, SIGKILL after another. Sampling has stopped already, so the time a runtime spends
-// writing its names costs no samples. --wait-exit: no signal at the end of -d; the command runs
-// on until it exits (a Ctrl-C, seen as stop_requested(), then ends it the same way).
-void end_command(child_process& c, double grace_s, bool wait_exit) {
-  if (wait_exit && !stop_requested()) {
-    note(
-        "-d over: sampling stopped; waiting for the command to exit by itself (--wait-exit; "
-        "Ctrl-C ends it)");
-    while (!c.poll_exit() && !stop_requested())
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    if (c.exited()) return;
-  }
-  for (int sig : {SIGINT, SIGTERM}) {
-    c.signal(sig);
-    if (await_exit(c, grace_s)) return;
-  }
-  c.signal(SIGKILL);
-  await_exit(c, 1.0);  // reaped, so its end shows in the summary (SIGKILL cannot be ignored)
-}
 
 uint64_t unix_now_ns() {
   timespec ts{};
@@ -190,7 +158,12 @@ int cmd_profile(int argc, char** argv) {
   // The target's mappings while it still lives: a jitdump mapped since the last drain is found
   // now, and read whole by the late names once the command has ended.
   if (!s.child() || !s.child()->poll_exit()) s.processes().refresh_symbols();
-  if (s.child() && !s.child()->exited()) end_command(*s.child(), o.grace_s, o.wait_exit);
+  // A started command ends with its whole tree, gently first (SIGINT, SIGTERM after --grace,
+  // SIGKILL after another), so that a runtime can write the names it still holds; with
+  // --wait-exit they are first left to exit by themselves.
+  s.release_all();
+  tree_end ended;
+  if (s.child()) ended = end_tree(*s.child(), o.grace_s, o.wait_exit, stop_requested);
   agg.drain();
   // Names that arrived after the frames were first seen (a jitdump written through a buffer,
   // flushed at exit), and unnamed code grouped by mapping.
@@ -235,7 +208,8 @@ int cmd_profile(int argc, char** argv) {
 
   // ---- summary (always printed, even with -q) ----
   auto bs = s.bpf().stats();
-  const auto& ts = s.track().stats();
+  // Every process image's tables (one process: its own).
+  const tracker_stats ts = s.processes().total_stats();
   const size_t others = s.processes().processes_sampled(s.pid());
   std::fprintf(
       stderr, "jitwalk: %llu samples of pid %d (%s)%s in %.1f s at %u Hz; %s\n",
@@ -250,6 +224,9 @@ int cmd_profile(int argc, char** argv) {
                pct(sum.fallback, sum.samples));
   std::fprintf(stderr, "jitwalk:   tasks: %s\n",
                s.processes().summary(bs[JW_STAT_OTHER_TASK]).c_str());
+  if (g_verbosity >= 2)
+    for (const std::string& line : walk_accounting(sum))
+      std::fprintf(stderr, "jitwalk:   %s\n", line.c_str());
   const std::string stops = stop_counts(sum.by_stop);
   if (!stops.empty()) std::fprintf(stderr, "jitwalk:   walks ended by: %s\n", stops.c_str());
   // Shares of the steps tried (not only those made): a run whose walks all failed at their
@@ -277,9 +254,11 @@ int cmd_profile(int argc, char** argv) {
           c->dir().c_str());
     }
     std::fprintf(stderr,
-                 "jitwalk:   table bytes: %zu rows (%zu bytes) in %zu ranges at the most; cache: "
-                 "%s\n",
-                 tst.rows_peak, tst.rows_peak * sizeof(jw_row), tst.ranges_peak, cache.c_str());
+                 "jitwalk:   table bytes: %zu rows (%zu bytes) in %zu ranges at the most, of a "
+                 "table of %zu rows (grown %zu times); %zu ranges shared the rows of an object "
+                 "another process loaded (%zu rows not loaded again); cache: %s\n",
+                 tst.rows_peak, tst.rows_peak * sizeof(jw_row), tst.ranges_peak, tst.rows_capacity,
+                 tst.grown, tst.shared_ranges, tst.shared_rows_saved, cache.c_str());
   }
   std::fprintf(stderr,
                "jitwalk:   BPF: %llu samples of the target, %llu of other tasks, %llu lost (maps "
@@ -323,22 +302,59 @@ int cmd_profile(int argc, char** argv) {
     std::fprintf(stderr, "jitwalk:   command: %s%s, %.3f s CPU (user + system)\n",
                  s.child()->describe_end().c_str(), why.c_str(), s.child()->cpu_seconds());
   }
+  if (const std::string t = ended.text(); !t.empty())
+    std::fprintf(stderr, "jitwalk:   %s\n", t.c_str());
   if (o.bpf_stats && s.child() && s.child()->cpu_seconds() > 0) {
     prog_stats ps = s.bpf().stats_of(o.unwinder);
     std::fprintf(stderr, "jitwalk:   BPF time / command CPU time: %.4f%%\n",
                  100.0 * static_cast<double>(ps.run_time_ns) / 1e9 / s.child()->cpu_seconds());
   }
   {
-    process_names pn;
-    pn.pid = s.pid();
-    pn.comm = s.process_name();
-    pn.files = s.sym().names().files();
-    pn.registry_windows = ts.windows_loaded;
-    pn.still_running = !s.child() && process_alive(s.pid());
-    if (s.child() && s.child()->ended_by_jitwalk() && s.child()->term_signal() != 0)
-      pn.ended_by_signal = format("SIG%s", sigabbrev_np(s.child()->term_signal()));
-    for (const std::string& line : name_report_lines(count_names(prof), pn, g_verbosity >= 2))
-      std::fprintf(stderr, "jitwalk:   %s\n", line.c_str());
+    // Names per process: each process of a tree has its own files, windows and samples (the
+    // busiest six are reported; one process: its report alone).
+    const std::vector<process_image> images = s.processes().sampled();
+    const bool tree = images.size() > 1 && !o.merge_processes;
+    const size_t shown = tree ? std::min<size_t>(images.size(), 6) : 1;
+    const name_counts all = count_names(prof);
+    for (size_t i = 0; i < shown; ++i) {
+      process_image img;
+      if (images.size() == 1 || tree) {
+        img = images[i];
+      } else {
+        img.pid = s.pid();
+        img.comm = s.process_name();
+        img.asid = s.track().asid();
+      }
+      symbolizer& sym = s.processes().sym(img.asid);
+      process_names pn;
+      pn.pid = img.pid;
+      pn.comm = img.comm;
+      pn.files = sym.names().files();
+      pn.registry_windows = s.processes().track(img.asid).stats().windows_loaded;
+      pn.where = sym.view().where();
+      pn.still_running = process_alive(img.pid);
+      pn.one_of_tree = tree;
+      pn.samples = img.samples;
+      if (s.child() && img.pid == s.pid() && s.child()->ended_by_jitwalk() &&
+          s.child()->term_signal() != 0)
+        pn.ended_by_signal = format("SIG%s", sigabbrev_np(s.child()->term_signal()));
+      for (const ended_process& e : ended.signalled)
+        if (e.pid == img.pid && e.gone)
+          pn.ended_by_signal = format("SIG%s", sigabbrev_np(e.last_signal));
+      const std::string label = s.processes().label(img.pid, 0, img.asid, false);
+      const name_counts nc = !tree ? all : count_names(prof, [&](const std::string& thread) {
+        return thread == label || thread.rfind(label + "/", 0) == 0;
+      });
+      for (const std::string& line : name_report_lines(nc, pn, g_verbosity >= 2))
+        std::fprintf(stderr, "jitwalk:   %s%s\n",
+                     tree && line.rfind("names for", 0) != 0 ? "  " : "", line.c_str());
+    }
+    if (tree && images.size() > shown) {
+      uint64_t rest = 0;
+      for (size_t i = shown; i < images.size(); ++i) rest += images[i].samples;
+      std::fprintf(stderr, "jitwalk:   names of %zu more processes (%llu samples) not shown\n",
+                   images.size() - shown, static_cast<unsigned long long>(rest));
+    }
     if (late.pending != 0 && g_verbosity >= 2)
       std::fprintf(stderr,
                    "jitwalk:   late names: %llu frames unnamed when first seen, %llu named at "

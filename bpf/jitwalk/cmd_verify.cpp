@@ -15,6 +15,7 @@
 #include "jitwalk/aggregate.hpp"
 #include "jitwalk/cli.hpp"
 #include "jitwalk/native_tables.hpp"
+#include "jitwalk/tree_end.hpp"
 
 namespace jitwalk {
 
@@ -226,6 +227,7 @@ int cmd_verify(int argc, char** argv) {
         const char* how = JW_META_METHOD(meta) == JW_M_TABLE      ? "table"
                           : JW_META_METHOD(meta) == JW_M_END      ? "end"
                           : JW_META_METHOD(meta) == JW_M_FP_STALE ? "fp (freed window)"
+                          : JW_META_METHOD(meta) == JW_M_SP_RA    ? "ra at sp (frameless leaf)"
                                                                   : "fp";
         m += format("      #%-3zu %s  [%s%s]\n", i, describe(walk_pcs[i], i > 0).c_str(), how,
                     s.track().window_at(walk_pcs[i] - (i > 0)) ? ", jit" : "");
@@ -248,9 +250,12 @@ int cmd_verify(int argc, char** argv) {
          static_cast<unsigned long long>(v.checkpoints), static_cast<unsigned long long>(v.exact));
   });
   int child_status = s.child() && s.child()->exited() ? s.child()->exit_code() : -1;
-  if (s.child() && !s.child()->exited()) {
-    s.child()->signal(SIGTERM);
-    child_status = s.child()->wait();
+  if (s.child()) {
+    // The command and every process of its tree (SIGINT, then SIGTERM and SIGKILL 2 s apart for
+    // those that ignore it).
+    s.release_all();
+    (void)end_tree(*s.child(), 2.0, false, [] { return true; });
+    if (child_status < 0 && s.child()->exited()) child_status = s.child()->exit_code();
   }
 
   // Named now, with every name the run announced: later code at the same addresses included.

@@ -16,6 +16,7 @@ result<std::shared_ptr<elf_file>> elf_file::open(const std::string& path,
   jitunwind::detail::open_rules rules;
   rules.what = "ELF object";
   rules.no_follow = limits.target_path;
+  if (limits.target_path) rules.root_fd = limits.root_fd;
   rules.max_bytes = UINT64_MAX;  // read section by section, each at most limits.max_read
   auto file = jitunwind::detail::guarded_file::open(path, rules);
   if (!file) return file.error();

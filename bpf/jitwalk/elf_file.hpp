@@ -40,6 +40,8 @@ struct elf_file_limits {
   uint64_t max_read = uint64_t{512} << 20;             ///< largest section read at once
   /// The path is the target's choice (not a /proc/PID/map_files link): links are not followed.
   bool target_path = false;
+  /// With target_path: the target's root directory the path is resolved in (process_view).
+  int root_fd = -1;
   /// How messages name the object (its path in the target's maps); empty: the path opened.
   std::string name;
 };

@@ -27,7 +27,7 @@ std::string folded_text(const profile_data& p) {
     for (auto it = s.frames.rbegin(); it != s.frames.rend(); ++it) {
       line.push_back(';');
       const profile_frame& f = p.frames()[*it];
-      append_clean(line, f.name);
+      append_clean(line, marked_name(f));
       if (f.kind == frame_kind::kernel) line += "_[k]";  // flamegraph.pl's kernel annotation
     }
     lines[line] += s.count;

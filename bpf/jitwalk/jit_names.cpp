@@ -95,6 +95,7 @@ result<jitunwind::detail::guarded_file> jit_names::open_names_file(const std::st
   rules.what = what;
   rules.no_follow = true;
   rules.owner = owner_;
+  rules.root_fd = root_fd_;
   rules.max_bytes = UINT64_MAX;  // at most max_file_bytes_ of it are read, whatever its size
   auto f = jitunwind::detail::guarded_file::open(path, rules);
   if (!f) {

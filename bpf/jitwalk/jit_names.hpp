@@ -60,6 +60,9 @@ class jit_names {
   /// dropped (counted in dropped()).
   void set_limits(jitunwind::detail::memory_budget* budget, uint64_t max_file_bytes,
                   std::optional<uid_t> owner);
+  /// Paths are resolved in this root directory (the target's, process_view::root_fd; -1:
+  /// jitwalk's own). The fd stays the caller's.
+  void set_root(int root_fd) noexcept { root_fd_ = root_fd; }
 
   /// The name of the code at `pc` as `when` says (by generation first, then by time); else the
   /// last perf map line covering it; else null.
@@ -135,6 +138,7 @@ class jit_names {
   jitunwind::detail::memory_budget* budget_ = nullptr;
   uint64_t max_file_bytes_ = uint64_t{512} << 20;
   std::optional<uid_t> owner_;
+  int root_fd_ = -1;
   jitunwind::detail::budget_charge charge_;
   uint64_t dropped_ = 0;
   std::map<uint64_t, std::pair<std::string, uint64_t>> jitdump_index_;  // code_index -> name, size

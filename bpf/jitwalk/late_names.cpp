@@ -55,7 +55,9 @@ late_summary late_names::resolve(profile_data& p,
       frame_desc d = sym_of(pf.tgid).user_frame(pf.pc, pf.return_address, pf.when);
       if (d.kind != frame_kind::unknown) {
         ++ls.named;
-        return to_profile_frame(d, pf.pc, pf.return_address);
+        profile_frame named = to_profile_frame(d, pf.pc, pf.return_address);
+        named.fp_found = f.fp_found;
+        return named;
       }
     }
     if (raw_addresses) return f;

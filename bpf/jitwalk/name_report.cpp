@@ -1,5 +1,7 @@
 #include "jitwalk/name_report.hpp"
 
+#include "guarded/text.hpp"
+
 #include <algorithm>
 
 namespace jitwalk {
@@ -37,10 +39,12 @@ size_t idx(name_source s) {
 
 }  // namespace
 
-name_counts count_names(const profile_data& p) {
+name_counts count_names(const profile_data& p,
+                        const std::function<bool(const std::string&)>& only) {
   name_counts c;
   const auto& frames = p.frames();
   for (const profile_stack& s : p.stacks()) {
+    if (only && !only(s.thread)) continue;
     c.samples += s.count;
     const profile_frame* leaf = nullptr;
     for (uint32_t id : s.frames) {
@@ -93,7 +97,8 @@ std::string hint(const name_counts& c, const process_names& p, bool have_map, bo
           "the runtime must write /tmp/perf-PID.map or a jitdump, or use the jitunwind SDK "
           "(docs/jitwalk.md)";
     }
-    return format("no perf map, jitdump or jitunwind registry for pid %d: %s", p.pid, how.c_str());
+    return format("no perf map, jitdump or jitunwind registry for pid %d%s: %s", p.pid,
+                  p.where.empty() ? "" : (" (looked up " + p.where + ")").c_str(), how.c_str());
   }
   if (have_dump && p.still_running) {
     return format(
@@ -129,10 +134,16 @@ std::vector<std::string> name_report_lines(const name_counts& c, const process_n
   if (p.registry_windows != 0)
     found +=
         format("%sjitunwind registry (%zu windows)", found.empty() ? "" : ", ", p.registry_windows);
-  out.push_back(format("names for pid %d: %s", p.pid,
-                       found.empty() ? "no perf map, jitdump "
-                                       "or registry found"
-                                     : found.c_str()));
+  const std::string who = p.one_of_tree ? format("pid %d (%s, %llu samples)", p.pid,
+                                                 jitunwind::detail::terminal_text(p.comm).c_str(),
+                                                 static_cast<unsigned long long>(p.samples))
+                                        : format("pid %d", p.pid);
+  std::string line =
+      format("names for %s: %s", who.c_str(),
+             found.empty() ? "no perf map, jitdump or registry found" : found.c_str());
+  // A process in another mount or PID namespace has its own /tmp/perf-1.map: say where.
+  if (!p.where.empty()) line += format(" (files looked up %s)", p.where.c_str());
+  out.push_back(std::move(line));
   if (c.samples != 0) {
     std::string leaf = format("leaf frame named by:");
     bool first = true;

@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -33,7 +34,10 @@ struct name_counts {
   uint64_t jit_frames = 0;           ///< JIT/anonymous frames
   std::array<uint64_t, 5> jit_frames_by_source{};
 };
-name_counts count_names(const profile_data& p);
+/// `only`: count only the stacks whose first folded element (profile_stack::thread) it accepts
+/// (one process of a tree); empty: all.
+name_counts count_names(const profile_data& p,
+                        const std::function<bool(const std::string&)>& only = {});
 
 /// What one process published for names.
 struct process_names {
@@ -45,6 +49,11 @@ struct process_names {
   std::string ended_by_signal;
   /// The process still ran when the profile ended (-p): its files may not be complete yet.
   bool still_running = false;
+  /// Where its files were looked up when not in jitwalk's namespaces (process_view::where).
+  std::string where;
+  /// One process of several with samples: its lines say its name and sample count.
+  bool one_of_tree = false;
+  uint64_t samples = 0;
 };
 
 /// The summary lines (without the "jitwalk:" prefix): sources found and the samples each

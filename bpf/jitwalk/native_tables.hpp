@@ -29,6 +29,16 @@ struct native_table {
   std::vector<std::string> problems;  ///< tables or entries rejected, with reasons
 };
 
+/// What a native table says about itself, without its rows (kept for tables shared by several
+/// processes, table_store's shared rows).
+struct native_summary {
+  table_source source = table_source::eh_frame;
+  size_t sframe_functions = 0;
+  size_t eh_frame_functions = 0;
+  int sframe_version = 0;
+  size_t rows = 0;
+};
+
 /// All functions of `obj`'s tables (SFrame first, .eh_frame for what it does not cover), in the
 /// object's addresses. `not_found` if none.
 struct native_functions {

@@ -102,12 +102,13 @@ std::vector<uint8_t> pprof_bytes(const profile_data& p, bool gzip) {
     auto k = std::make_pair(f.module, f.map_start);
     if (mapping_ids.emplace(k, mapping_ids.size() + 1).second) mapping_frames.push_back(&f);
   }
-  // Functions: one per (name, module).
-  std::map<std::pair<std::string, std::string>, uint64_t> function_ids;
+  // Functions: one per (name as shown, system name, module). A frame found by the frame-pointer
+  // fallback shows its mark in the name; the system name is the symbol itself.
+  std::map<std::tuple<std::string, std::string, std::string>, uint64_t> function_ids;
   std::vector<uint64_t> frame_function(p.frames().size());
   for (size_t i = 0; i < p.frames().size(); ++i) {
     const profile_frame& f = p.frames()[i];
-    auto k = std::make_pair(f.name, f.module);
+    auto k = std::make_tuple(marked_name(f), f.name, f.module);
     auto [it, inserted] = function_ids.emplace(k, function_ids.size() + 1);
     frame_function[i] = it->second;
   }
@@ -122,6 +123,15 @@ std::vector<uint8_t> pprof_bytes(const profile_data& p, bool gzip) {
     label.i64(1, st.index("thread"));
     label.i64(2, st.index(s.thread));
     sample.message(3, label);
+    // Samples with frames found by the frame-pointer fallback, for -tagfocus / -tagignore.
+    uint64_t fp_found = 0;
+    for (uint32_t id : s.frames) fp_found += p.frames()[id].fp_found ? 1 : 0;
+    if (fp_found != 0) {
+      pb fp;
+      fp.i64(1, st.index("fp_frames"));
+      fp.i64(3, static_cast<int64_t>(fp_found));
+      sample.message(3, fp);
+    }
     prof.message(2, sample);
   }
 
@@ -153,9 +163,9 @@ std::vector<uint8_t> pprof_bytes(const profile_data& p, bool gzip) {
   for (const auto& [k, id] : function_ids) {
     pb fn;
     fn.u64(1, id);
-    fn.i64(2, st.index(k.first));
-    fn.i64(3, st.index(k.first));
-    fn.i64(4, st.index(k.second));
+    fn.i64(2, st.index(std::get<0>(k)));
+    fn.i64(3, st.index(std::get<1>(k)));
+    fn.i64(4, st.index(std::get<2>(k)));
     prof.message(5, fn);
   }
 

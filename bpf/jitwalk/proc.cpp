@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
+#include <utility>
 
 namespace jitwalk {
 
@@ -87,6 +89,82 @@ std::vector<pid_t> list_threads(pid_t pid) {
       out.push_back(static_cast<pid_t>(std::atoi(e->d_name)));
   }
   closedir(d);
+  return out;
+}
+
+pid_t read_ns_pid(pid_t pid) {
+  const std::string status = jitunwind::detail::proc_text_or_empty(format("/proc/%d/status", pid));
+  const size_t at = status.find("\nNSpid:");
+  if (at == std::string::npos) return pid;
+  const size_t end = status.find('\n', at + 1);
+  std::istringstream fields(status.substr(at + 8, end == std::string::npos ? end : end - at - 8));
+  long v = 0, last = 0;
+  while (fields >> v) last = v;
+  return last > 0 && last <= (1l << 30) ? static_cast<pid_t>(last) : pid;
+}
+
+namespace {
+std::string ns_link(const std::string& path) {
+  char buf[64];
+  const ssize_t n = readlink(path.c_str(), buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+}
+}  // namespace
+
+process_view::process_view(pid_t pid) : pid_(pid), ns_pid_(pid) {
+  refresh();
+}
+
+process_view::process_view(process_view&& o) noexcept
+    : pid_(o.pid_),
+      ns_pid_(o.ns_pid_),
+      root_fd_(std::exchange(o.root_fd_, -1)),
+      other_mnt_(o.other_mnt_),
+      mnt_ns_(std::move(o.mnt_ns_)) {}
+
+process_view& process_view::operator=(process_view&& o) noexcept {
+  if (this != &o) {
+    if (root_fd_ >= 0) ::close(root_fd_);
+    pid_ = o.pid_;
+    ns_pid_ = o.ns_pid_;
+    root_fd_ = std::exchange(o.root_fd_, -1);
+    other_mnt_ = o.other_mnt_;
+    mnt_ns_ = std::move(o.mnt_ns_);
+  }
+  return *this;
+}
+
+process_view::~process_view() {
+  if (root_fd_ >= 0) ::close(root_fd_);
+}
+
+bool process_view::refresh() {
+  const std::string mnt = ns_link(format("/proc/%d/ns/mnt", pid_));
+  if (mnt.empty()) return false;  // gone (or not ours to see): keep what we had
+  struct stat now {};
+  if (root_fd_ >= 0 && mnt == mnt_ns_) {
+    // Same namespace: the root changes only with chroot/pivot_root.
+    struct stat held {};
+    if (::stat(format("/proc/%d/root/", pid_).c_str(), &now) == 0 &&
+        ::fstat(root_fd_, &held) == 0 && now.st_dev == held.st_dev && now.st_ino == held.st_ino)
+      return false;
+  }
+  const int fd = ::open(format("/proc/%d/root", pid_).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return false;
+  if (root_fd_ >= 0) ::close(root_fd_);
+  root_fd_ = fd;
+  mnt_ns_ = mnt;
+  other_mnt_ = mnt != ns_link("/proc/self/ns/mnt");
+  ns_pid_ = read_ns_pid(pid_);
+  return true;
+}
+
+std::string process_view::where() const {
+  if (!other_mnt_ && !other_pid_ns()) return {};
+  std::string out;
+  if (other_mnt_) out = format("in the mount namespace of pid %d (%s)", pid_, mnt_ns_.c_str());
+  if (other_pid_ns())
+    out += format("%spid %d there", out.empty() ? "" : ", ", static_cast<int>(ns_pid_));
   return out;
 }
 

@@ -45,6 +45,49 @@ bool process_alive(pid_t pid);
 /// The thread ids in /proc/PID/task (empty if the process is gone).
 std::vector<pid_t> list_threads(pid_t pid);
 
+/// Where a process's own files are, seen from jitwalk: a process in another PID namespace names
+/// its perf map and jitdump after its PID there (the innermost `NSpid` of /proc/PID/status), and
+/// one in another mount namespace has its own /tmp, reached through /proc/PID/root. The root is
+/// held open (O_PATH), so the files stay readable after the process is gone (names read at the
+/// end of a profile). Paths are resolved inside that root (guarded open_rules::root_fd): no link
+/// leads out of it. Move-only; not thread-safe.
+class process_view {
+ public:
+  /// The view of process `pid` now (its root and namespaces); a process that is gone gets a
+  /// view without a root (paths are then opened as jitwalk sees them).
+  explicit process_view(pid_t pid);
+  process_view(process_view&& o) noexcept;
+  process_view& operator=(process_view&& o) noexcept;
+  process_view(const process_view&) = delete;
+  process_view& operator=(const process_view&) = delete;
+  ~process_view();
+
+  /// Re-reads the root and namespaces while the process lives (it may have entered a new
+  /// namespace or chroot since); keeps the last view once it is gone. True if the root changed.
+  bool refresh();
+
+  pid_t pid() const noexcept { return pid_; }
+  /// The PID the process knows itself by (innermost NSpid; `pid()` in jitwalk's namespace).
+  pid_t ns_pid() const noexcept { return ns_pid_; }
+  /// O_PATH fd of its root directory, or -1.
+  int root_fd() const noexcept { return root_fd_; }
+  bool other_mount_ns() const noexcept { return other_mnt_; }
+  bool other_pid_ns() const noexcept { return ns_pid_ != pid_; }
+  /// "" in jitwalk's own namespaces; else where its files were looked up, for the name-source
+  /// report: "in the mount namespace of pid 4242 (mnt:[4026532177]), pid 1 there".
+  std::string where() const;
+
+ private:
+  pid_t pid_ = 0;
+  pid_t ns_pid_ = 0;
+  int root_fd_ = -1;
+  bool other_mnt_ = false;
+  std::string mnt_ns_;  // "mnt:[4026532177]"
+};
+
+/// The innermost PID of `pid` (the last field of NSpid in /proc/PID/status); `pid` if unknown.
+pid_t read_ns_pid(pid_t pid);
+
 /// A command started by jitwalk. The child is created stopped at a gate (before exec) so BPF
 /// programs and probes can be attached to its PID first; `release` lets it exec.
 class child_process {

@@ -6,6 +6,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <set>
 #include <vector>
@@ -65,6 +66,7 @@ void process_tree::on_exec(uint32_t tgid, uint32_t asid, const std::string& comm
     detail("process %u exec'd %s: no address space id left (frame pointers only)", tgid,
            comm.c_str());
   } else if (!s.tr) {
+    const auto t0 = std::chrono::steady_clock::now();
     tracker_options to = o_.tracker;
     to.asid = asid;
     s.own_sym = std::make_unique<symbolizer>(static_cast<pid_t>(tgid), o_.limits);
@@ -87,7 +89,10 @@ void process_tree::on_exec(uint32_t tgid, uint32_t asid, const std::string& comm
     s.tr->sync_registry();
     s.tr->flush();
     s.sym->refresh();
-    detail("process %u exec'd %s: address space %u", tgid, comm.c_str(), asid);
+    detail(
+        "process %u exec'd %s: address space %u, its tables and probes in place in %.0f ms", tgid,
+        comm.c_str(), asid,
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
   if (stopped) kill(static_cast<pid_t>(tgid), SIGCONT);
 }
@@ -184,14 +189,46 @@ size_t process_tree::processes_sampled(pid_t except) const {
   return pids.size();
 }
 
-std::string process_tree::summary(uint64_t not_followed) {
-  std::vector<const process_image*> sampled;
-  for (const auto& [key, img] : images_) {
-    if (img.samples) sampled.push_back(&img);
+tracker_stats process_tree::total_stats() const {
+  tracker_stats t;
+  for (const auto& [asid, sp] : spaces_) {
+    if (!sp.tr) continue;
+    const tracker_stats& s = sp.tr->stats();
+    t.objects += s.objects;
+    t.objects_sframe += s.objects_sframe;
+    t.objects_sframe_v1 += s.objects_sframe_v1;
+    t.objects_sframe_v2 += s.objects_sframe_v2;
+    t.objects_sframe_v3 += s.objects_sframe_v3;
+    t.objects_without += s.objects_without;
+    t.windows_loaded += s.windows_loaded;
+    t.windows_rejected += s.windows_rejected;
+    t.windows_freed += s.windows_freed;
+    t.windows_vanished += s.windows_vanished;
+    t.slots_skipped += s.slots_skipped;
+    t.windows_untracked += s.windows_untracked;
+    t.window_states_pruned += s.window_states_pruned;
+    t.registry_reads += s.registry_reads;
+    t.probes_attached += s.probes_attached;
+    t.code_names += s.code_names;
   }
-  std::sort(sampled.begin(), sampled.end(), [](const process_image* a, const process_image* b) {
-    return a->samples != b->samples ? a->samples > b->samples : a->pid < b->pid;
+  return t;
+}
+
+std::vector<process_image> process_tree::sampled() const {
+  std::vector<process_image> out;
+  for (const auto& [key, img] : images_) {
+    if (img.samples) out.push_back(img);
+  }
+  std::sort(out.begin(), out.end(), [](const process_image& a, const process_image& b) {
+    return a.samples != b.samples ? a.samples > b.samples : a.pid < b.pid;
   });
+  return out;
+}
+
+std::string process_tree::summary(uint64_t not_followed) {
+  const std::vector<process_image> images = sampled();
+  std::vector<const process_image*> sampled;
+  for (const process_image& img : images) sampled.push_back(&img);
   std::set<uint32_t> followed;
   for (const auto& [key, img] : images_) followed.insert(key.first);
   size_t threads = 0;

@@ -29,6 +29,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace jitwalk {
 
@@ -87,6 +88,11 @@ class process_tree {
   /// The summary's task line: processes and threads sampled, the busiest processes, samples of
   /// tasks not followed.
   std::string summary(uint64_t not_followed);
+  /// The tables of every address space of the run added up (the summary's tables line: for one
+  /// process, its own).
+  tracker_stats total_stats() const;
+  /// The images with samples, the busiest first (the summary's per-process name reports).
+  std::vector<process_image> sampled() const;
   /// Processes with samples (other than `except`).
   size_t processes_sampled(pid_t except = 0) const;
 

@@ -20,7 +20,18 @@ struct profile_frame {
   uint64_t map_start = 0, map_limit = 0, map_offset = 0;
   std::string build_id;
   name_source source = name_source::none;  ///< not part of the frame's identity
+  /// Found by the frame-pointer fallback: the step from the frame below it had no rows and
+  /// read [FP + 8]. Right when that code keeps a frame pointer; when it does not, the frames
+  /// between were skipped. Part of the frame's identity, marked in every output (fp_mark).
+  bool fp_found = false;
 };
+
+/// The mark of a frame found by the frame-pointer fallback, appended to its name in folded
+/// stacks, SVG flame graphs and pprof function names: the style of the `_[k]` (kernel) and
+/// `_[j]` (JIT) annotations of perf's folded stacks, which flamegraph.pl and inferno know.
+inline constexpr const char* fp_mark = "_[fp]";
+/// The frame's name with its fp_mark, if any.
+std::string marked_name(const profile_frame& f);
 
 struct profile_stack {
   std::string thread;            ///< first folded element: process or thread name
@@ -54,7 +65,7 @@ class profile_data {
 
  private:
   std::vector<profile_frame> frames_;
-  std::map<std::tuple<std::string, uint8_t, uint64_t, std::string>, uint32_t> frame_ids_;
+  std::map<std::tuple<std::string, uint8_t, uint64_t, std::string, bool>, uint32_t> frame_ids_;
   std::map<std::pair<std::string, std::vector<uint32_t>>, uint64_t> counts_;
   uint64_t total_ = 0;
 };

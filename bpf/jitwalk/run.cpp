@@ -1,5 +1,7 @@
 #include "jitwalk/run.hpp"
 
+#include "jitwalk/tree_end.hpp"
+
 #include <signal.h>
 #include <unistd.h>
 
@@ -70,6 +72,9 @@ result<std::unique_ptr<run_session>> run_session::start(const run_options& o) {
 
   std::string exe_path;
   if (!o.target.command.empty()) {
+    // The command's processes whose parent exits come to us, not to init: the whole tree stays
+    // ours to end (tree_end.hpp).
+    become_subreaper();
     exe_path = resolve_command(o.target.command.front());
     auto child = child_process::spawn(o.target.command);
     if (!child) return child.error();
@@ -90,13 +95,16 @@ result<std::unique_ptr<run_session>> run_session::start(const run_options& o) {
   cfg.fp_only = o.fp_only;
   cfg.follow_children = o.follow_children;
   cfg.stop_on_publish = o.sync_tables;
+  // Without JIT rows (--no-jit, the frame-pointer unwinders) code published a moment ago is
+  // walked like all JIT code, with frame pointers.
+  cfg.jit_rows = o.tracker.jit && !o.fp_only;
   // A command we start is held at every loader event so probes are in place before its code
   // (and every dlopened object's) runs; an attached process is never stopped for that.
   cfg.stop_on_loader = !o.target.command.empty();
 
   s->tables_ = std::make_unique<table_store>(s->bpf_->views());
-  s->sym_ =
-      std::make_unique<symbolizer>(s->pid_, symbolizer_limits{s->budget_.get(), o.max_file_bytes});
+  s->sym_ = std::make_unique<symbolizer>(
+      s->pid_, symbolizer_limits{s->budget_.get(), o.max_file_bytes, &s->shared_objects_});
   if (o.table_cache) {
     s->cache_ = std::make_unique<table_cache>(o.table_cache_dir.empty() ? table_cache::default_dir()
                                                                         : o.table_cache_dir);
@@ -106,10 +114,13 @@ result<std::unique_ptr<run_session>> run_session::start(const run_options& o) {
       note("native table cache off: %s", s->cache_->problem().c_str());
     }
   }
+  s->o_.tracker.shared_native = &s->shared_native_;
   s->tracker_ = std::make_unique<tracker>(*s->bpf_, *s->tables_, *s->sym_, s->pid_, s->o_.tracker);
   s->tree_ = std::make_unique<process_tree>(
       *s->bpf_, *s->tables_,
-      process_tree_options{symbolizer_limits{s->budget_.get(), o.max_file_bytes}, s->o_.tracker});
+      process_tree_options{
+          symbolizer_limits{s->budget_.get(), o.max_file_bytes, &s->shared_objects_},
+          s->o_.tracker});
   if (auto r = s->tree_->add_root(s->pid_, s->process_name_, *s->sym_, *s->tracker_,
                                   s->child_.has_value());
       !r) {
@@ -143,7 +154,7 @@ result<std::unique_ptr<run_session>> run_session::start(const run_options& o) {
   return s;
 }
 
-run_session::~run_session() {
+void run_session::release_all() {
   // Never leave the target stopped behind us.
   if (pid_ > 0 && (!child_ || !child_->exited())) kill(pid_, SIGCONT);
   if (tree_ && bpf_) {
@@ -159,6 +170,13 @@ run_session::~run_session() {
     });
     tree_->resume_all();
   }
+}
+
+run_session::~run_session() {
+  release_all();
+  // A command's tree never outlives jitwalk (profile and verify end it first; this is for
+  // errors on the way).
+  if (child_ && !child_->exited()) (void)end_tree(*child_, 0.5, false, [] { return false; });
   tree_.reset();
   tracker_.reset();
   bpf_.reset();
@@ -193,6 +211,8 @@ void run_session::loop(const std::function<void()>& tick, int tick_ms) {
     }
     if (now >= next_tick) {
       next_tick = now + std::chrono::milliseconds(tick_ms);
+      // Orphans of the command's tree are ours (subreaper): no zombies pile up in a long run.
+      if (child_) reap_orphans(child_->pid());
       if (tick) tick();
     }
     if (stop_requested()) {

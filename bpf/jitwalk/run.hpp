@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -72,6 +73,9 @@ class run_session {
   /// Runs the event loop until the command exits, the process disappears, the duration passes
   /// or SIGINT/SIGTERM arrives. `tick` is called about every `tick_ms`.
   void loop(const std::function<void()>& tick, int tick_ms = 1000);
+  /// Sampling is over: no BPF handler stops a process of the tree from now on, and those it
+  /// stopped are resumed (a process ended with a signal must be running to act on it).
+  void release_all();
   /// Why loop() returned.
   std::string stop_reason() const { return stop_reason_; }
   double elapsed_s() const;
@@ -84,6 +88,8 @@ class run_session {
   std::unique_ptr<table_store> tables_;
   std::unique_ptr<symbolizer> sym_;
   std::unique_ptr<table_cache> cache_;
+  std::map<std::string, native_summary> shared_native_;  // tracker_options::shared_native
+  shared_objects shared_objects_;                        // symbolizer_limits::objects
   std::unique_ptr<tracker> tracker_;
   std::unique_ptr<process_tree> tree_;
   std::optional<child_process> child_;

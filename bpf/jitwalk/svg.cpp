@@ -148,7 +148,7 @@ std::string flamegraph_svg(const profile_data& p, const svg_options& o) {
     for (auto it = s.frames.rbegin(); it != s.frames.rend(); ++it, ++depth) {
       const profile_frame& f = p.frames()[*it];
       bool marker = !f.name.empty() && f.name[0] == '[' && f.name.rfind("[cut", 0) == 0;
-      step(f.name, f.kind, marker);
+      step(marked_name(f), f.kind, marker);
     }
     max_depth = std::max(max_depth, depth);
   }
@@ -193,7 +193,8 @@ std::string flamegraph_svg(const profile_data& p, const svg_options& o) {
     if (max_chars >= 3) {
       label = n.name.size() > max_chars ? n.name.substr(0, max_chars - 2) + ".." : n.name;
     }
-    const std::string kind = n.synthetic ? "" : std::string(" [") + to_string(n.kind) + "]";
+    std::string kind = n.synthetic ? "" : std::string(" [") + to_string(n.kind) + "]";
+    if (!n.synthetic && n.name.ends_with(fp_mark)) kind += " found by the frame-pointer fallback";
     svg += format(
         "<g class=\"f\" data-x=\"%.9f\" data-w=\"%.9f\" data-d=\"%u\" data-n=\"%s\">"
         "<title>%s%s — %llu samples (%.2f%%)</title>"

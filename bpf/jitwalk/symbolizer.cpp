@@ -1,5 +1,7 @@
 #include "jitwalk/symbolizer.hpp"
 
+#include "walker.h"
+
 #include <cxxabi.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -53,8 +55,13 @@ std::string demangle(const std::string& name) {
   return s;
 }
 
-symbolizer::symbolizer(pid_t pid, const symbolizer_limits& limits) : pid_(pid), limits_(limits) {
-  perf_map_path_ = format("/tmp/perf-%d.map", pid);
+symbolizer::symbolizer(pid_t pid, const symbolizer_limits& limits)
+    : pid_(pid), limits_(limits), view_(pid) {
+  // A process in another PID namespace names its files after its PID there; one in another
+  // mount namespace keeps them in its own /tmp: both are looked up as it sees them, inside its
+  // root (perf does the same for a perf map).
+  perf_map_path_ = format("/tmp/perf-%d.map", view_.ns_pid());
+  names_.set_root(view_.root_fd());
   // The perf map and jitdump must be the target's own files (perf asks the same of a perf
   // map): the owner of /proc/PID is the user the target runs as.
   std::optional<uid_t> owner;
@@ -64,12 +71,14 @@ symbolizer::symbolizer(pid_t pid, const symbolizer_limits& limits) : pid_(pid), 
 }
 
 void symbolizer::refresh() {
+  if (view_.refresh()) names_.set_root(view_.root_fd());
   if (auto m = read_maps(pid_); m && !m->empty()) {
     maps_ = std::move(m.value());
     std::sort(maps_.begin(), maps_.end(),
               [](const mapping& a, const mapping& b) { return a.start < b.start; });
-    // A runtime that writes a jitdump keeps the file mapped (that is how perf finds it).
-    const std::string suffix = format("/jit-%d.dump", pid_);
+    // A runtime that writes a jitdump keeps the file mapped (that is how perf finds it), named
+    // after its PID as it knows it; the path is the one in its mount namespace.
+    const std::string suffix = format("/jit-%d.dump", view_.ns_pid());
     for (const mapping& mp : maps_) {
       if (mp.path.size() > suffix.size() &&
           mp.path.compare(mp.path.size() - suffix.size(), suffix.size(), suffix) == 0 &&
@@ -99,6 +108,14 @@ std::shared_ptr<elf_file> symbolizer::object_for(const mapping& m) {
   const auto key = std::make_pair(m.dev, m.inode);
   if (auto it = objects_.find(key); it != objects_.end()) return it->second;
   if (failed_.count(key)) return nullptr;
+  // A file another process of the run mapped: the same inode is the same object (its fd is
+  // held open, so the inode cannot be reused for another file meanwhile).
+  if (limits_.objects) {
+    if (auto it = limits_.objects->find(key); it != limits_.objects->end()) {
+      objects_[key] = it->second;
+      return it->second;
+    }
+  }
   elf_file_limits lim;
   lim.budget = limits_.budget;
   lim.max_read = limits_.max_file_bytes;
@@ -111,6 +128,7 @@ std::shared_ptr<elf_file> symbolizer::object_for(const mapping& m) {
     std::string path = m.path;
     if (path.size() > 10 && path.compare(path.size() - 10, 10, " (deleted)") == 0) path.clear();
     lim.target_path = true;
+    lim.root_fd = view_.root_fd();
     if (!path.empty()) f = elf_file::open(path, lim);
   }
   if (!f) {
@@ -121,6 +139,7 @@ std::shared_ptr<elf_file> symbolizer::object_for(const mapping& m) {
     return nullptr;
   }
   objects_[key] = f.value();
+  if (limits_.objects) (*limits_.objects)[key] = f.value();
   return f.value();
 }
 
@@ -157,8 +176,39 @@ frame_desc symbolizer::user_frame(uint64_t pc, bool return_address, uint64_t bef
   return user_frame(pc, return_address, when);
 }
 
+bool symbolizer::starts_function(uint64_t pc, const jit_when& when) {
+  if (const jit_names::entry* e = names_.find(pc, when)) return e->start == pc;
+  const mapping* m = find_mapping(pc);
+  if (m == nullptr || m->inode == 0 || m->shared_anonymous()) return false;
+  auto obj = object_for(*m);
+  if (!obj) return false;
+  auto vaddr = obj->offset_to_vaddr(pc - m->start + m->offset);
+  const function_symbol* s = vaddr ? obj->find_symbol(*vaddr) : nullptr;
+  return s != nullptr && s->start == *vaddr;
+}
+
+bool symbolizer::after_call(uint64_t pc) {
+  uint8_t b[8];
+  iovec local{b, sizeof b};
+  iovec remote{reinterpret_cast<void*>(pc - sizeof b), sizeof b};
+  // Unknown (the process is gone): a return address, as for every other frame.
+  if (pc < sizeof b ||
+      ::process_vm_readv(pid_, &local, 1, &remote, 1, 0) != static_cast<ssize_t>(sizeof b))
+    return true;
+  return jw_ends_with_call(b) != 0;
+}
+
 frame_desc symbolizer::user_frame(uint64_t pc, bool return_address, const jit_when& when) {
-  const uint64_t at = return_address && pc > 0 ? pc - 1 : pc;
+  // A return address is looked up at PC - 1: the call may be its function's last instruction
+  // (a call that does not return), so PC can be the next function's first byte. But an address
+  // a runtime stored itself is not a return address: BEAM's continuation pointers point at the
+  // first instruction to run (the outermost one at $erts_beamasm:normal_exit/0). So where PC is
+  // a function's first byte, PC - 1 is used only if the bytes before PC end with a call.
+  uint64_t at = pc;
+  if (return_address && pc > 0) {
+    at = pc - 1;
+    if (starts_function(pc, when) && !after_call(pc)) at = pc;
+  }
   frame_desc d;
   const mapping* m = find_mapping(at);
   if (m != nullptr) {

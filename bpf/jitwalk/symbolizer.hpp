@@ -44,9 +44,14 @@ struct frame_desc {
 
 /// What the target's files may cost the symbolizer (docs/jitwalk.md, "Reading hostile
 /// processes").
+/// ELF objects by (device, inode) as /proc/PID/maps shows them, shared by the symbolizers of a
+/// run: the 16 workers of a server map one node binary, read (and its symbols held) once.
+using shared_objects = std::map<std::pair<uint64_t, uint64_t>, std::shared_ptr<elf_file>>;
+
 struct symbolizer_limits {
   jitunwind::detail::memory_budget* budget = nullptr;  ///< ELF sections, symbols, JIT names
   uint64_t max_file_bytes = uint64_t{512} << 20;       ///< per perf map / jitdump; per ELF section
+  shared_objects* objects = nullptr;                   ///< null: each symbolizer opens its own
 };
 
 class symbolizer {
@@ -66,6 +71,8 @@ class symbolizer {
   frame_desc kernel_frame(uint64_t pc);
 
   const std::vector<mapping>& mappings() const noexcept { return maps_; }
+  /// The target's namespaces and root, where its perf map and jitdumps are looked up.
+  const process_view& view() const noexcept { return view_; }
   /// The mapping containing pc in the last known state, or null.
   const mapping* find_mapping(uint64_t pc) const;
   /// The ELF object behind a file-backed mapping (opened through /proc/PID/map_files while the
@@ -75,11 +82,17 @@ class symbolizer {
 
  private:
   void load_kallsyms();
+  /// Whether a function (a JIT name as `when` says, an ELF symbol) starts exactly at `pc`.
+  bool starts_function(uint64_t pc, const jit_when& when);
+  /// Whether the target's bytes before `pc` end with a call instruction (true when they cannot
+  /// be read: the process is gone).
+  bool after_call(uint64_t pc);
   /// The target's [vDSO] as an ELF object (copied from its memory once), or null.
   std::shared_ptr<elf_file> vdso_for(const mapping& m);
 
   pid_t pid_;
   symbolizer_limits limits_;
+  process_view view_;
   std::vector<mapping> maps_;  // sorted by start
   std::map<std::pair<uint64_t, uint64_t>, std::shared_ptr<elf_file>> objects_;
   std::map<std::pair<uint64_t, uint64_t>, bool> failed_;

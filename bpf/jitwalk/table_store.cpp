@@ -33,34 +33,77 @@ result<uint32_t> table_store::add(range_rows rows, range_info info) {
     return make_error(errc::limit_exceeded, "%s: %zu rows (at most %u per range)",
                       info.label.c_str(), rows.rows.size(), JW_MAX_ROWS_PER_RANGE);
   }
+  if (!info.shared_rows.empty() && shared_.count(info.shared_rows))
+    return add_shared(rows.start, rows.end, std::move(info));
+  entry e;
+  e.start = rows.start;
+  e.end = rows.end;
+  if (!info.shared_rows.empty()) {
+    shared_slice& sl = shared_[info.shared_rows];
+    sl.pending = std::move(rows);
+  } else {
+    e.pending = std::move(rows);
+  }
+  e.info = std::move(info);
+  return queue(std::move(e));
+}
+
+result<uint32_t> table_store::add_shared(uint64_t start, uint64_t end, range_info info) {
+  auto sl = shared_.find(info.shared_rows);
+  if (sl == shared_.end())
+    return make_error(errc::not_found, "%s: no rows to share", info.label.c_str());
+  if (end <= start || (end - 1) >> JW_ASID_SHIFT || info.asid >= JW_ASID_LIMIT) {
+    return make_error(errc::invalid_argument,
+                      "%s: empty range, or one beyond the user address space", info.label.c_str());
+  }
+  ++shared_ranges_;
+  shared_rows_saved_ += sl->second.placed ? sl->second.count : sl->second.pending.rows.size();
+  entry e;
+  e.start = start;
+  e.end = end;
+  e.info = std::move(info);
+  return queue(std::move(e));
+}
+
+// Takes a new range's uid; the ranges of its address space it overlaps go (the newest
+// description of an address range wins).
+result<uint32_t> table_store::queue(entry e) {
   if (next_uid_ >= (1u << JW_UID_BITS)) {
+    if (!e.info.shared_rows.empty() && shared_[e.info.shared_rows].refs == 0)
+      shared_.erase(e.info.shared_rows);
     return make_error(errc::limit_exceeded, "table uid space exhausted (%u tables loaded)",
                       next_uid_ - 1);
   }
-  // The newest description of an address range wins.
+  if (!e.info.shared_rows.empty()) ++shared_[e.info.shared_rows].refs;
   std::vector<uint32_t> overlapped;
-  for (const auto& [uid, e] : live_) {
-    if (e.info.asid == info.asid && e.start < rows.end && rows.start < e.end)
+  for (const auto& [uid, old] : live_) {
+    if (old.info.asid == e.info.asid && old.start < e.end && e.start < old.end)
       overlapped.push_back(uid);
   }
   for (uint32_t old : overlapped) remove(old);
   uint32_t uid = next_uid_++;
-  entry e;
-  e.start = rows.start;
-  e.end = rows.end;
-  e.pending = std::move(rows);
-  e.info = std::move(info);
   live_.emplace(uid, std::move(e));
   dirty_ = true;
   return uid;
 }
 
+// The rows of a range that goes: its own, or its share of a shared slice (released with the
+// last range using it). Released slots are reused only after the next commit (see commit).
+void table_store::release_rows(entry& e) {
+  if (e.info.shared_rows.empty()) {
+    if (e.placed) quarantine_.push_back({e.row_first, e.row_count, commits_ + 1});
+    return;
+  }
+  auto sl = shared_.find(e.info.shared_rows);
+  if (sl == shared_.end() || --sl->second.refs > 0) return;
+  if (sl->second.placed) quarantine_.push_back({sl->second.first, sl->second.count, commits_ + 1});
+  shared_.erase(sl);
+}
+
 void table_store::remove(uint32_t uid) {
   auto it = live_.find(uid);
   if (it == live_.end()) return;
-  if (it->second.placed) {
-    quarantine_.push_back({it->second.row_first, it->second.row_count, commits_ + 1});
-  }
+  release_rows(it->second);
   live_.erase(it);
   dirty_ = true;
 }
@@ -83,8 +126,23 @@ result<uint32_t> table_store::allocate(uint32_t count) {
       return first;
     }
   }
-  return make_error(errc::limit_exceeded, "no room for %u rows in the BPF row table (%zu slots)",
-                    count, v_.rows.size());
+  // Full: a larger array holding the same rows at the same indexes, its new part free.
+  const size_t cap = v_.rows.size();
+  if (v_.grow && cap < max_rows) {
+    const size_t want = std::min(max_rows, std::max(cap * 2, cap + count));
+    if (auto bigger = v_.grow(want); bigger && bigger->size() > cap) {
+      note("BPF row table full at %zu rows: grown to %zu", cap, bigger->size());
+      v_.rows = *bigger;
+      ++grown_;
+      free_slots(static_cast<uint32_t>(cap), static_cast<uint32_t>(v_.rows.size() - cap));
+      return allocate(count);
+    } else if (!bigger) {
+      grow_problem_ = bigger.error().message();
+    }
+  }
+  return make_error(errc::limit_exceeded,
+                    "no room for %u rows in the BPF row table (%zu slots%s%s)", count,
+                    v_.rows.size(), grow_problem_.empty() ? "" : "; ", grow_problem_.c_str());
 }
 
 void table_store::free_slots(uint32_t first, uint32_t count) {
@@ -124,21 +182,37 @@ result<void> table_store::commit() {
   }
   quarantine_ = std::move(keep);  // released for this commit: free after the next one
 
-  std::string failures;
+  std::string failures, why;
   for (auto it = live_.begin(); it != live_.end();) {
     entry& e = it->second;
     if (!e.placed) {
-      auto first = allocate(static_cast<uint32_t>(e.pending.rows.size()));
-      if (!first) {
-        failures += format("%s%s (%zu rows)", failures.empty() ? "" : ", ", e.info.label.c_str(),
-                           e.pending.rows.size());
-        it = live_.erase(it);
-        continue;
+      // A shared slice is placed by its first range; the others take its slots.
+      shared_slice* sl = e.info.shared_rows.empty() ? nullptr : &shared_.at(e.info.shared_rows);
+      range_rows& pending = sl ? sl->pending : e.pending;
+      if (!sl || !sl->placed) {
+        auto first = allocate(static_cast<uint32_t>(pending.rows.size()));
+        if (!first) {
+          failures += format("%s%s (%zu rows)", failures.empty() ? "" : ", ", e.info.label.c_str(),
+                             pending.rows.size());
+          why = first.error().message();
+          release_rows(e);
+          it = live_.erase(it);
+          continue;
+        }
+        const auto count = static_cast<uint32_t>(pending.rows.size());
+        std::copy(pending.rows.begin(), pending.rows.end(), v_.rows.begin() + first.value());
+        pending = {};
+        if (sl) {
+          sl->first = first.value();
+          sl->count = count;
+          sl->placed = true;
+        }
+        e.row_first = first.value();
+        e.row_count = count;
+      } else {
+        e.row_first = sl->first;
+        e.row_count = sl->count;
       }
-      e.row_first = first.value();
-      e.row_count = static_cast<uint32_t>(e.pending.rows.size());
-      std::copy(e.pending.rows.begin(), e.pending.rows.end(), v_.rows.begin() + e.row_first);
-      e.pending = {};
       e.placed = true;
     }
     ++it;
@@ -173,11 +247,14 @@ result<void> table_store::commit() {
   store_release(&v_.ctl->active, half);
   dirty_ = false;
   size_t rows_now = 0;
-  for (const auto& [uid, e] : live_) rows_now += e.row_count;
+  for (const auto& [uid, e] : live_)
+    if (e.info.shared_rows.empty()) rows_now += e.row_count;
+  for (const auto& [name, sl] : shared_) rows_now += sl.count;
   rows_peak_ = std::max(rows_peak_, rows_now);
   ranges_peak_ = std::max(ranges_peak_, order.size());
   if (!failures.empty()) {
-    return make_error(errc::limit_exceeded, "BPF row table full, not loaded: %s", failures.c_str());
+    return make_error(errc::limit_exceeded, "BPF row table full, not loaded: %s (%s)",
+                      failures.c_str(), why.c_str());
   }
   return {};
 }
@@ -199,8 +276,13 @@ table_stats table_store::stats() const {
   s.rows_capacity = v_.rows.size();
   for (const auto& [uid, e] : live_) {
     ++s.ranges;
-    s.rows_used += e.placed ? e.row_count : e.pending.rows.size();
+    if (e.info.shared_rows.empty()) s.rows_used += e.placed ? e.row_count : e.pending.rows.size();
   }
+  for (const auto& [key, sl] : shared_)
+    s.rows_used += sl.placed ? sl.count : sl.pending.rows.size();
+  s.shared_ranges = shared_ranges_;
+  s.grown = grown_;
+  s.shared_rows_saved = shared_rows_saved_;
   s.commits = commits_;
   s.rows_peak = rows_peak_;
   s.ranges_peak = ranges_peak_;

@@ -113,6 +113,7 @@ void tracker::scan_objects() {
     seen.insert(key);
     if (objects_.count(key)) continue;
     objects_[key] = 0;
+    ++objects_changes_;
     auto obj = sym_.object_for(m);
     if (!obj) {
       ++stats_.objects_without;
@@ -125,57 +126,83 @@ void tracker::scan_objects() {
       ++stats_.objects_without;
       continue;
     }
-    // An object mapped in several executable parts (node: 3) is parsed once per scan; with the
-    // cache, not at all once a run has converted it.
-    auto build = [&]() -> result<native_table> {
-      auto& parsed = parsed_[{m.dev, m.inode}];
-      if (!parsed) parsed = collect_native_functions(*obj, o_.native);
-      if (!*parsed) return parsed->error();
-      return lay_out_native_table(parsed->value(), obj->path(), *bias, m.start, m.end);
-    };
-    bool cached = false;
-    auto t =
-        o_.cache ? o_.cache->get(*obj, *bias, m.start, m.end, o_.native, build, &cached) : build();
-    if (!t) {
-      ++stats_.objects_without;
-      detail("%s: %s (frame-pointer fallback there)", m.path.c_str(), t.error().message().c_str());
-      continue;
-    }
-    for (const std::string& p : t->problems) detail("%s: %s", m.path.c_str(), p.c_str());
     range_info info;
-    info.source = t->sframe_functions ? table_source::sframe : table_source::eh_frame;
     info.label = m.path;
     info.asid = o_.asid;
-    const size_t nrows = t->rows.rows.size();
-    auto uid = tables_.add(std::move(t->rows), info);
+    // Every process mapping this part of this file has the same rows (relative to the mapping):
+    // loaded once and shared, so 16 workers of one runtime hold one copy of its binary's rows.
+    info.shared_rows = format("%llx:%llx:%s:%llx:%llx:%d%d", static_cast<unsigned long long>(m.dev),
+                              static_cast<unsigned long long>(m.inode), obj->build_id().c_str(),
+                              static_cast<unsigned long long>(m.start - *bias),
+                              static_cast<unsigned long long>(m.end - m.start),
+                              o_.native.use_sframe, o_.native.use_eh_frame);
+    native_summary sum;
+    bool cached = false, shared = false;
+    result<uint32_t> uid = 0u;
+    if (o_.shared_native && tables_.has_shared(info.shared_rows) &&
+        o_.shared_native->count(info.shared_rows)) {
+      sum = o_.shared_native->at(info.shared_rows);
+      info.source = sum.source;
+      shared = true;
+      uid = tables_.add_shared(m.start, m.end, info);
+    } else {
+      // An object mapped in several executable parts (node: 3) is parsed once per scan; with
+      // the cache, not at all once a run has converted it.
+      auto build = [&]() -> result<native_table> {
+        auto& parsed = parsed_[{m.dev, m.inode}];
+        if (!parsed) parsed = collect_native_functions(*obj, o_.native);
+        if (!*parsed) return parsed->error();
+        return lay_out_native_table(parsed->value(), obj->path(), *bias, m.start, m.end);
+      };
+      auto t = o_.cache ? o_.cache->get(*obj, *bias, m.start, m.end, o_.native, build, &cached)
+                        : build();
+      if (!t) {
+        ++stats_.objects_without;
+        detail("%s: %s (frame-pointer fallback there)", m.path.c_str(),
+               t.error().message().c_str());
+        continue;
+      }
+      for (const std::string& p : t->problems) detail("%s: %s", m.path.c_str(), p.c_str());
+      sum.source = t->sframe_functions ? table_source::sframe : table_source::eh_frame;
+      sum.sframe_functions = t->sframe_functions;
+      sum.eh_frame_functions = t->eh_frame_functions;
+      sum.sframe_version = t->sframe_version;
+      sum.rows = t->rows.rows.size();
+      info.source = sum.source;
+      if (o_.shared_native) (*o_.shared_native)[info.shared_rows] = sum;
+      uid = tables_.add(std::move(t->rows), info);
+    }
     if (!uid) {
       warn("%s", uid.error().message().c_str());
       continue;
     }
     objects_[key] = uid.value();
     ++stats_.objects;
-    if (t->sframe_functions) {
+    if (sum.sframe_functions) {
       ++stats_.objects_sframe;
-      if (t->sframe_version == 1) ++stats_.objects_sframe_v1;
-      if (t->sframe_version == 2) ++stats_.objects_sframe_v2;
-      if (t->sframe_version == 3) ++stats_.objects_sframe_v3;
+      if (sum.sframe_version == 1) ++stats_.objects_sframe_v1;
+      if (sum.sframe_version == 2) ++stats_.objects_sframe_v2;
+      if (sum.sframe_version == 3) ++stats_.objects_sframe_v3;
     }
     // Only the tables the object has (no "0 functions from .sframe v0" for an object without).
     std::string from;
-    if (t->sframe_version != 0)
-      from = format("%zu functions from .sframe v%d", t->sframe_functions, t->sframe_version);
-    if (t->eh_frame_functions != 0 || obj->image().find_section(".eh_frame") != nullptr) {
-      from += format("%s%zu %sfrom .eh_frame", from.empty() ? "" : ", ", t->eh_frame_functions,
+    if (sum.sframe_version != 0)
+      from = format("%zu functions from .sframe v%d", sum.sframe_functions, sum.sframe_version);
+    if (sum.eh_frame_functions != 0 || obj->image().find_section(".eh_frame") != nullptr) {
+      from += format("%s%zu %sfrom .eh_frame", from.empty() ? "" : ", ", sum.eh_frame_functions,
                      from.empty() ? "functions " : "");
     }
-    detail("%s: %zu rows (%s%s)", m.path.c_str(), nrows, from.c_str(),
-           cached ? "; converted rows from the table cache" : "");
+    detail("%s: %zu rows (%s%s)", m.path.c_str(), sum.rows, from.c_str(),
+           shared   ? "; shared with another process mapping it"
+           : cached ? "; converted rows from the table cache"
+                    : "");
   }
   parsed_.clear();  // the copies are in the BPF tables now
   for (auto it = objects_.begin(); it != objects_.end();) {
     if (!seen.count(it->first)) {
       if (it->second) tables_.remove(it->second);
       it = objects_.erase(it);
+      ++objects_changes_;
     } else {
       ++it;
     }
@@ -185,6 +212,12 @@ void tracker::scan_objects() {
 void tracker::sync_registry() {
   if (!o_.jit) return;
   if (!reader_) {
+    // The registry is a symbol of a mapped object: looking again is worth it only once the
+    // objects changed (a node binary's symbol table is read for nothing otherwise, every second
+    // and in every worker of a server).
+    // (And every tenth time anyway: a look may have failed for a passing reason.)
+    if (registry_looked_at_ == objects_changes_ && ++registry_skipped_ % 10 != 0) return;
+    registry_looked_at_ = objects_changes_;
     jitunwind::remote::read_options options;
     options.only_used_sframe = true;  // a claimed size over untouched memory costs its header
     // The walker follows at most this many (its window map); a registry claiming a million

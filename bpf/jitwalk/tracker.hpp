@@ -49,6 +49,10 @@ struct tracker_options {
   uint32_t asid = 0;
   /// Converted native tables are cached here across runs (table_cache.hpp); null: not cached.
   table_cache* cache = nullptr;
+  /// What each shared native table (range_info::shared_rows key) said about itself, shared by
+  /// the trackers of a run so a process mapping an object another one loaded converts nothing;
+  /// null: every process loads its own rows.
+  std::map<std::string, native_summary>* shared_native = nullptr;
 };
 
 struct window_info {
@@ -176,6 +180,11 @@ class tracker {
   bool registry_dirty_ = false;
   bool objects_dirty_ = false;
   uint64_t registry_missing_since_ = 0;
+  // scan_objects() changes to objects_, and their count when the registry was last looked for
+  // (sync_registry looks again only after a change).
+  uint64_t objects_changes_ = 0;
+  uint64_t registry_looked_at_ = UINT64_MAX;
+  uint64_t registry_skipped_ = 0;
 };
 
 }  // namespace jitwalk

@@ -173,6 +173,7 @@ void plugin::scan_graph(llvm::orc::MaterializationResponsibility& mr, llvm::jitl
     cfi::decoder_options o;
     o.target = target_of(g);
     o.section_address = address;
+    o.restore_popped_fp = true;  // code with frame pointers: the window API takes its rows
     auto d = cfi::decode(bytes, o);
     if (!d) {
       problems.push_back(g.getName() + ": " + d.error().message());

@@ -576,3 +576,35 @@ TEST_CASE("hostile bytes: every truncation and 20000 mutations decode or fail cl
     }
   }
 }
+
+TEST_CASE("restore_popped_fp: the FP slot an epilogue's pop left is taken as restored") {
+  // gcc -O2 -fno-omit-frame-pointer: push rbp; mov rbp, rsp; call; pop rbp; add eax, 1; ret,
+  // whose CFI (like LLVM's) still says "rbp at CFA-16" after the pop, with CFA = rsp + 8.
+  cfi_bytes c;
+  amd64_cie(c, "zR", {0x00});
+  const size_t fde = c.begin();
+  c.u(fde + 4, 4);
+  c.u(0x5000, 8);
+  c.u(14, 8);
+  c.uleb(0);
+  for (uint8_t x : {0x41, 0x0e, 16, 0x86, 2, 0x43, 0x0d, 6, 0x46, 0x0c, 7, 8}) c.u8(x);
+  c.end(fde);
+  // As the CFI says (and gas's and LLVM's SFrame): a dead slot the frame model refuses.
+  const auto as_is = decode_ok(c.b, {});
+  REQUIRE(as_is.functions.size() == 1);
+  CHECK(as_is.functions[0].rows.back().fp == fp_rule::saved);
+  REQUIRE(as_is.nonconforming.size() == 1);
+  CHECK_THAT(as_is.nonconforming[0].reason, Catch::Contains("below the stack pointer"));
+  cfi::decoder_options o;
+  o.restore_popped_fp = true;
+  const auto restored = decode_ok(c.b, o);
+  REQUIRE(restored.functions.size() == 1);
+  const auto& rows = restored.functions[0].rows;
+  REQUIRE(rows.size() == 4);
+  CHECK(rows[1].fp == fp_rule::saved);  // the body keeps its saved FP
+  CHECK(rows[2].fp == fp_rule::saved);
+  CHECK(rows[3].fp == fp_rule::unchanged);
+  CHECK(rows[3].cfa_offset == 8);
+  CHECK(restored.nonconforming.empty());
+  CHECK(validate(abi::amd64, restored.functions[0]).ok());
+}

@@ -438,3 +438,45 @@ TEST_CASE("windows list/watch: perf maps given by hand, odd names, a closed outp
   CHECK(std::chrono::steady_clock::now() - t1 < std::chrono::seconds(10));
 }
 #endif
+
+TEST_CASE("windows list: the publishers' states the process reports, warnings with the last one") {
+  temp_dir dir;
+  // The one-call on-ramp with code packed by the runtime and the jitdump on: the jitdump
+  // publisher warns for every function perf inject will cut (tests/window/targets/perf_paths).
+  background target({"/usr/bin/env", "JITUNWIND_DIR=" + dir.path(), "JITDUMPDIR=" + dir.path(),
+                     "JITUNWIND_PUBLISH=registry,perfmap,jitdump", PERF_PATHS, "--path", "onecall",
+                     "--shape", "packed", "--ms", "60000"});
+  REQUIRE(target.pid() > 0);
+  const auto warned = [](const json& d) {
+    for (const json& p : d["publishers"])
+      if (p["publisher"] == "jitdump" && p["warnings"].get<int>() >= 3) return true;
+    return false;
+  };
+  const json doc = list_when(target.pid(), warned);
+  INFO(doc.dump(2));
+  CHECK(doc["publishers_skipped"].empty());
+  std::map<std::string, json> by_name;
+  for (const json& p : doc["publishers"]) by_name[p["publisher"]] = p;
+  // The publishers asked for, nothing else; all in the on-ramp's one session.
+  REQUIRE(by_name.size() == 3);
+  for (const auto& [name, p] : by_name) {
+    CHECK(p["state"] == "active");
+    CHECK(p["session"] == doc["publishers"][0]["session"]);
+  }
+  CHECK_THAT(by_name["perfmap"]["message"].get<std::string>(), Catch::Contains(dir.path()));
+  CHECK(by_name["perfmap"]["warnings"] == 0);
+  // Four functions back to back: each of the last three lies where perf maps the one before.
+  CHECK(by_name["jitdump"]["warnings"] == 3);
+  CHECK_THAT(by_name["jitdump"]["last_warning"].get<std::string>(),
+             Catch::Contains("perf --call-graph dwarf cannot unwind through"));
+  // The C caller is told in C names (the on-ramp is the C API).
+  CHECK_THAT(by_name["jitdump"]["last_warning"].get<std::string>(),
+             Catch::Contains("jitunwind_perf_code_gap()"));
+
+  auto text = run_tool({"windows", "list", "-p", std::to_string(target.pid())});
+  INFO(text.out << text.err);
+  CHECK(text.exit_code == 0);
+  CHECK_THAT(text.out, Catch::Contains("  jitdump (session "));
+  CHECK_THAT(text.out, Catch::Contains("): active, writing "));
+  CHECK_THAT(text.out, Catch::Contains("; 3 warnings, the last: "));
+}

@@ -19,33 +19,87 @@ source "$(dirname "$0")/../support/embedder_checks.sh"
 # The embedders' perf maps and jitdumps go to the scratch directory, not /tmp.
 export JITUNWIND_DIR=$scratch JITDUMPDIR=$scratch
 cmake --install "$build" --prefix "$scratch/prefix" >/dev/null
+here=$(dirname "$0")
+
+# Configures and builds run side by side (CI has 2 cores; one project alone keeps one busy),
+# each into its log, shown if it fails.
+jobs_pids=() jobs_logs=()
+in_background() {
+  local log=$1
+  shift
+  "$@" >"$log" 2>&1 &
+  jobs_pids+=($!) jobs_logs+=("$log")
+}
+wait_all() {
+  local i
+  for i in "${!jobs_pids[@]}"; do
+    if ! wait "${jobs_pids[$i]}"; then
+      echo "$label: FAILED: $(head -c 300 "${jobs_logs[$i]}" | head -1)" >&2
+      cat "${jobs_logs[$i]}" >&2
+      exit 1
+    fi
+  done
+  jobs_pids=() jobs_logs=()
+}
+configure_and_build() {
+  local src=$1 out=$2
+  shift 2
+  cmake -S "$src" -B "$out" -DCMAKE_PREFIX_PATH="$scratch/prefix" "$@" && cmake --build "$out"
+}
+
+# find_package: one configure of the project builds each program against the shared library
+# (build/shared/) and the static one (build/static/). A C-only project: jitunwind_static's link
+# interface brings the C++ runtime. COMPONENTS orc.
+in_background "$scratch/project.log" configure_and_build "$project" "$scratch/build"
+in_background "$scratch/project_c.log" configure_and_build "$here/project_c" "$scratch/build-c"
+wait_all
+if [[ -n $llvm_version ]]; then
+  in_background "$scratch/project_orc.log" configure_and_build "$here/project_orc" \
+    "$scratch/build-orc" -DJITUNWIND_EXPECT_LLVM="$llvm_version"
+  in_background "$scratch/bogus.log" cmake -S "$here/project_orc" -B "$scratch/build-bogus" \
+    -DCMAKE_PREFIX_PATH="$scratch/prefix" -DJITUNWIND_BOGUS_COMPONENT=1
+  # The bogus component must fail: its job's status is checked on its own below.
+  bogus_pid=${jobs_pids[1]}
+  jobs_pids=("${jobs_pids[0]}") jobs_logs=("${jobs_logs[0]}")
+fi
+
+# pkg-config: compile and link by hand, the way a Makefile would (while the orc project builds).
+export PKG_CONFIG_PATH="$scratch/prefix/lib/pkgconfig"
+pc() { pkg-config "$@" jitunwind; }
+in_background "$scratch/pc-consumer.log" \
+  g++ -std=c++20 "$project/main.cpp" -o "$scratch/consumer-pc" $(pc --cflags --libs)
+in_background "$scratch/pc-embed_c.log" \
+  gcc -std=c11 -pedantic -Wall -Wextra -Werror "$project/embed.c" -o "$scratch/embed_c" \
+  $(pc --cflags --libs)
+in_background "$scratch/pc-embed_c89.log" \
+  gcc -std=c89 -pedantic -Wall -Wextra -Werror "$project/embed_c89.c" -o "$scratch/embed_c89" \
+  $(pc --cflags --libs)
+for std in 17 20; do
+  in_background "$scratch/pc-embed_cxx$std.log" \
+    g++ -std=c++$std -pedantic -Wall -Wextra -Werror "$project/embed.cpp" \
+    -o "$scratch/embed_cxx$std" $(pc --cflags --libs)
+done
+# Static: the archive, then what pkg-config --static says it needs (Libs.private: -lstdc++ for a
+# C program, -lelf, ...), linked by the C driver.
+in_background "$scratch/pc-embed_c_static.log" \
+  gcc -std=c11 -pedantic "$project/embed.c" -o "$scratch/embed_c_static" $(pc --cflags) \
+  "$scratch/prefix/lib/libjitunwind.a" $(pc --static --libs | sed 's/-ljitunwind\b//')
+wait_all
+
 for kind in shared static; do
-  cmake -S "$project" -B "$scratch/build-$kind" -DCMAKE_PREFIX_PATH="$scratch/prefix" \
-        -DCONSUMER_LINK="$kind" >/dev/null
-  cmake --build "$scratch/build-$kind" >/dev/null
   for prog in consumer embed_c embed_cxx17 embed_cxx20; do
     echo "consumer: find_package ($kind): $prog"
-    LD_LIBRARY_PATH="$scratch/prefix/lib" "$scratch/build-$kind/$prog"
+    LD_LIBRARY_PATH="$scratch/prefix/lib" "$scratch/build/$kind/$prog"
   done
 done
-
-# A C-only project: jitunwind_static's link interface brings the C++ runtime.
-here=$(dirname "$0")
-cmake -S "$here/project_c" -B "$scratch/build-c" -DCMAKE_PREFIX_PATH="$scratch/prefix" >/dev/null
-cmake --build "$scratch/build-c" >/dev/null
 for prog in embed_c_static embed_c_shared; do
   echo "consumer: C-only project: $prog"
   LD_LIBRARY_PATH="$scratch/prefix/lib" "$scratch/build-c/$prog"
 done
-
-# COMPONENTS orc.
 if [[ -n $llvm_version ]]; then
-  cmake -S "$here/project_orc" -B "$scratch/build-orc" -DCMAKE_PREFIX_PATH="$scratch/prefix" \
-        -DJITUNWIND_EXPECT_LLVM="$llvm_version" | grep 'consumer:'
-  cmake --build "$scratch/build-orc" >/dev/null
+  grep 'consumer:' "$scratch/project_orc.log"
   LD_LIBRARY_PATH="$scratch/prefix/lib" "$scratch/build-orc/orc_consumer"
-  if cmake -S "$here/project_orc" -B "$scratch/build-bogus" -DCMAKE_PREFIX_PATH="$scratch/prefix" \
-           -DJITUNWIND_BOGUS_COMPONENT=1 >"$scratch/bogus.log" 2>&1; then
+  if wait "$bogus_pid"; then
     echo "consumer: FAILED: find_package(jitunwind COMPONENTS orc bogus) succeeded" >&2
     exit 1
   fi
@@ -55,23 +109,6 @@ if [[ -n $llvm_version ]]; then
 else
   echo "consumer: jitunwind::orc not built: its find_package(COMPONENTS orc) check is skipped"
 fi
-
-# pkg-config: compile and link by hand, the way a Makefile would.
-export PKG_CONFIG_PATH="$scratch/prefix/lib/pkgconfig"
-pc() { pkg-config "$@" jitunwind; }
-g++ -std=c++20 "$project/main.cpp" -o "$scratch/consumer-pc" $(pc --cflags --libs)
-gcc -std=c11 -pedantic -Wall -Wextra -Werror "$project/embed.c" -o "$scratch/embed_c" \
-    $(pc --cflags --libs)
-gcc -std=c89 -pedantic -Wall -Wextra -Werror "$project/embed_c89.c" -o "$scratch/embed_c89" \
-    $(pc --cflags --libs)
-for std in 17 20; do
-  g++ -std=c++$std -pedantic -Wall -Wextra -Werror "$project/embed.cpp" \
-      -o "$scratch/embed_cxx$std" $(pc --cflags --libs)
-done
-# Static: the archive, then what pkg-config --static says it needs (Libs.private: -lstdc++ for a
-# C program, -lelf, ...), linked by the C driver.
-gcc -std=c11 -pedantic "$project/embed.c" -o "$scratch/embed_c_static" $(pc --cflags) \
-    "$scratch/prefix/lib/libjitunwind.a" $(pc --static --libs | sed 's/-ljitunwind\b//')
 for prog in consumer-pc embed_c embed_c89 embed_cxx17 embed_cxx20 embed_c_static; do
   echo "consumer: pkg-config: $prog"
   LD_LIBRARY_PATH="$scratch/prefix/lib" "$scratch/$prog"
@@ -88,16 +125,17 @@ can_profile "$jitwalk" || exit 0
 
 # The real tools on each embedder, as built each way (pkg-config; find_package shared and
 # static): perf report names the JIT function from the perf map the SDK wrote; jitwalk walks from
-# it through run_jit to main with the published SFrame.
+# it through run_jit to main with the published SFrame. The nine programs run one after the
+# other under one perf record and one jitwalk profile; each process is checked on its own.
 export LD_LIBRARY_PATH="$scratch/prefix/lib"
-for dir in "$scratch" "$scratch/build-shared" "$scratch/build-static"; do
+script=$scratch/embedders.sh
+for dir in "$scratch" "$scratch/build/shared" "$scratch/build/static"; do
   for prog in embed_c embed_cxx17 embed_cxx20; do
     name=${prog%17}; name=${name%20}:spin
-    run=("$dir/$prog" 1)
-    echo "consumer: profiling ${dir#$scratch/} $prog"
-    check_perf_names "$name" -- "${run[@]}"
-    check_jitwalk_rooted "$jitwalk" "$name" ";main;(.*;)?run_jit[^;]*;$name" \
-      "through run_jit to main" -- "${run[@]}"
+    add_to_script "$script" "$name" -- "$dir/$prog" 0.5
   done
 done
+check_perf_names_each "$script"
+check_jitwalk_rooted_each "$jitwalk" "$script" ";main;(.*;)?run_jit[^;]*;@NAME@" \
+  "through run_jit to main"
 echo "consumer: ok"

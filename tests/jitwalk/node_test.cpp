@@ -46,30 +46,6 @@ std::pair<uint64_t, uint64_t> full_chains(const std::map<std::string, uint64_t>&
   return {full, all};
 }
 
-// `perf script -F ip,sym` text: each sample's user frames, leaf first. With call chains
-// (`callchains`) a sample is a block of tab-indented lines ended by a blank line; without, a
-// line. Kernel frames are left out (a kernel sample without call chains has no user frame).
-std::vector<std::vector<std::string>> perf_samples(const std::string& text, bool callchains) {
-  std::vector<std::vector<std::string>> out;
-  std::istringstream in(text);
-  std::string line;
-  bool open = false;
-  while (std::getline(in, line)) {
-    if (line.find_first_not_of(" \t") == std::string::npos) {
-      open = false;
-      continue;
-    }
-    if (!callchains || !open) out.emplace_back();
-    open = true;
-    std::istringstream f(line);
-    std::string ip, sym;
-    f >> ip >> sym;
-    if (ip.size() == 16 && ip.rfind("ffff", 0) == 0) continue;  // a kernel address
-    out.back().push_back(sym);
-  }
-  return out;
-}
-
 bool node_and_perf() {
   return jt::tool_available("node") && jt::tool_available("perf");
 }

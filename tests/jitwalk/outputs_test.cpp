@@ -58,6 +58,55 @@ TEST_CASE("folded stacks: root first, merged by names, separators escaped") {
         "toy;main;toy:fib;toy:fib 8\n");
 }
 
+namespace {
+
+// A JIT leaf whose caller `main` was found by the frame-pointer fallback, and the same leaf
+// reached by tables.
+profile_data fp_profile() {
+  profile_data p;
+  p.process_name = "toy";
+  p.pid = 42;
+  p.period_ns = 1000;
+  profile_frame leaf;
+  leaf.name = "toy:leaf";
+  leaf.kind = frame_kind::jit;
+  leaf.address = 0x7f0000001000;
+  profile_frame main_;
+  main_.name = "main";
+  main_.kind = frame_kind::native;
+  main_.address = 0x401000;
+  const uint32_t by_tables = p.intern(main_);
+  main_.fp_found = true;
+  const uint32_t by_fp = p.intern(main_);
+  const uint32_t l = p.intern(leaf);
+  p.add("toy", {l, by_fp}, 2);
+  p.add("toy", {l, by_tables}, 3);
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("frames found by the frame-pointer fallback are marked in folded, SVG and pprof") {
+  const profile_data p = fp_profile();
+  CHECK(folded_text(p) == "toy;main;toy:leaf 3\ntoy;main_[fp];toy:leaf 2\n");
+  const std::string svg = flamegraph_svg(p, {});
+  CHECK_THAT(svg, Catch::Contains("<title>main_[fp] [native] found by the frame-pointer fallback"));
+  CHECK_THAT(svg, Catch::Contains("<title>main [native] —"));
+  if (!jt::tool_available("protoc")) return;
+  jt::temp_dir dir;
+  auto bytes = pprof_bytes(p, false);
+  REQUIRE(jt::write_file(dir / "p.pb", std::string(bytes.begin(), bytes.end())));
+  auto r = jt::run_shell("protoc --proto_path=" + jt::source_path("bpf/proto") +
+                         " --decode=perftools.profiles.Profile profile.proto < " + (dir / "p.pb"));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  // The marked function shows the mark, its system name is the symbol; the sample says how
+  // many of its frames were found so (a numeric label).
+  CHECK_THAT(r.out, Catch::Contains("string_table: \"main_[fp]\""));
+  CHECK_THAT(r.out, Catch::Contains("string_table: \"fp_frames\""));
+  CHECK_THAT(r.out, Catch::Contains("num: 1"));
+}
+
 TEST_CASE("pprof profile decodes with protoc against the profile.proto schema") {
   if (!jt::tool_available("protoc")) return;
   jt::temp_dir dir;

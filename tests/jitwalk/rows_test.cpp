@@ -5,6 +5,7 @@
 #include <jitunwind/frame.h>
 
 #include "jitwalk/rows.hpp"
+#include "walker.h"
 
 using namespace jitwalk;
 
@@ -194,6 +195,36 @@ TEST_CASE("SFrame v3 rules become the rows the BPF walk can follow, or end it") 
   REQUIRE(o.ok());
   REQUIRE(o->rows.size() == 1);
   CHECK(o->rows[0].kind == rule::outermost);
+}
+
+// jw_ends_with_call (walker.h): the walker's check of a frameless leaf's return address and the
+// symbolizer's PC - 1 rule. The bytes are real encodings (as gas assembles them), placed so that
+// the instruction ends at the address.
+TEST_CASE("a return address is recognised by the call instruction before it") {
+  auto ends = [](std::vector<uint8_t> insn) {
+    std::vector<uint8_t> b(8, 0x90);  // nops before it
+    std::copy(insn.begin(), insn.end(), b.end() - static_cast<long>(insn.size()));
+    return jw_ends_with_call(b.data()) != 0;
+  };
+  CHECK(ends({0xe8, 0x10, 0x20, 0x30, 0x40}));              // call rel32
+  CHECK(ends({0xff, 0xd0}));                                // call *%rax
+  CHECK(ends({0x41, 0xff, 0xd3}));                          // call *%r11
+  CHECK(ends({0xff, 0x10}));                                // call *(%rax)
+  CHECK(ends({0xff, 0x14, 0x24}));                          // call *(%rsp)
+  CHECK(ends({0xff, 0x50, 0x08}));                          // call *0x8(%rax)
+  CHECK(ends({0x41, 0xff, 0x55, 0x18}));                    // call *0x18(%r13)
+  CHECK(ends({0xff, 0x54, 0x24, 0x08}));                    // call *0x8(%rsp)
+  CHECK(ends({0xff, 0x15, 0x00, 0x10, 0x00, 0x00}));        // call *0x1000(%rip)
+  CHECK(ends({0x41, 0xff, 0x95, 0x00, 0x01, 0x00, 0x00}));  // call *0x100(%r13)
+  CHECK(ends({0xff, 0x94, 0x24, 0x00, 0x01, 0x00, 0x00}));  // call *0x100(%rsp)
+  CHECK(ends({0xff, 0x14, 0x25, 0x00, 0x10, 0x00, 0x00}));  // call *0x1000 (absolute)
+  // Not calls: a jump (FF /4), a push (FF /6), plain code, BEAM's pushed continuation after
+  // a `mov`, a call that ends one byte early.
+  CHECK_FALSE(ends({0xff, 0xe0}));                          // jmp *%rax
+  CHECK_FALSE(ends({0xff, 0x70, 0x08}));                    // push 0x8(%rax)
+  CHECK_FALSE(ends({0x48, 0x89, 0xe5}));                    // mov %rsp,%rbp
+  CHECK_FALSE(ends({0x48, 0x83, 0xc4, 0x08, 0xc3}));        // add $8,%rsp; ret
+  CHECK_FALSE(ends({0xe8, 0x10, 0x20, 0x30, 0x40, 0x90}));  // call, then a nop
 }
 
 #endif

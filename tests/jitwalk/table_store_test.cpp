@@ -14,7 +14,17 @@ struct fake_maps {
   std::vector<jw_range> ranges = std::vector<jw_range>(2 * JW_RANGE_CAP);
   jw_ctl ctl{};
   explicit fake_maps(size_t nrows) : rows(nrows) {}
-  table_views views() { return {rows, ranges, &ctl}; }
+  table_views views() {
+    table_views v;
+    v.rows = rows;
+    v.ranges = ranges;
+    v.ctl = &ctl;
+    return v;
+  }
+  // Lookups in address space `asid` (the walker's tagged search key).
+  const jw_row* lookup_in(uint32_t asid, uint64_t pc, const jw_range** r = nullptr) const {
+    return lookup(asid_key(asid, pc), r);
+  }
 
   // walker.bpf.c's find_range + find_row, transcribed.
   const jw_row* lookup(uint64_t pc, const jw_range** range_out = nullptr) const {
@@ -151,6 +161,91 @@ TEST_CASE("a full row table is reported and nothing partial is published") {
   CHECK(m.lookup(0x1000) != nullptr);
   CHECK(m.lookup(0x2000) == nullptr);
   CHECK(t.stats().ranges == 1);
+}
+
+TEST_CASE("one object's rows are placed once and shared by the processes mapping it") {
+  fake_maps m(16);
+  table_store t(m.views());
+  // Three processes (address spaces) map the same object part at different addresses.
+  range_info a = info("/usr/bin/node");
+  a.shared_rows = "node part 1";
+  a.asid = 0;
+  REQUIRE(t.add(make(0x1000, 0x1400, {8, 16, 24, 32}), a).ok());
+  range_info b = a, c = a;
+  b.asid = 1;
+  c.asid = 2;
+  CHECK(t.has_shared("node part 1"));
+  auto rb = t.add_shared(0x7000, 0x7400, b);
+  auto rc = t.add_shared(0x9000, 0x9400, c);
+  REQUIRE(rb.ok());
+  REQUIRE(rc.ok());
+  CHECK_FALSE(t.add_shared(0x9000, 0x9400,
+                           [] {
+                             range_info x = info("other");
+                             x.shared_rows = "not loaded";
+                             return x;
+                           }())
+                  .ok());
+  REQUIRE(t.commit().ok());
+  CHECK(t.stats().rows_used == 4);  // one copy, three ranges
+  CHECK(t.stats().shared_ranges == 2);
+  CHECK(t.stats().shared_rows_saved == 8);
+  const jw_range *r0 = nullptr, *r2 = nullptr;
+  REQUIRE(m.lookup_in(0, 0x1100, &r0) != nullptr);
+  REQUIRE(m.lookup_in(2, 0x9100, &r2) != nullptr);
+  CHECK(r0->row_first == r2->row_first);
+  CHECK(m.lookup_in(2, 0x9100)->cfa_off == 16);
+  CHECK(m.lookup_in(1, 0x1100) == nullptr);  // its own addresses only
+  // The rows stay while one range uses them; then their slots are freed and reused.
+  t.remove(rb.value());
+  t.remove_if([](const range_info& i) { return i.asid == 0; });
+  REQUIRE(t.commit().ok());
+  CHECK(m.lookup_in(2, 0x93ff)->cfa_off == 32);
+  CHECK(t.has_shared("node part 1"));
+  t.remove(rc.value());
+  CHECK_FALSE(t.has_shared("node part 1"));
+  REQUIRE(t.commit().ok());
+  REQUIRE(t.add(make(0x2000, 0x2c00, std::vector<int32_t>(12, 8)), info("after")).ok());
+  REQUIRE(t.commit().ok());  // 12 + 4 would not fit in 16 slots had the shared rows stayed
+  CHECK(m.lookup(0x2b00) != nullptr);
+}
+
+TEST_CASE("a full row array grows, keeping every row at its index") {
+  fake_maps m(8);
+  table_views v = m.views();
+  size_t grown_to = 0;
+  v.grow = [&](size_t n) -> jitunwind::result<std::span<jw_row>> {
+    grown_to = n;
+    m.rows.resize(n);  // a copy at the same indexes, as bpf_session::grow_rows makes
+    return std::span<jw_row>(m.rows);
+  };
+  table_store t(v);
+  REQUIRE(t.add(make(0x1000, 0x1600, {8, 16, 24, 32, 40, 48}), info("first")).ok());
+  REQUIRE(t.commit().ok());
+  REQUIRE(t.add(make(0x3000, 0x3a00, std::vector<int32_t>(10, 56)), info("second")).ok());
+  REQUIRE(t.commit().ok());
+  CHECK(grown_to == 18);  // twice the size, or the size plus the rows wanted if more (8 + 10)
+  CHECK(t.stats().grown == 1);
+  CHECK(t.stats().rows_capacity == 18);
+  CHECK(m.lookup(0x1500)->cfa_off == 48);
+  CHECK(m.lookup(0x3900)->cfa_off == 56);
+  // A range larger than the array: grown by what it needs.
+  REQUIRE(t.add(make(0x8000, 0x8000 + 40 * 16, std::vector<int32_t>(40, 64)), info("big")).ok());
+  REQUIRE(t.commit().ok());
+  CHECK(grown_to == 18 + 40);
+  CHECK(m.lookup(0x8100)->cfa_off == 64);
+  // An array that cannot grow says why.
+  v.grow = [](size_t) -> jitunwind::result<std::span<jw_row>> {
+    return jitunwind::error(jitunwind::errc::io_error, "no memory for it");
+  };
+  fake_maps small(4);
+  table_views sv = small.views();
+  sv.grow = v.grow;
+  table_store fixed(sv);
+  REQUIRE(fixed.add(make(0x1000, 0x1600, {8, 16, 24, 32, 40, 48}), info("six")).ok());
+  auto r = fixed.commit();
+  REQUIRE_FALSE(r.ok());
+  CHECK_THAT(r.error().message(), Catch::Contains("six") && Catch::Contains("no memory for it"));
 }
 
 TEST_CASE("many ranges: every lookup agrees with a linear search") {

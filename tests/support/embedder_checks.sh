@@ -56,3 +56,57 @@ check_jitwalk_rooted() {
   fi
   echo "$label: jitwalk unwinds $rooted of $jit samples in $name $what"
 }
+
+# The same checks for many programs with one tool start each: add_to_script SCRIPT NAME --
+# COMMAND... appends COMMAND to SCRIPT, which runs the programs one after the other and writes
+# "PID NAME" for each to SCRIPT.pids; check_perf_names_each and check_jitwalk_rooted_each then
+# run the script once under perf record / jitwalk profile (which follows the processes a command
+# starts) and check every process on its own. A perf or jitwalk start costs more than a short
+# program: this is what keeps tests of many embedders fast.
+add_to_script() {
+  local script=$1 name=$2
+  shift 3
+  { printf '%q ' "$@"; printf '& echo "$! %s" >>%q; wait $!\n' "$name" "$script.pids"; } >>"$script"
+}
+
+check_perf_names_each() {
+  local script=$1 data=$scratch/perf-each-$RANDOM.data m pid name
+  : >"$script.pids"
+  perf record -q -e cpu-clock -F 499 -g -o "$data" -- bash -e "$script" >/dev/null
+  for m in "$scratch"/perf-*.map; do
+    [[ -e /tmp/${m##*/} ]] || { cp "$m" /tmp/ && copied_maps+=("/tmp/${m##*/}"); }
+  done
+  perf report -i "$data" --stdio --no-children --sort pid,sym -g none 2>/dev/null >"$data.report"
+  while read -r pid name; do
+    if ! awk -v pid="$pid" -v name="$name" \
+         'match($0, "(^|[^0-9])" pid ":") && index($0, name) {found = 1} END {exit !found}' \
+         "$data.report"; then
+      echo "$label: FAILED: perf report does not name $name in process $pid:" >&2
+      head -40 "$data.report" >&2
+      exit 1
+    fi
+    echo "$label: perf report names $name in process $pid"
+  done <"$script.pids"
+}
+
+# check_jitwalk_rooted_each JITWALK SCRIPT REGEX WHAT: as check_jitwalk_rooted for each process
+# of SCRIPT, NAME being its name and REGEX with every "@NAME@" replaced by it.
+check_jitwalk_rooted_each() {
+  local jitwalk=$1 script=$2 template=$3 what=$4 folded=$scratch/jitwalk-each-$RANDOM.folded
+  local pid name regex jit rooted
+  : >"$script.pids"
+  "$jitwalk" profile -q -F 499 --folded "$folded" -- bash -e "$script" >/dev/null
+  while read -r pid name; do
+    regex=${template//@NAME@/$name}
+    jit=$({ grep -E "^[^;]*-$pid;" "$folded" || true; } | { grep -F ";$name " || true; } |
+          awk '{n += $NF} END {print n + 0}')
+    rooted=$({ grep -E "^[^;]*-$pid;" "$folded" || true; } | { grep -F ";$name " || true; } |
+             { grep -E "$regex [0-9]+$" || true; } | awk '{n += $NF} END {print n + 0}')
+    if ((jit == 0 || rooted * 100 < jit * 95)); then
+      echo "$label: FAILED: jitwalk: $rooted of $jit samples in $name (process $pid) unwind $what:" >&2
+      grep -E "^[^;]*-$pid;" "$folded" | sort -k2 -n -r | head -20 >&2
+      exit 1
+    fi
+    echo "$label: jitwalk unwinds $rooted of $jit samples in $name (process $pid) $what"
+  done <"$script.pids"
+}

@@ -8,6 +8,8 @@
 
 #include "support/process.hpp"
 
+#include <catch2/catch.hpp>
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -191,12 +193,14 @@ inline perf_view_run perf_view_of(const std::vector<std::string>& command, perf_
                                   const std::vector<std::string>& jit_callees,
                                   const std::vector<std::string>& extra_env = {}) {
   perf_view_run r;
+  // 1000 Hz; DWARF mode copies 4 KiB of stack per sample: the programs' stacks from the leaf to
+  // main take well under 1 KiB, and perf's unwinding of every sample is most of a run's time.
   std::vector<std::string> argv = {"perf", "record", "-q", "-k", "1", "-e", "cpu-clock", "-F",
-                                   "2000", "-o", dir / "perf.data"};
+                                   "1000", "-o", dir / "perf.data"};
   if (mode == perf_mode::perf_map) {
     argv.push_back("-g");
   } else {
-    argv.insert(argv.end(), {"--call-graph", "dwarf,8192"});
+    argv.insert(argv.end(), {"--call-graph", "dwarf,4096"});
   }
   argv.push_back("--");
   // The jitdump publisher is off by default (it costs every publication a write): asked for.
@@ -241,6 +245,37 @@ inline perf_view_run jitwalk_view_of(const std::string& jitwalk,
       dir, extra_env, r);
   if (rec.exit_code == 0) r.view = judge_folded(read_file(dir / "stacks.folded"), r.phases, leaves);
   return r;
+}
+
+/// The start addresses a program printed ("fn NAME 0xSTART SIZE from T"), in order.
+inline std::vector<uint64_t> printed_starts(const std::string& out) {
+  std::vector<uint64_t> v;
+  static const std::regex fn(R"(^fn \S+ 0x([0-9a-f]+) )");
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, fn)) v.push_back(std::stoull(m[1], nullptr, 16));
+  }
+  return v;
+}
+
+/// Code the SDK's side places (owned windows, the asmjit glue, the ORC plugin): perf right in
+/// both modes, packed or replaced (the new code goes to a new address). `profile(shape, mode)`
+/// runs the program under perf.
+template <class Profile>
+void check_placed_by_sdk(const Profile& profile) {
+  for (perf_mode mode : {perf_mode::perf_map, perf_mode::jitdump}) {
+    const perf_view_run packed = profile("packed", mode);
+    CHECK(packed.view.named_share() >= 0.95);
+    CHECK(packed.view.main_share() >= 0.95);
+    CHECK(packed.program_err.find("warning") == std::string::npos);
+    const perf_view_run reused = profile("reused", mode);
+    const auto at = printed_starts(reused.program_out);
+    REQUIRE(at.size() == 2);
+    CHECK(at[0] != at[1]);
+    CHECK(reused.view.named_share() >= 0.95);
+    CHECK(reused.view.main_share() >= 0.95);
+  }
 }
 
 }  // namespace jitunwind::test

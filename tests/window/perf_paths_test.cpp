@@ -15,30 +15,16 @@
 
 #include <cstdio>
 
-#include <regex>
-#include <sstream>
 #include <string>
 
 using namespace jitunwind::test;
 
 namespace {
 
-// The start addresses the program printed ("fn NAME 0xSTART SIZE from T"), in order.
-std::vector<uint64_t> starts(const std::string& out) {
-  std::vector<uint64_t> v;
-  static const std::regex fn(R"(^fn \S+ 0x([0-9a-f]+) )");
-  std::istringstream in(out);
-  for (std::string line; std::getline(in, line);) {
-    std::smatch m;
-    if (std::regex_search(line, m, fn)) v.push_back(std::stoull(m[1], nullptr, 16));
-  }
-  return v;
-}
-
 const std::vector<std::string> callees = {"spin_a", "spin_b"};
 
 std::vector<std::string> command(const std::string& path, const std::string& shape) {
-  return {binary_path("tests/window/perf_paths"), "--path", path, "--shape", shape, "--ms", "200"};
+  return {binary_path("tests/window/perf_paths"), "--path", path, "--shape", shape, "--ms", "150"};
 }
 
 perf_view_run profile(const std::string& path, const std::string& shape, perf_mode mode) {
@@ -53,9 +39,9 @@ perf_view_run profile(const std::string& path, const std::string& shape, perf_mo
   INFO(path << ", " << shape << ", " << to_string(mode) << ": " << r.view.text() << "\n"
             << r.program_out << r.program_err);
   REQUIRE(r.phases.size() >= 1);
-  // 200 ms of CPU per phase at 2000 Hz: about 400 samples per phase on an idle machine; a
-  // busy one gives perf fewer, never fewer than this many.
-  REQUIRE(r.view.samples >= 100);
+  // 150 ms of CPU per phase at 1000 Hz: about 150 samples per phase (cpu-clock counts the
+  // program's own CPU time, so a busy machine takes longer, not fewer samples).
+  REQUIRE(r.view.samples >= 75);
   return r;
 }
 
@@ -84,22 +70,12 @@ void jitwalk_sees(const std::string& path) {
   }
 }
 
-// Code the SDK places (owned windows, the asmjit glue): perf right in both modes, packed or
-// recompiled (address reuse off while the perf map or jitdump is on: the new code goes
-// elsewhere).
+// Code the SDK places (owned windows, the asmjit glue): address reuse is off while the perf
+// map or jitdump is on, so recompiled code goes elsewhere.
 void sdk_places(const std::string& path) {
-  for (perf_mode mode : {perf_mode::perf_map, perf_mode::jitdump}) {
-    const auto packed = profile(path, "packed", mode);
-    CHECK(packed.view.named_share() >= 0.95);
-    CHECK(packed.view.main_share() >= 0.95);
-    CHECK(packed.program_err.find("warning") == std::string::npos);
-    const auto reused = profile(path, "reused", mode);
-    const auto at = starts(reused.program_out);
-    REQUIRE(at.size() == 2);
-    CHECK(at[0] != at[1]);
-    CHECK(reused.view.named_share() >= 0.95);
-    CHECK(reused.view.main_share() >= 0.95);
-  }
+  check_placed_by_sdk([&](const std::string& shape, perf_mode mode) {
+    return profile(path, shape, mode);
+  });
 }
 
 // Code the runtime places (the on-ramp, described windows): DWARF unwinding through packed code
@@ -119,7 +95,7 @@ void runtime_places(const std::string& path) {
   CHECK(spaced.view.main_share() >= 0.95);
   CHECK(spaced.program_err.find("warning") == std::string::npos);
   const auto reused_map = profile(path, "reused", perf_mode::perf_map);
-  const auto at = starts(reused_map.program_out);
+  const auto at = printed_starts(reused_map.program_out);
   REQUIRE(at.size() == 2);
   CHECK(at[0] == at[1]);
   CHECK_THAT(reused_map.program_err, Catch::Contains("perf map lines cannot be withdrawn"));

@@ -72,7 +72,9 @@ const command_spec list_spec{
     std::string("Finds every jitunwind registry in process PID (one per copy of the SDK it has "
                 "mapped) and lists its windows: id, generation, state (live, or retired: in its "
                 "grace period), text range, SFrame section and its version, ABI and number of "
-                "functions.\n") +
+                "functions. Before the windows, what each session of the process says about its "
+                "publishers (session::status()): state, what it writes, and how many warnings it "
+                "gave, with the last one (an SDK that predates the status area says nothing).\n") +
         reading_note +
         "\nExit status: 0 if every window is usable (also when none is published), 1 if one is "
         "not or the registry cannot be read (no such process, no registry in it, no "
@@ -272,6 +274,28 @@ void report_names_problem(const std::string& program, const perf_map_names& name
   std::fprintf(stderr, "%s: note: %s\n", program.c_str(), detail::terminal_text(said).c_str());
 }
 
+// A publisher as session::status() words it in the process: "perfmap (session 1): active, writing
+// /tmp/perf-12.map; 2 warnings, the last: ...". The texts are the process's: escaped.
+std::string publisher_line(const remote::publisher_record& p) {
+  std::string s = remote::publisher_name(p.publisher) + " (session " + std::to_string(p.session) +
+                  "): " + remote::publisher_state_name(p.state);
+  if (!p.message.empty()) s += ", " + detail::terminal_text(p.message);
+  if (p.warnings != 0)
+    s += "; " + count_text(p.warnings, "warning") +
+         ", the last: " + detail::terminal_text(p.last_warning);
+  return s;
+}
+
+json publisher_json(const remote::publisher_record& p) {
+  return {{"registry", p.registry_address},
+          {"session", p.session},
+          {"publisher", remote::publisher_name(p.publisher)},
+          {"state", remote::publisher_state_name(p.state)},
+          {"message", p.message},
+          {"warnings", p.warnings},
+          {"last_warning", p.last_warning}};
+}
+
 json skipped_json(const remote::skipped_slot& k) {
   return {{"registry", k.registry_address},
           {"slot", k.slot},
@@ -319,6 +343,9 @@ int run_list(const std::string& program, const parsed_args& a) {
   std::vector<remote::skipped_slot> skipped;
   auto loaded = load_settled(*reader, target->process, &budget, skipped);
   if (!loaded) return report(program, loaded.error().message(), exit_failure);
+  // What the process's sessions say about their publishers (an older SDK: nothing).
+  auto publishers = reader->read_publishers();
+  if (!publishers) return report(program, publishers.error().message(), exit_failure);
   if (a.flag("functions") || a.flag("rows")) {
     target->names.update();
     report_names_problem(program, target->names);
@@ -354,6 +381,11 @@ int run_list(const std::string& program, const parsed_args& a) {
     json sk = json::array();
     for (const remote::skipped_slot& k : skipped) sk.push_back(skipped_json(k));
     doc["skipped"] = std::move(sk);
+    json ps = json::array();
+    for (const remote::publisher_record& p : publishers->publishers)
+      ps.push_back(publisher_json(p));
+    doc["publishers"] = std::move(ps);
+    doc["publishers_skipped"] = publishers->skipped;
     doc["summary"] = {
         {"windows", windows.size()}, {"live", live},         {"retired", windows.size() - live},
         {"functions", functions},    {"unusable", unusable}, {"skipped", skipped_entries}};
@@ -369,6 +401,8 @@ int run_list(const std::string& program, const parsed_args& a) {
     for (const remote::registry_location& r : registries) {
       std::printf("\nregistry %s in %s (%s)\n", hex_text(r.address).c_str(),
                   detail::terminal_text(r.object_path).c_str(), symbol_table_text(r.found_in));
+      for (const remote::publisher_record& p : publishers->publishers)
+        if (p.registry_address == r.address) std::printf("  %s\n", publisher_line(p).c_str());
       for (const loaded_window& w : windows) {
         if (w.record.registry_address != r.address) continue;
         std::printf("  %s\n", window_line(w).c_str());
@@ -377,6 +411,8 @@ int run_list(const std::string& program, const parsed_args& a) {
       for (const remote::skipped_slot& k : skipped)
         if (k.registry_address == r.address) std::printf("  %s\n", skipped_line(k).c_str());
     }
+    for (const std::string& why : publishers->skipped)
+      std::printf("publisher status SKIPPED: %s\n", detail::terminal_text(why).c_str());
     if (a.flag("rows"))
       for (const loaded_window& w : windows)
         if (w.table) print_rows(target->process, w, target->names);

@@ -183,6 +183,12 @@ struct decoder_options {
   /// Check that the returned rows are ones SFrame can express (and leave the others out). With
   /// false, rows are only required to fit the frame model.
   bool sframe_expressible = true;
+  /// A frame pointer "saved" below the stack pointer — the slot an epilogue's `pop rbp` left,
+  /// which GCC's and LLVM's CFI keep naming until the return, as gas's and LLVM's SFrame do — is
+  /// taken as restored (`fp_rule::unchanged`): the register holds that value again, and the
+  /// window API refuses the dead slot (a signal may overwrite it). Off: the rows are the CFI's,
+  /// such a row listed in `decoded_cfi::nonconforming`.
+  bool restore_popped_fp = false;
 };
 
 /// A function the decoder could not turn into rows, and why.

@@ -53,7 +53,9 @@ typedef struct jitunwind_registry_header {
   uint64_t slot_count;    /* 32: entries [0, slot_count) may be in use (high-water mark) */
   uint64_t change_count;  /* 40: incremented after every completed change of any entry */
   uint64_t writer_pid;    /* 48: getpid() of the process that published the first window */
-  uint64_t reserved;      /* 56: 0 */
+  uint64_t status;        /* 56: address of the publisher status area
+                                 (jitunwind_registry_status_header); 0 while there is none, and
+                                 in writers before it was added (the field was reserved, 0) */
 } jitunwind_registry_header;
 
 /* One slot: 128 bytes (two cache lines), 64-byte aligned; writers before the SFrame v3 release
@@ -82,12 +84,45 @@ typedef struct jitunwind_registry_entry {
    `sframe_version` was added). */
 #define JITUNWIND_REGISTRY_ENTRY_MIN_SIZE 64u
 
+/* The publisher status area: what each session's publishers are doing, as session::status()
+   says in the process ("writing /tmp/perf-12.map; 3 warnings, the last: ..."), for tools outside
+   it (`jitunwind windows list`). A header, then `capacity` records of `record_size` bytes at
+   `header_size` bytes after its start. Records follow the entries' seqlock protocol (`seq` odd
+   while written). Texts are UTF-8 as the process wrote them, not terminated: their sizes say how
+   many bytes are used, and a reader must check them against the fields' sizes. */
+#define JITUNWIND_REGISTRY_STATUS_MAGIC "JITUNWST"
+
+typedef struct jitunwind_registry_status_header {
+  char magic[8];          /*  0: JITUNWIND_REGISTRY_STATUS_MAGIC, no terminator */
+  uint32_t header_size;   /*  8: 32 (or more, later) */
+  uint32_t record_size;   /* 12: stride of the records: 1024 (or more, later) */
+  uint32_t capacity;      /* 16: records in the area */
+  uint32_t record_count;  /* 20: records [0, record_count) may be in use (high-water mark) */
+  uint64_t change_count;  /* 24: incremented after every completed change of a record */
+} jitunwind_registry_status_header;
+
+typedef struct jitunwind_registry_status_record {
+  uint64_t seq;           /*   0: sequence counter (even = stable), as in entries */
+  uint64_t session;       /*   8: the session's number in the process (from 1); 0: free */
+  uint32_t publisher;     /*  16: the publisher: 1 registry, 2 usdt-events, 4 perfmap, 8 jitdump,
+                                  16 gdb, 32 kernel (jitunwind::publisher) */
+  uint32_t state;         /*  20: 0 disabled, 1 active, 2 failed, 3 unsupported */
+  uint64_t warnings;      /*  24: warnings the publisher gave so far */
+  uint16_t message_size;  /*  32: bytes used in message */
+  uint16_t warning_size;  /*  34: bytes used in last_warning */
+  uint32_t reserved0;     /*  36: 0 */
+  char message[216];      /*  40: its note or last error ("writing /tmp/perf-12.map") */
+  char last_warning[768]; /* 256: the last warning, cut at a UTF-8 character boundary */
+} jitunwind_registry_status_record;
+
 /* clang-format on */
 
 #ifdef __cplusplus
 }  // extern "C"
 static_assert(sizeof(jitunwind_registry_header) == 64, "registry ABI: header is 64 bytes");
 static_assert(sizeof(jitunwind_registry_entry) == 128, "registry ABI: entry is 128 bytes");
+static_assert(sizeof(jitunwind_registry_status_header) == 32, "registry ABI: status header");
+static_assert(sizeof(jitunwind_registry_status_record) == 1024, "registry ABI: status record");
 #endif
 
 #endif /* JITUNWIND_REGISTRY_ABI_H */

@@ -85,6 +85,32 @@ struct registry_snapshot {
   std::vector<skipped_slot> skipped;
 };
 
+/// One publisher of one session in the target, as the process reports it in the registry's
+/// status area (docs/registry-abi.md, "Publisher status"): what `session::status()` says there.
+/// The texts are the process's bytes (untrusted: escape them before printing).
+struct publisher_record {
+  uint64_t registry_address = 0;  ///< the registry whose header points to the area
+  uint64_t session = 0;           ///< the session's number in the process (from 1)
+  uint32_t publisher = 0;         ///< a jitunwind::publisher value (1 registry, 4 perfmap, ...)
+  uint32_t state = 0;             ///< a jitunwind::publisher_state value (1 active, 2 failed, ...)
+  uint64_t warnings = 0;          ///< warnings the publisher gave so far
+  std::string message;            ///< its note or last error ("writing /tmp/perf-12.map")
+  std::string last_warning;       ///< the last warning ("" if none)
+};
+
+/// "registry", "usdt-events", "perfmap", "jitdump", "gdb", "kernel" (JITUNWIND_PUBLISH's names);
+/// "publisher N" for a value this reader does not know.
+JITUNWIND_API std::string publisher_name(uint32_t publisher);
+/// "disabled", "active", "failed", "unsupported"; "state N" otherwise.
+JITUNWIND_API std::string publisher_state_name(uint32_t state);
+
+struct publisher_snapshot {
+  std::vector<publisher_record> publishers;  ///< by registry, then record
+  /// Records or areas left out, with the reason ("status area at 0x..: bad magic", "record 3:
+  /// kept changing ..."); a registry without a status area (an older SDK) is not one.
+  std::vector<std::string> skipped;
+};
+
 struct read_options {
   /// Rounds of re-reading an entry that changed while being copied before skipping it (see
   /// registry_snapshot::skipped). Each round yields the CPU, so a writer that was descheduled
@@ -143,6 +169,10 @@ class JITUNWIND_API registry_reader {
   result<uint64_t> change_count() const;
   /// read_window_sframe for this reader's process.
   result<std::vector<uint8_t>> read_sframe(const window_record& w) const;
+  /// The publishers' states the process reports (docs/registry-abi.md, "Publisher status"): a
+  /// registry without a status area adds nothing. Errors: as read() for the registry headers;
+  /// a bad status area or record is listed in publisher_snapshot::skipped, not an error.
+  result<publisher_snapshot> read_publishers() const;
 
   pid_t pid() const { return pid_; }
   const std::vector<registry_location>& registries() const { return registries_; }

@@ -449,6 +449,14 @@ class evaluator {
       return unsupported(at_text() + "frame pointer (" + reg_name(abi_, regs_.fp) + ") " +
                          rule_text(fp.kind));
     }
+    // After an epilogue's `pop rbp` GCC's and LLVM's CFI still say "rbp at CFA-16" until the
+    // return (they emit no .cfi_restore): the slot is below the stack pointer, dead, and rbp holds
+    // that value again.
+    if (restore_popped_fp && row.fp == fp_rule::saved && row.cfa == cfa_base::sp &&
+        !row.cfa_deref && row.fp_offset < -row.cfa_offset) {
+      row.fp = fp_rule::unchanged;
+      row.fp_offset = 0;
+    }
     const reg_rule sp = rule_of(s_, regs_.sp);
     if (sp.kind != rule_kind::unspecified && !(sp.kind == rule_kind::val_offset && sp.value == 0))
       return unsupported(at_text() + "stack pointer (" + reg_name(abi_, regs_.sp) + ") " +
@@ -513,6 +521,11 @@ class evaluator {
   abi abi_;
   frame_regs regs_;
   const cie_info& cie_;
+
+ public:
+  bool restore_popped_fp = false;  // decoder_options::restore_popped_fp
+
+ private:
   uint64_t start_, range_;
   bool sframe_check_;
   dwarf::pointer_bases bases_;
@@ -745,6 +758,7 @@ class section_decoder {
 
     evaluator ev(o_.target, c, *start, *range, o_.sframe_expressible, bases, o_.section_address,
                  b_);
+    ev.restore_popped_fp = o_.restore_popped_fp;
     bool ok = ev.run(c.insn_begin, c.insn_end, true);
     if (!ok)
       return leave_out(off, *start, *range, ev.failure_code(),

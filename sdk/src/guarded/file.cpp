@@ -3,7 +3,9 @@
 #include "common/error.hpp"
 
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -62,7 +64,15 @@ const char* file_type_text(unsigned mode) {
 result<guarded_file> guarded_file::open(const std::string& path, const open_rules& rules) {
   int flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
   if (rules.no_follow) flags |= O_NOFOLLOW;
-  const int fd = ::open(path.c_str(), flags);
+  int fd = -1;
+  if (rules.root_fd >= 0) {
+    open_how how{};
+    how.flags = static_cast<uint64_t>(flags);
+    how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+    fd = static_cast<int>(::syscall(SYS_openat2, rules.root_fd, path.c_str(), &how, sizeof how));
+  } else {
+    fd = ::open(path.c_str(), flags);
+  }
   if (fd < 0) return open_error(path, rules, errno);
   guarded_file f;
   f.fd_ = fd;  // closed by f's destructor on every error below

@@ -38,6 +38,10 @@ struct open_rules {
   uint64_t max_bytes = uint64_t{1} << 30;
   /// If set, the file must be owned by this user (as perf requires of a perf map).
   std::optional<uid_t> owner;
+  /// If >= 0, a directory fd that is the root `path` is resolved in (another process's root,
+  /// /proc/PID/root): openat2 with RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS, so neither "..",
+  /// an absolute symbolic link nor a /proc magic link leads out of it.
+  int root_fd = -1;
 };
 
 class guarded_file {

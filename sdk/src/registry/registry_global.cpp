@@ -23,6 +23,10 @@ extern "C" {
 
 namespace jitunwind::detail {
 
+jitunwind_registry_header& registry_header() {
+  return jitunwind_registry;
+}
+
 registry_writer& registry() {
   // Leaked on purpose: windows may be published or retired from other threads and from static
   // destructors until the process is gone.

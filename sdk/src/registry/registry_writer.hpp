@@ -126,6 +126,9 @@ class registry_writer {
   uint32_t high_water_ = 0;
 };
 
+/// The exported `jitunwind_registry` object itself.
+jitunwind_registry_header& registry_header();
+
 /// The process-wide registry bound to the exported `jitunwind_registry` object. Created on first
 /// use, never destroyed (threads may publish until the very end of the process).
 registry_writer& registry();

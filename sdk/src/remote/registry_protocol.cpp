@@ -161,6 +161,17 @@ result<std::vector<uint8_t>> reread_entry(const memory_source& memory, uint64_t 
   return make_error(errc::bad_state, "kept changing (or stayed locked) for %u attempts", attempts);
 }
 
+// Copies the header at `address` into `bytes` and decodes it.
+result<header_fields> read_header(const memory_source& memory, uint64_t address,
+                                  const std::string& where,
+                                  uint8_t (&bytes)[sizeof(jitunwind_registry_header)]) {
+  if (auto r = memory.read(address, bytes, sizeof(bytes)); !r) {
+    return make_error(r.error().code(), "%s: reading the header: %s", where.c_str(),
+                      r.error().message().c_str());
+  }
+  return decode_header(bytes, where);
+}
+
 }  // namespace
 
 result<void> read_registry_at(const memory_source& memory, uint64_t address,
@@ -168,11 +179,7 @@ result<void> read_registry_at(const memory_source& memory, uint64_t address,
                               registry_snapshot& out, read_scratch& scratch) {
   const std::string where = describe_registry(memory.pid(), address, object_path);
   uint8_t header_bytes[sizeof(jitunwind_registry_header)];
-  if (auto r = memory.read(address, header_bytes, sizeof(header_bytes)); !r) {
-    return make_error(r.error().code(), "%s: reading the header: %s", where.c_str(),
-                      r.error().message().c_str());
-  }
-  auto header = decode_header(header_bytes, where);
+  auto header = read_header(memory, address, where, header_bytes);
   if (!header) return std::move(header).error();
   const header_fields& h = *header;
   if (h.entries == 0 || h.slot_count == 0) return ok_result();
@@ -290,6 +297,113 @@ result<void> read_registry_at(const memory_source& memory, uint64_t address,
                                   "listed (only the first %llu are)",
                                   ull(unlisted), ull(max_skipped_listed)),
                            unlisted});
+  }
+  return ok_result();
+}
+
+namespace {
+
+// "why" for a record with impossible values, or nothing for a good one (copied into `out`).
+std::string decode_status_record(std::span<const uint8_t> r, publisher_record& out) {
+  out.session = load<uint64_t>(r, offsetof(jitunwind_registry_status_record, session));
+  out.publisher = load<uint32_t>(r, offsetof(jitunwind_registry_status_record, publisher));
+  out.state = load<uint32_t>(r, offsetof(jitunwind_registry_status_record, state));
+  out.warnings = load<uint64_t>(r, offsetof(jitunwind_registry_status_record, warnings));
+  const auto message_size =
+      load<uint16_t>(r, offsetof(jitunwind_registry_status_record, message_size));
+  const auto warning_size =
+      load<uint16_t>(r, offsetof(jitunwind_registry_status_record, warning_size));
+  constexpr size_t message_room = sizeof(jitunwind_registry_status_record::message);
+  constexpr size_t warning_room = sizeof(jitunwind_registry_status_record::last_warning);
+  if (message_size > message_room || warning_size > warning_room)
+    return format("text sizes %u and %u beyond the fields' %zu and %zu bytes", message_size,
+                  warning_size, message_room, warning_room);
+  const auto* base = reinterpret_cast<const char*>(r.data());
+  out.message.assign(base + offsetof(jitunwind_registry_status_record, message), message_size);
+  out.last_warning.assign(base + offsetof(jitunwind_registry_status_record, last_warning),
+                          warning_size);
+  return {};
+}
+
+}  // namespace
+
+result<void> read_publishers_at(const memory_source& memory, uint64_t address,
+                                const std::string& object_path, unsigned max_attempts,
+                                publisher_snapshot& out) {
+  const std::string where = describe_registry(memory.pid(), address, object_path);
+  uint8_t header_bytes[sizeof(jitunwind_registry_header)];
+  auto header = read_header(memory, address, where, header_bytes);
+  if (!header) return std::move(header).error();
+  const uint64_t area = load<uint64_t>(header_bytes, offsetof(jitunwind_registry_header, status));
+  if (area == 0) return ok_result();  // an SDK before the status area, or no session yet
+
+  // Everything below comes from the target: a bad area or record is reported, never trusted.
+  const std::string at_area = format("%s: status area at 0x%llx", where.c_str(), ull(area));
+  uint8_t head[sizeof(jitunwind_registry_status_header)];
+  if (auto r = memory.read(area, head, sizeof(head)); !r) {
+    out.skipped.push_back(at_area + ": " + r.error().message());
+    return ok_result();
+  }
+  const auto field = [&](size_t offset) { return load<uint32_t>(head, offset); };
+  const uint32_t header_size = field(offsetof(jitunwind_registry_status_header, header_size));
+  const uint32_t record_size = field(offsetof(jitunwind_registry_status_header, record_size));
+  const uint32_t capacity = field(offsetof(jitunwind_registry_status_header, capacity));
+  const uint32_t count = field(offsetof(jitunwind_registry_status_header, record_count));
+  constexpr uint32_t max_records = 4096;
+  std::string bad;
+  if (std::memcmp(head, JITUNWIND_REGISTRY_STATUS_MAGIC, 8) != 0)
+    bad = "bad magic";
+  else if (header_size < sizeof(jitunwind_registry_status_header) || header_size > max_struct_size)
+    bad = format("header_size %u outside [%zu, %u]", header_size,
+                 sizeof(jitunwind_registry_status_header), max_struct_size);
+  else if (record_size < sizeof(jitunwind_registry_status_record) ||
+           record_size > max_struct_size || record_size % 8 != 0)
+    bad = format("record_size %u outside [%zu, %u] or not 8-aligned", record_size,
+                 sizeof(jitunwind_registry_status_record), max_struct_size);
+  else if (capacity > max_records || count > capacity)
+    bad = format("%u records of capacity %u (at most %u)", count, capacity, max_records);
+  else if (area + header_size + uint64_t{capacity} * record_size < area)
+    bad = "the area wraps";
+  if (!bad.empty()) {
+    out.skipped.push_back(at_area + ": " + bad);
+    return ok_result();
+  }
+  if (count == 0) return ok_result();
+  // The three ordered copies of docs/registry-abi.md, "Read protocol", over the records.
+  const uint64_t records = area + header_size;
+  const size_t bytes = size_t{count} * record_size;
+  std::vector<uint8_t> before(bytes), body(bytes), after(bytes);
+  for (auto* copy : {&before, &body, &after}) {
+    if (auto r = memory.read(records, copy->data(), bytes); !r) {
+      out.skipped.push_back(at_area + ": reading its records: " + r.error().message());
+      return ok_result();
+    }
+  }
+  uint64_t retries = 0;
+  for (uint32_t i = 0; i < count; ++i) {
+    const size_t off = size_t{i} * record_size;
+    std::span<const uint8_t> record(body.data() + off, record_size);
+    const uint64_t s1 = entry_seq(std::span<const uint8_t>(before.data() + off, 8));
+    const uint64_t s3 = entry_seq(std::span<const uint8_t>(after.data() + off, 8));
+    std::vector<uint8_t> again;
+    if (s1 != s3 || (s1 & 1) != 0 || entry_seq(record) != s1) {
+      auto copy = reread_entry(memory, records + off, record_size, max_attempts, retries);
+      if (!copy) {
+        out.skipped.push_back(
+            format("%s: record %u: %s", at_area.c_str(), i, copy.error().message().c_str()));
+        continue;
+      }
+      again = std::move(*copy);
+      record = again;
+    }
+    publisher_record p;
+    if (std::string why = decode_status_record(record, p); !why.empty()) {
+      out.skipped.push_back(format("%s: record %u: %s", at_area.c_str(), i, why.c_str()));
+      continue;
+    }
+    if (p.session == 0) continue;  // free
+    p.registry_address = address;
+    out.publishers.push_back(std::move(p));
   }
   return ok_result();
 }

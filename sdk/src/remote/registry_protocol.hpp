@@ -54,6 +54,13 @@ result<std::vector<uint8_t>> read_sframe_checked(const memory_source& memory,
                                                  const window_record& w,
                                                  const read_options& options);
 
+/// Appends the publisher records of the status area the registry header at `address` points
+/// to (none: nothing). Errors: the registry header cannot be read or is invalid; a bad area or
+/// record goes to out.skipped.
+result<void> read_publishers_at(const memory_source& memory, uint64_t address,
+                                const std::string& object_path, unsigned max_attempts,
+                                publisher_snapshot& out);
+
 /// "pid N: registry at 0xADDR in PATH".
 std::string describe_registry(pid_t pid, uint64_t address, const std::string& object_path);
 

@@ -1,6 +1,7 @@
 #include <jitunwind/remote.h>
 
 #include <jitunwind/registry_abi.h>
+#include <jitunwind/window.h>
 
 #include "common/error.hpp"
 #include "remote/registry_protocol.hpp"
@@ -72,6 +73,28 @@ result<uint64_t> registry_reader::change_count() const {
 
 result<std::vector<uint8_t>> registry_reader::read_sframe(const window_record& w) const {
   return read_sframe_checked(process_memory(pid_), w, options_);
+}
+
+result<publisher_snapshot> registry_reader::read_publishers() const {
+  process_memory memory(pid_);
+  publisher_snapshot snap;
+  for (const registry_location& loc : registries_) {
+    auto r = read_publishers_at(memory, loc.address, loc.object_path, options_.max_attempts, snap);
+    if (!r) return std::move(r).error();
+  }
+  return snap;
+}
+
+std::string publisher_name(uint32_t publisher) {
+  const std::string_view name = jitunwind::to_string(static_cast<jitunwind::publisher>(publisher));
+  return name != "unknown" ? std::string(name) : "publisher " + std::to_string(publisher);
+}
+
+std::string publisher_state_name(uint32_t state) {
+  const std::string_view name =
+      state <= UINT8_MAX ? jitunwind::to_string(static_cast<jitunwind::publisher_state>(state))
+                         : "unknown";
+  return name != "unknown" ? std::string(name) : "state " + std::to_string(state);
 }
 
 result<registry_snapshot> read_registry(pid_t pid, const read_options& options) {

@@ -62,6 +62,7 @@ session_impl::~session_impl() {
   }
   for (auto& [handle, w] : windows) w->shutdown();
   windows.clear();
+  for (const slot& s : slots_) status_board::global().release(s.shown);
   slots_.clear();  // backends flush and close their files (jitdump CODE_CLOSE)
   flusher_.reset();
 }
@@ -111,6 +112,14 @@ void session_impl::start_publishers() {
     }
     slots_.push_back(std::move(s));
   }
+  // What `jitunwind windows list` shows from outside: one record per publisher asked for.
+  static std::atomic<uint64_t> sessions{0};
+  const uint64_t number = sessions.fetch_add(1, std::memory_order_relaxed) + 1;
+  for (slot& s : slots_) {
+    if (s.state == publisher_state::disabled) continue;
+    s.shown = status_board::global().acquire(number, static_cast<uint32_t>(s.kind));
+    show(s);
+  }
   uint32_t mask = 0;
   for (size_t i = 0; i < slots_.size(); ++i) {
     const slot& s = slots_[i];
@@ -143,8 +152,14 @@ void session_impl::mark_failed(slot& s, const char* what, uint64_t window_id, co
     active_mask_.fetch_and(~(1u << static_cast<uint32_t>(&s - slots_.data())),
                            std::memory_order_acq_rel);
     s.message = message;
+    show(s);
   }
   log(log_level::error, "publisher " + message + " (publisher stopped)");
+}
+
+void session_impl::show(const slot& s) {
+  status_board::global().write(s.shown, static_cast<uint32_t>(s.state), s.warnings, s.message,
+                               s.last_warning);
 }
 
 std::string session_impl::in_caller_language(std::string_view message) const {
@@ -178,6 +193,7 @@ void session_impl::publisher_said(const backend_voice& voice, log_level level,
       slot& s = slots_[voice.slot];
       count = ++s.warnings;
       s.last_warning = text;
+      show(s);
     }
   }
   if (count > logged_warnings) return;

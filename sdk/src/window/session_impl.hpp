@@ -5,6 +5,7 @@
 #include <jitunwind/window.h>
 
 #include "perfmap/flusher.hpp"
+#include "registry/status_board.hpp"
 #include "window/backend.hpp"
 #include "window/code_memory.hpp"
 #include "window/placement.hpp"
@@ -225,7 +226,11 @@ class session_impl final : public session {
     // What the publisher warned about (what a consumer will get wrong): counted for status().
     uint64_t warnings = 0;
     std::string last_warning;
+    status_slot shown;  // its record in the registry's status area (tools outside the process)
   };
+  /// Writes the slot's state into its status record (caller holds mutex_, or the slots are not
+  /// shared yet).
+  void show(const slot& s);
   // The log sink each backend gets: its messages go through `publisher_said`.
   struct backend_voice {
     session_impl* session;

@@ -21,9 +21,10 @@ static int fail(const char* what, const jitunwind_error* e) {
   return 1;
 }
 
+/* The process's CPU time: a profile of N seconds gets its samples however busy the machine. */
 static double now(void) {
   struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
   return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 

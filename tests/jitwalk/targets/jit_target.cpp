@@ -21,7 +21,11 @@
 //                          tracer must then look for the new image's registries)
 //   exec-later MS PROGRAM [ARG...]  the same, MS milliseconds after initializing the registry
 // options: --depth N (100) --iterations N (200) --spin N (20000) --recycle-every N (10)
-//          --fp (keep frame pointers) --no-checkpoint --seconds S (run for S seconds of this
+//          --fp (keep frame pointers)
+//          --frameless (JIT code never touches RBP and saves nothing there: `push rax` and
+//          `pop rax` where the frame saves RBP, so RBP stays main's frame pointer and a
+//          frame-pointer step from JIT code skips every JIT frame and main)
+//          --no-checkpoint --seconds S (run for S seconds of this
 //          thread's CPU time instead: a fixed-rate profile gets as many samples on a loaded
 //          machine)
 //          --lie (every 10th checkpoint claims one JIT frame too many: verify must fail)
@@ -205,6 +209,7 @@ void retire_and_free(window& w) {
 using jitunwind::test::code_buf;
 
 bool g_fp = false;
+bool g_frameless = false;
 uint32_t g_spin = 20000;
 
 struct layout {
@@ -215,14 +220,23 @@ layout g_layout;
 
 extern "C" void jw_helper();
 
-// push rbp; mov rbp, (rsp | rdi)
+// push rbp; mov rbp, (rsp | rdi)   (--frameless: push rax; nop, the same stack layout)
 void prologue(code_buf& c) {
+  if (g_frameless) {
+    c.put({0x50, 0x0F, 0x1F, 0x00});
+    return;
+  }
   c.put({0x55});
   if (g_fp) {
     c.put({0x48, 0x89, 0xE5});
   } else {
     c.put({0x48, 0x89, 0xFD});  // RBP as a scratch register: no frame-pointer chain
   }
+}
+
+// pop rbp (--frameless: pop rax)
+uint8_t pop_frame() {
+  return g_frameless ? 0x58 : 0x5D;
 }
 
 // --forget-epilogue: the rows miss the epilogue's `add rsp` (a classic description bug: for the
@@ -244,14 +258,15 @@ function_desc fn_rows(uint64_t start, uint32_t size, uint32_t after_alloc, int32
                       const std::vector<std::pair<uint32_t, uint32_t>>& epilogues) {
   // push rbp (1) [+ mov rbp (4)] + sub rsp, extra (after_alloc); epilogues: {after add, after pop}
   frame_builder b(abi::amd64);
-  b.stack_alloc(1, 8).offset(1, reg::fp, -16);
+  b.stack_alloc(1, 8);
+  if (!g_frameless) b.offset(1, reg::fp, -16);
   if (g_fp) b.def_cfa(4, reg::fp, 16);
   if (extra) b.stack_alloc(after_alloc, extra);
   for (size_t i = 0; i < epilogues.size(); ++i) {
     const bool last = i + 1 == epilogues.size();
     if (!last) b.remember_state();
     if (!g_fp && extra && !g_forget_epilogue) b.stack_free(epilogues[i].first, extra);
-    b.restore(epilogues[i].second, reg::fp);  // after pop rbp
+    if (!g_frameless) b.restore(epilogues[i].second, reg::fp);  // after pop rbp
     if (g_fp) {
       b.def_cfa(epilogues[i].second, reg::sp, 8);
     } else {
@@ -316,14 +331,14 @@ std::vector<emitted_function> gen_rec(window& w, unsigned pad, std::vector<uint8
   const auto [jz, ra_rec] = emit_rec_step(c, pad);
   c.put({0x48, 0x83, 0xC4, 0x10});  // add rsp, 16
   const uint32_t ep1_add = c.at();
-  c.put({0x5D});  // pop rbp
+  c.put({pop_frame()});  // pop rbp
   const uint32_t ep1_pop = c.at();
   c.put({0xC3});  // ret
   emit_spin(c, jz);
   const uint32_t ra_base = emit_helper_call(c);
   c.put({0x48, 0x83, 0xC4, 0x10});  // add rsp, 16
   const uint32_t ep2_add = c.at();
-  c.put({0x5D});
+  c.put({pop_frame()});
   const uint32_t ep2_pop = c.at();
   c.put({0xC3});
   out = c.b;
@@ -458,7 +473,7 @@ std::vector<emitted_function> gen_entry(window& w, std::vector<uint8_t>& out) {
   c.u64(g_layout.f);
   c.put({0xFF, 0xD0});  // call rax
   const uint32_t ra = c.at();
-  c.put({0x5D});  // pop rbp
+  c.put({pop_frame()});  // pop rbp
   const uint32_t pop = c.at();
   c.put({0xC3});
   out = c.b;
@@ -607,6 +622,8 @@ int main(int argc, char** argv) {
       seconds = std::atof(next());
     else if (a == "--fp")
       g_fp = true;
+    else if (a == "--frameless")
+      g_frameless = true;
     else if (a == "--no-checkpoint")
       g_checkpoint = false;
     else if (a == "--new-ids")
@@ -637,6 +654,10 @@ int main(int argc, char** argv) {
     }
   }
   if (g_depth > 500) g_depth = 500;
+  if (g_frameless && (g_fp || g_drap)) {
+    std::fprintf(stderr, "jit_target: --frameless excludes --fp and --drap\n");
+    return 2;
+  }
   kSlots = std::max<uint32_t>(kSlots, 16 + hostile_target::extra_slots(g_hostile));
   // A main thread that leaves by pthread_exit stays a zombie, not reported to a tracer, until
   // the last thread ends: the process goes on (and ends) on another thread.

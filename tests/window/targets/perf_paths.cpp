@@ -31,6 +31,7 @@
 #endif
 
 #include "support/jit_program.hpp"
+#include "support/phase_clock.hpp"
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -68,16 +69,10 @@ extern "C" __attribute__((noinline)) void spin_b() {
 
 namespace {
 
-double now() {
-  timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) / 1e9;
-}
+using jitunwind::test::thread_cpu_ms;
 
-double thread_cpu_ms() {
-  timespec t;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
+double now() {
+  return jitunwind::test::monotonic_seconds();
 }
 
 // One JIT function: [push rbp; mov rbp, rsp | sub rsp, 8]; mov ecx, N; l: dec ecx; jnz l;
