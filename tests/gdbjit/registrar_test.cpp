@@ -271,14 +271,16 @@ TEST_CASE("growing objects: functions added publish by publish read like one obj
   gdbjit::registrar& reg = **r;
   const size_t before = list_of(__jit_debug_descriptor).size();
   // 70 functions (several times the first object's room: it is copied into a larger one), one
-  // or three per append, every third without rows, names of growing length.
+  // or three per append, every third without rows, names of growing length; the rows change
+  // shape every five functions (functions of the last one's shape get their FDE without the
+  // encoder: both ways are read back below).
   constexpr int count = 70;
   std::vector<function_desc> rows;
   std::vector<std::string> names;
   std::vector<gdbjit::function_symbol> all;
   for (int i = 0; i < count; ++i) {
     const uint64_t start = 0x7f0000100000 + 0x40 * static_cast<uint64_t>(i);
-    rows.push_back(i % 2 == 0 ? fp_rows(start) : recipes::leaf(abi::amd64, start, 22).value());
+    rows.push_back(i / 5 % 2 == 0 ? fp_rows(start) : recipes::leaf(abi::amd64, start, 22).value());
     names.push_back("jit_" + std::string(static_cast<size_t>(i % 40), 'x') + std::to_string(i));
   }
   for (int i = 0; i < count; ++i)
@@ -307,6 +309,7 @@ TEST_CASE("growing objects: functions added publish by publish read like one obj
   REQUIRE(got.fdes.size() == want.fdes.size());
   for (size_t i = 0; i < want.fdes.size(); ++i) {
     CHECK(got.fdes[i].start == want.fdes[i].start);
+    CHECK(got.fdes[i].end == want.fdes[i].end);
     CHECK(got.fdes[i].rows == want.fdes[i].rows);
   }
 

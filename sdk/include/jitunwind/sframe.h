@@ -193,14 +193,13 @@ class JITUNWIND_API encoder {
   std::vector<uint8_t> fres_;
   uint32_t fre_total_ = 0;
   bool all_keep_fp_ = true;
-  // The row shape of the last function appended through the full path and where its FRE bytes
-  // are: most JIT functions share their shape, and one with the same rows, repetition size and
-  // FRE address width passes the same row checks and encodes to the same bytes (see append).
+  // The row shape of the last function appended through the full path and a copy of its FRE
+  // bytes: most JIT functions share their shape, and one with the same rows, repetition size
+  // and FRE address width passes the same row checks and encodes to the same bytes (see append).
   bool has_last_shape(const function_desc& f, uint8_t fre_type) const noexcept;
   std::vector<frame_row> last_rows_;
+  std::vector<uint8_t> last_fres_;
   uint32_t last_rep_ = 0;
-  uint32_t last_fre_offset_ = 0;
-  uint32_t last_fre_bytes_ = 0;
   uint8_t last_type_ = 0xff;  // 0xff: no shape cached
   bool last_signal_ = false;
   uint8_t last_pauth_ = 0;

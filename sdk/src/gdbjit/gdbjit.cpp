@@ -3,7 +3,6 @@
 #include <jitunwind/cfi.h>
 
 #include "common/error.hpp"
-#include "common/names.hpp"
 #include "gdbjit/elf_object.hpp"
 #include "gdbjit/growing_object.hpp"
 #include "gdbjit/symbol_scan.hpp"
@@ -130,17 +129,8 @@ result<void> write_object(cfi::encoder& enc, uint16_t machine,
   size_t name_at = 1;
   for (size_t i = 0; i < n; ++i) {
     const function_symbol& f = at(i);
-    Elf64_Sym sym{};
-    sym.st_name = static_cast<uint32_t>(name_at);
-    sym.st_info = ELF64_ST_INFO(STB_GLOBAL, STT_FUNC);
-    sym.st_shndx = 1;
-    sym.st_value = f.start - lo;
-    sym.st_size = f.size;
-    put(o, symtab_off + (i + 1) * sizeof(Elf64_Sym), sym);
-    if (f.clean_name)
-      std::memcpy(o + strtab_off + name_at, f.name.data(), f.name.size());
-    else
-      copy_sanitized(reinterpret_cast<char*>(o + strtab_off + name_at), f.name);
+    put_function_symbol(o + symtab_off + (i + 1) * sizeof(Elf64_Sym),
+                        reinterpret_cast<char*>(o + strtab_off + name_at), name_at, lo, f);
     name_at += f.name.size() + 1;
   }
   std::memcpy(o + shstrtab_off, shstrtab, shstrtab_size);
@@ -281,12 +271,32 @@ registration_id registrar::link(std::unique_ptr<node> n) {
   return id;
 }
 
+void registrar::reannounce(jit_code_entry& e) {
+  // A debugger our check cannot see (no software breakpoint) reads the object again.
+  announce(*target_, notify_, &e, jit_unregister);
+  announce(*target_, notify_, &e, jit_register);
+}
+
 bool registrar::debugger_attached() const noexcept {
   return breakpoint_at(reinterpret_cast<const void*>(notify_));
 }
 
 result<registrar::appended> registrar::append(registration_id id,
                                               std::span<const function_symbol> functions) {
+  if (id != 0) {
+    // Functions shaped like the object's last (most of a JIT's) need no encoder, so not its
+    // lock either.
+    std::lock_guard lock(descriptor_lock());
+    auto it = live_.find(id);
+    if (it != live_.end() && it->second->growing && !debugger_attached()) {
+      auto added = it->second->growing->append_without_encoder(functions);
+      if (!added) return std::move(added).error();
+      if (*added) {
+        reannounce(it->second->entry);
+        return appended{id, false};
+      }
+    }
+  }
   std::lock_guard build(build_mutex_);
   std::lock_guard lock(descriptor_lock());
   node* held = nullptr;
@@ -302,9 +312,7 @@ result<registrar::appended> registrar::append(registration_id id,
     auto added = held->growing->append(*cfi_, functions);
     if (!added) return std::move(added).error();
     if (*added) {
-      // A debugger our check cannot see (no software breakpoint) reads the object again.
-      announce(*target_, notify_, &held->entry, jit_unregister);
-      announce(*target_, notify_, &held->entry, jit_register);
+      reannounce(held->entry);
       return appended{id, false};
     }
     auto bigger = held->growing->grown(*cfi_, functions);

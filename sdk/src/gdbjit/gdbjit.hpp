@@ -142,13 +142,15 @@ class registrar {
   registrar() = default;
   /// Links `n` at the head of the list and announces it (descriptor lock held).
   registration_id link(std::unique_ptr<node> n);
+  /// Announces `e` again after it grew (descriptor lock held).
+  void reannounce(jit_code_entry& e);
 
   registrar_options options_;
   descriptor_info info_;
   jit_descriptor* target_ = nullptr;
   void (*notify_)() noexcept = nullptr;
   std::unordered_map<registration_id, std::unique_ptr<node>> live_;
-  std::mutex build_mutex_;           // guards cfi_
+  std::mutex build_mutex_;           // guards cfi_ (taken before the descriptor lock)
   std::optional<cfi::encoder> cfi_;  // reused for every object (its CIE is built once)
   registration_id next_id_ = 1;
 };

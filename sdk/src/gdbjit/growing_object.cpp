@@ -2,12 +2,14 @@
 
 #include "common/error.hpp"
 #include "common/names.hpp"
+#include "common/same_rows.hpp"
 #include "gdbjit/elf_object.hpp"
 
 #include <elf.h>
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cinttypes>
 #include <cstring>
 
@@ -196,21 +198,93 @@ void growing_object::put(cfi::encoder& enc, std::span<const function_symbol> fun
       r.fde_offset = static_cast<uint32_t>(eh_size_);
       eh_size_ += r.fde_size;
     }
-    Elf64_Sym sym{};
-    sym.st_name = static_cast<uint32_t>(names_size_);
-    sym.st_info = ELF64_ST_INFO(STB_GLOBAL, STT_FUNC);
-    sym.st_shndx = 1;
-    sym.st_value = f.start - lo_;
-    sym.st_size = f.size;
-    put_at(o, symtab_offset() + symbols_ * sizeof(Elf64_Sym), sym);
-    char* name = reinterpret_cast<char*>(o + strtab_offset() + names_size_);
-    if (f.clean_name)
-      std::memcpy(name, f.name.data(), f.name.size());
-    else
-      copy_sanitized(name, f.name);
-    name[f.name.size()] = '\0';
-    ++symbols_;
-    names_size_ += f.name.size() + 1;
+    put_symbol(f);
+  }
+}
+
+void put_function_symbol(uint8_t* sym_at, char* name_at, size_t name_offset, uint64_t text_lo,
+                         const function_symbol& f) {
+  Elf64_Sym sym{};
+  sym.st_name = static_cast<uint32_t>(name_offset);
+  sym.st_info = ELF64_ST_INFO(STB_GLOBAL, STT_FUNC);
+  sym.st_shndx = 1;
+  sym.st_value = f.start - text_lo;
+  sym.st_size = f.size;
+  std::memcpy(sym_at, &sym, sizeof sym);
+  if (f.clean_name)
+    std::memcpy(name_at, f.name.data(), f.name.size());
+  else
+    copy_sanitized(name_at, f.name);
+}
+
+void growing_object::put_symbol(const function_symbol& f) {
+  uint8_t* const o = buf_.get();
+  char* name = reinterpret_cast<char*>(o + strtab_offset() + names_size_);
+  put_function_symbol(o + symtab_offset() + symbols_ * sizeof(Elf64_Sym), name, names_size_, lo_,
+                      f);
+  name[f.name.size()] = '\0';
+  ++symbols_;
+  names_size_ += f.name.size() + 1;
+}
+
+namespace {
+
+// What the .eh_frame encoder writes for a function does not depend on more than its rows, start
+// and size when the function has one FDE and no saved registers (the encoder's own shape cache
+// relies on the same); these are the conditions under which it also passes validation when its
+// rows are those of a function that did.
+bool shape_reusable(const function_desc& f) {
+  return f.pcmask_rep == 0 && f.saved_registers.empty() && f.size != 0 && !f.rows.empty() &&
+         f.rows.back().pc_offset < f.size && f.start <= UINT64_MAX - f.size;
+}
+
+// The absolute-address FDE's header: length, CIE pointer, start, size, augmentation length.
+constexpr size_t fde_header = 4 + 4 + 8 + 8 + 1;
+
+}  // namespace
+
+bool growing_object::append_like_shape(std::span<const function_symbol> functions,
+                                       const batch_facts& b) {
+  if (shape_fde_.empty() || !b.order.empty()) return false;
+  size_t fde_bytes = 0;
+  for (const function_symbol& f : functions) {
+    if (f.frame == nullptr) continue;
+    if (!shape_reusable(*f.frame) || !same_rows(f.frame->rows, shape_rows_)) return false;
+    fde_bytes += shape_fde_.size();
+  }
+  if (eh_size_ + fde_bytes > cap_.eh_frame) return false;  // append() says so after encoding
+  uint8_t* const eh = buf_.get() + eh_frame_offset;
+  for (const function_symbol& f : functions) {
+    record r{f.start, 0, 0};
+    if (f.frame != nullptr) {
+      uint8_t* p = eh + eh_size_;
+      std::memcpy(p, shape_fde_.data(), shape_fde_.size());
+      // .eh_frame is little-endian (cfi/dwarf.hpp), like the hosts gdb reads this object on.
+      static_assert(std::endian::native == std::endian::little);
+      put_at(p, 4, static_cast<uint32_t>(eh_size_ + 4));  // back to the CIE
+      put_at(p, 8, f.frame->start);
+      put_at(p, 16, uint64_t{f.frame->size});
+      r.fde_offset = static_cast<uint32_t>(eh_size_);
+      r.fde_size = static_cast<uint32_t>(shape_fde_.size());
+      eh_size_ += shape_fde_.size();
+    }
+    functions_.push_back(r);
+    put_symbol(f);
+  }
+  commit(b.hi);
+  return true;
+}
+
+void growing_object::learn_shape(std::span<const function_symbol> functions, const batch_facts& b,
+                                 size_t first) {
+  for (size_t i = functions.size(); i-- > 0;) {
+    const function_symbol& f = b.at(functions, i);
+    const record& r = functions_[first + i];
+    if (f.frame == nullptr || !shape_reusable(*f.frame) || r.fde_size <= fde_header) continue;
+    const uint8_t* fde = buf_.get() + eh_frame_offset + r.fde_offset;
+    shape_fde_.assign(fde, fde + r.fde_size);
+    shape_rows_.assign(f.frame->rows.begin(), f.frame->rows.end());
+    return;
   }
 }
 
@@ -234,7 +308,18 @@ result<std::unique_ptr<growing_object>> growing_object::create(
   o->functions_ = std::move(records);
   o->put(enc, functions, *b);
   o->commit(b->hi);
+  o->learn_shape(functions, *b, 0);
   return o;
+}
+
+result<bool> growing_object::append_without_encoder(std::span<const function_symbol> functions) {
+  if (shape_fde_.empty()) return false;
+  auto b = check_batch(functions);
+  if (!b) return std::move(b).error();
+  if (b->lo < lo_ || symbols_ + functions.size() > cap_.symbols ||
+      names_size_ + b->name_bytes > cap_.names)
+    return false;
+  return append_like_shape(functions, *b);
 }
 
 result<bool> growing_object::append(cfi::encoder& enc,
@@ -244,6 +329,7 @@ result<bool> growing_object::append(cfi::encoder& enc,
   if (b->lo < lo_ || symbols_ + functions.size() > cap_.symbols ||
       names_size_ + b->name_bytes > cap_.names)
     return false;
+  if (append_like_shape(functions, *b)) return true;
   const size_t first = functions_.size();
   if (auto r = encode(enc, functions, *b, functions_); !r) {
     functions_.resize(first);
@@ -256,6 +342,7 @@ result<bool> growing_object::append(cfi::encoder& enc,
   }
   put(enc, functions, *b);
   commit(b->hi);
+  learn_shape(functions, *b, first);
   return true;
 }
 
@@ -298,6 +385,9 @@ result<std::unique_ptr<growing_object>> growing_object::grown(
   o->hi_ = hi_;
   o->put(enc, functions, *b);
   o->commit(b->hi);
+  o->shape_rows_ = shape_rows_;
+  o->shape_fde_ = shape_fde_;
+  o->learn_shape(functions, *b, held);
   return o;
 }
 

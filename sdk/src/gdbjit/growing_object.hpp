@@ -39,6 +39,12 @@ struct batch_facts {
 };
 result<batch_facts> check_batch(std::span<const function_symbol> functions);
 
+/// Writes the symbol of `f` at `sym_at` (a global function, its value relative to `text_lo`, its
+/// name at `name_offset` of the string table) and its name, sanitized unless clean and without
+/// the NUL, at `name_at`.
+void put_function_symbol(uint8_t* sym_at, char* name_at, size_t name_offset, uint64_t text_lo,
+                         const function_symbol& f);
+
 class growing_object {
  public:
   /// An object holding `functions`, with room for `room` functions like them in all.
@@ -50,6 +56,10 @@ class growing_object {
   /// object's first function: the caller moves to grown() or another object. The encoder is
   /// cleared and reused (its CIE must be the one this object was created with).
   result<bool> append(cfi::encoder& enc, std::span<const function_symbol> functions);
+  /// append() for a batch whose FDEs need no encoder: every function has the rows of the last
+  /// function this object's encoder wrote (or no rows at all). false (nothing changed) when the
+  /// batch is not such a batch or does not fit; then append() decides.
+  result<bool> append_without_encoder(std::span<const function_symbol> functions);
 
   /// A copy with room for `functions` and about as many again besides what it holds.
   result<std::unique_ptr<growing_object>> grown(cfi::encoder& enc,
@@ -75,6 +85,17 @@ class growing_object {
   growing_object(uint16_t machine, const sizes& cap, std::span<const uint8_t> cie, uint64_t lo);
   /// Writes the batch behind what is there; the caller checked that it fits.
   void put(cfi::encoder& enc, std::span<const function_symbol> functions, const batch_facts& b);
+  /// The symbol and name of `f` behind what is there.
+  void put_symbol(const function_symbol& f);
+  /// Adds a batch whose functions all have the rows of the last function the encoder wrote
+  /// (most of a JIT's functions share their prologue's shape): their FDEs are that one's bytes
+  /// with their own start and size, written without the encoder. false: not such a batch, or
+  /// it does not fit (nothing changed).
+  bool append_like_shape(std::span<const function_symbol> functions, const batch_facts& b);
+  /// Remembers the FDE of the batch's last function whose bytes can serve others (records from
+  /// `first` on).
+  void learn_shape(std::span<const function_symbol> functions, const batch_facts& b,
+                   size_t first);
   /// Makes what put() wrote part of the sections (sizes last, in an order a reader can stop at).
   void commit(uint64_t hi);
   void write_headers(uint16_t machine);
@@ -91,6 +112,9 @@ class growing_object {
   size_t names_size_ = 1;   // .strtab bytes, the leading NUL included
   uint64_t lo_ = 0, hi_ = 0;
   std::vector<record> functions_;  // in symbol order
+  // learn_shape's FDE (empty: none yet) and the rows it was encoded from.
+  std::vector<frame_row> shape_rows_;
+  std::vector<uint8_t> shape_fde_;
 };
 
 /// Whether a debugger has a software breakpoint on the function at `code` (gdb and LLDB keep one

@@ -9,7 +9,7 @@
 
 namespace jitunwind::detail {
 
-flusher::flusher() : fork_generation_(forks_so_far()) {}
+flusher::flusher() : fork_generation_(start_counting_forks()) {}
 
 flusher::~flusher() {
   if (in_forked_child()) {

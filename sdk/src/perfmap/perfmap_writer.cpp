@@ -97,16 +97,23 @@ result<void> perfmap_writer::add(uint64_t start, uint64_t size, std::string_view
 }
 
 result<void> perfmap_writer::add_batch(std::span<const perfmap_entry> entries) {
+  return write_lines(entries, nullptr);
+}
+
+result<void> perfmap_writer::add_batch(std::span<const perfmap_entry> entries,
+                                       std::vector<reused_line>& reused) {
+  return write_lines(entries, &reused);
+}
+
+result<void> perfmap_writer::write_lines(std::span<const perfmap_entry> entries,
+                                         std::vector<reused_line>* reused) {
   if (auto r = file_.check_owner(); !r) return r;
   for (const perfmap_entry& e : entries) {
     if (auto r = check(e); !r) return r;
   }
   if (entries.empty()) return {};
-  record_file::batch b(file_);
-  std::vector<uint8_t>& buf = b.bytes();
-  const size_t at = buf.size();
   // Lines that would cross a page boundary of the file start on the next page instead (see the
-  // class comment); the first pass sizes the buffer exactly, the second writes into it.
+  // class comment): only that padding depends on where the lines go in the file.
   constexpr uint64_t page = 4096;
   const auto length = [](const perfmap_entry& e) {
     return static_cast<uint64_t>(hex_digits(e.start) + hex_digits(e.size)) + e.name.size() + 3;
@@ -115,6 +122,66 @@ result<void> perfmap_writer::add_batch(std::span<const perfmap_entry> entries) {
     const uint64_t in_page = offset % page;
     return line <= page && in_page + line > page ? page - in_page : 0;
   };
+  const auto format_line = [](char* p, const perfmap_entry& e) {
+    p = put_hex(p, e.start);
+    *p++ = ' ';
+    p = put_hex(p, e.size);
+    *p++ = ' ';
+    if (e.clean)
+      std::memcpy(p, e.name.data(), e.name.size());
+    else
+      copy_sanitized(p, e.name);
+    p += e.name.size();
+    *p++ = '\n';
+    return p;
+  };
+  const auto note_reuse = [&] {
+    if (reused == nullptr) return;
+    for (size_t i = 0; i < entries.size(); ++i) {
+      const perfmap_entry& e = entries[i];
+      if (const auto earlier = named_.add(e.start, e.start + e.size))
+        reused->push_back({i, earlier->first, earlier->second});
+    }
+  };
+
+  // A small publish (most of them: a JIT publishing function by function) is formatted before
+  // the lock is taken; under it, the lines go into the buffer with their padding.
+  constexpr size_t small_lines = 8, small_bytes = 1024;
+  if (entries.size() <= small_lines) {
+    char text[small_bytes];
+    uint16_t ends[small_lines];
+    char* p = text;
+    bool fits = true;
+    for (size_t i = 0; i < entries.size() && fits; ++i) {
+      fits = length(entries[i]) <= static_cast<uint64_t>(text + small_bytes - p);
+      if (fits) p = format_line(p, entries[i]);
+      ends[i] = static_cast<uint16_t>(p - text);
+    }
+    if (fits) {
+      record_file::batch b(file_);
+      std::vector<uint8_t>& buf = b.bytes();
+      uint64_t offset = b.file_offset(buf.size());
+      size_t from = 0;
+      for (size_t i = 0; i < entries.size(); ++i) {
+        const size_t line = ends[i] - from;
+        const uint64_t pad = padding(offset, line);
+        if (pad != 0) buf.insert(buf.end(), pad, '\n');
+        // (uint8_t pointers: from char ones the copy would go byte by byte.)
+        const auto* line_bytes = reinterpret_cast<const uint8_t*>(text);
+        buf.insert(buf.end(), line_bytes + from, line_bytes + ends[i]);
+        offset += pad + line;
+        from = ends[i];
+      }
+      if (auto r = b.commit_locked(); !r) return r;
+      note_reuse();
+      return b.release();
+    }
+  }
+
+  record_file::batch b(file_);
+  std::vector<uint8_t>& buf = b.bytes();
+  const size_t at = buf.size();
+  // The first pass sizes the buffer exactly, the second writes into it.
   uint64_t offset = b.file_offset(at);
   for (const perfmap_entry& e : entries) {
     const uint64_t line = length(e);
@@ -127,20 +194,12 @@ result<void> perfmap_writer::add_batch(std::span<const perfmap_entry> entries) {
     const uint64_t line = length(e);
     const uint64_t pad = padding(offset, line);
     std::memset(p, '\n', pad);
-    p += pad;
-    p = put_hex(p, e.start);
-    *p++ = ' ';
-    p = put_hex(p, e.size);
-    *p++ = ' ';
-    if (e.clean)
-      std::memcpy(p, e.name.data(), e.name.size());
-    else
-      copy_sanitized(p, e.name);
-    p += e.name.size();
-    *p++ = '\n';
+    p = format_line(p + pad, e);
     offset += pad + line;
   }
-  return b.commit();
+  if (auto r = b.commit_locked(); !r) return r;
+  note_reuse();
+  return b.release();
 }
 
 }  // namespace jitunwind::detail

@@ -7,6 +7,7 @@
 
 #include <jitunwind/result.h>
 
+#include "perfmap/named_ranges.hpp"
 #include "perfmap/record_file.hpp"
 
 #include <sys/types.h>
@@ -74,6 +75,17 @@ class perfmap_writer {
   /// in a forked child (the map is the parent's) and after close().
   result<void> add_batch(std::span<const perfmap_entry> entries);
 
+  /// A line written over bytes an earlier line of this writer named (see add_batch's `reused`).
+  struct reused_line {
+    size_t entry;     ///< index in the batch
+    uint64_t start;   ///< the earlier line's range
+    uint64_t end;
+  };
+  /// add_batch, and (when the lines are written) appends to `reused` each line that meets a range
+  /// an earlier line named (named_ranges: the check runs under the writer's lock, in the order
+  /// of the file; the caller says it after the call).
+  result<void> add_batch(std::span<const perfmap_entry> entries, std::vector<reused_line>& reused);
+
   /// Writes the buffered lines (batched) now; see record_file::flush.
   result<void> flush() { return file_.flush(); }
   /// Writes them if the oldest is due at `now_ns` (CLOCK_MONOTONIC).
@@ -88,8 +100,11 @@ class perfmap_writer {
       : file_(fd, std::move(path), end, policy) {}
 
   result<void> check(const perfmap_entry& e) const;
+  result<void> write_lines(std::span<const perfmap_entry> entries,
+                           std::vector<reused_line>* reused);
 
   record_file file_;
+  named_ranges named_;  // every range named so far, when reuse is tracked (file_'s lock)
 };
 
 }  // namespace jitunwind::detail

@@ -21,19 +21,21 @@ namespace {
 // handlers may run after static destructors). The list's lock is held across fork(), so a
 // child finds it unlocked and the list intact (a child may destroy the files it inherited).
 struct process_state {
-  std::atomic<uint64_t> forks{0};
   std::mutex mu;
   std::vector<record_file*> batched;  // mu
 };
 
 void flush_at_exit();
 
+// Outside process_state: read on every append, without the guard of a function-local static.
+constinit std::atomic<uint64_t> forks_counted{0};
+
 process_state& process() {
   static process_state* const p = [] {
     auto* s = new process_state;
     ::pthread_atfork([] { process().mu.lock(); }, [] { process().mu.unlock(); },
                      [] {
-                       process().forks.fetch_add(1, std::memory_order_relaxed);
+                       forks_counted.fetch_add(1, std::memory_order_relaxed);
                        process().mu.unlock();
                      });
     std::atexit(flush_at_exit);
@@ -52,7 +54,12 @@ void flush_at_exit() {
 }  // namespace
 
 uint64_t forks_so_far() noexcept {
-  return process().forks.load(std::memory_order_relaxed);
+  return forks_counted.load(std::memory_order_relaxed);
+}
+
+uint64_t start_counting_forks() noexcept {
+  (void)process();
+  return forks_so_far();
 }
 
 namespace {
@@ -68,7 +75,7 @@ void trim(std::vector<uint8_t>& v, size_t keep) {
 record_file::record_file(int fd, std::string path, off_t end, const file_policy& policy)
     : path_(std::move(path)),
       policy_(policy),
-      fork_generation_(forks_so_far()),
+      fork_generation_(start_counting_forks()),
       owner_pid_(::getpid()),
       fd_(fd),
       end_(end),
@@ -153,7 +160,8 @@ result<void> record_file::batch::release() {
   rollback();
   record_file& f = f_;
   // A background flush's error goes to the next caller that adds records.
-  result<void> deferred = committed_ && f.batched() ? f.take_deferred() : result<void>{};
+  result<void> deferred =
+      committed_ && f.batched() && f.deferred_ ? f.take_deferred() : result<void>{};
   lock_.unlock();
   if (first_ && f.policy_.background != nullptr) f.policy_.background->wake();
   if (!deferred) return deferred;

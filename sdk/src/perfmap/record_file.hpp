@@ -39,6 +39,9 @@ class flusher;
 /// (a pthread_atfork child handler counts): differs from the value at an object's creation in a
 /// forked child.
 uint64_t forks_so_far() noexcept;
+/// forks_so_far(), after making sure forks are counted from now on (objects that compare it
+/// later take their generation from here).
+uint64_t start_counting_forks() noexcept;
 
 inline uint64_t monotonic_ns() {
   timespec ts{};

@@ -25,11 +25,13 @@ bool known(abi a) {
   return a == abi::amd64 || a == abi::aarch64_le || a == abi::aarch64_be;
 }
 
-// The start field of FDE `index` for a function at `start`, if it fits (v2: an int32; v3: an
-// int64, which any address does, modulo 2^64 like every reader computes it).
-bool start_field(const encoder_options& o, size_t index, uint64_t start, int64_t& out) {
+// The start field of FDE `index` for a function at `start` in a section at `section_address`,
+// if it fits (v2: an int32; v3: an int64, which any address does, modulo 2^64 like every reader
+// computes it).
+bool start_field(const encoder_options& o, uint64_t section_address, size_t index, uint64_t start,
+                 int64_t& out) {
   const bool v3 = o.version >= version_3;
-  uint64_t base = o.section_address;
+  uint64_t base = section_address;
   if (o.pcrel) base += header_size + index * (v3 ? fde_size_v3 : fde_size_v2);
   const auto delta = static_cast<int64_t>(start - base);
   if (!v3 &&
@@ -128,20 +130,22 @@ result<void> encoder::append(const function_desc& f) {
       return v;
     }
   }
-  if (f.pcmask_rep > 0xff)
+  // (A function of the last one's shape has its repetition size, key, signal bit and row count,
+  // which passed these checks.)
+  if (!same_shape && f.pcmask_rep > 0xff)
     return make_error(errc::invalid_argument,
                       "function at 0x%llx: repetition size %u does not fit SFrame's 8-bit field",
                       static_cast<ull>(f.start), f.pcmask_rep);
-  if (f.pauth_key > 1)
+  if (!same_shape && f.pauth_key > 1)
     return make_error(errc::invalid_argument,
                       "function at 0x%llx: pointer-authentication key %u (0 = A, 1 = B)",
                       static_cast<ull>(f.start), f.pauth_key);
-  if (!v3 && f.signal_frame)
+  if (!same_shape && !v3 && f.signal_frame)
     return make_error(errc::invalid_argument,
                       "function at 0x%llx is a signal frame: SFrame v2 has no signal-frame bit "
                       "(write version 3)",
                       static_cast<ull>(f.start));
-  if (v3 && f.rows.size() > max_fres_v3)
+  if (!same_shape && v3 && f.rows.size() > max_fres_v3)
     return make_error(errc::invalid_argument,
                       "function at 0x%llx has %zu rows; SFrame v3 stores at most %u per function",
                       static_cast<ull>(f.start), f.rows.size(), max_fres_v3);
@@ -156,7 +160,7 @@ result<void> encoder::append(const function_desc& f) {
                         static_cast<ull>(f.start), static_cast<ull>(prev.start), prev.size);
   }
   int64_t field = 0;
-  if (!start_field(options_, fdes_.size(), f.start, field))
+  if (!start_field(options_, options_.section_address, fdes_.size(), f.start, field))
     return make_error(errc::out_of_range,
                       "function at 0x%llx is out of the ±2 GiB reach of the SFrame section at "
                       "0x%llx",
@@ -166,14 +170,11 @@ result<void> encoder::append(const function_desc& f) {
 
   const size_t old_size = fres_.size();
   if (same_shape) {
-    if (old_size + last_fre_bytes_ > std::numeric_limits<uint32_t>::max())
+    if (old_size + last_fres_.size() > std::numeric_limits<uint32_t>::max())
       return make_error(errc::limit_exceeded, "sframe encoder: FRE sub-section over 4 GiB");
-    // (Functions without rows, which the non-strict format check accepts, have no bytes: and
-    // an empty vector's data() may be null, which memcpy must not get.)
-    if (last_fre_bytes_ != 0) {
-      fres_.resize(old_size + last_fre_bytes_);
-      std::memcpy(fres_.data() + old_size, fres_.data() + last_fre_offset_, last_fre_bytes_);
-    }
+    // From the copy kept aside (inserting a range of fres_ into itself is not allowed; empty
+    // for functions without rows, which the non-strict format check accepts).
+    fres_.insert(fres_.end(), last_fres_.begin(), last_fres_.end());
     fdes_.push_back(fde_entry{f.start, f.size, static_cast<uint32_t>(old_size),
                               static_cast<uint32_t>(f.rows.size()),
                               fde_info(type, f.pcmask_rep != 0, f.pauth_key, f.signal_frame),
@@ -201,8 +202,7 @@ result<void> encoder::append(const function_desc& f) {
   last_type_ = type;
   last_signal_ = f.signal_frame;
   last_pauth_ = f.pauth_key;
-  last_fre_offset_ = static_cast<uint32_t>(old_size);
-  last_fre_bytes_ = static_cast<uint32_t>(fres_.size() - old_size);
+  last_fres_.assign(fres_.begin() + static_cast<ptrdiff_t>(old_size), fres_.end());
   all_keep_fp_ &= last_uses_fp_;
   return {};
 }
@@ -281,31 +281,32 @@ void encoder::write_header(uint8_t* h, size_t fde_room) const {
   store(h + 24, fde_room * fde_size(), 4, big);
 }
 
-// FDEs [from, to) into their places in the FDE sub-section starting at `fde_area`.
+// FDEs [from, to) into their places in the FDE sub-section starting at `fde_area`. The start
+// fields are start_field's, computed from a base that moves with the FDE (pcrel); the callers
+// checked that they fit.
 void encoder::write_fdes(uint8_t* fde_area, uint64_t section_address, size_t from,
                          size_t to) const {
-  encoder_options at = options_;
-  at.section_address = section_address;
   const bool big = big_endian(options_.target);
   const size_t n = fde_size();
+  const uint64_t step = options_.pcrel ? n : 0;
+  uint64_t base = section_address + (options_.pcrel ? header_size + from * n : 0);
   uint8_t* p = fde_area + from * n;
-  for (size_t i = from; i < to; ++i, p += n) {
-    const fde_entry& e = fdes_[i];
-    int64_t field = 0;
-    // Checked by the callers; cannot fail for a consistent encoder.
-    (void)start_field(at, i, e.start, field);
-    if (n == fde_size_v3) {
-      store(p, static_cast<uint64_t>(field), 8, big);
-      store(p + 8, e.size, 4, big);
-      store(p + 12, e.fre_offset, 4, big);
-      continue;
+  const fde_entry* e = fdes_.data() + from;
+  if (n == fde_size_v3) {
+    for (size_t i = from; i < to; ++i, ++e, p += n, base += step) {
+      store(p, e->start - base, 8, big);
+      store(p + 8, e->size, 4, big);
+      store(p + 12, e->fre_offset, 4, big);
     }
-    store(p, static_cast<uint32_t>(field), 4, big);
-    store(p + 4, e.size, 4, big);
-    store(p + 8, e.fre_offset, 4, big);
-    store(p + 12, e.fre_count, 4, big);
-    p[16] = e.info;
-    p[17] = e.rep_size;
+    return;
+  }
+  for (size_t i = from; i < to; ++i, ++e, p += n, base += step) {
+    store(p, static_cast<uint32_t>(e->start - base), 4, big);
+    store(p + 4, e->size, 4, big);
+    store(p + 8, e->fre_offset, 4, big);
+    store(p + 12, e->fre_count, 4, big);
+    p[16] = e->info;
+    p[17] = e->rep_size;
     p[18] = p[19] = 0;
   }
 }
@@ -339,11 +340,11 @@ result<void> check_update(const encoder_options& options, const Fdes& fdes,
     return make_error(errc::invalid_argument,
                       "sframe encoder: update of a section with %zu functions, the encoder has %zu",
                       written, fdes.size());
-  encoder_options at = options;
-  at.section_address = section_address;
+  // v3's 64-bit start fields reach every address.
+  if (options.version >= version_3) return {};
   for (size_t i = written; i < fdes.size(); ++i) {
     int64_t field = 0;
-    if (!start_field(at, i, fdes[i].start, field))
+    if (!start_field(options, section_address, i, fdes[i].start, field))
       return make_error(errc::out_of_range,
                         "function %zu at 0x%llx is out of the ±2 GiB reach of the SFrame section "
                         "at 0x%llx",
@@ -410,8 +411,7 @@ void encoder::clear() noexcept {
   all_keep_fp_ = true;
   last_rows_.clear();
   last_rep_ = 0;
-  last_fre_offset_ = 0;
-  last_fre_bytes_ = 0;
+  last_fres_.clear();
   last_type_ = 0xff;
   last_signal_ = false;
   last_pauth_ = 0;
@@ -433,17 +433,14 @@ result<void> encoder::remove(uint64_t start) {
   fre_total_ -= it->fre_count;
   for (auto later = it + 1; later != fdes_.end(); ++later) later->fre_offset -= to - from;
   fdes_.erase(it);
-  last_type_ = 0xff;  // the cached shape's bytes may have moved
   // all_keep_fp_ stays: it can only be too cautious (FRAME_POINTER flag not set).
   return {};
 }
 
 result<void> encoder::relocate(uint64_t new_section_address) {
-  encoder_options moved = options_;
-  moved.section_address = new_section_address;
-  for (size_t i = 0; i < fdes_.size(); ++i) {
+  for (size_t i = 0; i < fdes_.size() && options_.version < version_3; ++i) {
     int64_t field = 0;
-    if (!start_field(moved, i, fdes_[i].start, field))
+    if (!start_field(options_, new_section_address, i, fdes_[i].start, field))
       return make_error(errc::out_of_range,
                         "function %zu at 0x%llx would be out of the ±2 GiB reach of the SFrame "
                         "section at 0x%llx",

@@ -9,6 +9,7 @@
 #include <jitunwind/result.h>
 #include <jitunwind/window.h>
 
+#include <bit>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -68,7 +69,22 @@ struct window_view {
   std::span<const removed_function> removed;
   /// End of the last function (the code that is actually published starts at text_start).
   uint64_t code_end = 0;
+  /// One word per publisher kind that the window keeps for that publisher's backend (zero
+  /// until the backend sets it): per-window state found without a lookup of the backend's own.
+  /// A backend touches only its own word (state_of), in calls for this window, which are never
+  /// concurrent (a window publishes from one thread at a time; retire and free come after).
+  uint64_t* publisher_state = nullptr;
+  uint64_t& state_of(publisher p) const noexcept {
+    return publisher_state[std::countr_zero(static_cast<uint32_t>(p))];
+  }
 };
+
+/// The session logs the first warnings of each publisher and only counts the others (status());
+/// a backend that warns per function may send the later ones without formatting them.
+inline constexpr uint64_t logged_warnings_per_publisher = 10;
+
+/// Words of window_view::publisher_state: one per bit of `publisher`.
+inline constexpr size_t publisher_state_words = 8;
 
 class publisher_backend {
  public:

@@ -7,8 +7,10 @@
 #include "perfmap/perfmap_writer.hpp"
 
 #include <algorithm>
-#include <map>
+#include <atomic>
 #include <mutex>
+#include <new>
+#include <type_traits>
 #include <optional>
 #include <unordered_map>
 #include <vector>
@@ -16,6 +18,16 @@
 namespace jitunwind::detail {
 
 namespace {
+
+// Room on the stack for the entries of a small publish, constructed one by one (placement new)
+// as they are filled in: a publish of one function does not initialize eight.
+template <class T>
+struct small_array {
+  static constexpr size_t size = 8;
+  static_assert(std::is_trivially_destructible_v<T>);
+  alignas(T) unsigned char bytes[size * sizeof(T)];
+  T* at(size_t i) { return reinterpret_cast<T*>(bytes) + i; }
+};
 
 // The file publishers' buffered records (durability::batched) are written when a window is
 // sealed, retired or freed, besides the writers' own triggers (size, latency bound).
@@ -40,21 +52,42 @@ class perfmap_backend final : public publisher_backend {
   }
 
   // All lines of a publish stay together (one write under sync). The entries of a small publish
-  // live on the stack: no lock of our own (the writer orders concurrent publishes).
+  // live on the stack: no lock of our own (the writer orders concurrent publishes, and checks
+  // for reused ranges under its lock).
   result<void> on_publish(const window_view& w) override {
-    constexpr size_t small = 8;
-    perfmap_entry local[small];
+    small_array<perfmap_entry> local;
     std::vector<perfmap_entry> large;
-    if (w.added.size() > small) large.resize(w.added.size());
-    perfmap_entry* out = w.added.size() > small ? large.data() : local;
+    if (w.added.size() > local.size) large.resize(w.added.size());
+    perfmap_entry* out = w.added.size() > local.size ? large.data() : local.at(0);
     size_t n = 0;
     for (const published_function& f : w.added) {
       if (!f.named()) continue;  // stub arrays: their stubs are named one by one
       // window::append and name_range reject names with control bytes.
-      out[n++] = {f.frames.start, f.frames.size, f.name, /*clean=*/true};
+      new (out + n++) perfmap_entry{f.frames.start, f.frames.size, f.name, /*clean=*/true};
     }
-    warn_about_reuse(std::span<const perfmap_entry>(out, n));
-    return writer_->add_batch(std::span<const perfmap_entry>(out, n));
+    const std::span<const perfmap_entry> lines(out, n);
+    std::vector<perfmap_writer::reused_line> reused;
+    auto r = writer_->add_batch(lines, reused);
+    for (const perfmap_entry& e : lines) {
+      // perf's perf map reader skips a line whose name is shorter than 3 bytes (measured with
+      // perf 6.1: "f0" is never used, "jit_f0" is): the code shows as [unknown].
+      if (e.name.size() < 3 && !warned_enough(short_names_))
+        log_(log_level::warning,
+             format("%s: '%.*s' at 0x%llx: perf report ignores perf map names shorter than 3 "
+                    "bytes (the code shows as [unknown]); jitwalk and perf inject --jit do not",
+                    writer_->path().c_str(), static_cast<int>(e.name.size()), e.name.data(),
+                    static_cast<unsigned long long>(e.start)));
+      else if (e.name.size() < 3)
+        log_(log_level::warning, "perf map name shorter than 3 bytes (perf report ignores it)");
+    }
+    for (const perfmap_writer::reused_line& u : reused) {
+      if (!warned_enough(reuses_))
+        warn_about_reuse(lines[u.entry], u);
+      else
+        log_(log_level::warning, "perf map line over code an earlier line named (perf report "
+                                 "names one of the two wrong)");
+    }
+    return r;
   }
   result<void> on_retire(const window_view&) override { return writer_->flush(); }
 
@@ -62,45 +95,31 @@ class perfmap_backend final : public publisher_backend {
   // perf reads the map after the run and takes one line for an address for every sample of the
   // profile (docs/window.md, "Reused addresses"): a line over bytes an earlier line named makes
   // one of the two codes misnamed, and nothing can take the earlier line back. Said once per
-  // line, naming both; `named_` is every range the map has named (start -> end).
-  void warn_about_reuse(std::span<const perfmap_entry> lines) {
-    std::lock_guard lock(mutex_);
-    for (const perfmap_entry& e : lines) {
-      // perf's perf map reader skips a line whose name is shorter than 3 bytes (measured with
-      // perf 6.1: "f0" is never used, "jit_f0" is): the code shows as [unknown].
-      if (e.name.size() < 3)
-        log_(log_level::warning,
-             format("%s: '%.*s' at 0x%llx: perf report ignores perf map names shorter than 3 "
-                    "bytes (the code shows as [unknown]); jitwalk and perf inject --jit do not",
-                    writer_->path().c_str(), static_cast<int>(e.name.size()), e.name.data(),
-                    static_cast<unsigned long long>(e.start)));
-      const uint64_t end = e.start + e.size;
-      auto next = named_.upper_bound(e.start);
-      std::optional<std::pair<uint64_t, uint64_t>> earlier;
-      if (next != named_.begin() && std::prev(next)->second > e.start) earlier = *std::prev(next);
-      if (!earlier && next != named_.end() && next->first < end) earlier = *next;
-      if (earlier)
-        log_(log_level::warning,
-             format("%s: '%.*s' at 0x%llx (%llu bytes) is code where the perf map named other "
-                    "code before ([0x%llx, 0x%llx)): perf report, which reads the map after the "
-                    "run, names every sample there after one of the two lines, whatever its time "
-                    "(perf map lines cannot be withdrawn). jitwalk names both right, and so does "
-                    "perf with the jitdump publisher and perf inject --jit; with memory the SDK "
-                    "places, address reuse off (the default with this publisher) avoids it",
-                    writer_->path().c_str(), static_cast<int>(e.name.size()), e.name.data(),
-                    static_cast<unsigned long long>(e.start),
-                    static_cast<unsigned long long>(e.size),
-                    static_cast<unsigned long long>(earlier->first),
-                    static_cast<unsigned long long>(earlier->second)));
-      uint64_t& known_end = named_[e.start];
-      known_end = std::max(known_end, end);
-    }
+  // line, naming both.
+  void warn_about_reuse(const perfmap_entry& e, const perfmap_writer::reused_line& earlier) {
+    log_(log_level::warning,
+         format("%s: '%.*s' at 0x%llx (%llu bytes) is code where the perf map named other "
+                "code before ([0x%llx, 0x%llx)): perf report, which reads the map after the "
+                "run, names every sample there after one of the two lines, whatever its time "
+                "(perf map lines cannot be withdrawn). jitwalk names both right, and so does "
+                "perf with the jitdump publisher and perf inject --jit; with memory the SDK "
+                "places, address reuse off (the default with this publisher) avoids it",
+                writer_->path().c_str(), static_cast<int>(e.name.size()), e.name.data(),
+                static_cast<unsigned long long>(e.start), static_cast<unsigned long long>(e.size),
+                static_cast<unsigned long long>(earlier.start),
+                static_cast<unsigned long long>(earlier.end)));
+  }
+
+  // Whether the session has been sent as many warnings of this kind as it logs: the rest go
+  // without their message formatted (the session counts them in status(); formatting one costs
+  // more than publishing a function, and a runtime that reuses addresses warns per function).
+  static bool warned_enough(std::atomic<uint64_t>& sent) {
+    return sent.fetch_add(1, std::memory_order_relaxed) >= logged_warnings_per_publisher;
   }
 
   std::unique_ptr<perfmap_writer> writer_;
   log_sink log_;
-  std::mutex mutex_;
-  std::map<uint64_t, uint64_t> named_;
+  std::atomic<uint64_t> short_names_{0}, reuses_{0};
 };
 
 class jitdump_backend final : public publisher_backend {
@@ -168,21 +187,28 @@ class gdb_backend final : public publisher_backend {
                           : registrar_->descriptor().first_object);
   }
 
+  // No lock of our own on a publish: the window's list of objects is found through its
+  // publisher word (publishes of one window are never concurrent), the registrar locks itself.
   result<void> on_publish(const window_view& w) override {
-    std::lock_guard lock(mutex_);
-    std::vector<gdbjit::registration_id>& objects = objects_of(w.id);
+    std::vector<gdbjit::registration_id>& objects = objects_of(w);
     for (const removed_function& f : w.removed) {
       if (auto r = take_out(objects, f.start); !r) return r;
     }
-    symbols_.clear();
+    small_array<gdbjit::function_symbol> local;
+    std::vector<gdbjit::function_symbol> large;
+    if (w.added.size() > local.size) large.resize(w.added.size());
+    gdbjit::function_symbol* symbols = w.added.size() > local.size ? large.data() : local.at(0);
+    size_t n = 0;
     for (const published_function& f : w.added) {
       // Stub arrays are skipped: their stubs are named one by one. Names were checked by
       // window::append / name_range (no control bytes).
       if (f.named())
-        symbols_.push_back({f.name, f.frames.start, f.frames.size, &f.frames, /*clean_name=*/true});
+        new (symbols + n++)
+            gdbjit::function_symbol{f.name, f.frames.start, f.frames.size, &f.frames, true};
     }
-    if (symbols_.empty()) return {};
-    auto added = registrar_->append(objects.empty() ? 0 : objects.back(), symbols_);
+    if (n == 0) return {};
+    auto added = registrar_->append(objects.empty() ? 0 : objects.back(),
+                                    std::span<const gdbjit::function_symbol>(symbols, n));
     if (!added) return std::move(added).error();
     if (added->replaced)
       objects.back() = added->id;
@@ -195,11 +221,11 @@ class gdb_backend final : public publisher_backend {
     std::vector<gdbjit::registration_id> objects;
     {
       std::lock_guard lock(mutex_);
+      w.state_of(publisher::gdb) = 0;
       auto it = by_window_.find(w.id);
       if (it == by_window_.end()) return {};
       objects.swap(it->second);
       by_window_.erase(it);
-      last_ = nullptr;
     }
     for (gdbjit::registration_id id : objects) {
       if (auto r = registrar_->remove(id); !r) return r;
@@ -208,17 +234,18 @@ class gdb_backend final : public publisher_backend {
   }
 
  private:
-  // The window's objects, the one that grows last (caller holds mutex_). Windows publish again
-  // and again: the last one looked up is kept (map nodes stay put until erased).
-  std::vector<gdbjit::registration_id>& objects_of(uint64_t window_id) {
-    if (last_ == nullptr || last_id_ != window_id) {
-      last_ = &by_window_[window_id];
-      last_id_ = window_id;
+  // The window's objects, the one that grows last. The list lives in by_window_ (nodes stay put
+  // until erased), and the window's publisher word points at it after its first publish.
+  std::vector<gdbjit::registration_id>& objects_of(const window_view& w) {
+    uint64_t& word = w.state_of(publisher::gdb);
+    if (word == 0) {
+      std::lock_guard lock(mutex_);
+      word = reinterpret_cast<uintptr_t>(&by_window_[w.id]);
     }
-    return *last_;
+    return *reinterpret_cast<std::vector<gdbjit::registration_id>*>(static_cast<uintptr_t>(word));
   }
 
-  // Replaces the object holding the function at `start` by one without it (caller holds mutex_).
+  // Replaces the object holding the function at `start` by one without it.
   result<void> take_out(std::vector<gdbjit::registration_id>& objects, uint64_t start) {
     for (size_t i = 0; i < objects.size(); ++i) {
       auto rest = registrar_->remove_function(objects[i], start);
@@ -234,11 +261,8 @@ class gdb_backend final : public publisher_backend {
   }
 
   std::unique_ptr<gdbjit::registrar> registrar_;
-  std::mutex mutex_;
+  std::mutex mutex_;  // guards by_window_'s nodes (not the lists, which their windows own)
   std::unordered_map<uint64_t, std::vector<gdbjit::registration_id>> by_window_;
-  std::vector<gdbjit::registration_id>* last_ = nullptr;
-  uint64_t last_id_ = 0;
-  std::vector<gdbjit::function_symbol> symbols_;  // one publish's (mutex_)
 };
 
 }  // namespace

@@ -20,6 +20,30 @@ constexpr uint64_t reach = uint64_t{1} << 31;
 constexpr uint64_t lowest = uint64_t{1} << 16;
 constexpr uint64_t highest = (uint64_t{1} << 47) - (uint64_t{1} << 12);
 
+// Lower-case hex digits at `p` up to `stop`; false if there are none or another byte comes first.
+bool parse_hex(const char*& p, char stop, uint64_t& out) {
+  const char* start = p;
+  out = 0;
+  for (;; ++p) {
+    const char c = *p;
+    if (c >= '0' && c <= '9')
+      out = out << 4 | static_cast<uint64_t>(c - '0');
+    else if (c >= 'a' && c <= 'f')
+      out = out << 4 | static_cast<uint64_t>(c - 'a' + 10);
+    else
+      break;
+  }
+  if (p == start || *p != stop || p - start > 16) return false;
+  ++p;
+  return true;
+}
+
+// "start-end " at the beginning of a maps line (sscanf costs ~15 times as much, and a window
+// that places its buffers reads every line).
+bool parse_range(const char* line, uint64_t& a, uint64_t& b) {
+  return parse_hex(line, '-', a) && parse_hex(line, ' ', b);
+}
+
 // The mapped ranges of this process, sorted, from /proc/self/maps.
 std::vector<std::pair<uint64_t, uint64_t>> mapped_ranges() {
   std::vector<std::pair<uint64_t, uint64_t>> out;
@@ -28,7 +52,7 @@ std::vector<std::pair<uint64_t, uint64_t>> mapped_ranges() {
   char line[512];
   while (std::fgets(line, sizeof line, f) != nullptr) {
     uint64_t a = 0, b = 0;
-    if (std::sscanf(line, "%" SCNx64 "-%" SCNx64, &a, &b) == 2) out.emplace_back(a, b);
+    if (parse_range(line, a, b)) out.emplace_back(a, b);
     // A line longer than the buffer: skip its rest.
     while (std::strchr(line, '\n') == nullptr && std::fgets(line, sizeof line, f) != nullptr) {
     }
@@ -119,7 +143,18 @@ result<sframe_block> sframe_space::take(uint64_t text_start, uint64_t text_size,
     ++a.live;
     return sframe_block{sframe_buffers(a.base + offset, each), index, offset, length};
   };
-  if (!own) {
+  if (own) {
+    // A mapping a freed window of the same size left (idle: see give_back).
+    const size_t size = round_up(length, page_size());
+    for (uint32_t i = 0; i < arenas_.size(); ++i) {
+      arena& a = arenas_[i];
+      if (a.base == nullptr || !a.own || a.live != 0 || a.size != size ||
+          !within_sframe_reach(text_start, text_size, reinterpret_cast<uint64_t>(a.base), a.size))
+        continue;
+      --idle_own_;
+      return hand_out(i, 0);
+    }
+  } else {
     for (uint32_t i = 0; i < arenas_.size(); ++i) {
       arena& a = arenas_[i];
       if (a.base == nullptr || a.own ||
@@ -157,6 +192,12 @@ void sframe_space::give_back(const sframe_block& b) {
   arena& a = arenas_[b.arena];
   --a.live;
   if (a.own) {
+    // The next window of this size takes the mapping as it is (no search of the address space
+    // for room, no page faults); a few are kept, the rest unmapped.
+    if (idle_own_ < max_idle_own) {
+      ++idle_own_;
+      return;
+    }
     munmap(a.base, a.size);
     a = arena{};
     return;

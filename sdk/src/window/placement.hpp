@@ -34,6 +34,8 @@ struct sframe_block {
 };
 
 /// The session's SFrame buffers of described windows. Not thread-safe (the session locks).
+/// A window whose buffers need a mapping of their own (more than a quarter of an arena) leaves
+/// it mapped when freed, for the next window of that size (at most max_idle_own are kept).
 class sframe_space {
  public:
   sframe_space() = default;
@@ -63,6 +65,9 @@ class sframe_space {
     std::map<size_t, std::vector<size_t>> free_blocks;  // length -> offsets
   };
   std::vector<arena> arenas_;  // an unmapped own arena leaves an empty entry (reused)
+  // Own arenas given back and kept mapped for the next window of their size.
+  static constexpr size_t max_idle_own = 2;
+  size_t idle_own_ = 0;
 };
 
 }  // namespace jitunwind::detail

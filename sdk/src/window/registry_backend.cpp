@@ -4,13 +4,14 @@
 
 #include "registry/registry_writer.hpp"
 
-#include <mutex>
-#include <unordered_map>
+#include <utility>
 
 namespace jitunwind::detail {
 
 namespace {
 
+// The window's registry slot is kept in its publisher_state word (slot index + 1; 0: none), so
+// a publish finds it without a lock or a lookup.
 class registry_backend final : public publisher_backend {
  public:
   publisher kind() const noexcept override { return publisher::registry; }
@@ -21,51 +22,32 @@ class registry_backend final : public publisher_backend {
     const uint8_t version = w.sframe.size() > 2 ? w.sframe[2] : 0;
     const registry_window entry{w.id,           w.text_start, w.text_size, w.sframe_address,
                                 w.sframe.size(), w.target,    version};
-    std::unique_lock lock(mutex_);
-    auto it = slots_.find(w.id);
-    if (it == slots_.end()) {
-      lock.unlock();
+    uint64_t& slot = w.state_of(publisher::registry);
+    if (slot == 0) {
       auto added = registry().add(entry, w.generation);
       if (!added) return std::move(added).error();
-      lock.lock();
-      slots_[w.id] = added->slot;
+      slot = uint64_t{added->slot.index} + 1;
       return {};
     }
-    const registry_slot slot = it->second;
-    lock.unlock();
-    auto updated = registry().update(slot, entry, w.generation);
+    auto updated = registry().update(slot_of(slot), entry, w.generation);
     if (!updated) return std::move(updated).error();
     return {};
   }
 
   result<void> on_retire(const window_view& w) override {
-    auto slot = find(w.id);
-    if (!slot) return {};  // never published
-    return registry().retire(*slot);
+    const uint64_t slot = w.state_of(publisher::registry);
+    if (slot == 0) return {};  // never published
+    return registry().retire(slot_of(slot));
   }
 
   result<void> on_free(const window_view& w) override {
-    std::optional<registry_slot> slot;
-    {
-      std::lock_guard lock(mutex_);
-      auto it = slots_.find(w.id);
-      if (it == slots_.end()) return {};
-      slot = it->second;
-      slots_.erase(it);
-    }
-    return registry().release(*slot);
+    const uint64_t slot = std::exchange(w.state_of(publisher::registry), 0);
+    if (slot == 0) return {};
+    return registry().release(slot_of(slot));
   }
 
  private:
-  std::optional<registry_slot> find(uint64_t id) {
-    std::lock_guard lock(mutex_);
-    auto it = slots_.find(id);
-    if (it == slots_.end()) return std::nullopt;
-    return it->second;
-  }
-
-  std::mutex mutex_;
-  std::unordered_map<uint64_t, registry_slot> slots_;
+  static registry_slot slot_of(uint64_t word) { return {static_cast<uint32_t>(word - 1)}; }
 };
 
 }  // namespace

@@ -184,7 +184,7 @@ void session_impl::publisher_said(const backend_voice& voice, log_level level,
                                   std::string_view message) {
   // The first warnings of a publisher are logged; a runtime that packs every function closer
   // than perf needs would otherwise log one line per function. All are counted in status().
-  constexpr uint64_t logged_warnings = 10;
+  constexpr uint64_t logged_warnings = logged_warnings_per_publisher;
   std::string text = in_caller_language(message);
   uint64_t count = 0;
   if (level >= log_level::warning) {

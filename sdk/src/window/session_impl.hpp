@@ -146,6 +146,8 @@ class window_impl final : public window {
   uint64_t previous_sframe_address_ = 0;
   size_t previous_sframe_size_ = 0;
   uint64_t publication_generation_ = 0;  // of the last publish
+  // The backends' per-window words (window_view::publisher_state).
+  mutable uint64_t publisher_state_[publisher_state_words] = {};
 
   // The grace period, which session::poll may handle on any thread while retire() runs on
   // another: retire sets the deadline and callback first and publishes them by arming `grace_`

@@ -12,7 +12,16 @@ namespace jitunwind::detail {
 
 namespace {
 
-result<void> check_name(std::string_view name) {
+result<void> check_name_slow(std::string_view name);
+
+// Every append checks its name: the common case inline, the messages out of line.
+inline result<void> check_name(std::string_view name) {
+  if (!name.empty() && name.size() <= 4096 && !has_control_bytes(name)) [[likely]]
+    return {};
+  return check_name_slow(name);
+}
+
+[[gnu::noinline]] result<void> check_name_slow(std::string_view name) {
   if (name.empty()) return make_error(errc::invalid_argument, "function name is empty");
   if (name.size() > 4096)
     return make_error(errc::invalid_argument, "function name of %zu bytes is too long (max 4096)",
@@ -239,6 +248,7 @@ window_view window_impl::view(bool with_changes) const {
     v.sframe_address = reinterpret_cast<uint64_t>(buffers().buffer(current_buffer_));
     v.sframe = std::span<const uint8_t>(buffers().buffer(current_buffer_), current_size_);
   }
+  v.publisher_state = publisher_state_;
   v.previous_sframe_address = previous_sframe_address_;
   v.previous_sframe_size = previous_sframe_size_;
   if (with_changes) {
