@@ -1,7 +1,7 @@
 #include "jitwalk/common.hpp"
 
-#include "guarded/output.hpp"
-#include "guarded/text.hpp"
+#include <jitunwind/toolkit/output_file.hpp>
+#include <jitunwind/toolkit/terminal_text.hpp>
 
 #include <cerrno>
 #include <cstdarg>
@@ -15,7 +15,7 @@ int g_verbosity = 1;
 namespace {
 // Messages carry what the target chose (paths, names): escaped for the terminal.
 void vprint(const char* prefix, const char* fmt, va_list ap) {
-  std::string text = jitunwind::detail::terminal_text(jitunwind::detail::vformat(fmt, ap));
+  std::string text = jitunwind::toolkit::terminal_text(jitunwind::toolkit::vformat(fmt, ap));
   std::fprintf(stderr, "jitwalk: %s%s\n", prefix, text.c_str());
 }
 }  // namespace
@@ -45,7 +45,7 @@ void warn(const char* fmt, ...) {
 
 void report(const error& e) {
   std::fprintf(stderr, "jitwalk: error: %s\n",
-               jitunwind::detail::terminal_text(e.message()).c_str());
+               jitunwind::toolkit::terminal_text(e.message()).c_str());
 }
 
 std::string hex(uint64_t v) {
@@ -55,11 +55,11 @@ std::string hex(uint64_t v) {
 }
 
 result<void> check_output(const std::string& path, const char* what) {
-  return jitunwind::detail::check_output_path(path, what);
+  return jitunwind::toolkit::check_output_path(path, what);
 }
 
 result<void> write_output(const std::string& path, std::string_view contents, const char* what) {
-  return jitunwind::detail::replace_file(path, contents, what);
+  return jitunwind::toolkit::replace_file(path, contents, what);
 }
 
 }  // namespace jitwalk

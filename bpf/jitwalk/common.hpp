@@ -3,8 +3,7 @@
 #pragma once
 
 #include <jitunwind/result.h>
-
-#include "common/error.hpp"
+#include <jitunwind/toolkit/format.hpp>
 
 #include <cstdint>
 #include <string>
@@ -16,8 +15,8 @@ namespace jitwalk {
 using jitunwind::errc;
 using jitunwind::error;
 using jitunwind::result;
-using jitunwind::detail::format;
-using jitunwind::detail::make_error;
+using jitunwind::toolkit::format;
+using jitunwind::toolkit::make_error;
 
 /// Verbosity of stderr messages: 0 = errors and the summary, 1 = progress (default),
 /// 2 = details (every table loaded, every event).

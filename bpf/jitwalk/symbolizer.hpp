@@ -45,7 +45,7 @@ struct frame_desc {
 /// What the target's files may cost the symbolizer (docs/jitwalk.md, "Reading hostile
 /// processes").
 struct symbolizer_limits {
-  jitunwind::detail::memory_budget* budget = nullptr;  ///< ELF sections, symbols, JIT names
+  jitunwind::toolkit::memory_budget* budget = nullptr;  ///< ELF sections, symbols, JIT names
   uint64_t max_file_bytes = uint64_t{512} << 20;       ///< per perf map / jitdump; per ELF section
 };
 

@@ -2,10 +2,10 @@
 
 #include <jitunwind/config.h>
 
-#include "guarded/budget.hpp"
-#include "guarded/file.hpp"
-#include "guarded/output.hpp"
-#include "guarded/text.hpp"
+#include <jitunwind/toolkit/budget.hpp>
+#include <jitunwind/toolkit/guarded_file.hpp>
+#include <jitunwind/toolkit/output_file.hpp>
+#include <jitunwind/toolkit/terminal_text.hpp>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -110,7 +110,7 @@ result<parsed_args> parse(const command_spec& spec, std::span<const std::string>
     }
     if (!o) {
       std::string what =
-          "unknown option '" + detail::shortened(shown, 60) + "' for '" + spec.name + "'";
+          "unknown option '" + toolkit::shortened(shown, 60) + "' for '" + spec.name + "'";
       // `check PROGRAM --opt`: most likely meant for the program.
       if (!out.operands.empty() && spec.operands.find("-- ") != std::string::npos)
         what += " (to pass options on to '" + out.operands.front() + "', put '--' before it)";
@@ -133,7 +133,7 @@ result<parsed_args> parse(const command_spec& spec, std::span<const std::string>
                        (spec.operands.empty() ? std::string("operands") : spec.operands));
   if (out.operands.size() > spec.max_operands)
     return usage_error("unexpected argument '" +
-                       detail::shortened(out.operands[spec.max_operands], 60) + "' for '" +
+                       toolkit::shortened(out.operands[spec.max_operands], 60) + "' for '" +
                        spec.name + "'");
   return out;
 }
@@ -182,11 +182,11 @@ std::optional<uint64_t> number_option(const parsed_args& a, const std::string& n
   auto n = parse_u64(*v, &too_large);
   if (!n && too_large) {
     // Digits after all: say what the limit is, as for any other value above it.
-    *bad = "--" + name + ": " + detail::shortened(*v) + " is more than " + std::to_string(max);
+    *bad = "--" + name + ": " + toolkit::shortened(*v) + " is more than " + std::to_string(max);
   } else if (!n) {
-    *bad = "--" + name + ": '" + detail::shortened(*v) + "' is not a number";
+    *bad = "--" + name + ": '" + toolkit::shortened(*v) + "' is not a number";
   } else if (*n > max) {
-    *bad = "--" + name + ": " + detail::shortened(*v) + " is more than " + std::to_string(max);
+    *bad = "--" + name + ": " + toolkit::shortened(*v) + " is more than " + std::to_string(max);
     n.reset();
   }
   return n;
@@ -200,7 +200,7 @@ std::optional<int> pid_option(const parsed_args& a, std::string* bad) {
   }
   auto pid = parse_u64(*text);
   if (!pid || *pid == 0 || *pid > INT_MAX) {
-    *bad = "--pid: '" + detail::shortened(*text) + "' is not a process id";
+    *bad = "--pid: '" + toolkit::shortened(*text) + "' is not a process id";
     return std::nullopt;
   }
   return static_cast<int>(*pid);
@@ -239,21 +239,21 @@ result<std::vector<uint8_t>> read_file(const std::string& path) {
       if (n == 0) return bytes;
       if (bytes.size() + static_cast<size_t>(n) > max_input_bytes)
         return error(errc::limit_exceeded, "standard input: more than " +
-                                               detail::size_text(max_input_bytes) +
+                                               toolkit::size_text(max_input_bytes) +
                                                ", not read further");
       bytes.insert(bytes.end(), buf, buf + n);
     }
   }
   // A FIFO would block the open (and every file after it), a device never ends: only regular
   // files are read, at most max_input_bytes.
-  detail::open_rules rules;
+  toolkit::open_rules rules;
   rules.no_follow = false;  // the user named it
   rules.max_bytes = max_input_bytes;
-  return detail::read_guarded_file(path, rules);
+  return toolkit::read_guarded_file(path, rules);
 }
 
 result<void> write_file(const std::string& path, std::span<const uint8_t> bytes) {
-  return detail::replace_file(path, bytes);
+  return toolkit::replace_file(path, bytes);
 }
 
 int report(const std::string& program, const std::string& message, int status) {
@@ -303,7 +303,7 @@ int run_group(const invocation& inv, std::span<const command> commands,
     }
   }
   return report(inv.program,
-                "unknown command '" + detail::shortened(name, 60) + "' (commands: " + known + ")",
+                "unknown command '" + toolkit::shortened(name, 60) + "' (commands: " + known + ")",
                 exit_usage);
 }
 

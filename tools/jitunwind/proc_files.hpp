@@ -5,7 +5,7 @@
 
 #include <jitunwind/result.h>
 
-#include "guarded/budget.hpp"
+#include <jitunwind/toolkit/budget.hpp>
 
 #include <sys/types.h>
 
@@ -59,7 +59,7 @@ class perf_map_names {
   static constexpr uint64_t default_max_bytes = uint64_t{256} << 20;
 
   explicit perf_map_names(std::string path, std::optional<uid_t> owner = {},
-                          detail::memory_budget* budget = nullptr,
+                          toolkit::memory_budget* budget = nullptr,
                           uint64_t max_bytes = default_max_bytes);
   /// Reads what was appended since the last call.
   void update();
@@ -77,7 +77,7 @@ class perf_map_names {
 
   std::string path_;
   std::optional<uid_t> owner_;
-  detail::memory_budget* budget_ = nullptr;
+  toolkit::memory_budget* budget_ = nullptr;
   uint64_t max_bytes_ = default_max_bytes;
   uint64_t offset_ = 0;
   uint64_t device_ = 0, inode_ = 0;
@@ -85,7 +85,7 @@ class perf_map_names {
   bool skipping_ = false;  // in a line longer than max_line: up to its newline
   bool full_ = false;      // the memory budget refused a name: no more are read
   std::map<uint64_t, std::string> names_;
-  detail::budget_charge charge_;
+  toolkit::budget_charge charge_;
   std::string problem_;
 };
 

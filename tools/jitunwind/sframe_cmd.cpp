@@ -1,6 +1,6 @@
 // Command group `jitunwind sframe`: dump, check and build SFrame sections.
 #include "cli.hpp"
-#include "guarded/text.hpp"
+#include <jitunwind/toolkit/terminal_text.hpp>
 #include "sframe_elf.hpp"
 #include "sframe_from_eh_frame.hpp"
 #include "sframe_input.hpp"
@@ -150,7 +150,7 @@ result<sframe_source_options> source_options(const parsed_args& args) {
     auto v = parse_u64(*a);
     if (!v)
       return error(errc::invalid_argument,
-                   "--address: not a number: '" + detail::shortened(*a) + "'");
+                   "--address: not a number: '" + toolkit::shortened(*a) + "'");
     o.address = *v;
   }
   return o;
@@ -227,7 +227,7 @@ std::optional<std::string> output_address(const parsed_args& args, bool raw,
   if (!a) return std::nullopt;
   if (!raw) return "--address applies to --raw only (the ELF layout decides it)";
   address = parse_u64(*a);
-  if (!address) return "--address: not a number: '" + detail::shortened(*a) + "'";
+  if (!address) return "--address: not a number: '" + toolkit::shortened(*a) + "'";
   return std::nullopt;
 }
 
@@ -236,7 +236,7 @@ std::optional<uint8_t> version_option(const parsed_args& args, std::string* bad)
   auto v = args.value("sframe-version");
   if (!v) return std::nullopt;
   if (*v != "2" && *v != "3") {
-    *bad = "--sframe-version: expected 2 or 3, got '" + detail::shortened(*v) + "'";
+    *bad = "--sframe-version: expected 2 or 3, got '" + toolkit::shortened(*v) + "'";
     return std::nullopt;
   }
   return static_cast<uint8_t>((*v)[0] - '0');
@@ -338,7 +338,7 @@ int run_convert(const std::string& program, const parsed_args& args) {
     if (!in.raw) return report(program, "--in-address applies to --in-raw only", exit_usage);
     in.address = parse_u64(*a);
     if (!in.address)
-      return report(program, "--in-address: not a number: '" + detail::shortened(*a) + "'",
+      return report(program, "--in-address: not a number: '" + toolkit::shortened(*a) + "'",
                     exit_usage);
   }
   std::optional<uint64_t> address;

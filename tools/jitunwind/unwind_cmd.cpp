@@ -4,9 +4,9 @@
 // how that is known). For runtime authors writing frame descriptions: a sampling profiler hits
 // prologues and epilogues too, which call-site checks (`jitwalk verify`) never do.
 #include "cli.hpp"
-#include "guarded/file.hpp"
-#include "guarded/proc.hpp"
-#include "guarded/text.hpp"
+#include <jitunwind/toolkit/guarded_file.hpp>
+#include <jitunwind/toolkit/proc_stat.hpp>
+#include <jitunwind/toolkit/terminal_text.hpp>
 #include "proc_files.hpp"
 #include "step_check.hpp"
 #include "tracee.hpp"
@@ -14,7 +14,7 @@
 #include <jitunwind/registry_abi.h>
 #include <jitunwind/usdt.h>
 
-#include "elf/elf_reader.hpp"
+#include <jitunwind/toolkit/elf_reader.hpp>
 
 #include <fcntl.h>
 #include <sched.h>
@@ -106,7 +106,7 @@ bool parse_limit(const parsed_args& a, const char* name, uint64_t min, uint64_t 
   if (!v) return true;
   auto n = parse_u64(*v);
   if (!n || *n < min || *n > max) {
-    bad = std::string("--") + name + ": '" + detail::shortened(*v) + "' is not a number from " +
+    bad = std::string("--") + name + ": '" + toolkit::shortened(*v) + "' is not a number from " +
           std::to_string(min) + " to " + std::to_string(max);
     return false;
   }
@@ -119,7 +119,7 @@ bool parse_limit(const parsed_args& a, const char* name, uint64_t min, uint64_t 
 // The files mapped into the process ("device inode" of each), from /proc/PID/maps.
 std::set<std::string> mapped_files(pid_t pid) {
   std::set<std::string> files;
-  std::istringstream maps(detail::proc_text_or_empty("/proc/" + std::to_string(pid) + "/maps"));
+  std::istringstream maps(toolkit::proc_text_or_empty("/proc/" + std::to_string(pid) + "/maps"));
   for (std::string line; std::getline(maps, line);) {
     std::istringstream fields(line);
     std::string range, perms, offset, device, inode;
@@ -211,18 +211,18 @@ class publish_traps {
   void find_sites(pid_t pid, const remote::registry_reader& reader) {
     for (const remote::registry_location& r : reader.registries()) {
       auto bytes =
-          detail::read_whole_file("/proc/" + std::to_string(pid) + "/root" + r.object_path);
+          toolkit::read_whole_file("/proc/" + std::to_string(pid) + "/root" + r.object_path);
       if (!bytes) continue;
-      auto elf = detail::elf_image::parse(*bytes);
+      auto elf = toolkit::elf_image::parse(*bytes);
       auto notes = usdt::read_sdt_notes(*bytes);
       if (!elf || !notes) continue;
       // The load bias, from the registry symbol's run-time and link-time addresses.
       std::optional<uint64_t> bias;
-      for (const detail::elf_section& sec : elf->sections()) {
-        if (sec.type != detail::elf_sht_dynsym && sec.type != detail::elf_sht_symtab) continue;
+      for (const toolkit::elf_section& sec : elf->sections()) {
+        if (sec.type != toolkit::elf_sht_dynsym && sec.type != toolkit::elf_sht_symtab) continue;
         auto symbols = elf->symbols(sec);
         if (!symbols) continue;
-        for (const detail::elf_symbol& sym : *symbols) {
+        for (const toolkit::elf_symbol& sym : *symbols) {
           if (sym.name == "jitunwind_registry" && sym.value != 0) bias = r.address - sym.value;
         }
         if (bias) break;
@@ -692,13 +692,13 @@ int run_check(const std::string& program, const parsed_args& a) {
   if (pid_text) {
     auto n = parse_u64(*pid_text);
     if (!n || *n == 0 || *n > INT_MAX)
-      return report(program, "--pid: '" + detail::shortened(*pid_text) + "' is not a thread id",
+      return report(program, "--pid: '" + toolkit::shortened(*pid_text) + "' is not a thread id",
                     exit_usage);
     pid = static_cast<pid_t>(*n);
     // ptrace refuses kernel threads with EPERM, which would read as a missing privilege.
-    if (auto st = detail::read_proc_stat(pid); st && st->kernel_thread())
+    if (auto st = toolkit::read_proc_stat(pid); st && st->kernel_thread())
       return report(program,
-                    "thread " + std::to_string(pid) + " (" + detail::terminal_text(st->comm) +
+                    "thread " + std::to_string(pid) + " (" + toolkit::terminal_text(st->comm) +
                         ") is a kernel thread: it runs no user code and publishes no windows",
                     exit_failure);
     if (ptrace(PTRACE_SEIZE, pid, nullptr, trace_options) != 0)

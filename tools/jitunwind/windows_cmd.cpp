@@ -3,8 +3,8 @@
 #include <jitunwind/remote.h>
 
 #include "cli.hpp"
-#include "guarded/budget.hpp"
-#include "guarded/text.hpp"
+#include <jitunwind/toolkit/budget.hpp>
+#include <jitunwind/toolkit/terminal_text.hpp>
 #include "proc_files.hpp"
 #include "sframe_input.hpp"
 #include "sframe_text.hpp"
@@ -202,7 +202,7 @@ void print_functions(const loaded_window& w, const perf_map_names& names, const 
     auto it = names.names().find(f.start);
     std::printf("%s%s  size %-6u %-8s %s\n", indent, hex_text(f.start).c_str(), f.size,
                 count_text(f.rows.size(), "row").c_str(),
-                it == names.names().end() ? "" : detail::terminal_text(it->second).c_str());
+                it == names.names().end() ? "" : toolkit::terminal_text(it->second).c_str());
   }
 }
 
@@ -244,7 +244,7 @@ std::optional<uint64_t> max_memory(const parsed_args& a, std::string& bad_usage)
 // A usage error sets `bad_usage`. The process's own perf map is its file: read under the rules
 // of docs/cli.md ("Reading hostile processes"), its names charged to `budget`.
 result<target_info> resolve_target(const parsed_args& a, std::string& bad_usage,
-                                   detail::memory_budget* budget) {
+                                   toolkit::memory_budget* budget) {
   const auto pid = pid_option(a, &bad_usage);
   if (!pid) return error(errc::invalid_argument, bad_usage);
   if (auto f = a.value("perf-map"); f && f->empty()) {
@@ -271,7 +271,7 @@ void report_names_problem(const std::string& program, const perf_map_names& name
   static std::string said;
   if (names.problem().empty() || names.problem() == said) return;
   said = names.problem();
-  std::fprintf(stderr, "%s: note: %s\n", program.c_str(), detail::terminal_text(said).c_str());
+  std::fprintf(stderr, "%s: note: %s\n", program.c_str(), toolkit::terminal_text(said).c_str());
 }
 
 json skipped_json(const remote::skipped_slot& k) {
@@ -282,7 +282,7 @@ json skipped_json(const remote::skipped_slot& k) {
 }
 
 std::string skipped_line(const remote::skipped_slot& k) {
-  return "slot " + std::to_string(k.slot) + " SKIPPED: " + detail::terminal_text(k.reason);
+  return "slot " + std::to_string(k.slot) + " SKIPPED: " + toolkit::terminal_text(k.reason);
 }
 
 // The registries, read through a live thread: a main thread that ended by pthread_exit is a
@@ -297,7 +297,7 @@ result<remote::registry_reader> open_reader(const target_info& t) {
 // A window that changed while it was read (the process republished or freed it meanwhile) is
 // read again with the whole registry, a few times: `list` reports one state, not a race.
 result<std::vector<loaded_window>> load_settled(const remote::registry_reader& reader,
-                                                pid_t process, detail::memory_budget* budget,
+                                                pid_t process, toolkit::memory_budget* budget,
                                                 std::vector<remote::skipped_slot>& skipped) {
   for (int round = 0;; ++round) {
     auto loaded = load_windows(reader, std::nullopt, process, budget, &skipped);
@@ -314,7 +314,7 @@ int run_list(const std::string& program, const parsed_args& a) {
     return report(program, "--rows is a text listing: it cannot go with --json", exit_usage);
   const auto memory = max_memory(a, bad);
   if (!memory) return report(program, bad, exit_usage);
-  detail::memory_budget budget(*memory, "raise it with --max-memory");
+  toolkit::memory_budget budget(*memory, "raise it with --max-memory");
   auto target = resolve_target(a, bad, &budget);
   if (!target)
     return report(program, target.error().message(), bad.empty() ? exit_failure : exit_usage);
@@ -372,7 +372,7 @@ int run_list(const std::string& program, const parsed_args& a) {
     std::printf("\n");
     for (const remote::registry_location& r : registries) {
       std::printf("\nregistry %s in %s (%s)\n", hex_text(r.address).c_str(),
-                  detail::terminal_text(r.object_path).c_str(), symbol_table_text(r.found_in));
+                  toolkit::terminal_text(r.object_path).c_str(), symbol_table_text(r.found_in));
       for (const loaded_window& w : windows) {
         if (w.record.registry_address != r.address) continue;
         std::printf("  %s\n", window_line(w).c_str());
@@ -576,7 +576,7 @@ int run_watch(const std::string& program, const parsed_args& a) {
 
   const auto memory = max_memory(a, bad);
   if (!memory) return report(program, bad, exit_usage);
-  detail::memory_budget budget(*memory, "raise it with --max-memory");
+  toolkit::memory_budget budget(*memory, "raise it with --max-memory");
   auto target = resolve_target(a, bad, &budget);
   if (!target)
     return report(program, target.error().message(), bad.empty() ? exit_failure : exit_usage);

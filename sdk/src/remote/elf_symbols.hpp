@@ -7,7 +7,7 @@
 #include <jitunwind/remote.h>
 #include <jitunwind/result.h>
 
-#include "elf/elf_reader.hpp"
+#include <jitunwind/toolkit/elf_reader.hpp>
 
 #include <cstdint>
 #include <optional>
@@ -35,7 +35,7 @@ struct elf_symbol_match {
 /// Looks for a defined data object named `name`, first in the (first) .dynsym, then in the
 /// (first) .symtab. nullopt: valid ELF without it. Errors: malformed (with `what` naming the
 /// file), unsupported (not a 64-bit little-endian object).
-result<std::optional<elf_symbol_match>> find_elf_symbol(const jitunwind::detail::elf_image& image,
+result<std::optional<elf_symbol_match>> find_elf_symbol(const jitunwind::toolkit::elf_image& image,
                                                         std::string_view name,
                                                         const std::string& what);
 /// The same on bytes in memory.

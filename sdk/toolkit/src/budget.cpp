@@ -1,8 +1,8 @@
-#include "guarded/budget.hpp"
+#include <jitunwind/toolkit/budget.hpp>
 
-#include "common/error.hpp"
+#include <jitunwind/toolkit/format.hpp>
 
-namespace jitunwind::detail {
+namespace jitunwind::toolkit {
 
 result<void> memory_budget::take(uint64_t bytes, std::string_view what) {
   uint64_t used = used_.load(std::memory_order_relaxed);
@@ -67,4 +67,4 @@ std::string size_text(uint64_t bytes) {
   return format("%llu byte%s", static_cast<unsigned long long>(bytes), bytes == 1 ? "" : "s");
 }
 
-}  // namespace jitunwind::detail
+}  // namespace jitunwind::toolkit

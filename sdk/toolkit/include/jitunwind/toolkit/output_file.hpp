@@ -17,7 +17,7 @@
 #include <string>
 #include <string_view>
 
-namespace jitunwind::detail {
+namespace jitunwind::toolkit {
 
 /// Writes `bytes` as the new contents of `path` under the policy above. `what` names the output
 /// in messages ("folded stacks" gives "folded stacks PATH: is a symbolic link: ..."; empty:
@@ -32,4 +32,4 @@ result<void> replace_file(const std::string& path, std::string_view text, const 
 /// left behind and an existing PATH is not touched).
 result<void> check_output_path(const std::string& path, const char* what = "");
 
-}  // namespace jitunwind::detail
+}  // namespace jitunwind::toolkit

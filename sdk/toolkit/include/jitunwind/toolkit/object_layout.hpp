@@ -3,14 +3,14 @@
 // addresses. Used by the CLI (`sframe build --from-eh-frame`) and the differential tests.
 #pragma once
 
-#include "elf/elf_reader.hpp"
+#include <jitunwind/toolkit/elf_reader.hpp>
 
 #include <jitunwind/result.h>
 
 #include <cstdint>
 #include <vector>
 
-namespace jitunwind::detail {
+namespace jitunwind::toolkit {
 
 /// Address of every section (by index) after the layout: the allocated sections (SHF_ALLOC) in
 /// index order, each at the next address aligned to max(its alignment, 16), the first at 0;
@@ -34,4 +34,4 @@ struct relocated_section {
 result<relocated_section> relocate_section(const elf_image& img, const elf_section& s,
                                            const object_layout& layout);
 
-}  // namespace jitunwind::detail
+}  // namespace jitunwind::toolkit

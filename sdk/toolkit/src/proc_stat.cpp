@@ -1,13 +1,13 @@
-#include "guarded/proc.hpp"
+#include <jitunwind/toolkit/proc_stat.hpp>
 
-#include "common/error.hpp"
-#include "guarded/file.hpp"
+#include <jitunwind/toolkit/format.hpp>
+#include <jitunwind/toolkit/guarded_file.hpp>
 
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
 
-namespace jitunwind::detail {
+namespace jitunwind::toolkit {
 
 std::optional<proc_stat> parse_proc_stat(std::string_view text) {
   const size_t open = text.find('(');
@@ -50,4 +50,4 @@ result<proc_stat> read_proc_stat(pid_t pid, pid_t tid) {
   return std::move(*s);
 }
 
-}  // namespace jitunwind::detail
+}  // namespace jitunwind::toolkit

@@ -13,7 +13,7 @@
 #include <string>
 #include <string_view>
 
-namespace jitunwind::detail {
+namespace jitunwind::toolkit {
 
 struct proc_stat {
   pid_t pid = 0;
@@ -35,4 +35,4 @@ std::optional<proc_stat> parse_proc_stat(std::string_view text);
 /// such process or thread), malformed (unparsable text), io_error.
 result<proc_stat> read_proc_stat(pid_t pid, pid_t tid = 0);
 
-}  // namespace jitunwind::detail
+}  // namespace jitunwind::toolkit

@@ -1,10 +1,10 @@
-#include "elf/object_layout.hpp"
+#include <jitunwind/toolkit/object_layout.hpp>
 
-#include "common/error.hpp"
+#include <jitunwind/toolkit/format.hpp>
 
 #include <limits>
 
-namespace jitunwind::detail {
+namespace jitunwind::toolkit {
 
 namespace {
 
@@ -147,4 +147,4 @@ result<relocated_section> relocate_section(const elf_image& img, const elf_secti
   return out;
 }
 
-}  // namespace jitunwind::detail
+}  // namespace jitunwind::toolkit

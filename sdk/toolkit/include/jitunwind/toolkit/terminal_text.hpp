@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-namespace jitunwind::detail {
+namespace jitunwind::toolkit {
 
 /// `text` with everything a terminal could act on made visible: control bytes (below 0x20 and
 /// 0x7f; newline and tab as \n and \t), C1 controls (U+0080 to U+009F, which some terminals
@@ -19,4 +19,4 @@ std::string terminal_text(std::string_view text);
 /// terminal_text'ed: a 5000-digit number or a megabyte name does not flood the message.
 std::string shortened(std::string_view text, size_t max = 40);
 
-}  // namespace jitunwind::detail
+}  // namespace jitunwind::toolkit

@@ -15,7 +15,7 @@
 
 #include <jitunwind/result.h>
 
-#include "guarded/budget.hpp"
+#include <jitunwind/toolkit/budget.hpp>
 
 #include <sys/types.h>
 
@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-namespace jitunwind::detail {
+namespace jitunwind::toolkit {
 
 struct open_rules {
   /// What the file is, for messages ("perf map" gives "perf map PATH: is a FIFO, ..."; empty:
@@ -99,4 +99,4 @@ std::string proc_text_or_empty(const std::string& path);
 /// "is a FIFO", "is a directory", "is a character device", ... for a non-regular st_mode.
 const char* file_type_text(unsigned mode);
 
-}  // namespace jitunwind::detail
+}  // namespace jitunwind::toolkit

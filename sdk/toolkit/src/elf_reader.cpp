@@ -1,11 +1,11 @@
-#include "elf/elf_reader.hpp"
+#include <jitunwind/toolkit/elf_reader.hpp>
 
-#include "common/error.hpp"
+#include <jitunwind/toolkit/format.hpp>
 
 #include <algorithm>
 #include <cstring>
 
-namespace jitunwind::detail {
+namespace jitunwind::toolkit {
 
 namespace {
 
@@ -483,4 +483,4 @@ std::string elf_machine_name(uint16_t machine) {
   return format("machine %u", machine);
 }
 
-}  // namespace jitunwind::detail
+}  // namespace jitunwind::toolkit

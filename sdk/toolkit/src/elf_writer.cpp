@@ -1,6 +1,6 @@
-#include "elf/elf_writer.hpp"
+#include <jitunwind/toolkit/elf_writer.hpp>
 
-#include "common/error.hpp"
+#include <jitunwind/toolkit/format.hpp>
 
 #include <elf.h>
 
@@ -9,7 +9,7 @@
 #include <map>
 #include <optional>
 
-namespace jitunwind::detail {
+namespace jitunwind::toolkit {
 
 namespace {
 
@@ -330,4 +330,4 @@ result<std::vector<uint8_t>> elf_writer::write() const {
   return std::move(img.bytes());
 }
 
-}  // namespace jitunwind::detail
+}  // namespace jitunwind::toolkit

@@ -1,7 +1,7 @@
-#include "guarded/output.hpp"
+#include <jitunwind/toolkit/output_file.hpp>
 
-#include "common/error.hpp"
-#include "guarded/file.hpp"
+#include <jitunwind/toolkit/format.hpp>
+#include <jitunwind/toolkit/guarded_file.hpp>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -12,7 +12,7 @@
 #include <cerrno>
 #include <cstring>
 
-namespace jitunwind::detail {
+namespace jitunwind::toolkit {
 
 namespace {
 
@@ -138,4 +138,4 @@ result<void> check_output_path(const std::string& path, const char* what) {
   return {};
 }
 
-}  // namespace jitunwind::detail
+}  // namespace jitunwind::toolkit

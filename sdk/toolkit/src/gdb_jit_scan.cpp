@@ -1,4 +1,4 @@
-#include "gdbjit/symbol_scan.hpp"
+#include <jitunwind/toolkit/gdb_jit.hpp>
 
 #include <elf.h>
 #include <fcntl.h>
@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-namespace jitunwind::detail::gdbjit {
+namespace jitunwind::toolkit::gdb_jit {
 
 namespace {
 
@@ -117,4 +117,4 @@ std::optional<jit_symbols> first_jit_symbols_in_load_order() {
   return st.found;
 }
 
-}  // namespace jitunwind::detail::gdbjit
+}  // namespace jitunwind::toolkit::gdb_jit

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-namespace jitunwind::detail {
+namespace jitunwind::toolkit {
 
 class elf_writer {
  public:
@@ -86,4 +86,4 @@ class elf_writer {
   std::vector<segment> segments_;
 };
 
-}  // namespace jitunwind::detail
+}  // namespace jitunwind::toolkit

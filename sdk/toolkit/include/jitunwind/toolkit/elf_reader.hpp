@@ -24,8 +24,8 @@
 
 #include <jitunwind/result.h>
 
-#include "guarded/budget.hpp"
-#include "guarded/file.hpp"
+#include <jitunwind/toolkit/budget.hpp>
+#include <jitunwind/toolkit/guarded_file.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -36,7 +36,7 @@
 #include <string_view>
 #include <vector>
 
-namespace jitunwind::detail {
+namespace jitunwind::toolkit {
 
 inline constexpr uint32_t elf_pt_load = 1;
 inline constexpr uint32_t elf_pt_dynamic = 2;
@@ -217,4 +217,4 @@ result<std::vector<uint8_t>> read_whole_file(const std::string& path,
 /// "x86-64", "aarch64", "i386" or "machine N".
 std::string elf_machine_name(uint16_t machine);
 
-}  // namespace jitunwind::detail
+}  // namespace jitunwind::toolkit

@@ -1,6 +1,6 @@
-#include "guarded/file.hpp"
+#include <jitunwind/toolkit/guarded_file.hpp>
 
-#include "common/error.hpp"
+#include <jitunwind/toolkit/format.hpp>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -10,7 +10,7 @@
 #include <cstring>
 #include <utility>
 
-namespace jitunwind::detail {
+namespace jitunwind::toolkit {
 
 namespace {
 
@@ -211,4 +211,4 @@ std::string proc_text_or_empty(const std::string& path) {
   return text ? std::move(*text) : std::string();
 }
 
-}  // namespace jitunwind::detail
+}  // namespace jitunwind::toolkit

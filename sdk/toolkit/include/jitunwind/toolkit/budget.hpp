@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-namespace jitunwind::detail {
+namespace jitunwind::toolkit {
 
 class memory_budget {
  public:
@@ -85,4 +85,4 @@ struct charged_bytes {
 /// "1.5 GiB", "512 MiB", "12 KiB", "100 bytes": sizes in messages.
 std::string size_text(uint64_t bytes);
 
-}  // namespace jitunwind::detail
+}  // namespace jitunwind::toolkit

@@ -1,9 +1,9 @@
-#include "guarded/text.hpp"
+#include <jitunwind/toolkit/terminal_text.hpp>
 
 #include <cstdint>
 #include <cstdio>
 
-namespace jitunwind::detail {
+namespace jitunwind::toolkit {
 
 namespace {
 
@@ -79,4 +79,4 @@ std::string shortened(std::string_view text, size_t max) {
   return terminal_text(text.substr(0, max)) + "... (" + std::to_string(text.size()) + " bytes)";
 }
 
-}  // namespace jitunwind::detail
+}  // namespace jitunwind::toolkit

@@ -11,7 +11,7 @@
 #include <emmintrin.h>
 #endif
 
-namespace jitunwind::detail {
+namespace jitunwind::toolkit {
 
 inline bool is_control_byte(unsigned char c) noexcept {
   return c < 0x20 || c == 0x7f;
@@ -87,4 +87,4 @@ inline void copy_sanitized(char* out, std::string_view name) noexcept {
     if (is_control_byte(static_cast<unsigned char>(out[i]))) out[i] = '?';
 }
 
-}  // namespace jitunwind::detail
+}  // namespace jitunwind::toolkit
