@@ -328,7 +328,8 @@ int size_report(int n, char** sources) {
     const std::string gcc = cxx ? "g++ -std=c++20" : "gcc",
                       clang = cxx ? "clang++ -std=c++20" : "clang";
     const std::string inc = " -I" + std::string(JITUNWIND_SOURCE_DIR) + "/sdk/include -I" +
-                            std::string(JITUNWIND_SOURCE_DIR) + "/sdk/src ";
+                            std::string(JITUNWIND_SOURCE_DIR) + "/sdk/src -I" +
+                            std::string(JITUNWIND_SOURCE_DIR) + "/sdk/toolkit/include ";
     const std::string base = std::string(dir) + "/" + std::to_string(i);
     if (!run(gcc + " -O2 -Wa,--gsframe -c" + inc + src + " -o " + base + "-gcc.o") ||
         !run(clang + " -O2 -c" + inc + src + " -o " + base + "-clang.o") ||
