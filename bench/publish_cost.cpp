@@ -3,8 +3,15 @@
 // publisher alone, with "perf map + SFrame + registry", and with all default publishers, at 1, 8
 // and 64 functions per publish; next to compiling the same function with asmjit in the same run.
 //
-//   build/bench/bench_publish_cost                      (5 repetitions, medians; ~1 minute)
+//   build/bench/bench_publish_cost                      (5 repetitions, medians)
 //   build/bench/bench_publish_cost --benchmark_filter=BM_publish/default
+//   build/bench/bench_publish_cost --no-callgrind        (no instruction counts: faster)
+//
+// The ratios divide by baselines measured in processes of their own (`--baseline assembler|
+// compiler`, started before the benchmarks): in a shared process a baseline moved with what ran
+// before it. Beside the CPU times, the tables give callgrind's user-space instruction counts of
+// the same configurations (`--profile`, run under valgrind at the end when it is installed):
+// exact and repeatable where times on a shared machine are not.
 //
 // Baselines (per function, into the same kind of memory):
 //   BM_asmjit/assembler  x86::Assembler: a 26-instruction function (frame-pointer prologue,
@@ -274,6 +281,9 @@ const publisher_config configs[] = {
     {"gdb", static_cast<publisher_set>(publisher::gdb)},
     {"perfmap+registry", publisher::perfmap | publisher::registry},
     {"default", default_publishers},
+    // Every publisher that needs no configuration (the default set before issue 33).
+    {"all", publisher::registry | publisher::usdt_events | publisher::perfmap |
+                publisher::jitdump | publisher::gdb},
 };
 
 const int batches[] = {1, 8, 64};
@@ -572,6 +582,112 @@ void BM_describe(benchmark::State& state) {
   });
 }
 
+// ---- baselines in processes of their own, and instruction counts ----
+
+// The asmjit baselines run in a fresh process each (this program with `--baseline`): whatever
+// the benchmarks before did to this process (its heap, threads, mappings, caches) cannot move
+// them. Median of 5 repetitions of at least 0.2 s of process CPU time each.
+double cpu_seconds() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+int baseline_main(const char* which) {
+  const bool compiler = std::strcmp(which, "compiler") == 0;
+  if (!compiler && std::strcmp(which, "assembler") != 0) return 2;
+  const code_region& r = region();
+  const size_t slots = r.bytes / slot_bytes;
+  size_t slot = 0;
+  const auto one = [&] {
+    uint8_t* at = r.base + slot * slot_bytes;
+    const auto base = reinterpret_cast<uint64_t>(at);
+    benchmark::DoNotOptimize(compiler ? compile_at(base, at, slot_bytes)
+                                      : assemble_at(base, at, slot_bytes));
+    slot = (slot + 1) % slots;
+  };
+  for (int i = 0; i < 1000; ++i) one();  // warm up
+  std::vector<double> ns;
+  for (int rep = 0; rep < 5; ++rep) {
+    const double t0 = cpu_seconds();
+    long n = 0;
+    double t = t0;
+    while (t - t0 < 0.2) {
+      for (int i = 0; i < 64; ++i) one();
+      n += 64;
+      t = cpu_seconds();
+    }
+    ns.push_back((t - t0) * 1e9 / static_cast<double>(n));
+  }
+  std::sort(ns.begin(), ns.end());
+  std::printf("%.1f\n", ns[2]);
+  return 0;
+}
+
+std::string self_path() {
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+}
+
+// The first number a command printed, or 0.
+double command_number(const std::string& command) {
+  FILE* p = ::popen(command.c_str(), "r");
+  if (p == nullptr) return 0;
+  double v = 0;
+  if (std::fscanf(p, "%lf", &v) != 1) v = 0;
+  ::pclose(p);
+  return v;
+}
+
+double baseline_in_own_process(const char* which) {
+  return command_number(self_path() + " --baseline " + which);
+}
+
+// User-space instructions per function of `--profile ARGS` under callgrind (exact and
+// repeatable, unlike times on a shared machine), or 0 without valgrind. glibc copies and fills
+// blocks of 2 KiB and more with `rep movsb`/`rep stosb`, which callgrind counts once per byte:
+// the tunables make it use its vector loops, whose count follows their time.
+bool valgrind_present() {
+  static const bool present = std::system("valgrind --version >/dev/null 2>&1") == 0;
+  return present;
+}
+
+double callgrind_per_function(const std::string& profile_args, long n, const char* toggle) {
+  if (!valgrind_present()) return 0;
+  const std::string out = scratch_dir() + "/callgrind.out";
+  const std::string command =
+      "GLIBC_TUNABLES=glibc.cpu.x86_rep_movsb_threshold=0x7fffffffffffffff:"
+      "glibc.cpu.x86_rep_stosb_threshold=0x7fffffffffffffff valgrind --tool=callgrind "
+      "--toggle-collect='" +
+      std::string(toggle) + "' --callgrind-out-file=" + out + " " + self_path() + " --profile " +
+      profile_args + " >/dev/null 2>&1 && sed -n 's/^summary: //p; s/^totals: //p' " + out +
+      " | head -1";
+  const double total = command_number(command);
+  std::filesystem::remove(out);
+  return total / static_cast<double>(n);
+}
+
+constexpr long callgrind_functions = 20000;
+
+double callgrind_publish(const char* config, int batch) {
+  return callgrind_per_function(std::string(config) + " " + std::to_string(batch) + " " +
+                                    std::to_string(callgrind_functions) + " described batched",
+                                callgrind_functions, "*run_profile*");
+}
+
+double callgrind_baseline(const char* which) {
+  return callgrind_per_function(std::string("asmjit-") + which + " 0 5000", 5000,
+                                "*run_asmjit_profile*");
+}
+
+struct baselines {
+  double assembler = 0, compiler = 0;                    // ns, own processes
+  double assembler_instr = 0, compiler_instr = 0;        // callgrind
+  bool callgrind = true;
+};
+baselines own;
+
 // ---- report ----
 
 // Keeps CPU ns per function of each benchmark (the median with repetitions) and prints the
@@ -596,17 +712,53 @@ class ratio_reporter : public benchmark::ConsoleReporter {
     }
   }
 
-  void print_table() const {
+  void print_table() {
     print_cost_table();
     print_floor_table();
+    print_instructions();
     print_targets();
   }
 
+  double assembler_ns() const { return own.assembler > 0 ? own.assembler : get("BM_asmjit/assembler"); }
+  double compiler_ns() const { return own.compiler > 0 ? own.compiler : get("BM_asmjit/compiler"); }
+
+  // Callgrind's user-space instructions per function for the sets measured at 1 and 64
+  // functions per publish (batched), beside their times.
+  void print_instructions() {
+    if (!own.callgrind || !valgrind_present() || compiler_ns() <= 0) return;
+    own.assembler_instr = callgrind_baseline("assembler");
+    own.compiler_instr = callgrind_baseline("compiler");
+    if (own.compiler_instr <= 0) return;
+    std::printf(
+        "\nInstructions per function (callgrind, --profile SET N %ld described batched; asmjit "
+        "Assembler %.0f, Compiler %.0f) beside the CPU times above, as %% of the Compiler\n\n"
+        "| publishers | 1 fn/publish ns | %% | instr | %% | 64 fn/publish ns | %% | instr | %% | "
+        "1 vs 64: time | instr |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        callgrind_functions, own.assembler_instr, own.compiler_instr);
+    for (const publisher_config& c : configs) {
+      const double t1 = sdk_ns("BM_publish", c.name, 1, "batched");
+      const double t64 = sdk_ns("BM_publish", c.name, 64, "batched");
+      if (t1 <= 0 || t64 <= 0) continue;
+      const double i1 = callgrind_publish(c.name, 1), i64 = callgrind_publish(c.name, 64);
+      instr_[std::string(c.name) + "/1"] = i1;
+      instr_[std::string(c.name) + "/64"] = i64;
+      std::printf("| %s | %.0f | %.1f | %.0f | %.2f | %.0f | %.1f | %.0f | %.2f | %.2f | %.2f |\n",
+                  c.name, t1, 100 * t1 / compiler_ns(), i1, 100 * i1 / own.compiler_instr, t64,
+                  100 * t64 / compiler_ns(), i64, 100 * i64 / own.compiler_instr, t1 / t64,
+                  i64 > 0 ? i1 / i64 : 0);
+    }
+  }
+
   void print_cost_table() const {
-    const double assembler = get("BM_asmjit/assembler");
-    const double compiler = get("BM_asmjit/compiler");
+    const double assembler = assembler_ns();
+    const double compiler = compiler_ns();
     const double copy = get("BM_copy");
     if (assembler <= 0 || compiler <= 0) return;
+    std::printf(
+        "\nbaselines, each in a process of its own (--baseline; CPU time, median of 5): asmjit "
+        "Assembler %.0f ns, Compiler %.0f ns per function (in this process, after what ran "
+        "before: %.0f / %.0f ns)\n",
+        own.assembler, own.compiler, get("BM_asmjit/assembler"), get("BM_asmjit/compiler"));
     std::printf(
         "\nper function, CPU time, medians: asmjit Assembler %.0f ns, asmjit Compiler %.0f ns;\n"
         "describing the rows with a recipe %.0f ns, into a reused desc %.0f ns (part of every "
@@ -670,33 +822,44 @@ class ratio_reporter : public benchmark::ConsoleReporter {
 
   // The issue's targets, each next to what it is measured against in this run.
   void print_targets() const {
-    const double compiler = get("BM_asmjit/compiler");
+    const double compiler = compiler_ns();
     const auto pct = [&](double ns) { return 100 * ns / compiler; };
+    const auto ipct = [&](const char* key) {
+      const auto it = instr_.find(key);
+      return it == instr_.end() || own.compiler_instr <= 0 ? -1.0
+                                                           : 100 * it->second / own.compiler_instr;
+    };
+    const auto instr = [&](const char* key) {
+      const auto it = instr_.find(key);
+      return it == instr_.end() ? 0.0 : it->second;
+    };
     const double def1 = sdk_ns("BM_publish", "default", 1, "batched");
     const double def64 = sdk_ns("BM_publish", "default", 64, "batched");
     const double pmr1 = sdk_ns("BM_publish", "perfmap+registry", 1, "batched");
     const double none1 = sdk_ns("BM_publish", "none", 1, "batched");
-    const double reg1 = sdk_ns("BM_publish", "registry", 1, "batched");
-    const double reg64 = sdk_ns("BM_publish", "registry", 64, "batched");
-    const double gdb1 = sdk_ns("BM_publish", "gdb", 1, "batched") - none1;
-    const double jd1 = get("BM_floor/file/jitdump/1/batched");
-    const double pm1 = get("BM_floor/file/perfmap/1/batched");
     if (compiler <= 0 || def1 <= 0) return;
     std::printf(
-        "\nTargets (asmjit Compiler %.0f ns per function)\n\n"
-        "| target | measured | floor / baseline in this run | met |\n|---|---|---|---|\n",
-        compiler);
-    std::printf(
-        "| 1a. default publishers, 1 fn/publish, batched <= 5 %% of Compiler | %.0f ns = "
-        "%.1f %% | windows' own path (none) %.1f %%, GDB object per publish %.1f %%, "
-        "jitdump write floor %.1f %%, perf map write floor %.2f %% | %s |\n",
-        def1, pct(def1), pct(none1), pct(gdb1), pct(jd1), pct(pm1), pct(def1) <= 5 ? "yes" : "no");
-    std::printf("| 1b. the same <= 1.5x its cost at 64 fn/publish | %.2fx | %.0f ns at 64 | %s |\n",
-                def1 / def64, def64, def1 <= 1.5 * def64 ? "yes" : "no");
-    std::printf(
-        "| 2. perf map + SFrame + registry, 1 fn/publish, batched <= 2 %% | %.0f ns = %.1f %% "
-        "| windows' own path (none) %.1f %%, perf map write floor %.2f %% | %s |\n",
-        pmr1, pct(pmr1), pct(none1), pct(pm1), pct(pmr1) <= 2 ? "yes" : "no");
+        "\nTargets (asmjit Compiler %.0f ns and %.0f instructions per function, measured in "
+        "processes of their own)\n\n"
+        "| target | time | instructions | met (time / instructions) |\n|---|---|---|---|\n",
+        compiler, own.compiler_instr);
+    const auto met = [](double v, double bound) { return v < 0 ? "-" : v <= bound ? "yes" : "no"; };
+    std::printf("| default publishers, 1 fn/publish, batched <= 5 %% | %.0f ns = %.1f %% | %.0f = "
+                "%.2f %% | %s / %s |\n",
+                def1, pct(def1), instr("default/1"), ipct("default/1"), met(pct(def1), 5),
+                met(ipct("default/1"), 5));
+    std::printf("| perf map + SFrame + registry, 1 fn/publish, batched <= 2 %% | %.0f ns = %.1f %% "
+                "| %.0f = %.2f %% | %s / %s |\n",
+                pmr1, pct(pmr1), instr("perfmap+registry/1"), ipct("perfmap+registry/1"),
+                met(pct(pmr1), 2), met(ipct("perfmap+registry/1"), 2));
+    const double i1 = instr("default/1"), i64 = instr("default/64");
+    std::printf("| default, 1 vs 64 fn/publish <= 1.5x | %.2fx (%.0f / %.0f ns) | %.2fx | %s / %s "
+                "|\n",
+                def1 / def64, def1, def64, i64 > 0 ? i1 / i64 : 0, met(def1 / def64, 1.5),
+                i64 > 0 ? met(i1 / i64, 1.5) : "-");
+    std::printf("| (the windows' own path: none, 1 fn/publish) | %.0f ns = %.1f %% | %.0f = %.2f "
+                "%% | |\n",
+                none1, pct(none1), instr("none/1"), ipct("none/1"));
     for (const char* p : {"perfmap", "jitdump"}) {
       double worst = 0;
       for (const mode_config& m : modes) {
@@ -707,23 +870,18 @@ class ratio_reporter : public benchmark::ConsoleReporter {
         }
       }
       std::printf(
-          "| 3. %s: share <= 1.3x its write floor, every batch, both modes | worst %.2fx | "
-          "see the table above | %s |\n",
+          "| %s: share <= 1.3x its write floor, every batch, both modes (issue 20) | worst "
+          "%.2fx (the floor table) | | %s |\n",
           p, worst, worst <= 1.3 ? "yes" : "no");
     }
     if (latency_.count("median_ms") != 0 && latency_.count("idle_median_ms") != 0)
       std::printf(
           "| latency bound 10 ms when nothing else is published (flusher thread) | median %.1f "
-          "ms, max %.1f ms of 30; after 150 ms idle (a new thread): %.1f / %.1f ms | the bound "
-          "| %s |\n",
+          "ms, max %.1f ms of 30; after 150 ms idle (a new thread): %.1f / %.1f ms | | %s |\n",
           latency_.at("median_ms"), latency_.at("max_ms"), latency_.at("idle_median_ms"),
           latency_.at("idle_max_ms"),
           latency_.at("median_ms") <= 11 && latency_.at("idle_median_ms") <= 11 ? "yes (medians)"
                                                                                 : "no");
-    std::printf(
-        "| 3. windows' own path (rows, append, SFrame, registry) <= 1 %% at 64, <= 2 %% at 1 "
-        "| %.2f %% at 64, %.2f %% at 1 | none: %.2f %% at 1 | %s |\n",
-        pct(reg64), pct(reg1), pct(none1), pct(reg64) <= 1 && pct(reg1) <= 2 ? "yes" : "no");
   }
 
   // A file publisher's share (its row minus "none") and the floor of its writes.
@@ -751,6 +909,7 @@ class ratio_reporter : public benchmark::ConsoleReporter {
   }
   std::map<std::string, double> ns_;
   std::map<std::string, double> latency_;  // BM_latency's counters
+  std::map<std::string, double> instr_;    // "SET/BATCH": callgrind instructions per function
 };
 
 void register_all() {
@@ -900,8 +1059,15 @@ int profile(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "--profile") == 0) return profile(argc, argv);
+  if (argc > 2 && std::strcmp(argv[1], "--baseline") == 0) return baseline_main(argv[2]);
   // Defaults: 5 repetitions of at least 0.2 s each, medians only (overridable).
-  std::vector<char*> args(argv, argv + argc);
+  std::vector<char*> args;
+  for (int i = 0; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--no-callgrind") == 0)
+      own.callgrind = false;
+    else
+      args.push_back(argv[i]);
+  }
   bool has_reps = false, has_time = false;
   for (int i = 1; i < argc; ++i) {
     has_reps |= std::strncmp(argv[i], "--benchmark_repetitions", 23) == 0;
@@ -925,6 +1091,8 @@ int main(int argc, char** argv) {
     console &= std::strncmp(argv[i], "--benchmark_format=", 19) != 0 ||
                std::strcmp(argv[i], "--benchmark_format=console") == 0;
   if (console) {
+    own.assembler = baseline_in_own_process("assembler");
+    own.compiler = baseline_in_own_process("compiler");
     ratio_reporter reporter;
     benchmark::RunSpecifiedBenchmarks(&reporter);
     reporter.print_table();

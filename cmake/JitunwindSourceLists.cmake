@@ -2,7 +2,8 @@
 # CMakeLists.txt says so). The cost of explicit lists is a file added to the tree but to no list
 # (a test that silently never runs); jitunwind_check_source_lists() makes that a configure error.
 # It looks at the C and C++ files of every configured directory (and its sub-folders that are not
-# CMake directories of their own) and fails naming each one no target of that directory uses.
+# CMake directories or build trees of their own) and fails naming each one no target of that
+# directory uses.
 # Files a directory compiles otherwise (custom commands) are named in its
 # JITUNWIND_NOT_A_TARGET_SOURCE directory property.
 include_guard(GLOBAL)
@@ -52,7 +53,7 @@ function(jitunwind_check_source_lists)
       cmake_path(GET _f PARENT_PATH _p)
       set(_owned ON)
       while(NOT _p STREQUAL _dir)
-        if(EXISTS ${_p}/CMakeLists.txt)
+        if(EXISTS ${_p}/CMakeLists.txt OR EXISTS ${_p}/CMakeCache.txt)  # another build tree
           set(_owned OFF)
           break()
         endif()

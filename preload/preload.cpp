@@ -2,8 +2,8 @@
 // CFI the standard way. It interposes libgcc's `__register_frame` / `__deregister_frame`: each
 // registered `.eh_frame` is decoded (cfi::decode, the converter `sframe build --from-eh-frame`
 // uses) and its functions are published in a described code window of one jitunwind session
-// (publishers from JITUNWIND_PUBLISH, default: registry and perf map). Deregistration retires
-// the window.
+// (publishers from JITUNWIND_PUBLISH, default: registry, perf map and USDT events; gdb is
+// refused). Deregistration retires the window.
 //
 // Names come from the GDB JIT interface (gdb_names.hpp) when the runtime uses it (LLVM with
 // debugger support), else functions are "jit:0x<start>". LLVM registers the `.eh_frame` first
@@ -264,9 +264,23 @@ class preload_state {
       log_once(o.error().message());
       return false;
     }
+    // The USDT events tell jitwalk about each window the moment it is published (without them
+    // it finds windows at its next poll of the registry, up to a second later).
     if (std::getenv("JITUNWIND_PUBLISH") == nullptr)
-      o->publishers = jitunwind::publisher::registry | jitunwind::publisher::perfmap;
-    o->log = {&log_sink, this, jitunwind::log_level::warning};
+      o->publishers = jitunwind::publisher::registry | jitunwind::publisher::perfmap |
+                      jitunwind::publisher::usdt_events;
+    if (jitunwind::contains(o->publishers, jitunwind::publisher::gdb)) {
+      // Our descriptor is hidden inside this library, and exporting it would put it first in
+      // gdb's search (LD_PRELOAD loads first) and hide the runtime's own entries: refused.
+      o->publishers &= ~static_cast<uint32_t>(jitunwind::publisher::gdb);
+      std::fprintf(stderr,
+                   "jitunwind preload: the gdb publisher is not available under the preload and "
+                   "is left out (JITUNWIND_PUBLISH): gdb reads the runtime's own JIT interface, "
+                   "which the preload leaves untouched (docs/integrating.md, section 3)\n");
+    }
+    // JITUNWIND_LOG chose a destination: everything goes there. Otherwise the first problem
+    // goes to stderr.
+    if (o->log.fn == nullptr) o->log = {&log_sink, this, jitunwind::log_level::warning};
     auto s = jitunwind::session::create(*o);
     if (!s) {
       failed_ = true;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# jitunwind demo, from a fresh clone as root: installs dependencies, builds, then
+# jitunwind demo, from a fresh clone as root: installs what it needs, builds what it runs, then
 #  1. profiles a real JIT (examples/toy-jit) whose code has NO frame pointers with the eBPF
 #     profiler jitwalk, which unwinds through the JIT frames with the SFrame tables the SDK
 #     published, and writes folded stacks and an SVG flame graph;
@@ -9,7 +9,7 @@
 #  4. lists what a running JIT has published, read from outside as a profiler reads it;
 #  5. shows the SFrame format itself: a JIT-style description encoded into an ELF image and read
 #     back by `jitunwind sframe dump` and by LLVM's independent reader.
-# Exits non-zero as soon as a step fails. Outputs stay in $DEMO_OUT (default /tmp/jitunwind-demo).
+# Exits non-zero as soon as a step fails. Outputs stay in $DEMO_OUT (default $BUILD_DIR/demo).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,7 +18,7 @@ JITUNWIND="$BUILD_DIR/tools/jitunwind/jitunwind"
 INPUT=examples/demo/jit-functions.json
 JITWALK="$BUILD_DIR/bpf/jitwalk"
 TOYJIT="$BUILD_DIR/examples/toy-jit/toy-jit"
-DEMO_OUT=${DEMO_OUT:-/tmp/jitunwind-demo}
+DEMO_OUT=${DEMO_OUT:-$BUILD_DIR/demo}
 WORK=$(mktemp -d /tmp/jitunwind-demo.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 mkdir -p "$DEMO_OUT"
@@ -40,11 +40,15 @@ show() {
   "$@"
 }
 
-heading "Dependencies (scripts/install-deps.sh)"
-bash scripts/install-deps.sh
+heading "Dependencies (scripts/install-deps.sh demo)"
+bash scripts/install-deps.sh demo
 
-heading "Build (scripts/build.sh into $BUILD_DIR/)"
-BUILD_DIR="$BUILD_DIR" bash scripts/build.sh
+heading "Build what the demo runs into $BUILD_DIR/: jitunwind, jitwalk, toy-jit"
+# Tests and benchmarks are left out (scripts/build.sh builds them into the same directory, reusing
+# what this builds).
+cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DJITUNWIND_BUILD_TESTS=OFF \
+  -DJITUNWIND_BUILD_BENCH=OFF >/dev/null
+cmake --build "$BUILD_DIR" -j"$(nproc)" --target jitunwind_cli jitwalk toy-jit
 [[ -x $JITUNWIND ]] || fail "$JITUNWIND was not built"
 show "$JITUNWIND" --version
 [[ -x $JITWALK && -x $TOYJIT ]] || fail "jitwalk or toy-jit was not built"

@@ -1,15 +1,25 @@
 #!/usr/bin/env bash
-# Installs every Debian 12 package jitunwind needs to build, test, demo and benchmark.
-# Idempotent: does nothing when everything is present; runs `apt-get update` at most once.
+# Installs the Debian 12 packages jitunwind needs. `install-deps.sh demo` installs only what the
+# demo (scripts/demo.sh) builds and runs; `install-deps.sh` (or `all`) everything needed to build,
+# test and benchmark. Idempotent: does nothing when everything is present; runs `apt-get update`
+# at most once.
 set -euo pipefail
+set_name=${1:-all}
 
-PACKAGES=(
+DEMO_PACKAGES=(
   # build
   build-essential cmake pkg-config git python3
   # SDK dependencies
   libelf-dev systemtap-sdt-dev
-  # CLI, tests, benchmarks
-  nlohmann-json3-dev catch2 libbenchmark-dev
+  # the jitunwind CLI (JSON), toy-jit (asmjit), jitwalk (BPF)
+  nlohmann-json3-dev libasmjit-dev clang libbpf-dev bpftool zlib1g-dev
+  # the demo's cross-checks: readelf, llvm-readobj-22
+  binutils llvm-22
+)
+PACKAGES=(
+  "${DEMO_PACKAGES[@]}"
+  # tests, benchmarks
+  catch2 libbenchmark-dev
   # real peers the tests compare against
   binutils elfutils llvm-22 gdb linux-perf bpftrace protobuf-compiler chromium
   # runtimes nobody here wrote, profiled by jitwalk's tests (V8, LuaJIT)
@@ -20,11 +30,14 @@ PACKAGES=(
   abigail-tools
   # the optional LLVM ORC plugin (jitunwind::orc) and its example
   llvm-22-dev
-  # examples
-  libasmjit-dev
-  # eBPF walker and fuzzers
-  clang libclang-rt-14-dev libbpf-dev bpftool zlib1g-dev
+  # fuzzers
+  libclang-rt-14-dev
 )
+case $set_name in
+  demo) PACKAGES=("${DEMO_PACKAGES[@]}") ;;
+  all) ;;
+  *) echo "usage: $0 [demo|all]" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${PACKAGES[@]}"; do

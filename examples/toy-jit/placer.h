@@ -14,7 +14,7 @@ namespace toyjit {
 struct placer_options {
   /// Bytes of code per window (--windows=SIZE).
   size_t window_size = 1 << 20;
-  /// Publishers (--publish=LIST); unset: the session's default (JITUNWIND_PUBLISH or all).
+  /// Publishers (--publish=LIST); unset: the session's default (JITUNWIND_PUBLISH, else jitunwind::default_publishers).
   std::optional<jitunwind::publisher_set> publishers;
   jitunwind::log_sink log;
 };

@@ -2,7 +2,11 @@
 #include <jitunwind/orc.h>
 #include <jitunwind/sframe.h>
 
+#include <llvm/ADT/StringExtras.h>
 #include <llvm/ExecutionEngine/JITLink/JITLink.h>
+
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -99,8 +103,40 @@ void pad_code_blocks(llvm::jitlink::LinkGraph& g) {
 
 }  // namespace
 
+void plugin::keep_removed_ranges() {
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  {
+    std::lock_guard lock(mutex_);
+    ranges.swap(removed_);
+  }
+  for (auto [start, end] : ranges) {
+    // MAP_FIXED_NOREPLACE: only where nothing is mapped (the memory manager gave the pages
+    // back); never over memory someone uses.
+    void* at = reinterpret_cast<void*>(start);
+    void* m = ::mmap(at, end - start, PROT_NONE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+    std::lock_guard lock(mutex_);
+    if (m == at) {
+      ++stats_.ranges_kept;
+      continue;
+    }
+    if (m != MAP_FAILED) ::munmap(m, end - start);  // a kernel without MAP_FIXED_NOREPLACE
+    ++stats_.ranges_not_kept;
+    if (stats_.ranges_not_kept == 1)
+      session_.options().log(
+          log_level::warning,
+          "jitunwind orc: the memory of removed code at [0x" + llvm::utohexstr(start) + ", 0x" +
+              llvm::utohexstr(end) +
+              ") is still mapped after ORC removed it (a memory manager that keeps its pages): "
+              "new code may be placed there, and the perf map would name it after the removed "
+              "code (perf map lines cannot be taken back)");
+  }
+}
+
 void plugin::modifyPassConfig(llvm::orc::MaterializationResponsibility& mr,
                               llvm::jitlink::LinkGraph&, llvm::jitlink::PassConfiguration& config) {
+  // Before JITLink allocates this graph's memory.
+  keep_removed_ranges();
   if (jitdump_active(session_))
     config.PrePrunePasses.push_back([](llvm::jitlink::LinkGraph& g) -> llvm::Error {
       pad_code_blocks(g);
@@ -235,8 +271,18 @@ llvm::Error plugin::notifyRemovingResources(llvm::orc::JITDylib&, llvm::orc::Res
     stats_.windows_retired += gone.size();
   }
   // ORC frees the memory once this returns: nothing runs in it any more, so no grace period.
-  for (window* w : gone) (void)w->retire(std::chrono::milliseconds(0));
+  const long page = ::sysconf(_SC_PAGESIZE);
+  const uint64_t mask = static_cast<uint64_t>(page > 0 ? page : 4096) - 1;
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  for (window* w : gone) {
+    if (!session_.recycles_addresses())
+      ranges.emplace_back(w->text_start() & ~mask, (w->text_start() + w->text_size() + mask) & ~mask);
+    (void)w->retire(std::chrono::milliseconds(0));
+  }
   session_.poll();
+  for (window* w : gone) (void)session_.release(w);
+  std::lock_guard lock(mutex_);
+  removed_.insert(removed_.end(), ranges.begin(), ranges.end());
   return llvm::Error::success();
 }
 

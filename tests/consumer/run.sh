@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# usage: run.sh BUILD_DIR CONSUMER_PROJECT_DIR [JITWALK]
+# usage: run.sh BUILD_DIR CONSUMER_PROJECT_DIR [JITWALK [LLVM_VERSION]]
 # Installs the SDK into a scratch prefix and builds the outside project against it, as a
 # runtime author would: find_package (shared and static) and pkg-config (by hand, C11 -pedantic,
 # C++17, C++20; the C program also linked statically through pkg-config --static). Every program
 # runs once. As root, each embedder (pkg-config and both find_package builds) then runs under
 # perf record (perf report must name its JIT function) and under jitwalk profile (the JIT frame
-# must unwind to main).
+# must unwind to main). A C-only project (project_c: no CXX language) links the static library
+# and finds no LLVM; with LLVM_VERSION (jitunwind::orc built), project_orc uses
+# find_package(jitunwind COMPONENTS orc), which must find that LLVM (not another installed one),
+# and a component jitunwind does not have must fail.
 set -euo pipefail
-build=$1 project=$2 jitwalk=${3:-}
+build=$1 project=$2 jitwalk=${3:-} llvm_version=${4:-}
 label=consumer
 scratch=$(mktemp -d /tmp/jitunwind-consumer-XXXXXX)
 source "$(dirname "$0")/../support/embedder_checks.sh"
@@ -23,6 +26,33 @@ for kind in shared static; do
     LD_LIBRARY_PATH="$scratch/prefix/lib" "$scratch/build-$kind/$prog"
   done
 done
+
+# A C-only project: jitunwind_static's link interface brings the C++ runtime.
+here=$(dirname "$0")
+cmake -S "$here/project_c" -B "$scratch/build-c" -DCMAKE_PREFIX_PATH="$scratch/prefix" >/dev/null
+cmake --build "$scratch/build-c" >/dev/null
+for prog in embed_c_static embed_c_shared; do
+  echo "consumer: C-only project: $prog"
+  LD_LIBRARY_PATH="$scratch/prefix/lib" "$scratch/build-c/$prog"
+done
+
+# COMPONENTS orc.
+if [[ -n $llvm_version ]]; then
+  cmake -S "$here/project_orc" -B "$scratch/build-orc" -DCMAKE_PREFIX_PATH="$scratch/prefix" \
+        -DJITUNWIND_EXPECT_LLVM="$llvm_version" | grep 'consumer:'
+  cmake --build "$scratch/build-orc" >/dev/null
+  LD_LIBRARY_PATH="$scratch/prefix/lib" "$scratch/build-orc/orc_consumer"
+  if cmake -S "$here/project_orc" -B "$scratch/build-bogus" -DCMAKE_PREFIX_PATH="$scratch/prefix" \
+           -DJITUNWIND_BOGUS_COMPONENT=1 >"$scratch/bogus.log" 2>&1; then
+    echo "consumer: FAILED: find_package(jitunwind COMPONENTS orc bogus) succeeded" >&2
+    exit 1
+  fi
+  grep -q "no component 'bogus'" "$scratch/bogus.log" ||
+    { echo "consumer: FAILED: no reason given for the unknown component:" >&2; cat "$scratch/bogus.log" >&2; exit 1; }
+  echo "consumer: COMPONENTS orc bogus refused: no component 'bogus'"
+else
+  echo "consumer: jitunwind::orc not built: its find_package(COMPONENTS orc) check is skipped"
+fi
 
 # pkg-config: compile and link by hand, the way a Makefile would.
 export PKG_CONFIG_PATH="$scratch/prefix/lib/pkgconfig"

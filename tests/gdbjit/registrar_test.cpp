@@ -225,3 +225,118 @@ TEST_CASE("descriptor inspection in a static link where only ours exists") {
   o.policy = gdbjit::descriptor_policy::own;
   CHECK(gdbjit::registrar::create(o).ok());
 }
+
+namespace {
+
+// What readelf and llvm-dwarfdump read from an object: its symbols (absolute address, size,
+// name) and FDEs.
+struct object_contents {
+  std::vector<std::string> symbols;
+  std::vector<tool_fde> fdes;
+};
+
+object_contents read_object(const uint8_t* bytes, size_t size) {
+  temp_dir dir;
+  const std::string path = dir / "obj.o";
+  REQUIRE(write_file(path, std::string(reinterpret_cast<const char*>(bytes), size)));
+  const run_result sections = run({"readelf", "-SW", path});
+  REQUIRE(sections.exit_code == 0);
+  std::smatch m;
+  const std::regex text_re(R"(\.text\s+NOBITS\s+([0-9a-f]+) )");
+  REQUIRE(std::regex_search(sections.out, m, text_re));
+  const uint64_t text = std::stoull(m[1], nullptr, 16);
+  const run_result symbols = run({"readelf", "-sW", path});
+  REQUIRE(symbols.exit_code == 0);
+  object_contents out;
+  static const std::regex sym_re(R"(:\s+([0-9a-f]+)\s+(\d+) FUNC\s+GLOBAL DEFAULT\s+1 (\S+))");
+  for (auto it = std::sregex_iterator(symbols.out.begin(), symbols.out.end(), sym_re);
+       it != std::sregex_iterator(); ++it)
+    out.symbols.push_back(std::to_string(text + std::stoull((*it)[1], nullptr, 16)) + " " +
+                          (*it)[2].str() + " " + (*it)[3].str());
+  std::sort(out.symbols.begin(), out.symbols.end());
+  out.fdes = dwarfdump_fdes(path, abi::amd64);
+  return out;
+}
+
+object_contents read_entry(const gdbjit::jit_code_entry* e) {
+  return read_object(reinterpret_cast<const uint8_t*>(e->symfile_addr), e->symfile_size);
+}
+
+}  // namespace
+
+TEST_CASE("growing objects: functions added publish by publish read like one object built at once") {
+  if (!tool_available("readelf") || !tool_available("llvm-dwarfdump-22")) return;
+  auto r = gdbjit::registrar::create({});
+  REQUIRE(r.ok());
+  gdbjit::registrar& reg = **r;
+  const size_t before = list_of(__jit_debug_descriptor).size();
+  // 70 functions (several times the first object's room: it is copied into a larger one), one
+  // or three per append, every third without rows, names of growing length.
+  constexpr int count = 70;
+  std::vector<function_desc> rows;
+  std::vector<std::string> names;
+  std::vector<gdbjit::function_symbol> all;
+  for (int i = 0; i < count; ++i) {
+    const uint64_t start = 0x7f0000100000 + 0x40 * static_cast<uint64_t>(i);
+    rows.push_back(i % 2 == 0 ? fp_rows(start) : recipes::leaf(abi::amd64, start, 22).value());
+    names.push_back("jit_" + std::string(static_cast<size_t>(i % 40), 'x') + std::to_string(i));
+  }
+  for (int i = 0; i < count; ++i)
+    all.push_back({names[i], rows[i].start, 22, i % 3 == 2 ? nullptr : &rows[i], true});
+  gdbjit::registration_id id = 0;
+  size_t copies = 0;
+  for (int i = 0; i < count;) {
+    const int n = i % 4 == 0 ? 3 : 1;
+    auto added = reg.append(id, std::span(all).subspan(static_cast<size_t>(i),
+                                                        static_cast<size_t>(std::min(n, count - i))));
+    REQUIRE(added.ok());
+    CHECK((id == 0 || added->id == id || added->replaced));  // no debugger attached here
+    copies += added->replaced ? 1 : 0;
+    id = added->id;
+    i += n;
+    // One object for the window, whatever happened to it.
+    REQUIRE(list_of(__jit_debug_descriptor).size() == before + 1);
+  }
+  CHECK(copies >= 1);
+  auto built = gdbjit::build_object(abi::amd64, all);
+  REQUIRE(built.ok());
+  const object_contents want = read_object(built->data(), built->size());
+  const object_contents got = read_entry(list_of(__jit_debug_descriptor).front());
+  CHECK(got.symbols.size() == count);
+  CHECK(got.symbols == want.symbols);
+  REQUIRE(got.fdes.size() == want.fdes.size());
+  for (size_t i = 0; i < want.fdes.size(); ++i) {
+    CHECK(got.fdes[i].start == want.fdes[i].start);
+    CHECK(got.fdes[i].rows == want.fdes[i].rows);
+  }
+
+  // A function taken out: the copy holds the rest (no trace of its name), the original is gone.
+  auto rest = reg.remove_function(id, all[5].start);
+  REQUIRE(rest.ok());
+  REQUIRE(*rest != 0);
+  CHECK(reg.remove_function(*rest, all[5].start).error().code() == errc::not_found);
+  auto entries = list_of(__jit_debug_descriptor);
+  REQUIRE(entries.size() == before + 1);
+  const std::string_view bytes(entries.front()->symfile_addr, entries.front()->symfile_size);
+  CHECK(bytes.find(names[5] + '\0') == std::string_view::npos);
+  CHECK(bytes.find(names[6] + '\0') != std::string_view::npos);
+  std::vector<gdbjit::function_symbol> kept = all;
+  kept.erase(kept.begin() + 5);
+  const object_contents want_kept = read_object(gdbjit::build_object(abi::amd64, kept)->data(),
+                                                gdbjit::build_object(abi::amd64, kept)->size());
+  const object_contents got_kept = read_entry(entries.front());
+  CHECK(got_kept.symbols == want_kept.symbols);
+  REQUIRE(got_kept.fdes.size() == want_kept.fdes.size());
+  for (size_t i = 0; i < want_kept.fdes.size(); ++i)
+    CHECK(got_kept.fdes[i].rows == want_kept.fdes[i].rows);
+  // Functions before the object's first address go into a copy rebased to them.
+  const function_desc early = fp_rows(0x7f00000f0000);
+  const gdbjit::function_symbol e{"jit_early", early.start, 22, &early};
+  auto added = reg.append(*rest, std::span(&e, 1));
+  REQUIRE(added.ok());
+  CHECK(added->replaced);
+  CHECK(read_entry(list_of(__jit_debug_descriptor).front()).symbols.size() == count);
+  REQUIRE(reg.remove(added->id).ok());
+  CHECK(list_of(__jit_debug_descriptor).size() == before);
+  CHECK(reg.append(added->id, std::span(&e, 1)).error().code() == errc::not_found);
+}

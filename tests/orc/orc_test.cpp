@@ -11,6 +11,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <regex>
@@ -233,6 +234,20 @@ TEST_CASE("preload: each registered .eh_frame is published and the host registra
   CHECK(lines == 7);  // spin, level_0 .. level_5
 }
 
+TEST_CASE("preload: asking for the gdb publisher is refused with a message, the rest goes on") {
+  if (!have_orc_jit()) return;
+  t::temp_dir dir;
+  const auto r = t::run({"env", "LD_PRELOAD=" + preload(), "JITUNWIND_DIR=" + dir.path(),
+                         "JITUNWIND_PUBLISH=registry,perfmap,gdb", plain(), "--depth", "5",
+                         "--seconds", "0.1"});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.err, Catch::Contains("the gdb publisher is not available under the preload"));
+  std::smatch m;
+  REQUIRE(std::regex_search(r.out, m, std::regex("pid (\\d+)")));
+  CHECK_THAT(t::read_file(dir / ("perf-" + m[1].str() + ".map")), Catch::Contains(" jit:0x"));
+}
+
 TEST_CASE("preload: functions are named from the GDB JIT interface, and gdb still reads LLVM's") {
   if (!have_orc_jit()) return;
   t::temp_dir dir;
@@ -281,7 +296,12 @@ TEST_CASE("preload: concurrent registrations and fork while registering never br
                std::chrono::seconds(60));
     INFO(r.out << r.err);
     CHECK(r.exit_code == 0);
-    CHECK(r.err.empty());
+    // Nothing went wrong; the one thing worth saying is that the host puts code where it had
+    // code before, which the perf map cannot tell apart (the preload's first message).
+    if (!r.err.empty()) {
+      CHECK_THAT(r.err, Catch::Contains("perf map lines cannot be withdrawn"));
+      CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    }
   }
   // The registrations were published (the host has no GDB JIT descriptor: no wait for names).
   size_t maps = 0, lines = 0;
@@ -300,11 +320,10 @@ TEST_CASE("preload: concurrent registrations and fork while registering never br
 TEST_CASE("preload: jitwalk unwinds an unmodified LLJIT program's FP-less frames to main, named") {
   if (!have_orc_jit() || !t::may_run_privileged("jitwalk profile")) return;
   t::temp_dir dir;
-  // jitwalk names JIT code from /tmp/perf-PID.map; the test removes it afterwards. --wait 1:
-  // jitwalk reads the first window of the preload's session (created at the first
-  // __register_frame) a few hundred ms after it is published (measured: ~90 samples at 499 Hz
-  // fell back to frame pointers without the wait); what this test checks is the unwinding
-  // once the window is known.
+  // No wait: the preload publishes USDT events by default, so jitwalk loads each window the
+  // moment it is published (before, the first window of the preload's session came at jitwalk's
+  // next registry poll, and ~90 samples at 499 Hz fell back to frame pointers). The perf map
+  // goes to the test's directory (jitwalk reads JITUNWIND_DIR from the process's environment).
   const auto r = t::run({jitwalk_test::jitwalk(),
                          "profile",
                          "-F",
@@ -316,19 +335,15 @@ TEST_CASE("preload: jitwalk unwinds an unmodified LLJIT program's FP-less frames
                          "--",
                          "env",
                          "LD_PRELOAD=" + preload(),
+                         "JITUNWIND_DIR=" + dir.path(),
                          plain(),
                          "--depth",
                          "8",
                          "--seconds",
                          "3",
-                         "--wait",
-                         "1",
                          "--gdb",
                          "1"},
                         {}, std::chrono::seconds(120));
-  std::smatch m;
-  if (std::regex_search(r.out, m, std::regex("orc-jit-plain: pid (\\d+)")))
-    std::remove(("/tmp/perf-" + m[1].str() + ".map").c_str());
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
   const auto folded = jitwalk_test::parse_folded(t::read_file(dir / "f.txt"));

@@ -247,6 +247,56 @@ TEST_CASE("write_update brings double-buffered sections up to date like a full w
     }
 }
 
+TEST_CASE("write_update with room for FDEs appends in place and decodes like a full write") {
+  // A window's open section: room for `room` FDEs in front of the FREs; publishes add behind
+  // what is there, and a larger room means a whole write.
+  for (uint8_t version : {version_2, version_3})
+    for (abi a : all_abis) {
+      for (bool pcrel : {true, false}) {
+        test::frame_gen g(a, 57 + static_cast<int>(a) + pcrel, version == version_3);
+        const auto fs = g.functions(0x20000000, 150);
+        encoder_options o;
+        o.target = a;
+        o.version = version;
+        o.pcrel = pcrel;
+        o.section_address = 0x1ff00000;
+        auto enc = encoder::create(o);
+        REQUIRE(enc.ok());
+        std::vector<uint8_t> buffer(1 << 16, 0xee);
+        size_t written = 0, room = 0, next = 0;
+        while (next < fs.size()) {
+          const size_t batch = g.pick(0, 9);
+          for (size_t k = 0; k < batch && next < fs.size(); ++k)
+            REQUIRE(enc->append(fs[next++]).ok());
+          if (room < next) {
+            room = std::max<size_t>(2 * next, 8);
+            written = 0;
+          }
+          INFO(to_string(a) << " pcrel " << pcrel << " functions " << next << " room " << room);
+          REQUIRE(enc->write_update(buffer, o.section_address, written, room).ok());
+          written = next;
+          const size_t size = enc->size_with_room(room);
+          auto d = decode(std::span<const uint8_t>(buffer.data(), size), o.section_address);
+          REQUIRE(d.ok());
+          CHECK(d->functions == std::vector<function_desc>(fs.begin(), fs.begin() + next));
+          // With the room taken out: write's bytes.
+          const std::vector<uint8_t> expect = enc->bytes();
+          const size_t fde_size = version == version_3 ? 16 : 20;
+          const size_t fdes = next * fde_size;
+          CHECK(std::equal(buffer.begin() + 28, buffer.begin() + 28 + static_cast<ptrdiff_t>(fdes),
+                           expect.begin() + 28));
+          CHECK(std::equal(buffer.begin() + 28 + static_cast<ptrdiff_t>(room * fde_size),
+                           buffer.begin() + static_cast<ptrdiff_t>(size),
+                           expect.begin() + 28 + static_cast<ptrdiff_t>(fdes)));
+        }
+        // Room for too few FDEs is refused.
+        if (next > 0)
+          CHECK(enc->write_update(buffer, o.section_address, 0, next - 1).error().code() ==
+                errc::invalid_argument);
+      }
+    }
+}
+
 TEST_CASE("write_update refuses what it cannot do and leaves the buffer alone") {
   test::frame_gen g(abi::amd64, 8);
   const auto fs = g.functions(0x10000000, 20);

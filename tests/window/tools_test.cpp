@@ -107,6 +107,44 @@ TEST_CASE("session: gdb bt walks through FP-less JIT frames to main") {
   CHECK(std::find(after.begin(), after.end(), "jit_inner") == after.end());
 }
 
+TEST_CASE("session: gdb sees functions published one at a time, attached from the start or later") {
+  if (!tool_available("gdb")) return;
+  // From the start: gdb's breakpoint on __jit_debug_register_code is in place, so each publish
+  // registers an object of its own, which gdb reads as it happens.
+  const run_result r = gdb_backtrace(
+      "native_breakpoint", {testjit(), "--session", "--gdb", "--publish-each", "--breakpoint"});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  const std::vector<std::string> names = backtrace_names(r.out);
+  REQUIRE(names.size() >= 4);
+  CHECK(names[1] == "jit_inner");
+  CHECK(names[2] == "jit_outer");
+  CHECK(names[3] == "main");
+
+  // Attached later: both publishes went into the window's one growing object, which gdb reads
+  // from the descriptor's list when it attaches.
+  temp_dir dir;
+  const run_result later = run_shell(
+      testjit() + " --session --gdb --publish-each --seconds 120 > " + dir / "out" +
+      " & p=$!; for i in $(seq 600); do grep -q '^jit_inner' " + dir / "out" +
+      " && break; sleep 0.1; done; gdb -q -batch -nx -ex 'set debuginfod enabled off' -p $p"
+      " -ex 'break native_breakpoint' -ex continue -ex bt; kill -9 $p");
+  INFO(later.out << later.err);
+  if (later.err.find("ptrace: Operation not permitted") != std::string::npos) {
+    WARN("skipped: gdb may not attach here (" << later.err << ")");
+    return;
+  }
+  const std::vector<std::string> attached = backtrace_names(later.out);
+  REQUIRE(attached.size() >= 4);
+  CHECK(attached[0] == "native_breakpoint");
+  // native_breakpoint is called by native_work (from jit_inner) in this mode.
+  const auto inner = std::find(attached.begin(), attached.end(), "jit_inner");
+  REQUIRE(inner != attached.end());
+  REQUIRE(inner + 2 < attached.end());
+  CHECK(*(inner + 1) == "jit_outer");
+  CHECK(*(inner + 2) == "main");
+}
+
 TEST_CASE("session: an unusable perf map directory fails that publisher only") {
   temp_dir dir;
   const run_result r = run({testjit(), "--session", "--perfmap", dir / "missing", "--jitdump",

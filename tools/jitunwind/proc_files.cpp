@@ -68,14 +68,21 @@ bool process_running(pid_t tgid) {
   return live_task(tgid, 0) != 0;
 }
 
+std::optional<std::string> environment_value(pid_t task, std::string_view name) {
+  std::istringstream environ(
+      toolkit::proc_text_or_empty("/proc/" + std::to_string(task) + "/environ"));
+  const std::string key = std::string(name) + "=";
+  std::optional<std::string> value;
+  for (std::string var; std::getline(environ, var, '\0');)
+    if (var.starts_with(key)) value = var.substr(key.size());
+  return value;
+}
+
 std::string perf_map_path(pid_t tgid, pid_t task) {
   const std::string proc = "/proc/" + std::to_string(task > 0 ? task : tgid);
   std::string dir = "/tmp";
-  const std::string env = toolkit::proc_text_or_empty(proc + "/environ");
-  std::istringstream environ(env);
-  constexpr std::string_view key = "JITUNWIND_DIR=";
-  for (std::string var; std::getline(environ, var, '\0');)
-    if (var.starts_with(key) && var.size() > key.size()) dir = var.substr(key.size());
+  if (auto v = environment_value(task > 0 ? task : tgid, "JITUNWIND_DIR"); v && !v->empty())
+    dir = *v;
   // "NSpid:\t4242\t7": the last one is the pid in the process's own namespace.
   pid_t own = tgid;
   std::istringstream status(

@@ -31,6 +31,9 @@ pid_t live_task(pid_t tgid, pid_t preferred);
 /// False once every thread of process `tgid` has ended (gone, or a zombie not reaped yet).
 bool process_running(pid_t tgid);
 
+/// The value of variable `name` in the environment thread `task` started with, if set.
+std::optional<std::string> environment_value(pid_t task, std::string_view name);
+
 /// Where process `tgid` writes its perf map, seen from here: the directory of JITUNWIND_DIR in
 /// its environment (what the SDK's session_options::from_env() uses) if set, else /tmp, where
 /// perf looks; in another PID namespace, below /proc/TASK/root and named with the pid the

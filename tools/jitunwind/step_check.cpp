@@ -55,6 +55,23 @@ sframe::memory_reader page_cache::reader() noexcept {
           this};
 }
 
+std::vector<uint64_t> published_code::entry_points(size_t max) const {
+  std::vector<uint64_t> entries;
+  for (const loaded_window& w : windows_) {
+    if (!w.table) continue;
+    auto decoded = sframe::decode(w.sframe, w.table->section_address());
+    if (!decoded) continue;
+    for (const function_desc& f : decoded->functions) {
+      const uint32_t step = f.pcmask_rep != 0 ? f.pcmask_rep : std::max<uint32_t>(f.size, 1);
+      for (uint64_t at = f.start; at < f.start + std::max<uint32_t>(f.size, 1); at += step) {
+        if (entries.size() == max) return entries;
+        entries.push_back(at);
+      }
+    }
+  }
+  return entries;
+}
+
 result<void> published_code::refresh() {
   auto changes = reader_.change_count();
   if (!changes) return std::move(changes).error();

@@ -97,6 +97,12 @@ class published_code {
   size_t function_count() const noexcept { return functions_; }
   /// Whether a window is published (usable or not).
   bool empty() const noexcept { return windows_.empty(); }
+  const remote::registry_reader& reader() const noexcept { return reader_; }
+  /// The change count of the registry as the last refresh() read it.
+  std::optional<uint64_t> change_count() const noexcept { return seen_; }
+  /// Where the usable windows' code is entered: each function's start, and each block's start
+  /// in a function of repeated blocks (trampolines); at most `max`, lowest windows first.
+  std::vector<uint64_t> entry_points(size_t max) const;
 
  private:
   remote::registry_reader reader_;

@@ -4,7 +4,9 @@
 
 #include <jitunwind/registry_abi.h>
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
@@ -15,7 +17,9 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 namespace jitunwind::cli::tracee {
 
@@ -42,6 +46,10 @@ uint64_t word_of(uint64_t address) {
 
 bool debug_registers_work() {
   static const bool works = [] {
+    // Testing the other path on a machine whose debug registers work (docs/cli.md).
+    if (const char* v = std::getenv("JITUNWIND_DEBUG_REGISTERS");
+        v != nullptr && std::string_view(v) == "off")
+      return false;
     static volatile uint64_t word = 0;
     const pid_t child = fork();
     if (child < 0) return true;  // cannot tell: assume what most machines do
@@ -85,8 +93,8 @@ bool software_breakpoints::remove(pid_t pid, uint64_t address) {
   if (it == saved_.end()) return false;
   errno = 0;
   const long word = ptrace(PTRACE_PEEKTEXT, pid, word_of(address), nullptr);
-  if (errno == 0) {
-    const unsigned shift = static_cast<unsigned>(address - word_of(address)) * 8;
+  const unsigned shift = static_cast<unsigned>(address - word_of(address)) * 8;
+  if (errno == 0 && static_cast<uint8_t>(static_cast<uint64_t>(word) >> shift) == 0xcc) {
     const uint64_t restored = (static_cast<uint64_t>(word) & ~(uint64_t{0xff} << shift)) |
                               (uint64_t{it->second} << shift);
     ptrace(PTRACE_POKETEXT, pid, word_of(address), restored);
@@ -95,8 +103,27 @@ bool software_breakpoints::remove(pid_t pid, uint64_t address) {
   return true;
 }
 
+std::vector<uint64_t> software_breakpoints::addresses() const {
+  std::vector<uint64_t> all;
+  for (const auto& [address, original] : saved_) all.push_back(address);
+  return all;
+}
+
 void software_breakpoints::remove_all(pid_t pid) {
   while (!saved_.empty()) remove(pid, saved_.begin()->first);
+}
+
+bool software_breakpoints::reassert(pid_t pid, uint64_t address) {
+  const auto it = saved_.find(address);
+  if (it == saved_.end()) return false;
+  errno = 0;
+  const long word = ptrace(PTRACE_PEEKTEXT, pid, word_of(address), nullptr);
+  const auto now =
+      static_cast<uint8_t>(static_cast<uint64_t>(word) >> ((address - word_of(address)) * 8));
+  if (errno == 0 && now == 0xcc) return true;
+  const uint8_t original = it->second;
+  saved_.erase(it);
+  return errno == 0 && now == original && insert(pid, address);
 }
 
 std::optional<uint64_t> software_breakpoints::hit(pid_t pid, uint64_t rip) const {
@@ -107,25 +134,116 @@ std::optional<uint64_t> software_breakpoints::hit(pid_t pid, uint64_t rip) const
   return rip - 1;
 }
 
-bool creates_task_at_entry(pid_t pid, int status) {
-  if (!is_syscall_stop(status)) return false;
+syscall_stop syscall_at(pid_t pid, int status) {
+  syscall_stop s;
+  if (!is_syscall_stop(status)) return s;
   __ptrace_syscall_info info{};
-  if (ptrace(PTRACE_GET_SYSCALL_INFO, pid, sizeof info, &info) <= 0) {
-    // Before Linux 5.3: rax is -ENOSYS at an entry stop.
-    user_regs_struct r{};
-    if (ptrace(PTRACE_GETREGS, pid, nullptr, &r) != 0 || static_cast<long>(r.rax) != -ENOSYS)
-      return false;
-    info.op = PTRACE_SYSCALL_INFO_ENTRY;
-    info.entry.nr = r.orig_rax;
+  if (ptrace(PTRACE_GET_SYSCALL_INFO, pid, sizeof info, &info) > 0) {
+    s.entry = info.op == PTRACE_SYSCALL_INFO_ENTRY;
+    s.exit = info.op == PTRACE_SYSCALL_INFO_EXIT;
+    s.nr = s.entry ? static_cast<long>(info.entry.nr) : -1;
+    s.arg0 = info.entry.args[0];
+    s.flags = info.entry.args[3];
+    s.failed = s.exit && info.exit.is_error;
+    return s;
   }
-  if (info.op != PTRACE_SYSCALL_INFO_ENTRY) return false;
-  const auto nr = static_cast<long>(info.entry.nr);
+  // Before Linux 5.3: at an entry stop rax holds -ENOSYS (set by the kernel), at an exit the
+  // result; the flags are the fourth argument (r10).
+  user_regs_struct r{};
+  if (ptrace(PTRACE_GETREGS, pid, nullptr, &r) != 0) return s;
+  s.entry = static_cast<long>(r.rax) == -ENOSYS;
+  s.exit = !s.entry;
+  s.nr = s.entry ? static_cast<long>(r.orig_rax) : -1;
+  s.arg0 = r.rdi;
+  s.flags = r.r10;
+  s.failed = s.exit && static_cast<long>(r.rax) < 0 && static_cast<long>(r.rax) > -4096;
+  return s;
+}
+
+bool creates_task_at_entry(pid_t pid, int status) {
+  const long nr = syscall_at(pid, status).nr;
   return nr == SYS_clone || nr == SYS_clone3 || nr == SYS_fork || nr == SYS_vfork;
+}
+
+bool creates_process_at_entry(pid_t pid, int status) {
+  const syscall_stop sc = syscall_at(pid, status);
+  const long nr = sc.nr;
+  uint64_t flags = sc.arg0;
+  if (nr == SYS_fork || nr == SYS_vfork) return true;
+  if (nr == SYS_clone3) {  // the flags are the first field of struct clone_args
+    errno = 0;
+    flags = static_cast<uint64_t>(ptrace(PTRACE_PEEKDATA, pid, flags, nullptr));
+    if (errno != 0) return true;
+  } else if (nr != SYS_clone) {
+    return false;
+  }
+  return (flags & CLONE_THREAD) == 0;
 }
 
 int thread_count(pid_t pid) {
   // At an exit stop /proc/PID/task may list fewer threads than "Threads:" counts.
   return static_cast<int>(status_field(pid, "Threads:", 1));
+}
+
+pid_t thread_group::live(pid_t preferred) const {
+  if (contains(preferred) && exiting_.count(preferred) == 0) return preferred;
+  for (pid_t t : threads_)
+    if (exiting_.count(t) == 0) return t;
+  return 0;
+}
+
+void thread_group::seize_process(pid_t tid) {
+  const std::string tasks = "/proc/" + std::to_string(process_of(tid)) + "/task";
+  for (bool added = true; added;) {
+    added = false;
+    DIR* d = ::opendir(tasks.c_str());
+    if (d == nullptr) return;
+    while (dirent* e = ::readdir(d)) {
+      const auto t = static_cast<pid_t>(std::atol(e->d_name));
+      if (t <= 0 || contains(t) || ptrace(PTRACE_SEIZE, t, nullptr, options) != 0) continue;
+      add(t);
+      added = true;
+    }
+    ::closedir(d);
+  }
+}
+
+bool thread_group::covers_process(pid_t tid) const {
+  return static_cast<size_t>(thread_count(tid)) == threads_.size();
+}
+
+std::optional<int> thread_group::detach_all_but(pid_t keep, pid_t leader,
+                                                const std::function<int(pid_t, int)>& pass) {
+  std::optional<int> leader_status;
+  std::vector<pid_t> todo;
+  for (pid_t t : threads_)
+    if (t != keep) todo.push_back(t);
+  while (!todo.empty()) {
+    const pid_t t = todo.back();
+    todo.pop_back();
+    const bool past_exit = exiting_.count(t) != 0;
+    erase(t);
+    // Past its exit stop it never stops again: a thread is reaped (it ends at once), a main
+    // thread that other threads outlive stays a zombie, reported when the process ends.
+    if (past_exit || ptrace(PTRACE_INTERRUPT, t, nullptr, nullptr) != 0) {
+      int st = 0;
+      if (t != leader) waitpid(t, &st, __WALL);
+      continue;
+    }
+    int st = 0;
+    if (waitpid(t, &st, __WALL) != t) continue;
+    if (!WIFSTOPPED(st)) {
+      if (t == leader) leader_status = st;
+      continue;
+    }
+    if ((st >> 16) == PTRACE_EVENT_CLONE) {  // the new thread is traced too
+      unsigned long created = 0;
+      if (ptrace(PTRACE_GETEVENTMSG, t, nullptr, &created) == 0) todo.push_back(created);
+    }
+    unwatch(t);
+    ptrace(PTRACE_DETACH, t, nullptr, pass(t, st));
+  }
+  return leader_status;
 }
 
 std::string wait_text(int status) {
@@ -154,7 +272,8 @@ result<pid_t> spawn(const std::vector<std::string>& argv) {
     _exit(127);
   }
   close(gate[0]);
-  const bool seized = ptrace(PTRACE_SEIZE, pid, nullptr, PTRACE_O_EXITKILL | trace_options) == 0;
+  const bool seized =
+      ptrace(PTRACE_SEIZE, pid, nullptr, PTRACE_O_EXITKILL | thread_group::options) == 0;
   const int seize_errno = errno;
   if (write(gate[1], "g", 1) != 1 || !seized) {
     kill(pid, SIGKILL);

@@ -13,8 +13,10 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -33,8 +35,8 @@ std::string wait_text(int status);
 /// marked.
 constexpr int trace_options = PTRACE_O_TRACEEXEC | PTRACE_O_TRACEEXIT | PTRACE_O_TRACESYSGOOD;
 
-/// Forks argv and seizes the child (trace_options and PTRACE_O_EXITKILL) before it runs exec:
-/// nothing of it runs untraced. If exec fails the child says why on stderr and exits 127.
+/// Forks argv and seizes the child (thread_group::options and PTRACE_O_EXITKILL) before it runs
+/// exec: nothing of it runs untraced. If exec fails the child says why on stderr and exits 127.
 result<pid_t> spawn(const std::vector<std::string>& argv);
 
 /// The signal a stop should pass on when the thread resumes: 0 for ptrace's own stops
@@ -54,7 +56,8 @@ bool wait_stop(pid_t pid, int& status, bool may_interrupt);
 /// Whether the x86 debug registers work for a traced thread on this machine. Some virtual
 /// machines (paravirtualized guests such as PVM) accept them through ptrace but never raise
 /// the trap: a watchpoint there is silently never hit. Found out once per run, with a
-/// watchpoint on a word a short-lived child writes.
+/// watchpoint on a word a short-lived child writes. JITUNWIND_DEBUG_REGISTERS=off in the
+/// tool's environment says they do not (to test that path on a machine where they do).
 bool debug_registers_work();
 
 /// Software breakpoints: int3 written over the first byte of an instruction in the target's
@@ -66,7 +69,8 @@ class software_breakpoints {
  public:
   /// False if the byte cannot be read or written (or `address` already has one).
   bool insert(pid_t pid, uint64_t address);
-  /// Writes the original byte back; false if `address` has none of ours.
+  /// Writes the original byte back (unless something else than int3 is there now: the memory
+  /// was rewritten); false if `address` has none of ours.
   bool remove(pid_t pid, uint64_t address);
   void remove_all(pid_t pid);
   /// The address of ours that a thread stopped by SIGTRAP at `rip` just hit (int3 leaves rip
@@ -75,6 +79,12 @@ class software_breakpoints {
   bool empty() const noexcept { return saved_.empty(); }
   /// Forgets all of them without writing (after exec: the memory is gone).
   void forget() noexcept { saved_.clear(); }
+  /// Whether ours at `address` is still in memory. A loader that maps an object's segment
+  /// again (ld.so maps the whole file, then each segment over it) brings the original byte
+  /// back: then it is written again. Anything else there now: forgotten, false.
+  bool reassert(pid_t pid, uint64_t address);
+  bool has(uint64_t address) const { return saved_.count(address) != 0; }
+  std::vector<uint64_t> addresses() const;
 
  private:
   std::map<uint64_t, uint8_t> saved_;  // address -> original byte
@@ -99,12 +109,60 @@ enum class run_end { returned, ended, exec, exiting, stopped, step_instead };
 /// was about to make, with the breakpoint removed) says the rest must be single-stepped.
 run_end run_to_return(pid_t pid, uint64_t ra, uint64_t sp_after, int& pending, int& status);
 
+/// A system call stop: entry (number, first argument, mmap's flags) or exit (whether it
+/// failed); neither at other stops.
+struct syscall_stop {
+  bool entry = false, exit = false, failed = false;
+  long nr = -1;
+  uint64_t arg0 = 0, flags = 0;
+};
+syscall_stop syscall_at(pid_t pid, int status);
+
 /// Whether a system call stop is the entry of one that creates a thread or process (clone,
 /// clone3, fork, vfork): software breakpoints must be gone before it runs.
 bool creates_task_at_entry(pid_t pid, int status);
+/// The same for a new process only (fork, vfork, a clone without CLONE_THREAD): a thread_group
+/// traces the threads its threads create, not the processes.
+bool creates_process_at_entry(pid_t pid, int status);
 
 /// The number of threads of the process of `pid` (1 if it cannot be read).
 int thread_count(pid_t pid);
+
+/// The threads of a target traced together while `unwind check` waits for its first
+/// publication: every thread of its process, and those they create (PTRACE_O_TRACECLONE), so
+/// that a software breakpoint any of them hits stops it instead of killing the process, and
+/// the thread that publishes can be followed. Threads are added as waitpid reports them.
+class thread_group {
+ public:
+  /// The ptrace options of a thread in the group.
+  static constexpr int options = trace_options | PTRACE_O_TRACECLONE;
+  void add(pid_t tid) { threads_.insert(tid); }
+  void erase(pid_t tid) {
+    threads_.erase(tid);
+    exiting_.erase(tid);
+  }
+  /// At its exit stop: it runs no more code (a main thread may stay a zombie for long).
+  void exiting(pid_t tid) { exiting_.insert(tid); }
+  bool contains(pid_t tid) const { return threads_.count(tid) != 0; }
+  bool empty() const { return threads_.empty(); }
+  /// A thread of the group that has not reached its exit stop (`preferred` if it is one), 0 if
+  /// none.
+  pid_t live(pid_t preferred) const;
+  /// Seizes (options) every thread of the process of `tid` that the group does not have yet,
+  /// until no new one appears; those that cannot be seized are left out.
+  void seize_process(pid_t tid);
+  /// Whether every thread of the process of `tid` is in the group: software breakpoints are
+  /// safe.
+  bool covers_process(pid_t tid) const;
+  /// Stops and detaches every thread but `keep` (0: all of them), with the signal `pass`
+  /// returns for the stop it is in, its debug registers cleared; threads created meanwhile
+  /// too. Returns the wait status of the main thread `leader` if it was reaped meanwhile.
+  std::optional<int> detach_all_but(pid_t keep, pid_t leader,
+                                    const std::function<int(pid_t, int)>& pass);
+
+ private:
+  std::set<pid_t> threads_, exiting_;
+};
 
 // Tracer and thread on one CPU while stepping: every step wakes the other side twice, and a
 // wake-up across CPUs costs several times more (a bare step-and-wait loop on this project's

@@ -4,6 +4,7 @@
 // how that is known). For runtime authors writing frame descriptions: a sampling profiler hits
 // prologues and epilogues too, which call-site checks (`jitwalk verify`) never do.
 #include "cli.hpp"
+#include "first_publication.hpp"
 #include <jitunwind/toolkit/guarded_file.hpp>
 #include <jitunwind/toolkit/proc_stat.hpp>
 #include <jitunwind/toolkit/terminal_text.hpp>
@@ -61,10 +62,12 @@ const command_spec check_spec{
     "(seen at the function's first instruction). Executing code in a window that no published "
     "function covers is reported too, and so is every window whose SFrame data cannot be used "
     "(none, unreadable, invalid, or for code outside the window).\n"
-    "Only frames entered while the thread is watched are compared; so is only the watched "
-    "thread (other threads run freely). A function must be entered at its start for its frame "
-    "to be known. The native code the JIT calls is stepped through (it counts against --steps) "
-    "but not checked.\n"
+    "The thread checked is the one given with --pid or, with COMMAND, the first thread to "
+    "enter published code (every thread is traced until then); the other threads run freely. "
+    "Only frames entered while the thread is watched are compared: a function must be entered "
+    "at its start for its frame to be known. A target whose registry stays empty (a runtime "
+    "publishing without the SDK's 'registry' publisher) is an error that says so. The native "
+    "code the JIT calls is stepped through (it counts against --steps) but not checked.\n"
     "Output: a summary (instructions checked, distinct addresses, functions, frames compared) "
     "and the first mismatches, each with the pc, the frame, and the expected and unwound "
     "values; function names come from /tmp/perf-PID.map when it exists. With COMMAND, the "
@@ -114,303 +117,6 @@ bool parse_limit(const parsed_args& a, const char* name, uint64_t min, uint64_t 
   return true;
 }
 
-// ---- waiting for the first publication ----
-
-// The files mapped into the process ("device inode" of each), from /proc/PID/maps.
-std::set<std::string> mapped_files(pid_t pid) {
-  std::set<std::string> files;
-  std::istringstream maps(toolkit::proc_text_or_empty("/proc/" + std::to_string(pid) + "/maps"));
-  for (std::string line; std::getline(maps, line);) {
-    std::istringstream fields(line);
-    std::string range, perms, offset, device, inode;
-    if (fields >> range >> perms >> offset >> device >> inode && inode != "0")
-      files.insert(device + " " + inode);
-  }
-  return files;
-}
-
-// A system call stop: entry (number and mmap's flags) or exit (whether it failed).
-struct syscall_stop {
-  bool entry = false, exit = false, failed = false;
-  long nr = -1;
-  uint64_t flags = 0;
-};
-
-syscall_stop syscall_at(pid_t pid) {
-  syscall_stop s;
-  __ptrace_syscall_info info{};
-  if (ptrace(PTRACE_GET_SYSCALL_INFO, pid, sizeof info, &info) > 0) {
-    s.entry = info.op == PTRACE_SYSCALL_INFO_ENTRY;
-    s.exit = info.op == PTRACE_SYSCALL_INFO_EXIT;
-    s.nr = s.entry ? static_cast<long>(info.entry.nr) : -1;
-    s.flags = info.entry.args[3];
-    s.failed = s.exit && info.exit.is_error;
-    return s;
-  }
-  // Before Linux 5.3: at an entry stop rax holds -ENOSYS (set by the kernel), at an exit the
-  // result; the flags are the fourth argument (r10).
-  user_regs_struct r{};
-  if (ptrace(PTRACE_GETREGS, pid, nullptr, &r) != 0) return s;
-  s.entry = static_cast<long>(r.rax) == -ENOSYS;
-  s.exit = !s.entry;
-  s.nr = static_cast<long>(r.orig_rax);
-  s.flags = r.r10;
-  s.failed = s.exit && static_cast<long>(r.rax) < 0 && static_cast<long>(r.rax) > -4096;
-  return s;
-}
-
-// Without working debug registers (tracee::debug_registers_work), the first publication is
-// caught with software breakpoints on the SDK's USDT probe jitunwind:window_publish, which the
-// SDK fires after every other publisher (registry first): in the objects that define the
-// registries, each probe site (a one-byte nop) gets an int3 and each probe's semaphore is raised
-// so that the SDK fires it. Only while the traced thread is its process's only thread (see
-// software_breakpoints); otherwise the thread is stopped at its system calls only, and code it
-// publishes and runs before its next system call is not seen from its first instruction.
-class publish_traps {
- public:
-  // Finds the probe sites of the registries' objects (once per reader) and arms them.
-  void arm(pid_t pid, const remote::registry_reader& reader) {
-    if (sites_.empty()) find_sites(pid, reader);
-    if (armed_ || sites_.empty() || tracee::thread_count(pid) != 1) return;
-    for (const site& s : sites_) {
-      if (!breakpoints_.insert(pid, s.pc)) continue;
-      if (s.semaphore != 0) add_to_semaphore(pid, s.semaphore, 1);
-    }
-    armed_ = !breakpoints_.empty();
-    ever_armed_ = ever_armed_ || armed_;
-  }
-  void disarm(pid_t pid) {
-    if (!armed_) return;
-    for (const site& s : sites_) {
-      if (breakpoints_.remove(pid, s.pc) && s.semaphore != 0)
-        add_to_semaphore(pid, s.semaphore, -1);
-    }
-    armed_ = false;
-  }
-  // After exec: the patched memory and the objects are gone.
-  void forget() {
-    breakpoints_.forget();
-    sites_.clear();
-    armed_ = false;
-  }
-  bool armed() const { return armed_; }
-  bool ever_armed() const { return ever_armed_; }
-  // Whether the thread, stopped by SIGTRAP, hit one of the probe sites.
-  bool hit(pid_t pid, int status) const {
-    if (!armed_ || !WIFSTOPPED(status) || WSTOPSIG(status) != SIGTRAP || (status >> 16) != 0)
-      return false;
-    user_regs_struct r{};
-    return ptrace(PTRACE_GETREGS, pid, nullptr, &r) == 0 && breakpoints_.hit(pid, r.rip);
-  }
-
- private:
-  struct site {
-    uint64_t pc = 0, semaphore = 0;
-  };
-
-  void find_sites(pid_t pid, const remote::registry_reader& reader) {
-    for (const remote::registry_location& r : reader.registries()) {
-      auto bytes =
-          toolkit::read_whole_file("/proc/" + std::to_string(pid) + "/root" + r.object_path);
-      if (!bytes) continue;
-      auto elf = toolkit::elf_image::parse(*bytes);
-      auto notes = usdt::read_sdt_notes(*bytes);
-      if (!elf || !notes) continue;
-      // The load bias, from the registry symbol's run-time and link-time addresses.
-      std::optional<uint64_t> bias;
-      for (const toolkit::elf_section& sec : elf->sections()) {
-        if (sec.type != toolkit::elf_sht_dynsym && sec.type != toolkit::elf_sht_symtab) continue;
-        auto symbols = elf->symbols(sec);
-        if (!symbols) continue;
-        for (const toolkit::elf_symbol& sym : *symbols) {
-          if (sym.name == "jitunwind_registry" && sym.value != 0) bias = r.address - sym.value;
-        }
-        if (bias) break;
-      }
-      if (!bias) continue;
-      for (const usdt::sdt_note& n : *notes) {
-        if (n.provider != "jitunwind" || n.name != "window_publish") continue;
-        const uint64_t pc = n.pc + *bias;
-        errno = 0;
-        const long word = ptrace(PTRACE_PEEKTEXT, pid, pc & ~uint64_t{7}, nullptr);
-        const auto byte = static_cast<uint8_t>(static_cast<uint64_t>(word) >> ((pc & 7) * 8));
-        if (errno != 0 || byte != 0x90) continue;  // a probe site is a one-byte nop
-        sites_.push_back({pc, n.semaphore != 0 ? n.semaphore + *bias : 0});
-      }
-    }
-  }
-
-  // Semaphores are 16-bit counters that tracers raise while attached.
-  static void add_to_semaphore(pid_t pid, uint64_t address, int delta) {
-    const uint64_t word_address = address & ~uint64_t{7};
-    errno = 0;
-    const long word = ptrace(PTRACE_PEEKDATA, pid, word_address, nullptr);
-    if (errno != 0) return;
-    const unsigned shift = static_cast<unsigned>(address - word_address) * 8;
-    const auto value = static_cast<uint16_t>((static_cast<uint64_t>(word) >> shift) +
-                                             static_cast<unsigned>(delta));
-    const uint64_t updated =
-        (static_cast<uint64_t>(word) & ~(uint64_t{0xffff} << shift)) | (uint64_t{value} << shift);
-    ptrace(PTRACE_POKEDATA, pid, word_address, updated);
-  }
-
-  std::vector<site> sites_;
-  tracee::software_breakpoints breakpoints_;
-  bool armed_ = false, ever_armed_ = false;
-};
-
-// How waiting for the first publication left the thread, when it found none.
-struct wait_failure {
-  std::optional<int> ended;  // the thread was reaped: its wait status
-  bool detached = false;     // it was at its exit stop and is detached (it goes on exiting)
-};
-
-// Lets the target run until its registry lists published code, and stops its thread there.
-// The registry is looked for only while the thread is stopped, so that watchpoints on its
-// change counters are set before the thread runs on: they stop it right after its first
-// publication, before it runs any of that code (a short program is over before a poll from
-// outside would see it). The thread runs from system call to system call until a registry is
-// found: at the first stop, after exec (a new image, new registries), and after each mmap of
-// a file (how the SDK, if a shared library, arrives); then freely, with the watchpoints. A
-// publication by another thread (debug registers are per thread) is found by polling. `stop`
-// receives the status of the stop the thread is left in.
-result<stepcheck::published_code> wait_for_code(pid_t pid, bool spawned, seconds patience,
-                                                publish_traps& traps, wait_failure& failure,
-                                                int& stop) {
-  const bool watchpoints = debug_registers_work();
-  bool execed = false;
-  const auto deadline = steady_clock::now() + patience;
-  std::optional<stepcheck::published_code> code;
-  std::string last_error = "no jitunwind registry found in the target";
-  bool look = true;                // look for registries at the next stop
-  bool interrupting = false;       // PTRACE_INTERRUPT sent: the next wait blocks for its stop
-  bool mapping_a_file = false;     // the system call being made is an mmap of a file
-  std::set<std::string> examined;  // the mapped files the last look saw
-  auto next_poll = steady_clock::now();
-  // Whether files were mapped since the last look (a look parses every mapped ELF file).
-  auto has_new = [&](const std::set<std::string>& now) {
-    return !std::includes(examined.begin(), examined.end(), now.begin(), now.end());
-  };
-  auto new_files = [&]() {
-    std::set<std::string> now = mapped_files(pid);
-    const bool added = has_new(now);
-    examined = std::move(now);
-    return added;
-  };
-  // True once per 10 ms: time to compare the mapped files (another thread may map the SDK).
-  auto poll_due = [&]() {
-    if (code || steady_clock::now() < next_poll) return false;
-    next_poll = steady_clock::now() + milliseconds(10);
-    return true;
-  };
-  auto open_at_stop = [&]() {
-    if (!new_files()) return;
-    auto reader = remote::registry_reader::open(pid);
-    if (!reader) {
-      last_error = reader.error().message();
-      return;
-    }
-    if (watchpoints)
-      watch_registries(pid, *reader);
-    else
-      traps.arm(pid, *reader);
-    code.emplace(std::move(reader).value());
-  };
-  auto has_code = [&]() {
-    if (!code) return false;
-    if (auto ok = code->refresh(); !ok) {
-      last_error = ok.error().message();
-      return false;
-    }
-    if (!code->empty()) return true;
-    last_error = "the registry lists no window with published code";
-    return false;
-  };
-  for (;;) {
-    int status = 0;
-    const pid_t r = waitpid(pid, &status, (interrupting ? 0 : WNOHANG) | __WALL);
-    if (r == pid && !WIFSTOPPED(status)) {
-      failure.ended = status;
-      if (spawned && !execed)  // the child said why on stderr
-        return error(errc::not_found, "the command could not be started");
-      return error(errc::not_found, "the target " + wait_text(status) +
-                                        " before it published any JIT code (" + last_error + ")");
-    }
-    if (r == pid) {
-      interrupting = false;
-      if (auto exiting = exit_stop(pid, status)) {
-        // The exit system call ends one thread (pthread_exit); exit_group or a fatal signal
-        // ends them all, and the others' count is about to drop.
-        user_regs_struct regs{};
-        const bool thread_only = ptrace(PTRACE_GETREGS, pid, nullptr, &regs) == 0 &&
-                                 static_cast<long>(regs.orig_rax) == SYS_exit;
-        const int others = thread_only ? thread_count(pid) - 1 : 0;
-        traps.disarm(pid);
-        ptrace(PTRACE_DETACH, pid, nullptr, 0);
-        failure.detached = true;
-        if (spawned && !execed) return error(errc::not_found, "the command could not be started");
-        return error(
-            errc::not_found,
-            "the thread " + wait_text(*exiting) + " before it published any JIT code (" +
-                last_error + ")" +
-                (others > 0 ? "; the process goes on with " + count_text(others, "other thread") +
-                                  ": if one runs the JIT code, use --pid TID"
-                            : ""));
-      }
-      if ((status >> 16) == PTRACE_EVENT_EXEC) {
-        execed = true;
-        code.reset();
-        traps.forget();
-        look = true;
-      }
-      // Before a new thread or process shares (or copies) the patched code.
-      if (traps.armed() && creates_task_at_entry(pid, status)) traps.disarm(pid);
-      const bool trapped = traps.hit(pid, status);
-      if (is_syscall_stop(status)) {
-        // Anonymous mappings (heaps, stacks, JIT code) cannot bring a registry.
-        const syscall_stop sc = syscall_at(pid);
-        if (sc.entry) mapping_a_file = sc.nr == SYS_mmap && (sc.flags & MAP_ANONYMOUS) == 0;
-        if (sc.exit && mapping_a_file && !sc.failed) look = true;
-      }
-      if (poll_due()) look = true;  // open_at_stop looks only if there are new files
-      if (!code && look) {
-        look = false;
-        open_at_stop();
-      }
-      if (has_code()) {
-        if (watchpoints) unwatch(pid);
-        traps.disarm(pid);
-        // Our trap is not the program's: handed on as a ptrace stop (no signal to pass on).
-        stop = trapped ? (PTRACE_EVENT_STOP << 16) | (SIGTRAP << 8) | 0x7f : status;
-        return std::move(*code);
-      }
-      // Without watchpoints the thread is stopped at each system call to look again.
-      ptrace(code && watchpoints ? PTRACE_CONT : PTRACE_SYSCALL, pid, nullptr,
-             trapped ? 0 : signal_to_deliver(pid, status));
-    } else if (code ? has_code() : (look && !spawned)) {
-      // Published by another thread; or --pid, not looked at yet: stop it to look.
-      ptrace(PTRACE_INTERRUPT, pid, nullptr, nullptr);
-      interrupting = true;
-      continue;
-    } else if (poll_due()) {
-      // Another thread may map the SDK (dlopen): compare the mapped files (a read of
-      // /proc/PID/maps), and stop this thread to look and set watchpoints if one is new.
-      if (has_new(mapped_files(pid))) {
-        look = true;
-        ptrace(PTRACE_INTERRUPT, pid, nullptr, nullptr);
-        interrupting = true;
-        continue;
-      }
-    }
-    if (stop_requested) return error(errc::bad_state, "interrupted while waiting for JIT code");
-    if (steady_clock::now() >= deadline)
-      return error(errc::not_found, "no published JIT code within " +
-                                        std::to_string(patience.count()) + " s (" + last_error +
-                                        ")");
-    if (r != pid) std::this_thread::sleep_for(milliseconds(1));
-  }
-}
-
 // ---- names for the report ----
 
 // "'jit:rec'+0x34" (or "0x7f..000+0x34" without a name): what a runtime author looks up.
@@ -424,6 +130,7 @@ struct tally {
   uint64_t steps = 0, jit_steps = 0, unwatched = 0, frames = 0, mismatches = 0, native_runs = 0;
   uint64_t native_stepped = 0;  // --skip-native calls that had to be stepped (see run_to_return)
   std::string watch_note;       // how the first publication was caught, when not by watchpoints
+  std::string thread_note;      // why this thread, when it is not the one given
   uint64_t registry_errors = 0;
   std::unordered_set<uint64_t> pcs, bad_pcs;
   std::set<uint64_t> functions;
@@ -477,7 +184,8 @@ void print_report(const std::string& program, pid_t pid, const std::string& perf
                   const stepcheck::published_code& code) {
   perf_map_names names(perf_map);
   names.update();
-  std::printf("%s: thread %d\n", program.c_str(), pid);
+  std::printf("%s: thread %d%s\n", program.c_str(), pid,
+              t.thread_note.empty() ? "" : (", " + t.thread_note).c_str());
   std::printf("  single steps:      %llu (%s)\n", static_cast<unsigned long long>(t.steps),
               t.stopped_because.c_str());
   std::printf(
@@ -526,6 +234,17 @@ void print_report(const std::string& program, pid_t pid, const std::string& perf
   }
 }
 
+// Why no frame was compared, and what to try.
+std::string nothing_compared_text(const tally& t, pid_t thread) {
+  const std::string which = "thread " + std::to_string(thread);
+  if (t.jit_steps > 0)
+    return "the functions " + which +
+           " ran were entered before the check began: only frames entered while it is "
+           "watched can be compared";
+  return "no JIT code ran on " + which +
+         "; if another thread runs it, check that one while the runtime runs: --pid TID";
+}
+
 // Whether the instruction just stepped was a system call that created a thread or process
 // (its id in rax).
 bool created_task(const user_regs_struct& r) {
@@ -562,6 +281,10 @@ bool step_thread(const std::string& program, pid_t pid, stepcheck::published_cod
   auto stop_reason = [&]() {
     return steady_clock::now() >= deadline ? "time limit" : "interrupted";
   };
+  // Where waiting left it: at the first instruction of a function, its frame is known.
+  memory.clear();
+  if (alive && ptrace(PTRACE_GETREGS, pid, nullptr, &regs) == 0)
+    in_jit = check_stop(code, oracle, memory, regs, false, lim, t);
   while (alive) {
     if (t.steps >= lim.steps) {
       t.stopped_because = "step limit";
@@ -701,7 +424,7 @@ int run_check(const std::string& program, const parsed_args& a) {
                     "thread " + std::to_string(pid) + " (" + toolkit::terminal_text(st->comm) +
                         ") is a kernel thread: it runs no user code and publishes no windows",
                     exit_failure);
-    if (ptrace(PTRACE_SEIZE, pid, nullptr, trace_options) != 0)
+    if (ptrace(PTRACE_SEIZE, pid, nullptr, thread_group::options) != 0)
       return report(program,
                     "cannot trace thread " + std::to_string(pid) + ": " + std::strerror(errno) +
                         (errno == EPERM ? " (needs CAP_SYS_PTRACE or a ptrace_scope that "
@@ -730,59 +453,39 @@ int run_check(const std::string& program, const parsed_args& a) {
   signal(SIGPIPE, SIG_IGN);
 
   wait_failure failed;
-  int status = 0;
-  publish_traps traps;
-  auto code = wait_for_code(pid, spawned, seconds(lim.wait), traps, failed, status);
-  if (!code) {
-    if (!failed.ended && !failed.detached) {
-      ptrace(PTRACE_INTERRUPT, pid, nullptr, nullptr);
-      int st = 0;
-      if (waitpid(pid, &st, __WALL) == pid && !WIFSTOPPED(st)) {
-        failed.ended = st;  // ended meanwhile: reaped, its pid may be reused
-      } else {
-        unwatch(pid);
-        const bool ours = traps.hit(pid, st);
-        traps.disarm(pid);
-        ptrace(PTRACE_DETACH, pid, nullptr, ours ? 0 : signal_to_deliver(pid, st));
-      }
-    }
+  auto found = wait_for_code(pid, spawned, seconds(lim.wait), failed);
+  if (!found) {
     // A command that published nothing in time is not left running on its own.
     if (spawned && !failed.ended) kill(pid, SIGKILL);
     finish_command(failed.ended);
-    return report(program, code.error().message(), exit_failure);
+    return report(program, found.error().message(), exit_failure);
   }
 
   // The thread is stopped: step it from here.
+  const pid_t thread = found->thread;
+  stepcheck::published_code& code = found->code;
+  int status = found->stop;
   tally t;
-  if (!debug_registers_work())
-    t.watch_note =
-        traps.ever_armed()
-            ? "caught at the SDK's probe jitunwind:window_publish (software breakpoint: this "
-              "machine's debug registers do not trap)"
-            : "seen at a system call or by polling (this machine's debug registers do not "
-              "trap, and no window_publish probe could be used): code run before that was not "
-              "checked";
+  t.watch_note = found->how;
+  t.thread_note = found->whom;
   stepcheck::frame_oracle oracle;
   // Where the perf map is depends on the process's environment (JITUNWIND_DIR), readable only
   // while it lives: found now, read when reporting.
-  const pid_t process = process_of(pid);
-  const std::string perf_map = perf_map_path(process, live_task(process, pid));
-  const bool alive = step_thread(program, pid, *code, oracle, lim, status, t);
-  print_report(program, pid, perf_map, t, oracle, *code);
+  const pid_t process = process_of(thread);
+  const std::string perf_map = perf_map_path(process, live_task(process, thread));
+  const bool alive = step_thread(program, thread, code, oracle, lim, status, t);
+  print_report(program, thread, perf_map, t, oracle, code);
   std::fflush(stdout);
-  finish_command(alive ? std::nullopt : std::optional<int>(status));
-  if (!code->unusable().empty()) {
+  // The end of another thread than the main one is not the command's.
+  finish_command(alive || thread != pid ? std::nullopt : std::optional<int>(status));
+  if (!code.unusable().empty()) {
     std::fprintf(stderr, "%s: error: %s whose SFrame data cannot be used (listed above)\n",
-                 program.c_str(), count_text(code->unusable().size(), "window").c_str());
+                 program.c_str(), count_text(code.unusable().size(), "window").c_str());
     return exit_failure;
   }
   if (t.frames == 0) {
-    std::fprintf(stderr,
-                 "%s: error: no JIT frame was compared (%s; is the JIT code on another thread? "
-                 "use --pid TID)\n",
-                 program.c_str(),
-                 t.jit_steps == 0 ? "no JIT code ran on this thread"
-                                  : "its functions were entered before the check began");
+    std::fprintf(stderr, "%s: error: no JIT frame was compared (%s)\n", program.c_str(),
+                 nothing_compared_text(t, thread).c_str());
     return exit_failure;
   }
   return t.mismatches == 0 ? exit_ok : exit_failure;

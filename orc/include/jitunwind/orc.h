@@ -25,6 +25,14 @@
 ///      .addPlugin(std::make_shared<jitunwind::orc::plugin>(session));`
 /// (LLJIT on x86-64/AArch64 Linux links with JITLink by default.)
 ///
+/// Removed code: JITLink's in-process memory manager unmaps it, and the next graph would often
+/// land at the same addresses. perf maps cannot take a name back, so while the session does not
+/// reuse addresses (`session::recycles_addresses()`: the default with the perf map or jitdump
+/// publisher on) the plugin maps the removed code's pages inaccessible (address space only) at
+/// the start of the next link, before JITLink allocates: new code goes elsewhere. A memory
+/// manager that keeps the pages (a slab allocator) cannot be kept from reusing them; that is
+/// counted in `stats()` and logged.
+///
 /// Ownership: the plugin keeps a reference to the session, which must outlive it and every
 /// window it created. Thread-safety: JITLink may link graphs concurrently; the plugin locks its
 /// own state and the session is thread-safe. Errors: the plugin never fails a link: what it
@@ -48,6 +56,13 @@ struct plugin_stats {
   size_t functions_published = 0;  ///< callable symbols published with rows
   size_t functions_left_out = 0;   ///< callable symbols not published (no FDE, rows SFrame lacks)
   size_t windows_retired = 0;      ///< windows retired when ORC removed their resources
+  /// Page ranges of removed code kept out of reach (mapped inaccessible) so that JITLink cannot
+  /// put new code at the same addresses while the session does not reuse addresses (perf map
+  /// or jitdump publisher on: perf map lines cannot be taken back), and ranges that could not
+  /// be kept because the memory manager still held them (it may put new code there: the perf
+  /// map then names it after the removed code; the perf map publisher warns when it happens).
+  size_t ranges_kept = 0;
+  size_t ranges_not_kept = 0;
   std::string last_problem;        ///< the most recent reason a function was left out
 };
 
@@ -78,12 +93,15 @@ class plugin : public llvm::orc::ObjectLinkingLayer::Plugin {
   };
   void scan_graph(llvm::orc::MaterializationResponsibility& mr, llvm::jitlink::LinkGraph& g);
   void note_left_out(const std::string& what);
+  /// Maps the pages of removed code inaccessible (see above); before each link.
+  void keep_removed_ranges();
 
   session& session_;
   mutable std::mutex mutex_;
   std::map<llvm::orc::MaterializationResponsibility*, pending_graph> pending_;
   std::map<llvm::orc::ResourceKey, std::vector<window*>> windows_;
   plugin_stats stats_;
+  std::vector<std::pair<uint64_t, uint64_t>> removed_;  // page ranges to keep out of reach
 };
 
 }  // namespace jitunwind::orc

@@ -24,6 +24,7 @@
 
 #include <jitunwind/config.h>
 #include <jitunwind/frame.h>
+#include <jitunwind/log.h>
 #include <jitunwind/result.h>
 #include <jitunwind/span.h>
 
@@ -48,7 +49,26 @@ JITUNWIND_API result<void> name_code(const void* code, size_t size, std::string_
                                      span<const frame_row> rows);
 
 /// The code named at `code` will not run again (no thread is inside it or will return into
-/// it): its window is retired and freed; the range may be named again.
+/// it): its window is retired and freed; the range may be named again. Its cost does not
+/// depend on how much other code is named. perf's perf map cannot take a name back: code named
+/// later at the same addresses is misnamed by `perf report` without `perf inject` (the perf map
+/// publisher warns; docs/integrating.md, "What perf sees").
 JITUNWIND_API result<void> forget_code(const void* code);
+
+/// Where the default session's messages go (publisher warnings such as "perf will lose this
+/// function's unwinding data", failures), besides JITUNWIND_LOG's destination: `sink` replaces
+/// the sink set before (a default-constructed one removes it). May be called before or after
+/// the first `name_code`, from any thread; the sink may be called from any thread that names
+/// or forgets code.
+JITUNWIND_API void set_default_session_log(log_sink sink);
+
+/// Bytes to leave free after a function of `f.size` bytes at `f.start` with rows `f.rows`
+/// before the next function starts, so that `perf inject --jit` keeps its unwinding data: perf
+/// maps each jitdump load over its code rounded up to 8 bytes plus the `.eh_frame` and header
+/// that follow (a few dozen bytes per function, more with many rows), and code starting inside
+/// that range hides the earlier function's unwinding data from `perf --call-graph dwarf`. For
+/// runtimes that place their own code (the on-ramp, described windows); owned windows leave it
+/// themselves. `invalid_argument` for rows that do not validate.
+JITUNWIND_API result<size_t> perf_code_gap(abi target, const function_desc& f);
 
 }  // namespace jitunwind

@@ -153,9 +153,25 @@ class JITUNWIND_API encoder {
   /// unchanged.
   result<void> write_update(std::span<uint8_t> out, uint64_t section_address, size_t written) const;
 
+  /// The same for a section laid out with room for `fde_room` FDEs (at least
+  /// `function_count()`): the FRE sub-section starts behind the room (header field `freoff` =
+  /// `fde_room` × FDE size), so the functions added since `written` go behind the others and
+  /// nothing moves — O(new functions). `out` must hold what this call produced there with the
+  /// same `fde_room` when the encoder had its first `written` functions (0: anything; a new
+  /// `fde_room` needs 0), and `size_with_room(fde_room)` bytes. The section is valid SFrame
+  /// (the format locates each sub-section by its offset), but the bytes between the FDEs and
+  /// the FREs are unused: readers that assume the FREs follow the FDEs (libsframe up to
+  /// binutils 2.45 ignores `freoff`) misread it; `write`'s layout is `fde_room` =
+  /// `function_count()`. Errors as for the other write_update, and `invalid_argument` when
+  /// `fde_room` is too small.
+  result<void> write_update(std::span<uint8_t> out, uint64_t section_address, size_t written,
+                            size_t fde_room) const;
+  /// Bytes of the section laid out with room for `fde_room` FDEs.
+  size_t size_with_room(size_t fde_room) const noexcept;
+
  private:
   explicit encoder(const encoder_options& options) : options_(options) {}
-  void write_header(uint8_t* h) const;
+  void write_header(uint8_t* h, size_t fde_room) const;
   void write_fdes(uint8_t* fde_area, uint64_t section_address, size_t from, size_t to) const;
 
   size_t fde_size() const noexcept;

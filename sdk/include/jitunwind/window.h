@@ -72,10 +72,13 @@ constexpr bool contains(publisher_set s, publisher p) {
   return (s & static_cast<uint32_t>(p)) != 0;
 }
 
-/// Every publisher that works without configuration (all but `kernel`).
-inline constexpr publisher_set default_publishers = publisher::registry | publisher::usdt_events |
-                                                    publisher::perfmap | publisher::jitdump |
-                                                    publisher::gdb;
+/// The publishers whose readers find them unasked and whose cost fits a JIT that publishes
+/// function by function: registry and USDT events (jitwalk), perf map (perf, bcc, bpftrace),
+/// GDB JIT interface (a debugger that attaches, or a core file). `jitdump` is opt-in: it copies
+/// every function's code into a file that only `perf inject --jit` reads, and costs more than
+/// the others together (docs/publishers.md, "Which publishers are on by default").
+inline constexpr publisher_set default_publishers =
+    publisher::registry | publisher::usdt_events | publisher::perfmap | publisher::gdb;
 
 /// "registry", "usdt-events", "perfmap", "jitdump", "gdb", "kernel".
 JITUNWIND_API const char* to_string(publisher p) noexcept;
@@ -165,8 +168,10 @@ struct session_options {
   /// JITUNWIND_DURABILITY ("sync", "batched", or per file "perfmap:sync,jitdump:batched"),
   /// JITUNWIND_FLUSH_MS (flush_latency, 1..60000), JITUNWIND_FLUSH_BYTES (flush_bytes, with an
   /// optional k or m suffix), JITUNWIND_FLUSH_THREAD ("on"/"off", "1"/"0"),
-  /// JITUNWIND_ADDRESS_REUSE (`auto`, `allowed` or `never`).
-  /// `invalid_argument` naming the variable for a value that does not parse.
+  /// JITUNWIND_ADDRESS_REUSE (`auto`, `allowed` or `never`), JITUNWIND_LOG (`stderr`,
+  /// `file:PATH` or `off`: where `log` writes; JITUNWIND_LOG_LEVEL `debug`, `info`, `warning`
+  /// (the default) or `error`). `invalid_argument` naming the variable for a value that does not
+  /// parse; `io_error` for a JITUNWIND_LOG file that cannot be opened.
   JITUNWIND_API static result<session_options> from_env();
 };
 

@@ -37,14 +37,16 @@ struct c_log {
   void* user;
 };
 
+void call_c_log(void* u, log_level level, std::string_view m) {
+  auto* c = static_cast<c_log*>(u);
+  c->fn(c->user, static_cast<int>(level), m.data(), m.size());
+}
+
 log_sink c_sink(jitunwind_log_fn fn, void* user, int min_level) {
   log_sink sink;
   if (fn == nullptr) return sink;
   sink.user = new c_log{fn, user};
-  sink.fn = [](void* u, log_level level, std::string_view m) {
-    auto* c = static_cast<c_log*>(u);
-    c->fn(c->user, static_cast<int>(level), m.data(), m.size());
-  };
+  sink.fn = call_c_log;
   sink.min_level = static_cast<log_level>(std::clamp(min_level, 0, 3));
   return sink;
 }
@@ -137,16 +139,18 @@ jitunwind_status jitunwind_session_create_from_env(jitunwind_log_fn log, void* l
     *out = nullptr;
     auto o = session_options::from_env();
     if (!o) return fail(error, o.error());
-    o->log = c_sink(log, log_user, 1);
+    if (log != nullptr) o->log = c_sink(log, log_user, 1);  // else JITUNWIND_LOG's, if set
     return make_session(*o, out, error);
   });
 }
 
 void jitunwind_session_destroy(jitunwind_session* s) {
   if (s == nullptr) return;
-  void* log_block = S(s)->options().log.user;
+  // Only a sink from c_sink owns its block (JITUNWIND_LOG's sink carries a descriptor).
+  const log_sink& log = S(s)->options().log;
+  void* log_block = log.fn == call_c_log ? log.user : nullptr;
   delete S(s);
-  delete static_cast<c_log*>(log_block);  // from c_sink, or null
+  delete static_cast<c_log*>(log_block);
 }
 
 jitunwind_publisher_state jitunwind_session_publisher_state(const jitunwind_session* s,

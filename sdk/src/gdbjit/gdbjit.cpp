@@ -5,6 +5,7 @@
 #include "common/error.hpp"
 #include <jitunwind/toolkit/names.hpp>
 #include "gdbjit/elf_object.hpp"
+#include "gdbjit/growing_object.hpp"
 #include <jitunwind/toolkit/gdb_jit.hpp>
 
 #include <elf.h>
@@ -78,43 +79,12 @@ void put(uint8_t* out, size_t at, const T& v) {
 // .shstrtab; section headers (8-aligned): null, .text, .eh_frame, .symtab, .strtab, .shstrtab.
 result<void> write_object(cfi::encoder& enc, uint16_t machine,
                           std::span<const function_symbol> functions, std::vector<uint8_t>& out) {
-  if (functions.empty())
-    return make_error(errc::invalid_argument, "gdb jit: registration without functions");
-  uint64_t lo = UINT64_MAX, hi = 0;
-  bool sorted = true;
-  size_t name_bytes = 1;
-  for (size_t i = 0; i < functions.size(); ++i) {
-    const function_symbol& f = functions[i];
-    if (f.name.empty())
-      return make_error(errc::invalid_argument, "gdb jit: function at 0x%" PRIx64 " has no name",
-                        f.start);
-    if (f.size == 0 || f.start > UINT64_MAX - f.size)
-      return make_error(errc::invalid_argument,
-                        "gdb jit: function %.*s at 0x%" PRIx64 " has a bad size 0x%" PRIx64,
-                        static_cast<int>(f.name.size()), f.name.data(), f.start, f.size);
-    if (f.frame != nullptr && (f.frame->start != f.start || f.frame->size > f.size))
-      return make_error(errc::invalid_argument,
-                        "gdb jit: rows of %.*s describe [0x%" PRIx64
-                        ", +%u), not the function "
-                        "[0x%" PRIx64 ", +%" PRIu64 ")",
-                        static_cast<int>(f.name.size()), f.name.data(), f.frame->start,
-                        f.frame->size, f.start, f.size);
-    lo = std::min(lo, f.start);
-    hi = std::max(hi, f.start + f.size);
-    sorted &= i == 0 || functions[i - 1].start <= f.start;
-    name_bytes += f.name.size() + 1;
-  }
-  // Symbols and FDEs in address order (a window's functions already are).
-  std::vector<const function_symbol*> order;
-  if (!sorted) {
-    order.reserve(functions.size());
-    for (const function_symbol& f : functions) order.push_back(&f);
-    std::stable_sort(
-        order.begin(), order.end(),
-        [](const function_symbol* a, const function_symbol* b) { return a->start < b->start; });
-  }
+  auto facts = check_batch(functions);
+  if (!facts) return std::move(facts).error();
+  const uint64_t lo = facts->lo, hi = facts->hi;
+  const size_t name_bytes = 1 + facts->name_bytes;
   const size_t n = functions.size();
-  auto at = [&](size_t i) -> const function_symbol& { return sorted ? functions[i] : *order[i]; };
+  auto at = [&](size_t i) -> const function_symbol& { return facts->at(functions, i); };
 
   enc.clear(0);
   for (size_t i = 0; i < n; ++i) {
@@ -212,7 +182,8 @@ result<std::vector<uint8_t>> build_object(abi target, std::span<const function_s
 
 struct registrar::node {
   jit_code_entry entry{};
-  std::vector<uint8_t> object;
+  std::vector<uint8_t> object;              // add(): built whole
+  std::unique_ptr<growing_object> growing;  // append(): grows in place
 };
 
 result<std::unique_ptr<registrar>> registrar::create(const registrar_options& options) {
@@ -283,8 +254,16 @@ result<registration_id> registrar::add(std::span<const function_symbol> function
   n->entry.symfile_size = n->object.size();
 
   std::lock_guard lock(descriptor_lock());
+  return link(std::move(n));
+}
+
+registration_id registrar::link(std::unique_ptr<node> n) {
   const registration_id id = next_id_++;
   jit_code_entry* e = &n->entry;
+  if (n->growing) {
+    e->symfile_addr = reinterpret_cast<const char*>(n->growing->data());
+    e->symfile_size = n->growing->capacity();
+  }
   live_.emplace(id, std::move(n));  // may throw bad_alloc before the list is touched
   e->prev_entry = nullptr;
   e->next_entry = target_->first_entry;
@@ -292,6 +271,74 @@ result<registration_id> registrar::add(std::span<const function_symbol> function
   target_->first_entry = e;
   announce(*target_, notify_, e, jit_register);
   return id;
+}
+
+bool registrar::debugger_attached() const noexcept {
+  return breakpoint_at(reinterpret_cast<const void*>(notify_));
+}
+
+result<registrar::appended> registrar::append(registration_id id,
+                                              std::span<const function_symbol> functions) {
+  std::lock_guard build(build_mutex_);
+  std::lock_guard lock(descriptor_lock());
+  node* held = nullptr;
+  if (id != 0) {
+    auto it = live_.find(id);
+    if (it == live_.end() || !it->second->growing)
+      return make_error(errc::not_found, "gdb jit: no growing registration %" PRIu64, id);
+    held = it->second.get();
+  }
+  std::unique_ptr<node> n;
+  bool replaced = false;
+  if (held != nullptr && !debugger_attached()) {
+    auto added = held->growing->append(*cfi_, functions);
+    if (!added) return std::move(added).error();
+    if (*added) {
+      // A debugger our check cannot see (no software breakpoint) reads the object again.
+      announce(*target_, notify_, &held->entry, jit_unregister);
+      announce(*target_, notify_, &held->entry, jit_register);
+      return appended{id, false};
+    }
+    auto bigger = held->growing->grown(*cfi_, functions);
+    if (!bigger) return std::move(bigger).error();
+    n = std::make_unique<node>();
+    n->growing = std::move(*bigger);
+    replaced = true;
+  } else {
+    auto fresh =
+        growing_object::create(*cfi_, elf::machine_for(options_.target), functions);
+    if (!fresh) return std::move(fresh).error();
+    n = std::make_unique<node>();
+    n->growing = std::move(*fresh);
+  }
+  // The new object is in the list before the old one leaves it: a debugger attaching meanwhile
+  // sees every function (some twice) rather than some not at all.
+  const registration_id new_id = link(std::move(n));
+  if (replaced) {
+    unregister_entry(*target_, notify_, &held->entry);
+    live_.erase(id);
+  }
+  return appended{new_id, replaced};
+}
+
+result<registration_id> registrar::remove_function(registration_id id, uint64_t start) {
+  std::lock_guard lock(descriptor_lock());
+  auto it = live_.find(id);
+  if (it == live_.end() || !it->second->growing)
+    return make_error(errc::not_found, "gdb jit: no growing registration %" PRIu64, id);
+  std::unique_ptr<growing_object> rest = it->second->growing->without(start);
+  if (rest == nullptr)
+    return make_error(errc::not_found,
+                      "gdb jit: registration %" PRIu64 " has no function at 0x%" PRIx64, id, start);
+  registration_id new_id = 0;
+  if (rest->function_count() != 0) {
+    auto n = std::make_unique<node>();
+    n->growing = std::move(rest);
+    new_id = link(std::move(n));
+  }
+  unregister_entry(*target_, notify_, &it->second->entry);
+  live_.erase(it);
+  return new_id;
 }
 
 result<void> registrar::remove(registration_id id) {

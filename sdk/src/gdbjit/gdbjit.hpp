@@ -105,12 +105,34 @@ class registrar {
   /// Unlinks and frees it, notifying the debugger. not_found for an unknown id.
   result<void> remove(registration_id id);
 
+  /// Growing registrations (one per code window; growing_object.hpp): adds `functions` to the
+  /// object `id` in place and notifies the debugger again (unregister + register: an attached gdb
+  /// reads it anew), so a publish costs its functions, not a new object. A new object holds them
+  /// when `id` is 0, when they do not fit (`replaced`: it holds `id`'s functions too, and `id`
+  /// is gone), or when a debugger is attached (debugger_attached(): it then reads each batch
+  /// once instead of the window's whole object again). Errors as for add(); not_found for an
+  /// unknown id or one made by add().
+  struct appended {
+    registration_id id = 0;  ///< the object that holds the functions now
+    bool replaced = false;   ///< it replaced `id`
+  };
+  result<appended> append(registration_id id, std::span<const function_symbol> functions);
+  /// Replaces the growing object `id` by a copy without the function that starts at `start`.
+  /// Returns the copy's id (0: nothing was left, the object is gone); not_found if `id` holds no
+  /// such function (or is unknown).
+  result<registration_id> remove_function(registration_id id, uint64_t start);
+  /// Whether a debugger keeps its breakpoint on the function we notify (gdb does while the
+  /// process runs): it then reads every registration as it happens.
+  bool debugger_attached() const noexcept;
+
   const descriptor_info& descriptor() const noexcept { return info_; }
   size_t live_registrations() const;
 
  private:
   struct node;
   registrar() = default;
+  /// Links `n` at the head of the list and announces it (descriptor lock held).
+  registration_id link(std::unique_ptr<node> n);
 
   registrar_options options_;
   descriptor_info info_;

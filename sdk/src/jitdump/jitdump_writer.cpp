@@ -186,16 +186,48 @@ uint64_t jitdump_writer::records_written() const noexcept {
   return records_;
 }
 
-void jitdump_writer::warn_on_overlap(uint64_t code_addr, uint64_t code_size, uint64_t mapped_size) {
-  if (code_addr >= last_map_start_ && code_addr < last_map_end_ && last_map_end_ != 0)
-    options_.log(log_level::warning,
-                 format("jitdump %s: code at 0x%" PRIx64 " lies inside the range perf maps for "
-                        "the previous load [0x%" PRIx64 ", 0x%" PRIx64 "): perf will lose that "
-                        "load's unwinding data",
-                        path_.c_str(), code_addr, last_map_start_, last_map_end_));
-  last_map_start_ = code_addr;
-  last_map_end_ =
-      mapped_size != 0 ? code_addr + jd::align8(code_size) + mapped_size : code_addr + code_size;
+// perf inject --jit maps each CODE_LOAD's object over [code, code + ALIGN_8(size) + mapped),
+// and a newer mapping cuts the older ones it overlaps (perf's map tree): `perf_maps_` mirrors
+// that, so that code packed closer than perf needs is reported, naming both functions.
+void jitdump_writer::note_perf_view(const load_done& d, std::vector<std::string>& warnings) {
+  const uint64_t code_end = d.addr + d.size;
+  const uint64_t map_end = d.mapped != 0 ? d.addr + jd::align8(d.size) + d.mapped : code_end;
+  auto next = perf_maps_.upper_bound(d.addr);
+  if (next != perf_maps_.begin()) {
+    perf_map& prev = std::prev(next)->second;
+    const uint64_t prev_start = std::prev(next)->first;
+    if (prev_start == d.addr) {
+      // The same address loaded again (reused): perf inject maps the new object from this
+      // record's time on, which is right.
+    } else if (d.addr < prev.map_end && d.addr >= prev.code_end && prev.unwinding) {
+      warnings.push_back(format(
+          "jitdump %s: '%.*s' at 0x%" PRIx64 " starts %" PRIu64
+          " bytes after the end of code index %" PRIu64 " at 0x%" PRIx64 " (%" PRIu64
+          " bytes), inside the %" PRIu64
+          " bytes perf inject --jit maps for that code and its unwinding data: perf "
+          "--call-graph dwarf cannot unwind through code index %" PRIu64
+          " from now on (leave {api:perf_code_gap}() bytes after each function; "
+          "docs/integrating.md, \"What perf sees\")",
+          path_.c_str(), static_cast<int>(d.name.size()), d.name.data(), d.addr,
+          d.addr - prev.code_end, prev.index, prev_start, prev.code_end - prev_start,
+          prev.map_end - prev_start, prev.index));
+    }
+    if (d.addr < prev.map_end) prev.map_end = d.addr;  // perf cuts the older mapping here
+  }
+  // Older loads whose start the new mapping covers: code at the same addresses again (perf
+  // inject resolves it by time), or, past the new code, a function whose start perf now maps
+  // to this load's unwinding data.
+  while (next != perf_maps_.end() && next->first < map_end) {
+    if (next->first >= code_end && d.mapped != 0)
+      warnings.push_back(format(
+          "jitdump %s: the unwinding data perf inject --jit maps after '%.*s' at 0x%" PRIx64
+          " (%" PRIu64 " bytes of code) covers the start of code index %" PRIu64 " at 0x%" PRIx64
+          ": perf names and unwinds those bytes of it wrongly from now on",
+          path_.c_str(), static_cast<int>(d.name.size()), d.name.data(), d.addr, d.size,
+          next->second.index, next->first));
+    next = perf_maps_.erase(next);
+  }
+  perf_maps_[d.addr] = perf_map{code_end, map_end, d.index, d.mapped != 0};
 }
 
 result<void> jitdump_writer::check_entry(const jitdump_entry& e) const {
@@ -383,7 +415,7 @@ result<void> jitdump_writer::write_batch(std::span<const jitdump_entry> entries,
       for (size_t i = 0; i < n; ++i) tail[i] ^= static_cast<uint8_t>(mark >> (8 * i));
     }
     unconsumed = false;
-    loads.push_back({l.code_addr, l.code.size(), mapped});
+    loads.push_back({l.code_addr, l.code.size(), mapped, index, l.name});
     if (indices != nullptr) indices->push_back(index);
   }
   if (auto r = b.commit_locked(timestamp); !r) {
@@ -394,8 +426,11 @@ result<void> jitdump_writer::write_batch(std::span<const jitdump_entry> entries,
   records_ += records;
   next_index_ = next_index;
   unconsumed_unwinding_ = unconsumed;
-  for (const load_done& d : loads) warn_on_overlap(d.addr, d.size, d.mapped);
-  return b.release();
+  std::vector<std::string> warnings;
+  for (const load_done& d : loads) note_perf_view(d, warnings);
+  auto released = b.release();
+  for (const std::string& w : warnings) options_.log(log_level::warning, w);
+  return released;
 }
 
 result<void> jitdump_writer::close() {

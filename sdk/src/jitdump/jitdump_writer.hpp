@@ -19,6 +19,7 @@
 #include <sys/uio.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -150,7 +151,6 @@ class jitdump_writer {
   result<uint64_t> append_unwinding(std::vector<uint8_t>& out, uint64_t code_addr,
                                     uint64_t code_size, const function_desc* frame,
                                     uint64_t timestamp);
-  void warn_on_overlap(uint64_t code_addr, uint64_t code_size, uint64_t mapped_size);
 
   jitdump_options options_;
   std::string path_;
@@ -165,14 +165,23 @@ class jitdump_writer {
   /// perf keeps the last CODE_UNWINDING_INFO until a CODE_LOAD consumes it; after a MOVE that
   /// carried one, a LOAD without rows must reset it (see load()).
   bool unconsumed_unwinding_ = false;
-  /// [start, end) perf maps for the last CODE_LOAD: code + ALIGN_8 padding + mapped_size.
-  uint64_t last_map_start_ = 0, last_map_end_ = 0;
+  /// What perf inject --jit will map, by start address (see note_perf_view): the code's end,
+  /// the end of the mapping (code + ALIGN_8 padding + mapped_size, cut where a newer load
+  /// starts), the code index, whether it carries unwinding data.
+  struct perf_map {
+    uint64_t code_end, map_end, index;
+    bool unwinding;
+  };
+  std::map<uint64_t, perf_map> perf_maps_;
   /// Reused for every CODE_UNWINDING_INFO: the CIE is built once.
   std::optional<cfi::encoder> cfi_;
   struct load_done {
-    uint64_t addr, size, mapped;
+    uint64_t addr, size, mapped, index;
+    std::string_view name;
   };
   std::vector<load_done> loads_;  // loads of one call, for the overlap warnings
+  /// Adds a load to perf_maps_; what perf will get wrong because of it goes to `warnings`.
+  void note_perf_view(const load_done& d, std::vector<std::string>& warnings);
 };
 
 }  // namespace jitunwind::detail

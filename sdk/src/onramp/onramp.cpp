@@ -6,6 +6,9 @@
 #include <jitunwind/window.h>
 
 #include "common/error.hpp"
+#include "jitdump/jitdump_writer.hpp"
+#include "onramp/onramp_impl.hpp"
+#include "window/session_impl.hpp"
 
 #include <map>
 #include <memory>
@@ -19,6 +22,11 @@ struct onramp_state {
   std::mutex mutex;
   std::unique_ptr<session> owned;
   std::map<uint64_t, window*> windows;  // by code start: one function each
+  // The default session's log: JITUNWIND_LOG's sink (from_env) and the one the runtime set
+  // (set_default_session_log, jitunwind_default_session_log), either of which may be empty.
+  std::mutex log_mutex;
+  log_sink env_log;
+  log_sink runtime_log;
 };
 
 onramp_state& state() {
@@ -26,18 +34,62 @@ onramp_state& state() {
   return *s;
 }
 
+void forward_log(void* user, log_level level, std::string_view message) {
+  auto* s = static_cast<onramp_state*>(user);
+  std::lock_guard lock(s->log_mutex);
+  s->env_log(level, message);
+  s->runtime_log(level, message);
+}
+
 // With the state's mutex held.
 result<session*> get_session(onramp_state& s) {
   if (s.owned) return s.owned.get();
   auto options = session_options::from_env();
   if (!options) return std::move(options).error();
+  {
+    std::lock_guard lock(s.log_mutex);
+    s.env_log = options->log;
+  }
+  options->log = log_sink{forward_log, &s, log_level::debug};
   auto created = session::create(*options);
   if (!created) return std::move(created).error();
   s.owned = std::move(created).value();
   return s.owned.get();
 }
 
+const char* api(bool c_names, const char* name) {
+  static thread_local std::string text;
+  text = (c_names ? "jitunwind_" : "") + std::string(name);
+  return text.c_str();
+}
+
 }  // namespace
+
+void set_default_session_log(log_sink sink) {
+  onramp_state& s = state();
+  std::lock_guard lock(s.log_mutex);
+  s.runtime_log = sink;
+}
+
+result<size_t> perf_code_gap(abi target, const function_desc& f) {
+  JITUNWIND_TRY(validate(target, f));
+  auto u = detail::make_jitdump_unwinding(target, f.start, f.size, &f);
+  if (!u) return std::move(u).error();
+  // perf inject --jit maps [start, start + ALIGN_8(size) + mapped_size).
+  const uint64_t aligned = (uint64_t{f.size} + 7) & ~uint64_t{7};
+  return static_cast<size_t>(aligned - f.size + u->mapped_size);
+}
+
+namespace detail {
+
+void onramp_use_c_names() {
+  onramp_state& s = state();
+  std::lock_guard lock(s.mutex);
+  if (auto sess = get_session(s))
+    static_cast<session_impl*>(*sess)->use_c_names();
+}
+
+}  // namespace detail
 
 result<session*> default_session() {
   onramp_state& s = state();
@@ -47,12 +99,23 @@ result<session*> default_session() {
 
 result<void> name_code(const void* code, size_t size, std::string_view name,
                        span<const frame_row> rows) {
+  return detail::onramp_name_code(code, size, name, rows, false);
+}
+
+result<void> forget_code(const void* code) {
+  return detail::onramp_forget_code(code, false);
+}
+
+namespace detail {
+
+result<void> onramp_name_code(const void* code, size_t size, std::string_view name,
+                              span<const frame_row> rows, bool c_names) {
   const auto start = reinterpret_cast<uint64_t>(code);
   if (code == nullptr || size == 0 || size > UINT32_MAX)
     return detail::make_error(errc::invalid_argument,
-                              "name_code: code %p, size %zu: the code must be a non-empty range "
+                              "%s: code %p, size %zu: the code must be a non-empty range "
                               "of at most 4 GiB",
-                              code, size);
+                              api(c_names, "name_code"), code, size);
   function_desc f;
   f.start = start;
   f.size = static_cast<uint32_t>(size);
@@ -60,17 +123,21 @@ result<void> name_code(const void* code, size_t size, std::string_view name,
   onramp_state& s = state();
   std::lock_guard lock(s.mutex);
   JITUNWIND_TRY_ASSIGN(session * sess, get_session(s));
+  if (c_names) static_cast<session_impl*>(sess)->use_c_names();
   // An empty row list is legal SFrame v3 (an outermost frame: unwinders stop there), which is
   // never what a runtime naming its code means: refuse it rather than cut every stack.
   if (rows.empty())
     return detail::make_error(errc::invalid_argument,
-                              "name_code: no rows for code at 0x%llx: give at least the entry "
-                              "row (frame_builder(abi).finish(...) of an empty builder)",
-                              static_cast<unsigned long long>(start));
+                              "%s: no rows for code at 0x%llx: give at least the entry "
+                              "row (%s)",
+                              api(c_names, "name_code"), static_cast<unsigned long long>(start),
+                              c_names ? "jitunwind_frame_recipe_leaf, or "
+                                        "jitunwind_frame_builder_finish of an empty builder"
+                                      : "frame_builder(abi).finish(...) of an empty builder");
   if (s.windows.count(start) != 0)
-    return detail::make_error(errc::already_exists,
-                              "name_code: code at 0x%llx is named already (forget_code it first)",
-                              static_cast<unsigned long long>(start));
+    return detail::make_error(errc::already_exists, "%s: code at 0x%llx is named already (%s it first)",
+                              api(c_names, "name_code"), static_cast<unsigned long long>(start),
+                              api(c_names, "forget_code"));
   JITUNWIND_TRY_ASSIGN(window * w, sess->describe_window({.text_start = start, .text_size = size}));
   auto published = [&]() -> result<void> {
     JITUNWIND_TRY(w->append(name, f));
@@ -79,26 +146,29 @@ result<void> name_code(const void* code, size_t size, std::string_view name,
   if (!published) {
     // Nothing of it was published: the window goes at once.
     (void)w->retire(std::chrono::milliseconds(0));
-    (void)sess->poll();
+    (void)static_cast<session_impl*>(sess)->free_and_release(w);
     return published;
   }
   s.windows.emplace(start, w);
   return {};
 }
 
-result<void> forget_code(const void* code) {
+result<void> onramp_forget_code(const void* code, bool c_names) {
   const auto start = reinterpret_cast<uint64_t>(code);
   onramp_state& s = state();
   std::lock_guard lock(s.mutex);
   auto it = s.windows.find(start);
   if (it == s.windows.end())
-    return detail::make_error(errc::not_found, "forget_code: no code named at 0x%llx",
-                              static_cast<unsigned long long>(start));
-  // The caller says nothing runs it any more: no grace period.
+    return detail::make_error(errc::not_found, "%s: no code named at 0x%llx",
+                              api(c_names, "forget_code"), static_cast<unsigned long long>(start));
+  // The caller says nothing runs it any more: no grace period. Only this window is freed
+  // (session::poll would look at every live one).
   JITUNWIND_TRY(it->second->retire(std::chrono::milliseconds(0)));
+  window* w = it->second;
   s.windows.erase(it);
-  (void)s.owned->poll();
-  return {};
+  return static_cast<session_impl*>(s.owned.get())->free_and_release(w);
 }
+
+}  // namespace detail
 
 }  // namespace jitunwind

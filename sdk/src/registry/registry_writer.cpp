@@ -3,6 +3,7 @@
 #include "common/error.hpp"
 
 #include <sys/mman.h>
+#include <sys/sdt.h>
 #include <unistd.h>
 #include <algorithm>
 #include <cerrno>
@@ -40,6 +41,15 @@ void cpu_relax() {
 }
 
 constexpr unsigned local_read_attempts = 1000;
+
+// The probe jitunwind_registry:change (docs/registry-abi.md, "Being told of changes"): one
+// site (noinline), a one-byte nop without a semaphore, so that a tracer without watchpoints can
+// stop every thread that changed the registry with a software breakpoint, whatever else the
+// SDK publishes.
+[[gnu::noinline]] void announce_change(const jitunwind_registry_header* header,
+                                       uint64_t change_count) {
+  STAP_PROBE2(jitunwind_registry, change, header, change_count);
+}
 
 }  // namespace
 
@@ -158,7 +168,9 @@ void registry_writer::unlock_slot(jitunwind_registry_entry& e, uint64_t locked_s
   // Nothing changed (a refused operation): restore the old even value, so readers that copied
   // the slot meanwhile keep their (still correct) copy.
   at(e.seq).store(changed ? locked_seq + 1 : locked_seq - 1, std::memory_order_release);
-  if (changed) at(header_.change_count).fetch_add(1, std::memory_order_release);
+  if (!changed) return;
+  const uint64_t count = at(header_.change_count).fetch_add(1, std::memory_order_release) + 1;
+  announce_change(&header_, count);
 }
 
 void registry_writer::store_window(jitunwind_registry_entry& e, const registry_window& w,

@@ -259,7 +259,7 @@ size_t encoder::function_count() const noexcept {
   return fdes_.size();
 }
 
-void encoder::write_header(uint8_t* h) const {
+void encoder::write_header(uint8_t* h, size_t fde_room) const {
   const abi a = options_.target;
   const bool big = big_endian(a);
   uint8_t flags = flag_fde_sorted;
@@ -278,7 +278,7 @@ void encoder::write_header(uint8_t* h) const {
   store(h + 12, fre_total_, 4, big);
   store(h + 16, fres_.size(), 4, big);
   store(h + 20, 0, 4, big);
-  store(h + 24, fdes_.size() * fde_size(), 4, big);
+  store(h + 24, fde_room * fde_size(), 4, big);
 }
 
 // FDEs [from, to) into their places in the FDE sub-section starting at `fde_area`.
@@ -316,34 +316,48 @@ result<void> encoder::write(std::span<uint8_t> out) const {
     return make_error(errc::invalid_argument,
                       "sframe encoder: output buffer of %zu bytes, the section needs %zu",
                       out.size(), total);
-  write_header(out.data());
+  write_header(out.data(), fdes_.size());
   uint8_t* fde_area = out.data() + header_size;
   write_fdes(fde_area, options_.section_address, 0, fdes_.size());
   if (!fres_.empty()) std::memcpy(fde_area + fdes_.size() * fde_size(), fres_.data(), fres_.size());
   return {};
 }
 
-result<void> encoder::write_update(std::span<uint8_t> out, uint64_t section_address,
-                                   size_t written) const {
-  const size_t total = size();
+namespace {
+
+// What both write_updates refuse: a short buffer, more functions written than there are, a new
+// function out of reach of the buffer's address.
+template <class Fdes>
+result<void> check_update(const encoder_options& options, const Fdes& fdes,
+                          std::span<const uint8_t> out, uint64_t section_address, size_t written,
+                          size_t total) {
   if (out.size() < total)
     return make_error(errc::invalid_argument,
                       "sframe encoder: output buffer of %zu bytes, the section needs %zu",
                       out.size(), total);
-  if (written > fdes_.size())
+  if (written > fdes.size())
     return make_error(errc::invalid_argument,
                       "sframe encoder: update of a section with %zu functions, the encoder has %zu",
-                      written, fdes_.size());
-  encoder_options at = options_;
+                      written, fdes.size());
+  encoder_options at = options;
   at.section_address = section_address;
-  for (size_t i = written; i < fdes_.size(); ++i) {
+  for (size_t i = written; i < fdes.size(); ++i) {
     int64_t field = 0;
-    if (!start_field(at, i, fdes_[i].start, field))
+    if (!start_field(at, i, fdes[i].start, field))
       return make_error(errc::out_of_range,
                         "function %zu at 0x%llx is out of the ±2 GiB reach of the SFrame section "
                         "at 0x%llx",
-                        i, static_cast<ull>(fdes_[i].start), static_cast<ull>(section_address));
+                        i, static_cast<ull>(fdes[i].start), static_cast<ull>(section_address));
   }
+  return {};
+}
+
+}  // namespace
+
+result<void> encoder::write_update(std::span<uint8_t> out, uint64_t section_address,
+                                   size_t written) const {
+  if (auto ok = check_update(options_, fdes_, out, section_address, written, size()); !ok)
+    return ok;
   uint8_t* fde_area = out.data() + header_size;
   uint8_t* fre_area = fde_area + fdes_.size() * fde_size();
   // FRE bytes of the first `written` functions are already in `out`, behind their FDEs.
@@ -355,7 +369,31 @@ result<void> encoder::write_update(std::span<uint8_t> out, uint64_t section_addr
                   fres_.size() - old_fre_bytes);
     write_fdes(fde_area, section_address, written, fdes_.size());
   }
-  write_header(out.data());
+  write_header(out.data(), fdes_.size());
+  return {};
+}
+
+size_t encoder::size_with_room(size_t fde_room) const noexcept {
+  return header_size + std::max(fde_room, fdes_.size()) * fde_size() + fres_.size();
+}
+
+result<void> encoder::write_update(std::span<uint8_t> out, uint64_t section_address,
+                                   size_t written, size_t fde_room) const {
+  if (fde_room < fdes_.size())
+    return make_error(errc::invalid_argument,
+                      "sframe encoder: room for %zu FDEs, the encoder has %zu functions", fde_room,
+                      fdes_.size());
+  if (auto ok = check_update(options_, fdes_, out, section_address, written,
+                               size_with_room(fde_room)); !ok)
+    return ok;
+  uint8_t* fde_area = out.data() + header_size;
+  uint8_t* fre_area = fde_area + fde_room * fde_size();
+  const size_t old_fre_bytes = written < fdes_.size() ? fdes_[written].fre_offset : fres_.size();
+  if (fres_.size() > old_fre_bytes)
+    std::memcpy(fre_area + old_fre_bytes, fres_.data() + old_fre_bytes,
+                fres_.size() - old_fre_bytes);
+  write_fdes(fde_area, section_address, written, fdes_.size());
+  write_header(out.data(), fde_room);
   return {};
 }
 

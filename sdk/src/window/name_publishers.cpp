@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -28,7 +29,8 @@ result<void> flush_writer(Writer& w, bool due_only, uint64_t now_ns) {
 // new lines and a retired function keeps its line.
 class perfmap_backend final : public publisher_backend {
  public:
-  explicit perfmap_backend(std::unique_ptr<perfmap_writer> w) : writer_(std::move(w)) {}
+  perfmap_backend(std::unique_ptr<perfmap_writer> w, log_sink log)
+      : writer_(std::move(w)), log_(log) {}
   publisher kind() const noexcept override { return publisher::perfmap; }
   std::string note() const override { return "writing " + writer_->path(); }
   result<void> on_seal(const window_view&) override { return writer_->flush(); }
@@ -51,12 +53,54 @@ class perfmap_backend final : public publisher_backend {
       // window::append and name_range reject names with control bytes.
       out[n++] = {f.frames.start, f.frames.size, f.name, /*clean=*/true};
     }
+    warn_about_reuse(std::span<const perfmap_entry>(out, n));
     return writer_->add_batch(std::span<const perfmap_entry>(out, n));
   }
   result<void> on_retire(const window_view&) override { return writer_->flush(); }
 
  private:
+  // perf reads the map after the run and takes one line for an address for every sample of the
+  // profile (docs/window.md, "Reused addresses"): a line over bytes an earlier line named makes
+  // one of the two codes misnamed, and nothing can take the earlier line back. Said once per
+  // line, naming both; `named_` is every range the map has named (start -> end).
+  void warn_about_reuse(std::span<const perfmap_entry> lines) {
+    std::lock_guard lock(mutex_);
+    for (const perfmap_entry& e : lines) {
+      // perf's perf map reader skips a line whose name is shorter than 3 bytes (measured with
+      // perf 6.1: "f0" is never used, "jit_f0" is): the code shows as [unknown].
+      if (e.name.size() < 3)
+        log_(log_level::warning,
+             format("%s: '%.*s' at 0x%llx: perf report ignores perf map names shorter than 3 "
+                    "bytes (the code shows as [unknown]); jitwalk and perf inject --jit do not",
+                    writer_->path().c_str(), static_cast<int>(e.name.size()), e.name.data(),
+                    static_cast<unsigned long long>(e.start)));
+      const uint64_t end = e.start + e.size;
+      auto next = named_.upper_bound(e.start);
+      std::optional<std::pair<uint64_t, uint64_t>> earlier;
+      if (next != named_.begin() && std::prev(next)->second > e.start) earlier = *std::prev(next);
+      if (!earlier && next != named_.end() && next->first < end) earlier = *next;
+      if (earlier)
+        log_(log_level::warning,
+             format("%s: '%.*s' at 0x%llx (%llu bytes) is code where the perf map named other "
+                    "code before ([0x%llx, 0x%llx)): perf report, which reads the map after the "
+                    "run, names every sample there after one of the two lines, whatever its time "
+                    "(perf map lines cannot be withdrawn). jitwalk names both right, and so does "
+                    "perf with the jitdump publisher and perf inject --jit; with memory the SDK "
+                    "places, address reuse off (the default with this publisher) avoids it",
+                    writer_->path().c_str(), static_cast<int>(e.name.size()), e.name.data(),
+                    static_cast<unsigned long long>(e.start),
+                    static_cast<unsigned long long>(e.size),
+                    static_cast<unsigned long long>(earlier->first),
+                    static_cast<unsigned long long>(earlier->second)));
+      uint64_t& known_end = named_[e.start];
+      known_end = std::max(known_end, end);
+    }
+  }
+
   std::unique_ptr<perfmap_writer> writer_;
+  log_sink log_;
+  std::mutex mutex_;
+  std::map<uint64_t, uint64_t> named_;
 };
 
 class jitdump_backend final : public publisher_backend {
@@ -106,9 +150,11 @@ class jitdump_backend final : public publisher_backend {
   std::vector<jitdump_entry> batch_;  // one publish (mutex_)
 };
 
-// One GDB JIT object per publish batch; all of a window's objects go when it is retired. A
-// function taken out (window::retire_function) leaves by replacing its batch's object with one
-// without it, so the backend keeps a copy of each batch (names and rows) while it is registered.
+// One growing GDB JIT object per window (gdbjit::registrar::append): a publish adds its
+// functions to it in place. While a debugger is attached each publish gets an object of its own
+// (gdb then reads every batch once), so a window may have several; all go when it is retired. A
+// function taken out (window::retire_function) leaves by replacing the object that holds it with
+// a copy without it.
 class gdb_backend final : public publisher_backend {
  public:
   explicit gdb_backend(std::unique_ptr<gdbjit::registrar> r) : registrar_(std::move(r)) {}
@@ -124,76 +170,64 @@ class gdb_backend final : public publisher_backend {
 
   result<void> on_publish(const window_view& w) override {
     std::lock_guard lock(mutex_);
-    std::vector<batch>& batches = by_window_[w.id];
+    std::vector<gdbjit::registration_id>& objects = objects_of(w.id);
     for (const removed_function& f : w.removed) {
-      if (auto r = take_out(batches, f.start); !r) return r;
+      if (auto r = take_out(objects, f.start); !r) return r;
     }
-    batch b;
+    symbols_.clear();
     for (const published_function& f : w.added) {
       // Stub arrays are skipped: their stubs are named one by one. Names were checked by
       // window::append / name_range (no control bytes).
-      if (f.named()) b.functions.push_back({std::string(f.name), f.frames});
+      if (f.named())
+        symbols_.push_back({f.name, f.frames.start, f.frames.size, &f.frames, /*clean_name=*/true});
     }
-    if (b.functions.empty()) return {};
-    auto id = registrar_->add(symbols(b));
-    if (!id) return std::move(id).error();
-    b.id = *id;
-    batches.push_back(std::move(b));
+    if (symbols_.empty()) return {};
+    auto added = registrar_->append(objects.empty() ? 0 : objects.back(), symbols_);
+    if (!added) return std::move(added).error();
+    if (added->replaced)
+      objects.back() = added->id;
+    else if (objects.empty() || objects.back() != added->id)
+      objects.push_back(added->id);
     return {};
   }
 
   result<void> on_retire(const window_view& w) override {
-    std::vector<batch> batches;
+    std::vector<gdbjit::registration_id> objects;
     {
       std::lock_guard lock(mutex_);
       auto it = by_window_.find(w.id);
       if (it == by_window_.end()) return {};
-      batches.swap(it->second);
+      objects.swap(it->second);
       by_window_.erase(it);
+      last_ = nullptr;
     }
-    for (const batch& b : batches) {
-      if (auto r = registrar_->remove(b.id); !r) return r;
+    for (gdbjit::registration_id id : objects) {
+      if (auto r = registrar_->remove(id); !r) return r;
     }
     return {};
   }
 
  private:
-  struct stored_function {
-    std::string name;
-    function_desc frames;
-  };
-  struct batch {
-    gdbjit::registration_id id = 0;
-    std::vector<stored_function> functions;
-  };
-
-  static std::vector<gdbjit::function_symbol> symbols(const batch& b) {
-    std::vector<gdbjit::function_symbol> out;
-    out.reserve(b.functions.size());
-    for (const stored_function& f : b.functions)
-      out.push_back({f.name, f.frames.start, f.frames.size, &f.frames, /*clean_name=*/true});
-    return out;
+  // The window's objects, the one that grows last (caller holds mutex_). Windows publish again
+  // and again: the last one looked up is kept (map nodes stay put until erased).
+  std::vector<gdbjit::registration_id>& objects_of(uint64_t window_id) {
+    if (last_ == nullptr || last_id_ != window_id) {
+      last_ = &by_window_[window_id];
+      last_id_ = window_id;
+    }
+    return *last_;
   }
 
   // Replaces the object holding the function at `start` by one without it (caller holds mutex_).
-  result<void> take_out(std::vector<batch>& batches, uint64_t start) {
-    for (size_t i = 0; i < batches.size(); ++i) {
-      batch& b = batches[i];
-      auto f = std::find_if(b.functions.begin(), b.functions.end(),
-                            [&](const stored_function& s) { return s.frames.start == start; });
-      if (f == b.functions.end()) continue;
-      if (auto r = registrar_->remove(b.id); !r) return r;
-      b.functions.erase(f);
-      if (b.functions.empty()) {
-        batches.erase(batches.begin() + static_cast<ptrdiff_t>(i));
-        return {};
-      }
-      auto id = registrar_->add(symbols(b));
-      if (!id) {
-        batches.erase(batches.begin() + static_cast<ptrdiff_t>(i));
-        return std::move(id).error();
-      }
-      b.id = *id;
+  result<void> take_out(std::vector<gdbjit::registration_id>& objects, uint64_t start) {
+    for (size_t i = 0; i < objects.size(); ++i) {
+      auto rest = registrar_->remove_function(objects[i], start);
+      if (!rest && rest.error().code() == errc::not_found) continue;
+      if (!rest) return std::move(rest).error();
+      if (*rest == 0)
+        objects.erase(objects.begin() + static_cast<ptrdiff_t>(i));
+      else
+        objects[i] = *rest;
       return {};
     }
     return {};  // never named (a stub array's part, or published before gdb was on)
@@ -201,7 +235,10 @@ class gdb_backend final : public publisher_backend {
 
   std::unique_ptr<gdbjit::registrar> registrar_;
   std::mutex mutex_;
-  std::unordered_map<uint64_t, std::vector<batch>> by_window_;
+  std::unordered_map<uint64_t, std::vector<gdbjit::registration_id>> by_window_;
+  std::vector<gdbjit::registration_id>* last_ = nullptr;
+  uint64_t last_id_ = 0;
+  std::vector<gdbjit::function_symbol> symbols_;  // one publish's (mutex_)
 };
 
 }  // namespace
@@ -226,7 +263,8 @@ result<std::unique_ptr<publisher_backend>> make_perfmap_backend(const session_op
   po.policy = policy_for(o.perfmap_durability, o, background);
   auto w = perfmap_writer::create(po);
   if (!w) return std::move(w).error();
-  return std::unique_ptr<publisher_backend>(std::make_unique<perfmap_backend>(std::move(*w)));
+  return std::unique_ptr<publisher_backend>(
+      std::make_unique<perfmap_backend>(std::move(*w), o.log));
 }
 
 result<std::unique_ptr<publisher_backend>> make_jitdump_backend(const session_options& o,

@@ -1,6 +1,7 @@
 #include <jitunwind/window.h>
 
 #include "common/error.hpp"
+#include "window/env_log.hpp"
 
 #include <cstdlib>
 
@@ -290,6 +291,9 @@ result<session_options> session_options::from_env() {
                         "JITUNWIND_FLUSH_THREAD: '%s' is not on, off, 1 or 0", v);
     }
   }
+  auto log = detail::log_sink_from_env();
+  if (!log) return std::move(log).error();
+  o.log = *log;
   return o;
 }
 

@@ -75,6 +75,7 @@ void session_impl::start_publishers() {
                                options_.jitdump_durability == durability::batched;
   batched_files_ = perfmap_batched || jitdump_batched;
   if (batched_files_ && options_.flush_thread) flusher_ = std::make_unique<flusher>();
+  voices_.reserve(std::size(order));
   for (publisher p : order) {
     slot s;
     s.kind = p;
@@ -82,7 +83,16 @@ void session_impl::start_publishers() {
       slots_.push_back(std::move(s));
       continue;
     }
-    auto backend = make_backend(p, options_, flusher_.get());
+    // The backend reports through the session, which counts its warnings for status().
+    voices_.push_back({this, slots_.size(), p});
+    session_options backend_options = options_;
+    backend_options.log.fn = [](void* user, log_level level, std::string_view message) {
+      auto* v = static_cast<backend_voice*>(user);
+      v->session->publisher_said(*v, level, message);
+    };
+    backend_options.log.user = &voices_.back();
+    backend_options.log.min_level = log_level::debug;
+    auto backend = make_backend(p, backend_options, flusher_.get());
     if (backend) {
       s.backend = std::move(backend).value();
       s.state = publisher_state::active;
@@ -134,6 +144,45 @@ void session_impl::mark_failed(slot& s, const char* what, uint64_t window_id, co
   log(log_level::error, "publisher " + message + " (publisher stopped)");
 }
 
+std::string session_impl::in_caller_language(std::string_view message) const {
+  const bool c = c_names_.load(std::memory_order_relaxed);
+  std::string out;
+  out.reserve(message.size() + 16);
+  for (size_t at = 0;;) {
+    const size_t token = message.find("{api:", at);
+    const size_t end = token == std::string_view::npos ? token : message.find('}', token);
+    if (end == std::string_view::npos) {
+      out.append(message.substr(at));
+      return out;
+    }
+    out.append(message.substr(at, token - at));
+    out.append(c ? "jitunwind_" : "jitunwind::");
+    out.append(message.substr(token + 5, end - token - 5));
+    at = end + 1;
+  }
+}
+
+void session_impl::publisher_said(const backend_voice& voice, log_level level,
+                                  std::string_view message) {
+  // The first warnings of a publisher are logged; a runtime that packs every function closer
+  // than perf needs would otherwise log one line per function. All are counted in status().
+  constexpr uint64_t logged_warnings = 10;
+  std::string text = in_caller_language(message);
+  uint64_t count = 0;
+  if (level >= log_level::warning) {
+    std::lock_guard lock(mutex_);
+    if (voice.slot < slots_.size()) {  // not while the backend is being created
+      slot& s = slots_[voice.slot];
+      count = ++s.warnings;
+      s.last_warning = text;
+    }
+  }
+  if (count > logged_warnings) return;
+  if (count == logged_warnings)
+    text += " (further warnings of this publisher are counted in the session's status only)";
+  log(level, std::string("publisher ") + to_string(voice.kind) + ": " + text);
+}
+
 result<window*> session_impl::create_owned_window(const owned_window_options& o) {
   size_t sframe_capacity = o.sframe_capacity;
   if (sframe_capacity == 0) {
@@ -156,6 +205,7 @@ window* session_impl::adopt_window(std::unique_ptr<window_impl> w) {
   window_impl* raw = w.get();
   std::lock_guard lock(mutex_);
   windows_.emplace(raw, std::move(w));
+  raw->live_index = live_.size();
   live_.push_back(raw);
   live_by_start_.emplace(raw->text_start(), raw);
   return raw;
@@ -234,21 +284,30 @@ window_lists session_impl::take_lists() {
   return std::exchange(spare_lists_, {});
 }
 
+void session_impl::remove_live(window_impl* w) {
+  const size_t at = w->live_index;
+  if (at >= live_.size() || live_[at] != w) return;  // not live (any more)
+  live_[at] = live_.back();
+  live_[at]->live_index = at;
+  live_.pop_back();
+  auto by_start = live_by_start_.find(w->text_start());
+  if (by_start != live_by_start_.end() && by_start->second == w) live_by_start_.erase(by_start);
+}
+
 void session_impl::forget_freed() {
   std::vector<std::unique_ptr<window_impl>> gone;  // destroyed outside the lock
   {
     std::lock_guard lock(mutex_);
-    std::erase_if(live_, [&](window_impl* w) {
-      if (w->state() != window_state::freed) return false;
-      auto at = live_by_start_.find(w->text_start());
-      if (at != live_by_start_.end() && at->second == w) live_by_start_.erase(at);
+    for (size_t i = live_.size(); i-- > 0;) {
+      window_impl* w = live_[i];
+      if (w->state() != window_state::freed) continue;
+      remove_live(w);
       if (w->release_when_freed()) {
         auto h = windows_.find(w);
         gone.push_back(std::move(h->second));
         windows_.erase(h);
       }
-      return true;
-    });
+    }
   }
 }
 
@@ -271,30 +330,42 @@ size_t session_impl::poll() {
   return acted;
 }
 
+result<window_impl*> session_impl::find_window(window* handle, const char* what) {
+  std::lock_guard lock(mutex_);
+  auto it = windows_.find(handle);
+  if (it == windows_.end())
+    return make_error(errc::invalid_argument,
+                      "%s: %p is not a window of this session (or was released already)", what,
+                      static_cast<void*>(handle));
+  return it->second.get();
+}
+
 result<void> session_impl::release(window* handle) {
   std::lock_guard poll_lock(poll_mutex_);
-  window_impl* w = nullptr;
-  {
-    std::lock_guard lock(mutex_);
-    auto it = windows_.find(handle);
-    if (it == windows_.end())
-      return make_error(errc::invalid_argument,
-                        "release: %p is not a window of this session (or was released already)",
-                        static_cast<void*>(handle));
-    w = it->second.get();
-  }
+  auto found = find_window(handle, "release");
+  if (!found) return std::move(found).error();
+  window_impl* w = *found;
   auto now = w->prepare_release();
   if (!now) return std::move(now).error();
   if (!*now) return {};               // still in its grace period: poll frees and then destroys it
   std::unique_ptr<window_impl> gone;  // destroyed after the lock is released
   std::lock_guard lock(mutex_);
-  std::erase(live_, w);
-  auto at = live_by_start_.find(w->text_start());
-  if (at != live_by_start_.end() && at->second == w) live_by_start_.erase(at);
+  remove_live(w);
   auto it = windows_.find(w);
   gone = std::move(it->second);
   windows_.erase(it);
   return {};
+}
+
+result<void> session_impl::free_and_release(window* handle) {
+  {
+    std::lock_guard poll_lock(poll_mutex_);
+    auto found = find_window(handle, "free");
+    if (!found) return std::move(found).error();
+    // Retired with a grace period of 0: due now (poll would free it the same way).
+    (void)(*found)->poll_grace(std::chrono::steady_clock::now());
+  }
+  return release(handle);
 }
 
 result<void> session_impl::flush() {
@@ -310,7 +381,13 @@ result<void> session_impl::flush() {
 std::vector<publisher_status> session_impl::status() const {
   std::lock_guard lock(mutex_);
   std::vector<publisher_status> out;
-  for (const slot& s : slots_) out.push_back({s.kind, s.state, s.message});
+  for (const slot& s : slots_) {
+    std::string message = s.message;
+    if (s.warnings != 0)
+      message += "; " + std::to_string(s.warnings) + (s.warnings == 1 ? " warning" : " warnings") +
+                 ", the last: " + s.last_warning;
+    out.push_back({s.kind, s.state, std::move(message)});
+  }
   return out;
 }
 

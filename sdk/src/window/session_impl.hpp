@@ -79,9 +79,13 @@ class window_impl final : public window {
   result<bool> prepare_release();
   /// Marked by prepare_release: poll destroys the window once it is freed.
   bool release_when_freed() const noexcept { return release_when_freed_; }
+  /// Position in the session's live list (swap-removal in O(1)); guarded by its mutex.
+  size_t live_index = 0;
 
  private:
   result<void> reset_encoder();
+  /// publish(); `compact`: the section ends up without room between its FDEs and FREs (seal).
+  result<void> publish_section(bool compact);
   void adopt(window_lists lists);
   window_lists release_lists();
   /// `with_changes`: the functions appended and removed since the last publish are in
@@ -134,6 +138,10 @@ class window_impl final : public window {
   // How many of the encoder's functions each SFrame buffer holds: a publish only adds what the
   // target buffer lacks (sframe::encoder::write_update) instead of rewriting the section.
   size_t written_[2] = {0, 0};
+  // The FDE room of each buffer's layout (sframe::encoder::write_update with room): while a
+  // window is open its sections keep room for more FDEs before their FREs, so a publish writes
+  // only the new functions; sealing writes the section without room (the layout `write` gives).
+  size_t room_[2] = {0, 0};
   uint64_t previous_sframe_address_ = 0;
   size_t previous_sframe_size_ = 0;
   uint64_t publication_generation_ = 0;  // of the last publish
@@ -161,6 +169,9 @@ class session_impl final : public session {
   result<window*> describe_window(const described_window_options& options) override;
   size_t poll() override;
   result<void> release(window* w) override;
+  /// Frees a window retired with no grace period and ends its handle, without looking at the
+  /// other windows (the on-ramp's forget_code: its cost must not grow with the live windows).
+  result<void> free_and_release(window* w);
   bool recycles_addresses() const noexcept override { return recycles_; }
   result<void> flush() override;
   std::vector<publisher_status> status() const override;
@@ -171,6 +182,12 @@ class session_impl final : public session {
   void for_each_backend(const char* what, uint64_t window_id, Call&& call);
 
   void log(log_level level, const std::string& message) const { options_.log(level, message); }
+
+  /// Names of API functions in the caller's language: a session created through the C API (or
+  /// the default session once a C function used it) says `jitunwind_perf_code_gap`, otherwise
+  /// `jitunwind::perf_code_gap`. Messages carry `{api:NAME}` for them.
+  void use_c_names() noexcept { c_names_.store(true, std::memory_order_relaxed); }
+  std::string in_caller_language(std::string_view message) const;
 
   /// A freed described window's SFrame buffers go back to the arena they came from (pages
   /// stay faulted in for the next window of that size).
@@ -203,12 +220,26 @@ class session_impl final : public session {
     publisher_state state = publisher_state::disabled;
     std::string message;
     std::unique_ptr<publisher_backend> backend;
+    // What the publisher warned about (what a consumer will get wrong): counted for status().
+    uint64_t warnings = 0;
+    std::string last_warning;
   };
+  // The log sink each backend gets: its messages go through `publisher_said`.
+  struct backend_voice {
+    session_impl* session;
+    size_t slot;
+    publisher kind;
+  };
+  void publisher_said(const backend_voice& voice, log_level level, std::string_view message);
   void mark_failed(slot& s, const char* what, uint64_t window_id, const error& e);
   /// Adds a new window to the session's lists.
   window* adopt_window(std::unique_ptr<window_impl> w);
   /// Drops freed windows from the live lists; destroys those released. Caller holds poll_mutex_.
   void forget_freed();
+  /// The window behind a handle of this session; `invalid_argument` naming `what` otherwise.
+  result<window_impl*> find_window(window* handle, const char* what);
+  /// Takes `w` out of live_ and live_by_start_ (caller holds mutex_).
+  void remove_live(window_impl* w);
 
   session_options options_;
   // Keeps the batched files' latency bound while the runtime publishes nothing (thread started
@@ -217,6 +248,8 @@ class session_impl final : public session {
   // A file publisher is batched: poll() checks its latency bound.
   bool batched_files_ = false;
   std::vector<slot> slots_;   // publishing order
+  std::vector<backend_voice> voices_;  // one per slot, created before the backends
+  std::atomic<bool> c_names_{false};
   mutable std::mutex mutex_;  // guards slots_' state/message, the window lists and spares
   // Serializes poll() and release(): a window is destroyed only by one of them, never while
   // the other walks the live list.

@@ -92,6 +92,7 @@ result<void> window_impl::reset_encoder() {
   }
   encoder_ready_ = true;
   written_[0] = written_[1] = 0;
+  room_[0] = room_[1] = 0;
   return {};
 }
 
@@ -248,11 +249,17 @@ window_view window_impl::view(bool with_changes) const {
 }
 
 result<void> window_impl::publish() {
+  return publish_section(/*compact=*/false);
+}
+
+result<void> window_impl::publish_section(bool compact) {
   const auto id = static_cast<unsigned long long>(id_);
   const window_state st = state();
   if (st != window_state::open && st != window_state::sealed)
     return make_error(errc::bad_state, "window %llu: publish on a %s window", id, to_string(st));
-  if (pending_count_ == 0 && removed_.empty() && current_buffer_ >= 0) return {};
+  if (pending_count_ == 0 && removed_.empty() && current_buffer_ >= 0 &&
+      (!compact || room_[current_buffer_] == encoder_->function_count()))
+    return {};
   if (!encoder_ready_) {
     if (auto ok = reset_encoder(); !ok) return ok;
   }
@@ -269,14 +276,35 @@ result<void> window_impl::publish() {
   // (kernel, external readers between their seqlock checks) never see a half-written section.
   // That buffer still holds the section of the publish before last: only the functions added
   // since then are written (plus the header, and one memmove of the FREs behind the new FDEs).
+  // While the window is open, the section keeps room for more FDEs in front of its FREs, so
+  // that only the new FDEs and FREs are written (no memmove of the FREs per publish); the room
+  // doubles when it is used up (one whole write), and goes when the window is sealed or the
+  // buffer cannot hold it (then the FREs move behind the new FDEs).
   const int target = current_buffer_ == 0 ? 1 : 0;
   uint8_t* buf = buffers().buffer(target);
-  const size_t size = encoder_->size();
-  if (auto ok = encoder_->write_update(std::span<uint8_t>(buf, size),
-                                       reinterpret_cast<uint64_t>(buf), written_[target]);
+  const size_t n = encoder_->function_count();
+  size_t room = room_[target], written = written_[target];
+  bool moving = false;
+  if (compact ? room != n : room < n) {
+    const size_t want = std::max<size_t>(2 * n, 64);
+    if (!compact && encoder_->size_with_room(want) <= buffers().capacity()) {
+      room = want;
+      written = 0;
+    } else {
+      moving = room == written;  // that layout is the one without room: update it in place
+      if (!moving) written = 0;
+      room = n;
+    }
+  }
+  const size_t size = encoder_->size_with_room(room);
+  const auto address = reinterpret_cast<uint64_t>(buf);
+  if (auto ok = moving ? encoder_->write_update(std::span<uint8_t>(buf, size), address, written)
+                       : encoder_->write_update(std::span<uint8_t>(buf, size), address, written,
+                                                room);
       !ok)
     return make_error(ok.error().code(), "window %llu: %s", id, ok.error().message().c_str());
-  written_[target] = encoder_->function_count();
+  written_[target] = n;
+  room_[target] = room;
   if (current_buffer_ >= 0) {
     previous_sframe_address_ = reinterpret_cast<uint64_t>(buffers().buffer(current_buffer_));
     previous_sframe_size_ = current_size_;
@@ -304,7 +332,8 @@ result<void> window_impl::seal() {
   if (state() != window_state::open)
     return make_error(errc::bad_state, "window %llu: seal on a %s window",
                       static_cast<unsigned long long>(id_), to_string(state()));
-  if (auto ok = publish(); !ok) return ok;
+  // A sealed window's section has the layout every reader expects (no room before its FREs).
+  if (auto ok = publish_section(/*compact=*/true); !ok) return ok;
   state_.store(window_state::sealed, std::memory_order_release);
   const window_view v = view(false);
   session_.for_each_backend("seal", id_, [&](publisher_backend& b) { return b.on_seal(v); });

@@ -114,6 +114,7 @@ struct options {
   bool gdb = false;
   bool breakpoint = false;
   bool unregister_before_call = false;
+  bool publish_each = false;
   bool unwinding_info = true;
   std::string perfmap_dir;
   std::string jitdump_dir;
@@ -152,6 +153,7 @@ void usage() {
       "                and jitdump_writer::write_batch, or one window publish per N appends\n"
       "  --session      publish through jitunwind::session and an owned window (the public\n"
       "                API) instead of the publisher components\n"
+      "  --publish-each (with --session) one window publish per function\n"
       "  --durability sync|batched  when perf map lines and jitdump records reach the files\n"
       "                (default: sync for the components, the session's default with --session)\n"
       "  --flush-ms MS  batched: latency bound (default 10)\n"
@@ -181,6 +183,8 @@ options parse(int argc, char** argv) {
       o.breakpoint = true;
     } else if (a == "--unregister") {
       o.unregister_before_call = true;
+    } else if (a == "--publish-each") {
+      o.publish_each = true;
     } else if (a == "--no-unwind") {
       o.unwinding_info = false;
     } else if (a == "--perfmap") {
@@ -398,7 +402,10 @@ std::vector<jit_function> publish_with_session(const options& o, std::unique_ptr
   fs.push_back(assemble("jit_inner", inner_space.address, o.fp, 400000, callee, 8));
   std::memcpy(outer_space.writable.data(), fs[0].code.data(), fs[0].code.size());
   std::memcpy(inner_space.writable.data(), fs[1].code.data(), fs[1].code.size());
-  for (const jit_function& f : fs) must(w->append(f.name, f.frame), "append");
+  for (const jit_function& f : fs) {
+    must(w->append(f.name, f.frame), "append");
+    if (o.publish_each) must(w->publish(), "publish");
+  }
   must(w->publish(), "publish");
   check_publishers(*s);
   if (o.unregister_before_call) must(w->retire(std::chrono::milliseconds(0)), "retire");

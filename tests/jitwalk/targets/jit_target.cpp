@@ -30,6 +30,7 @@
 //          --new-ids (recycle: the reused memory gets a new window id each time)
 //          --jit-thread (all of it on a second thread, which starts once the main thread has
 //          left by pthread_exit)
+//          --jit-worker (all of it on a second thread, which the main thread joins)
 //          --raise-sigtrap (raises and handles SIGTRAP before publishing and after the first
 //          call; exit status 4 unless both arrived)
 //          --pthread-exit (after all of it, the main thread leaves by pthread_exit and a second
@@ -582,7 +583,7 @@ int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "deep";
   unsigned iterations = 200, recycle_every = 10;
   double seconds = 0;
-  bool jit_thread = false, pthread_exit_after = false;
+  bool jit_thread = false, jit_worker = false, pthread_exit_after = false;
   if ((mode == "exec" && argc > 2) || (mode == "exec-later" && argc > 3)) {
     registry_init();
     const int first = mode == "exec" ? 2 : 3;
@@ -618,6 +619,8 @@ int main(int argc, char** argv) {
       g_lie = true;
     else if (a == "--jit-thread")
       jit_thread = true;
+    else if (a == "--jit-worker")
+      jit_worker = true;
     else if (a == "--pthread-exit")
       pthread_exit_after = true;
     else if (a == "--raise-sigtrap")
@@ -645,6 +648,11 @@ int main(int argc, char** argv) {
       std::exit(run(mode, iterations, recycle_every, seconds));
     }).detach();
     pthread_exit(nullptr);
+  }
+  if (jit_worker) {
+    int worker_rc = 0;
+    std::thread([&] { worker_rc = run(mode, iterations, recycle_every, seconds); }).join();
+    return worker_rc;
   }
   const int rc = run(mode, iterations, recycle_every, seconds);
   if (pthread_exit_after) {

@@ -298,7 +298,7 @@ enum {
   JITUNWIND_PUBLISH_JITDUMP = 1u << 3,
   JITUNWIND_PUBLISH_GDB = 1u << 4,
   JITUNWIND_PUBLISH_KERNEL = 1u << 5,
-  JITUNWIND_PUBLISH_DEFAULT = 0x1fu /* all but KERNEL */
+  JITUNWIND_PUBLISH_DEFAULT = 0x17u /* REGISTRY, USDT_EVENTS, PERFMAP, GDB: JITDUMP is opt-in */
 };
 
 typedef enum jitunwind_publisher_state {
@@ -490,6 +490,29 @@ JITUNWIND_API size_t jitunwind_window_functions(const jitunwind_window* window,
    publish); valid until the window's next publish, reuse or release. */
 JITUNWIND_API const uint8_t* jitunwind_window_published_sframe(const jitunwind_window* window,
                                                                size_t* size);
+
+/* ==== what perf sees: diagnostics and placement (docs/integrating.md, "What perf sees") ===== */
+
+/* Since JITUNWIND_0.4. Where the default session's messages go (the on-ramp's session: publisher
+   warnings such as "perf will lose this function's unwinding data", failures), besides the
+   destination JITUNWIND_LOG names: `log` (NULL removes it) is called with `log_user`, a level
+   (0 debug, 1 info, 2 warning, 3 error) of at least `min_level`, and the message (in C terms:
+   it names jitunwind_* functions). May be called before or after the first
+   jitunwind_name_code, from any thread; `log` may be called from any thread that names or
+   forgets code. */
+JITUNWIND_API jitunwind_status jitunwind_default_session_log(jitunwind_log_fn log, void* log_user,
+                                                             int min_level,
+                                                             jitunwind_error* error);
+/* Since JITUNWIND_0.4. Bytes to leave free after `code_size` bytes of code with these rows before
+   the next function starts, so that `perf inject --jit` keeps the code's unwinding data (perf
+   maps each jitdump load over its code rounded up to 8 bytes plus the .eh_frame after it; code
+   starting inside that range hides the earlier function's unwinding data from perf --call-graph
+   dwarf). For runtimes that place their own code (jitunwind_name_code, described windows).
+   INVALID_ARGUMENT for rows that do not validate or a NULL `gap`. */
+JITUNWIND_API jitunwind_status jitunwind_perf_code_gap(jitunwind_abi abi, size_t code_size,
+                                                       const jitunwind_frame_row* rows,
+                                                       size_t row_count, size_t* gap,
+                                                       jitunwind_error* error);
 
 #ifdef __cplusplus
 }
