@@ -507,7 +507,7 @@ int cmd_profile(int argc, char** argv) {
                    static_cast<unsigned long long>(late.grouped));
   }
   for (const std::string& w : wrote) std::fprintf(stderr, "jitwalk:   wrote %s\n", w.c_str());
-  return rc;
+  return status_after_cuts(rc, s.budget().refusals());
 }
 
 }  // namespace jitwalk

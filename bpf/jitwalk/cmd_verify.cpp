@@ -492,7 +492,7 @@ int cmd_verify(int argc, char** argv) {
       return 1;
     }
   }
-  return pass ? 0 : 1;
+  return status_after_cuts(pass ? 0 : 1, s.budget().refusals());
 }
 
 }  // namespace jitwalk

@@ -43,6 +43,25 @@ void warn(const char* fmt, ...) {
   va_end(ap);
 }
 
+jitunwind::toolkit::input_cuts& input_cuts() {
+  static jitunwind::toolkit::input_cuts cuts;
+  return cuts;
+}
+
+void warn_cut(std::string_view what, const error& why) {
+  // add() escapes both for the terminal.
+  std::fprintf(stderr, "jitwalk: warning: %s\n", input_cuts().add(what, why.message()).c_str());
+}
+
+int status_after_cuts(int status, uint64_t budget_refusals) {
+  if (status != 0 || (input_cuts().count() == 0 && budget_refusals == 0)) return status;
+  std::fprintf(stderr,
+               "jitwalk: warning: limits left part of the target's data out (see the warnings "
+               "above; --max-memory, --max-file): exit status %d\n",
+               jitunwind::toolkit::exit_input_cut);
+  return jitunwind::toolkit::exit_input_cut;
+}
+
 void report(const error& e) {
   std::fprintf(stderr, "jitwalk: error: %s\n",
                jitunwind::toolkit::terminal_text(e.message()).c_str());

@@ -62,7 +62,10 @@ void elf_file::load_symbols_from(const elf_image& img, bool want_symtab) const {
   if (s == nullptr) return;
   auto syms = img.symbols(*s);
   if (!syms) {
-    warn("%s (no names from %s)", syms.error().message().c_str(), name().c_str());
+    if (jitunwind::toolkit::is_limit(syms.error()))
+      warn_cut(s->name + " of " + name() + " (function names)", syms.error());
+    else
+      warn("%s (no names from %s)", syms.error().message().c_str(), name().c_str());
     return;
   }
   symbols_.reserve(symbols_.size() + syms->size());

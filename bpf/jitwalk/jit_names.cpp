@@ -144,8 +144,10 @@ result<size_t> jit_names::read_appended(const std::string& path, const char* wha
   }
   if (st.done >= max_file_bytes_ && st.refused.empty()) {
     st.refused = "read only";
-    warn("%s %s: only its first %s read", what, path.c_str(),
-         jitunwind::toolkit::size_text(max_file_bytes_).c_str());
+    warn_cut(format("%s %s after its first %s", what, path.c_str(),
+                    jitunwind::toolkit::size_text(max_file_bytes_).c_str()),
+             error(errc::limit_exceeded, "--max-file " + std::to_string(max_file_bytes_ >> 20) +
+                                             " (MiB) reached"));
   }
   return n;
 }

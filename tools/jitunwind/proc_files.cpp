@@ -141,8 +141,11 @@ void perf_map_names::update() {
   char buf[64 * 1024];
   while (!full_) {
     if (offset_ >= max_bytes_) {
-      if (f->size() > offset_)
-        note("perf map " + path_ + ": only its first " + toolkit::size_text(max_bytes_) + " read");
+      if (f->size() > offset_) {
+        cut_ = true;
+        note("perf map " + path_ + ": only its first " + toolkit::size_text(max_bytes_) +
+             " read (--max-file)");
+      }
       break;
     }
     const size_t want = static_cast<size_t>(std::min<uint64_t>(sizeof buf, max_bytes_ - offset_));
@@ -187,6 +190,7 @@ void perf_map_names::parse_line(std::string_view line) {
   // stops at the memory budget, with the names read until then.
   if (auto r = charge_.grow(budget_, name.size() + 64, "names of perf map " + path_); !r) {
     full_ = true;
+    cut_ = true;
     note(r.error().message());
     return;
   }

@@ -72,6 +72,9 @@ class perf_map_names {
   const std::string& path() const noexcept { return path_; }
   /// Why names are missing, if something was refused or cut (empty otherwise).
   const std::string& problem() const noexcept { return problem_; }
+  /// A limit (--max-file, the memory budget) left names out: the answer is incomplete
+  /// (jitunwind/toolkit/input_cuts.hpp).
+  bool cut() const noexcept { return cut_; }
 
  private:
   void consume(const char* p, size_t n);
@@ -90,6 +93,7 @@ class perf_map_names {
   std::map<uint64_t, std::string> names_;
   toolkit::budget_charge charge_;
   std::string problem_;
+  bool cut_ = false;
 };
 
 }  // namespace jitunwind::cli

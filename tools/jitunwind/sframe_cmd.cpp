@@ -18,6 +18,13 @@ namespace jitunwind::cli {
 
 namespace {
 
+// Says what of the input the output leaves out, and the status that tells (input_cuts.hpp).
+int report_left_out(const std::string& program, const sframe_source& s, int status) {
+  for (const std::string& w : s.left_out)
+    std::fprintf(stderr, "%s: warning: %s\n", program.c_str(), w.c_str());
+  return s.cut.exit_status(status);
+}
+
 const option_spec raw_option{
     "raw", 0, "",
     "FILE is a bare SFrame section (e.g. bytes a JIT wrote, or `objcopy -O binary "
@@ -188,7 +195,8 @@ int run_dump(const std::string& program, const parsed_args& args) {
   } else {
     write_sframe_text(path, *source, *decoded, to_stdout);
   }
-  return std::fflush(stdout) == 0 && written ? exit_ok : exit_failure;
+  const int status = std::fflush(stdout) == 0 && written ? exit_ok : exit_failure;
+  return report_left_out(program, *source, status);
 }
 
 int run_check(const std::string& program, const parsed_args& args) {
@@ -393,7 +401,7 @@ int run_convert(const std::string& program, const parsed_args& args) {
               elf_out->c_str(), to_string(d.target), eo.version,
               static_cast<unsigned long long>(image->sframe_address), image->sframe_size,
               summary.c_str());
-  return exit_ok;
+  return report_left_out(program, *source, exit_ok);
 }
 
 const command commands[] = {

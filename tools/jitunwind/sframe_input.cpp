@@ -2,6 +2,7 @@
 
 #include "cli.hpp"
 #include <jitunwind/toolkit/elf_reader.hpp>
+#include <jitunwind/toolkit/terminal_text.hpp>
 
 #include <jitunwind/sframe.h>
 
@@ -141,7 +142,7 @@ result<size_t> apply_relocations(const elf_image& img, const elf_section& target
   return applied;
 }
 
-void collect_function_symbols(const elf_image& img, sframe_source& out) {
+void collect_function_symbols(const std::string& path, const elf_image& img, sframe_source& out) {
   // The first table of each kind (an object has one): thousands of symbol table headers over
   // one table must not decode it thousands of times.
   for (const uint32_t type : {toolkit::elf_sht_symtab, toolkit::elf_sht_dynsym}) {
@@ -149,7 +150,17 @@ void collect_function_symbols(const elf_image& img, sframe_source& out) {
     if (table == nullptr) continue;
     const elf_section& s = *table;
     auto symbols = img.symbols(s);
-    if (!symbols) continue;  // names are a convenience; a bad symbol table is not fatal
+    if (!symbols) {
+      // Names are a convenience (a bad symbol table is not fatal), but an answer without them
+      // says why (input_cuts.hpp).
+      const std::string what = "symbol table " + s.name + " [" + std::to_string(s.index) +
+                               "] of " + path + " (function names)";
+      out.left_out.push_back(toolkit::is_limit(symbols.error())
+                                 ? out.cut.add(what, symbols.error().message())
+                                 : toolkit::terminal_text(what) + " left out: " +
+                                       toolkit::terminal_text(symbols.error().message()));
+      continue;
+    }
     for (const auto& sym : *symbols) {
       if (sym.type != 2 || sym.name.empty() || sym.shndx == 0) continue;  // STT_FUNC, defined
       uint64_t address = sym.value;
@@ -218,7 +229,7 @@ result<sframe_source> load_sframe_source(const std::string& path, std::vector<ui
     if (!applied) return error(applied.error().code(), path + ": " + applied.error().message());
     out.relocations_applied = *applied;
   }
-  collect_function_symbols(*img, out);
+  collect_function_symbols(path, *img, out);
   return out;
 }
 

@@ -3,6 +3,7 @@
 #include <jitunwind/remote.h>
 
 #include "cli.hpp"
+#include <jitunwind/toolkit/input_cuts.hpp>
 #include <jitunwind/toolkit/budget.hpp>
 #include <jitunwind/toolkit/terminal_text.hpp>
 #include "proc_files.hpp"
@@ -266,12 +267,22 @@ result<target_info> resolve_target(const parsed_args& a, std::string& bad_usage,
       perf_map_names(perf_map_path(process, live_task(process, *pid)), owner, budget, *max_file)};
 }
 
-// Why names are missing, said once on stderr.
+// Why names are missing, said once on stderr: a warning when a limit left names out (the run then
+// ends with exit_input_cut), a note when the file was refused or is not there.
 void report_names_problem(const std::string& program, const perf_map_names& names) {
   static std::string said;
   if (names.problem().empty() || names.problem() == said) return;
   said = names.problem();
-  std::fprintf(stderr, "%s: note: %s\n", program.c_str(), toolkit::terminal_text(said).c_str());
+  std::fprintf(stderr, "%s: %s: %s\n", program.c_str(), names.cut() ? "warning" : "note",
+               toolkit::terminal_text(said).c_str());
+}
+
+// `status`, or exit_input_cut when it is exit_ok and a limit left part of the target's data out
+// (the memory budget refused something, or the perf map's names were cut; input_cuts.hpp).
+int status_after_cuts(int status, const toolkit::memory_budget& budget,
+                      const perf_map_names& names, bool names_used) {
+  if (status != exit_ok) return status;
+  return budget.refusals() != 0 || (names_used && names.cut()) ? toolkit::exit_input_cut : status;
 }
 
 json skipped_json(const remote::skipped_slot& k) {
@@ -388,7 +399,8 @@ int run_list(const std::string& program, const parsed_args& a) {
   if (std::fflush(stdout) != 0 || std::ferror(stdout))
     return report(program, std::string("cannot write the output: ") + std::strerror(errno),
                   exit_failure);
-  return unusable == 0 ? exit_ok : exit_failure;
+  return status_after_cuts(unusable == 0 ? exit_ok : exit_failure, budget, target->names,
+                           a.flag("functions") || a.flag("rows"));
 }
 
 // ---- watch ----
@@ -690,7 +702,8 @@ int run_watch(const std::string& program, const parsed_args& a) {
                program.c_str(), ended.c_str(), elapsed(), st.present, st.published, st.updated,
                st.retired, st.freed, st.unusable, st.skips);
   if (!failure.empty()) return report(program, failure, exit_failure);
-  return st.unusable == 0 && st.skips == 0 ? exit_ok : exit_failure;
+  return status_after_cuts(st.unusable == 0 && st.skips == 0 ? exit_ok : exit_failure, budget,
+                           target->names, functions);
 }
 
 const command commands[] = {{&list_spec, &run_list}, {&watch_spec, &run_watch}};

@@ -40,7 +40,7 @@ class string_table {
                         what, static_cast<ull>(index));
     const size_t length = static_cast<size_t>(static_cast<const char*>(nul) - begin);
     if (length > left_)
-      return make_error(errc::malformed,
+      return make_error(errc::limit_exceeded,
                         "elf: %s: names add up to more than 4 times their string table (%zu "
                         "bytes) plus 1 MiB: entries share names (a hostile file?)",
                         what, data_.size());

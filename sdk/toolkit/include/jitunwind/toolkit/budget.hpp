@@ -1,4 +1,4 @@
-// Private: the memory a tool may spend on what another process controls (its files, its perf
+// Toolkit: the memory a tool may spend on what another process controls (its files, its perf
 // map, its registry), as one budget per run. Every allocation whose size comes from the other
 // process takes its bytes from the budget first and gives them back when freed; the first one
 // that would pass the limit fails with a message that says what was being read and how to raise

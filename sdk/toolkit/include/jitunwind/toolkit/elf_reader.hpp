@@ -1,6 +1,6 @@
-// Private: a small, hostile-safe ELF reader (ELF32/ELF64, little/big endian) over bytes in memory
-// or over a file read with pread (guarded/file.hpp: a file truncated meanwhile gives an error,
-// never SIGBUS).
+// Toolkit: a small, hostile-safe ELF reader (ELF32/ELF64, little/big endian) over bytes in
+// memory or over a file read with pread (guarded_file.hpp: a file truncated meanwhile gives an
+// error, never SIGBUS).
 //
 // Used by the CLI, the eBPF walker's user side, the SDK's remote reader and tests to find
 // `.sframe` sections, program headers and symbols. It never trusts the image: every offset,
@@ -12,7 +12,8 @@
 // "Reading hostile processes"): parsing reads the ELF header, the section and program header
 // tables (no more entries than the file can hold) and the section name table, nothing else;
 // names are materialized at most to 4 times the size of their string table plus 1 MiB (a table
-// whose entries all share one long name is refused, not copied per entry); section data is read
+// whose entries all share one long name is refused with `limit_exceeded`, not copied per entry;
+// a caller that goes on without it reports the cut, input_cuts.hpp); section data is read
 // only when asked for, into buffers charged to the memory budget given at open. Callers keep
 // their own work linear: they take the first SHT_SYMTAB and the first SHT_DYNSYM (an object has
 // at most one of each) and do not re-read overlapping sections.

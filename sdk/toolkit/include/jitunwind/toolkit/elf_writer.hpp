@@ -1,4 +1,4 @@
-// Private: builds small ELF64 images in memory (little or big endian).
+// Toolkit: builds small ELF64 images in memory (little or big endian).
 //
 // Used by the CLI (`jitunwind sframe build --elf`) and meant for the other places that need a
 // tiny ELF object at run time (GDB JIT entries, test fixtures): the caller lists sections with

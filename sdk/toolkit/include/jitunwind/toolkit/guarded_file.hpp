@@ -1,4 +1,4 @@
-// Private: the one way the SDK's remote reader and the tools open and read a file that another
+// Toolkit: the one way the SDK's remote reader and the tools open and read a file that another
 // process controls — the objects a profiled process maps, the perf map and jitdump it writes,
 // its /proc files, a file named on a command line. The rules (docs/jitwalk.md, "Reading hostile
 // processes"):
@@ -8,7 +8,7 @@
 //     only when owned by a given user, and only up to a stated size;
 //   - read with pread, never mapped: a file truncated while it is read gives an error naming it,
 //     where a mapping would kill the reader with SIGBUS;
-//   - what is read into memory is charged to the run's memory budget (guarded/budget.hpp).
+//   - what is read into memory is charged to the run's memory budget (budget.hpp).
 //
 // Thread-safety: a guarded_file may be read from several threads (pread has no file position).
 #pragma once

@@ -1,4 +1,4 @@
-// Private: the byte rule every publisher applies to symbol names — bytes below 0x20 and 0x7f
+// Toolkit: the byte rule every publisher applies to symbol names — bytes below 0x20 and 0x7f
 // (newline, tab, NUL, escape, DEL) cannot appear in a perf map line or a terminal and become
 // '?'; everything else (UTF-8 included) is kept.
 #pragma once

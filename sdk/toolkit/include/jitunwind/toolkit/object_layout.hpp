@@ -1,4 +1,4 @@
-// Private: a linker-like layout of a relocatable object (.o), so that sections whose contents
+// Toolkit: a linker-like layout of a relocatable object (.o), so that sections whose contents
 // are relocations against code (`.eh_frame`, `.sframe`, `.debug_frame`) can be read with final
 // addresses. Used by the CLI (`sframe build --from-eh-frame`) and the differential tests.
 #pragma once

@@ -1,4 +1,4 @@
-// Private: how the tools create their output files (profiles, flame graphs, SFrame sections,
+// Toolkit: how the tools create their output files (profiles, flame graphs, SFrame sections,
 // ELF images, reports) when they may run as root and the path may lie in a directory others can
 // write, such as /tmp. The policy (docs/cli.md and docs/jitwalk.md, "Reading hostile
 // processes"):

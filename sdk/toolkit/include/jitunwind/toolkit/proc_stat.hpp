@@ -1,4 +1,4 @@
-// Private: what the tools read about a process from /proc/PID/stat, parsed the way the kernel
+// Toolkit: what the tools read about a process from /proc/PID/stat, parsed the way the kernel
 // writes it. The command name (field 2) is whatever the process set with prctl(PR_SET_NAME) or
 // its executable's name: it may hold spaces, parentheses and newlines, so it runs from the first
 // '(' to the LAST ')' of the file, and the fields after it are counted from there.
@@ -17,7 +17,7 @@ namespace jitunwind::toolkit {
 
 struct proc_stat {
   pid_t pid = 0;
-  std::string comm;  ///< as the process set it: escape it before printing (guarded/text.hpp)
+  std::string comm;  ///< as the process set it: escape it before printing (terminal_text.hpp)
   char state = '?';  ///< R, S, D, Z, T, t, X, I, ...
   pid_t ppid = 0;
   uint64_t flags = 0;  ///< PF_* (field 9)

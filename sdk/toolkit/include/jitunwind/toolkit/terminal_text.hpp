@@ -1,4 +1,4 @@
-// Private: putting text that another process chose (function names from its perf map or
+// Toolkit: putting text that another process chose (function names from its perf map or
 // symbol tables, its command name, paths it maps, numbers given on a command line) into
 // messages and terminal output.
 #pragma once
