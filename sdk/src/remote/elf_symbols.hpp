@@ -1,6 +1,6 @@
 // Finding one defined symbol in a mapped object's .dynsym or .symtab and turning its link-time
 // value into a run-time address. The file comes from another process's mappings and is treated
-// as hostile: it is read through the SDK's ELF reader (sdk/src/elf/elf_reader.hpp) with pread,
+// as hostile: it is read through the toolkit's ELF reader (jitunwind/toolkit/elf_reader.hpp) with pread,
 // only its headers and the symbol tables searched; covered by fuzz/registry_reader.cpp.
 #pragma once
 
