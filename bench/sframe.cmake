@@ -1,4 +1,4 @@
 # bench_sframe's --size-report compiles sources relative to the source tree (include paths).
 target_compile_definitions(bench_sframe PRIVATE JITUNWIND_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 # The program --size-report compiles at run time.
-set_property(DIRECTORY APPEND PROPERTY JITUNWIND_NOT_A_TARGET_SOURCE sframe_sample.c)
+jitunwind_not_built(sframe_sample.c)

@@ -1,12 +1,17 @@
 # Every target lists its source files by name (no globs: a file is part of the build because a
 # CMakeLists.txt says so). The cost of explicit lists is a file added to the tree but to no list
-# (a test that silently never runs); jitunwind_check_source_lists() makes that a configure error.
-# It looks at the C and C++ files of every configured directory (and its sub-folders that are not
-# CMake directories or build trees of their own) and fails naming each one no target of that
-# directory uses.
-# Files a directory compiles otherwise (custom commands) are named in its
-# JITUNWIND_NOT_A_TARGET_SOURCE directory property.
+# (a test that silently never runs); jitunwind_check_source_lists() makes that a configure error
+# naming the file. It looks at the C and C++ files directly in every configured directory, and
+# at every file under its `src/` folder and the folders its JITUNWIND_SOURCE_FOLDERS directory
+# property names; sub-folders of optional programs (test targets, helpers) are not looked at.
+# A file the directory does not compile itself (a custom command or a test compiles it, or an
+# optional part is not built in this configuration) is named with jitunwind_not_built().
 include_guard(GLOBAL)
+
+# The files listed are not compiled by a target of the current directory, on purpose.
+function(jitunwind_not_built)
+  set_property(DIRECTORY APPEND PROPERTY JITUNWIND_NOT_BUILT ${ARGN})
+endfunction()
 
 function(_jitunwind_configured_dirs dir out)
   set(_all ${dir})
@@ -22,44 +27,35 @@ function(jitunwind_check_source_lists)
   _jitunwind_configured_dirs(${PROJECT_SOURCE_DIR} _dirs)
   set(_missing "")
   foreach(_dir IN LISTS _dirs)
-    # Sources of this directory's targets, as absolute paths.
+    # Sources of this directory's targets and the files it says it does not build.
     set(_listed "")
     get_property(_targets DIRECTORY ${_dir} PROPERTY BUILDSYSTEM_TARGETS)
     foreach(_t IN LISTS _targets)
       get_target_property(_srcs ${_t} SOURCES)
-      if(NOT _srcs)
-        continue()
+      if(_srcs)
+        list(APPEND _listed ${_srcs})
       endif()
-      foreach(_s IN LISTS _srcs)
-        if(_s MATCHES "^\\$<")
-          continue()
-        endif()
+    endforeach()
+    get_property(_not_built DIRECTORY ${_dir} PROPERTY JITUNWIND_NOT_BUILT)
+    list(APPEND _listed ${_not_built})
+    set(_absolute "")
+    foreach(_s IN LISTS _listed)
+      if(NOT _s MATCHES "^\\$<")
         cmake_path(ABSOLUTE_PATH _s BASE_DIRECTORY ${_dir} NORMALIZE)
-        list(APPEND _listed ${_s})
-      endforeach()
-    endforeach()
-    get_property(_exempt DIRECTORY ${_dir} PROPERTY JITUNWIND_NOT_A_TARGET_SOURCE)
-    foreach(_s IN LISTS _exempt)
-      cmake_path(ABSOLUTE_PATH _s BASE_DIRECTORY ${_dir} NORMALIZE)
-      list(APPEND _listed ${_s})
-    endforeach()
-    # The files this directory owns: its own and those of sub-folders without a CMakeLists.txt.
-    file(GLOB_RECURSE _files LIST_DIRECTORIES false ${_dir}/*.c ${_dir}/*.cpp)
-    foreach(_f IN LISTS _files)
-      cmake_path(IS_PREFIX PROJECT_BINARY_DIR ${_f} _in_build)
-      if(_in_build)
-        continue()
+        list(APPEND _absolute ${_s})
       endif()
-      cmake_path(GET _f PARENT_PATH _p)
-      set(_owned ON)
-      while(NOT _p STREQUAL _dir)
-        if(EXISTS ${_p}/CMakeLists.txt OR EXISTS ${_p}/CMakeCache.txt)  # another build tree
-          set(_owned OFF)
-          break()
-        endif()
-        cmake_path(GET _p PARENT_PATH _p)
-      endwhile()
-      if(_owned AND NOT _f IN_LIST _listed)
+    endforeach()
+    # The files this directory owns.
+    file(GLOB _files LIST_DIRECTORIES false ${_dir}/*.c ${_dir}/*.cpp)
+    get_property(_folders DIRECTORY ${_dir} PROPERTY JITUNWIND_SOURCE_FOLDERS)
+    foreach(_f IN ITEMS src ${_folders})
+      if(IS_DIRECTORY ${_dir}/${_f} AND NOT EXISTS ${_dir}/${_f}/CMakeLists.txt)
+        file(GLOB_RECURSE _more LIST_DIRECTORIES false ${_dir}/${_f}/*.c ${_dir}/${_f}/*.cpp)
+        list(APPEND _files ${_more})
+      endif()
+    endforeach()
+    foreach(_f IN LISTS _files)
+      if(NOT _f IN_LIST _absolute)
         file(RELATIVE_PATH _rel ${PROJECT_SOURCE_DIR} ${_f})
         list(APPEND _missing ${_rel})
       endif()
@@ -68,7 +64,7 @@ function(jitunwind_check_source_lists)
   if(_missing)
     list(JOIN _missing "\n  " _text)
     message(FATAL_ERROR "Source files that no target lists (add each to its directory's "
-                        "CMakeLists.txt, or to its JITUNWIND_NOT_A_TARGET_SOURCE if a custom "
-                        "command compiles it):\n  ${_text}")
+                        "CMakeLists.txt, or name it with jitunwind_not_built() if the directory "
+                        "does not compile it):\n  ${_text}")
   endif()
 endfunction()
