@@ -16,7 +16,7 @@
 // SFrame vs .eh_frame bytes per function (see docs/performance.md).
 #include <jitunwind/sframe.h>
 
-#include "elf/elf_reader.hpp"
+#include <jitunwind/toolkit/elf_reader.hpp>
 
 #include <benchmark/benchmark.h>
 
@@ -278,9 +278,9 @@ bool run(const std::string& cmd) {
 }
 
 std::optional<object_sizes> measure(const std::string& object) {
-  auto file = detail::read_whole_file(object);
+  auto file = toolkit::read_whole_file(object);
   if (!file) return std::nullopt;
-  auto img = detail::elf_image::parse(*file);
+  auto img = toolkit::elf_image::parse(*file);
   if (!img) return std::nullopt;
   object_sizes out;
   if (const auto* eh = img->find_section(".eh_frame")) out.eh_frame = eh->size;
@@ -328,7 +328,8 @@ int size_report(int n, char** sources) {
     const std::string gcc = cxx ? "g++ -std=c++20" : "gcc",
                       clang = cxx ? "clang++ -std=c++20" : "clang";
     const std::string inc = " -I" + std::string(JITUNWIND_SOURCE_DIR) + "/sdk/include -I" +
-                            std::string(JITUNWIND_SOURCE_DIR) + "/sdk/src ";
+                            std::string(JITUNWIND_SOURCE_DIR) + "/sdk/src -I" +
+                            std::string(JITUNWIND_SOURCE_DIR) + "/sdk/toolkit/include ";
     const std::string base = std::string(dir) + "/" + std::to_string(i);
     if (!run(gcc + " -O2 -Wa,--gsframe -c" + inc + src + " -o " + base + "-gcc.o") ||
         !run(clang + " -O2 -c" + inc + src + " -o " + base + "-clang.o") ||

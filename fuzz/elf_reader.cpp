@@ -6,8 +6,8 @@
 // the hostile shapes of tests/hostile (shared section names, thousands of symbol tables, an
 // object cut short). A crash, a sanitizer report, a 10 s input (super-linear work) or 2 GB
 // (amplification) fails stage 30.
-#include "elf/elf_reader.hpp"
-#include "guarded/file.hpp"
+#include <jitunwind/toolkit/elf_reader.hpp>
+#include <jitunwind/toolkit/guarded_file.hpp>
 #include "jitwalk/elf_file.hpp"
 #include "remote/elf_symbols.hpp"
 
@@ -18,7 +18,7 @@
 #include <cstdlib>
 
 using namespace jitunwind;
-using jitunwind::detail::elf_image;
+using jitunwind::toolkit::elf_image;
 
 namespace {
 
@@ -34,10 +34,10 @@ result<elf_image> from_file(const uint8_t* data, size_t size, int& fd) {
   fd = ::memfd_create("elf-fuzz", MFD_CLOEXEC);
   if (fd < 0 || ::write(fd, data, size) != static_cast<ssize_t>(size))
     return error(errc::io_error, "memfd");
-  detail::open_rules rules;
+  toolkit::open_rules rules;
   rules.no_follow = false;
   rules.max_bytes = UINT64_MAX;
-  auto f = detail::guarded_file::open("/proc/self/fd/" + std::to_string(fd), rules);
+  auto f = toolkit::guarded_file::open("/proc/self/fd/" + std::to_string(fd), rules);
   if (!f) return f.error();
   return elf_image::open(std::move(*f));
 }
@@ -66,14 +66,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (a)
         check(a->size() == b->size() && std::equal(a->begin(), a->end(), b->begin()),
               "section bytes differ");
-      if (s.type == detail::elf_sht_symtab || s.type == detail::elf_sht_dynsym) {
+      if (s.type == toolkit::elf_sht_symtab || s.type == toolkit::elf_sht_dynsym) {
         auto sa = mem->symbols(s);
         auto sb = file->symbols(file->sections()[i]);
         check(sa.ok() == sb.ok(), "symbol table validity differs");
         if (sa) check(sa->size() == sb->size(), "symbol counts differ");
         (void)mem->find_symbol(s, "main");
       }
-      if (s.type == detail::elf_sht_rela || s.type == detail::elf_sht_rel)
+      if (s.type == toolkit::elf_sht_rela || s.type == toolkit::elf_sht_rel)
         (void)mem->relocations(s);
     }
     for (const auto& p : mem->segments()) (void)mem->segment_data(p);

@@ -1,7 +1,7 @@
 #include "gdb_names.hpp"
 
-#include "elf/elf_reader.hpp"
-#include "gdbjit/gdbjit.hpp"
+#include <jitunwind/toolkit/elf_reader.hpp>
+#include <jitunwind/toolkit/gdb_jit.hpp>
 
 #include <dlfcn.h>
 #include <sys/uio.h>
@@ -13,7 +13,7 @@ namespace jitunwind_preload {
 
 namespace {
 
-namespace gdbjit = jitunwind::detail::gdbjit;
+namespace gdbjit = jitunwind::toolkit::gdb_jit;
 
 // Copies `size` bytes of this process at `address`; false if any of them is not mapped.
 bool read_self(uint64_t address, void* out, size_t size) {
@@ -37,9 +37,9 @@ bool gdb_names::find_descriptor() {
     // A definition only in a symbol table on disk (an executable without -rdynamic): the same
     // search gdb does. It reads files, so only once.
     looked_up_ = true;
-    const gdbjit::descriptor_info info = gdbjit::inspect_descriptors();
-    if (info.first != nullptr && info.first != info.ours)
-      descriptor_ = reinterpret_cast<uint64_t>(info.first);
+    const auto first = gdbjit::first_jit_symbols_in_load_order();
+    if (first && first->descriptor != reinterpret_cast<uintptr_t>(gdbjit::own_descriptor()))
+      descriptor_ = first->descriptor;
   }
   if (descriptor_ == 0) return false;
   // The descriptor is a global of the object defining it: once that object cannot be unloaded
@@ -88,19 +88,19 @@ void gdb_names::read_object(uint64_t address, uint64_t size) {
   if (size == 0 || size > max_object) return;
   std::vector<uint8_t> bytes(size);
   if (!read_self(address, bytes.data(), bytes.size())) return;
-  auto image = jitunwind::detail::elf_image::parse(bytes);
+  auto image = jitunwind::toolkit::elf_image::parse(bytes);
   if (!image) return;
-  const auto* symtab = image->first_section_of_type(jitunwind::detail::elf_sht_symtab);
+  const auto* symtab = image->first_section_of_type(jitunwind::toolkit::elf_sht_symtab);
   if (symtab == nullptr) return;
   auto symbols = image->symbols(*symtab);
   if (!symbols) return;
   const auto& sections = image->sections();
-  for (const jitunwind::detail::elf_symbol& s : *symbols) {
+  for (const jitunwind::toolkit::elf_symbol& s : *symbols) {
     if (s.type != stt_func || s.name.empty() || s.shndx == 0) continue;
     uint64_t start = s.value;
     // A relocatable object (LLVM's debug objects) gives values relative to their section, whose
     // address the JIT set to where the section was loaded.
-    if (image->type() == jitunwind::detail::elf_et_rel) {
+    if (image->type() == jitunwind::toolkit::elf_et_rel) {
       if (s.shndx >= shn_loreserve || s.shndx >= sections.size()) continue;
       start += sections[s.shndx].addr;
     }

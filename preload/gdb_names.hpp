@@ -10,13 +10,13 @@
 // The host's memory is read with process_vm_readv on this process, never dereferenced: an entry
 // unlinked and freed by another thread meanwhile gives a failed read (that object is skipped),
 // never a fault in the host. The one exception is the descriptor itself, read directly once the
-// object that defines it is pinned in memory (RTLD_NODELETE). Objects are parsed by the SDK's
+// object that defines it is pinned in memory (RTLD_NODELETE). Objects are parsed by the toolkit's
 // hostile-safe ELF reader.
 //
 // Thread-safety: none; the preload calls it under its mutex.
 #pragma once
 
-#include "gdbjit/gdbjit.hpp"
+#include <jitunwind/toolkit/gdb_jit.hpp>
 
 #include <cstdint>
 #include <map>
@@ -45,7 +45,7 @@ class gdb_names {
 
  private:
   bool find_descriptor();
-  bool read_descriptor(jitunwind::detail::gdbjit::jit_descriptor& out) const;
+  bool read_descriptor(jitunwind::toolkit::gdb_jit::jit_descriptor& out) const;
   void read_object(uint64_t address, uint64_t size);
 
   bool looked_up_ = false;

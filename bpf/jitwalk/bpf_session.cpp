@@ -23,7 +23,7 @@ std::string g_libbpf_log;  // libbpf's last messages, attached to load errors
 
 int libbpf_print(enum libbpf_print_level level, const char* fmt, va_list ap) {
   if (level == LIBBPF_DEBUG) return 0;
-  std::string line = jitunwind::detail::vformat(fmt, ap);
+  std::string line = jitunwind::toolkit::vformat(fmt, ap);
   g_libbpf_log += line;
   if (g_libbpf_log.size() > 64 * 1024) g_libbpf_log.erase(0, g_libbpf_log.size() - 64 * 1024);
   if (g_verbosity >= 2) std::fputs(line.c_str(), stderr);

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <thread>
 
-#include "guarded/text.hpp"
+#include <jitunwind/toolkit/terminal_text.hpp>
 #include "jitwalk/aggregate.hpp"
 #include "jitwalk/cli.hpp"
 #include "jitwalk/name_report.hpp"
@@ -140,7 +140,7 @@ int cmd_profile(int argc, char** argv) {
     report(r.error());
     return 1;
   }
-  const std::string shown_name = jitunwind::detail::terminal_text(s.process_name());
+  const std::string shown_name = jitunwind::toolkit::terminal_text(s.process_name());
   note("profiling pid %d (%s) at %u Hz%s", s.pid(), s.process_name().c_str(), o.hz,
        o.run.duration_s > 0 ? format(" for %.1f s", o.run.duration_s).c_str() : "");
   unsigned ticks = 0;
@@ -273,8 +273,8 @@ int cmd_profile(int argc, char** argv) {
     std::fprintf(stderr,
                  "jitwalk:   target data: %zu registry entries skipped; memory budget: %s of %s "
                  "used at most, %llu requests refused, %llu JIT names dropped\n",
-                 ts.slots_skipped, jitunwind::detail::size_text(s.budget().peak()).c_str(),
-                 jitunwind::detail::size_text(s.budget().limit()).c_str(),
+                 ts.slots_skipped, jitunwind::toolkit::size_text(s.budget().peak()).c_str(),
+                 jitunwind::toolkit::size_text(s.budget().limit()).c_str(),
                  static_cast<unsigned long long>(s.budget().refusals()),
                  static_cast<unsigned long long>(s.sym().names().dropped()));
   }
@@ -364,7 +364,7 @@ int cmd_profile(int argc, char** argv) {
                    static_cast<unsigned long long>(late.grouped));
   }
   for (const std::string& w : wrote) std::fprintf(stderr, "jitwalk:   wrote %s\n", w.c_str());
-  return rc;
+  return status_after_cuts(rc, s.budget().refusals());
 }
 
 }  // namespace jitwalk

@@ -11,7 +11,7 @@
 #include <set>
 #include <tuple>
 
-#include "guarded/text.hpp"
+#include <jitunwind/toolkit/terminal_text.hpp>
 #include "jitwalk/aggregate.hpp"
 #include "jitwalk/cli.hpp"
 #include "jitwalk/native_tables.hpp"
@@ -272,7 +272,7 @@ int cmd_verify(int argc, char** argv) {
   const auto bs = s.bpf().stats();
   const auto& tst = s.track().stats();
   std::printf("jitwalk verify: %s (pid %d): %llu checkpoints; %s\n",
-              jitunwind::detail::terminal_text(s.process_name()).c_str(), s.pid(),
+              jitunwind::toolkit::terminal_text(s.process_name()).c_str(), s.pid(),
               static_cast<unsigned long long>(v.checkpoints), s.stop_reason().c_str());
   std::printf("  %-24s %-22s %-18s %s\n", "", "exact matches", "complete (main)",
               "JIT frames found");
@@ -416,7 +416,7 @@ int cmd_verify(int argc, char** argv) {
       return 1;
     }
   }
-  return pass ? 0 : 1;
+  return status_after_cuts(pass ? 0 : 1, s.budget().refusals());
 }
 
 }  // namespace jitwalk

@@ -1,12 +1,14 @@
 // .eh_frame (DWARF CFI as loaded into processes) -> walker rows, for native objects that have no
-// .sframe (Debian's libc, libstdc++, ...). Only what the walker can apply is kept: CFA = RSP or
-// RBP + offset, RBP saved at CFA + n or unchanged, RA at CFA - 8 or undefined (outermost);
-// everything else (CFA expressions such as the PLT's, registers saved in registers) becomes a gap
-// row, i.e. the frame-pointer fallback, reported as such.
+// .sframe (Debian's libc, libstdc++, ...), through the SDK's decoder (jitunwind::cfi::decode, the
+// one decoder of DWARF CFI in the tree) with `partial_input::usable_rows`: what the walker can
+// apply is kept (CFA = RSP or RBP + offset, RBP saved at CFA + n or unchanged, RA at CFA - 8 or
+// undefined), every location whose rules SFrame cannot express (CFA expressions, registers saved
+// in registers) becomes a gap row, i.e. the frame-pointer fallback, reported as such; the lazy
+// PLT's CFA expression becomes a PCMASK function of 16-byte entries.
 //
-// The input is hostile: every length, offset, pointer encoding, LEB128 and CFA instruction is
-// bounds-checked; a bad FDE is skipped (counted, first messages kept); a bad entry length stops
-// the parse with what was read so far.
+// The input is hostile: the decoder bounds every read by its entry and its work by the section;
+// a bad FDE is skipped (counted, first messages kept); a bad entry length stops the walk with
+// what was read before it.
 #pragma once
 
 #include "jitwalk/rows.hpp"

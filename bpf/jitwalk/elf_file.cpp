@@ -8,22 +8,22 @@
 
 namespace jitwalk {
 
-using jitunwind::detail::elf_image;
-using jitunwind::detail::elf_section;
+using jitunwind::toolkit::elf_image;
+using jitunwind::toolkit::elf_section;
 
 result<std::shared_ptr<elf_file>> elf_file::open(const std::string& path,
                                                  const elf_file_limits& limits) {
-  jitunwind::detail::open_rules rules;
+  jitunwind::toolkit::open_rules rules;
   rules.what = "ELF object";
   rules.no_follow = limits.target_path;
   if (limits.target_path) rules.root_fd = limits.root_fd;
   rules.max_bytes = UINT64_MAX;  // read section by section, each at most limits.max_read
-  auto file = jitunwind::detail::guarded_file::open(path, rules);
+  auto file = jitunwind::toolkit::guarded_file::open(path, rules);
   if (!file) return file.error();
   if (file->size() < 16)
     return make_error(errc::malformed, "%s: %llu bytes, too short for ELF", path.c_str(),
                       static_cast<unsigned long long>(file->size()));
-  jitunwind::detail::elf_read_limits el;
+  jitunwind::toolkit::elf_read_limits el;
   el.budget = limits.budget;
   el.max_read = limits.max_read;
   auto img = elf_image::open(std::move(*file), el);
@@ -46,7 +46,7 @@ result<std::shared_ptr<elf_file>> elf_file::from_bytes(std::span<const uint8_t> 
   return f;
 }
 
-jitunwind::detail::elf_data elf_file::section(const char* name, uint64_t* vaddr) const {
+jitunwind::toolkit::elf_data elf_file::section(const char* name, uint64_t* vaddr) const {
   const elf_section* s = image_->find_section(name);
   if (s == nullptr) return {};
   auto data = image_->section_data(*s);
@@ -58,12 +58,15 @@ jitunwind::detail::elf_data elf_file::section(const char* name, uint64_t* vaddr)
 void elf_file::load_symbols_from(const elf_image& img, bool want_symtab) const {
   // An object has one table of each kind: only the first is read (a file with thousands of
   // symbol table headers over one table costs one table, not thousands).
-  const elf_section* s = img.first_section_of_type(want_symtab ? jitunwind::detail::elf_sht_symtab
-                                                               : jitunwind::detail::elf_sht_dynsym);
+  const elf_section* s = img.first_section_of_type(want_symtab ? jitunwind::toolkit::elf_sht_symtab
+                                                               : jitunwind::toolkit::elf_sht_dynsym);
   if (s == nullptr) return;
   auto syms = img.symbols(*s);
   if (!syms) {
-    warn("%s (no names from %s)", syms.error().message().c_str(), name().c_str());
+    if (jitunwind::toolkit::is_limit(syms.error()))
+      warn_cut(s->name + " of " + name() + " (function names)", syms.error());
+    else
+      warn("%s (no names from %s)", syms.error().message().c_str(), name().c_str());
     return;
   }
   symbols_.reserve(symbols_.size() + syms->size());
@@ -102,7 +105,7 @@ void elf_file::load_plt_symbols() const {
   // (entry 0 is the resolver's). IRELATIVE entries have a slot but no symbol: left unnamed.
   constexpr uint64_t entry = 16;
   constexpr uint32_t r_x86_64_jump_slot = 7;
-  if (image_->machine() != jitunwind::detail::elf_em_x86_64) return;
+  if (image_->machine() != jitunwind::toolkit::elf_em_x86_64) return;
   const elf_section* rela = image_->find_section(".rela.plt");
   const elf_section* sec = image_->find_section(".plt.sec");
   const elf_section* plt = sec ? sec : image_->find_section(".plt");
@@ -273,7 +276,7 @@ std::string elf_file::interpreter() const {
 
 std::optional<uint64_t> elf_file::offset_to_vaddr(uint64_t off) const noexcept {
   for (const auto& p : image_->segments()) {
-    if (p.type != jitunwind::detail::elf_pt_load) continue;
+    if (p.type != jitunwind::toolkit::elf_pt_load) continue;
     if (off >= p.offset && off - p.offset < p.filesz) return p.vaddr + (off - p.offset);
   }
   return std::nullopt;
@@ -284,7 +287,7 @@ std::optional<uint64_t> elf_file::load_bias(uint64_t map_start,
   // The loader maps page_down(p.offset) at page_down(bias + p.vaddr), so for the segment whose
   // file range starts in this mapping's first page: bias = start - offset + p.offset - p.vaddr.
   for (const auto& p : image_->segments()) {
-    if (p.type != jitunwind::detail::elf_pt_load) continue;
+    if (p.type != jitunwind::toolkit::elf_pt_load) continue;
     uint64_t page_off = p.offset & ~uint64_t{0xfff};
     if (page_off == map_offset || (map_offset >= p.offset && map_offset - p.offset < p.filesz)) {
       return map_start - map_offset + p.offset - p.vaddr;

@@ -6,7 +6,7 @@
 // processes").
 #pragma once
 
-#include "elf/elf_reader.hpp"
+#include <jitunwind/toolkit/elf_reader.hpp>
 #include "jitwalk/common.hpp"
 
 #include <cstdint>
@@ -36,7 +36,7 @@ struct sdt_probe {
 
 /// What reading the target's objects may cost.
 struct elf_file_limits {
-  jitunwind::detail::memory_budget* budget = nullptr;  ///< null: not counted
+  jitunwind::toolkit::memory_budget* budget = nullptr;  ///< null: not counted
   uint64_t max_read = uint64_t{512} << 20;             ///< largest section read at once
   /// The path is the target's choice (not a /proc/PID/map_files link): links are not followed.
   bool target_path = false;
@@ -62,11 +62,11 @@ class elf_file {
   const std::string& path() const noexcept { return path_; }
   /// What messages call it (elf_file_limits::name, or the path).
   const std::string& name() const noexcept { return limits_.name.empty() ? path_ : limits_.name; }
-  const jitunwind::detail::elf_image& image() const noexcept { return *image_; }
+  const jitunwind::toolkit::elf_image& image() const noexcept { return *image_; }
 
   /// Bytes of a named section (empty if absent, NOBITS, out of bounds or unreadable), and its
   /// address. The bytes live as long as the returned value.
-  jitunwind::detail::elf_data section(const char* name, uint64_t* vaddr = nullptr) const;
+  jitunwind::toolkit::elf_data section(const char* name, uint64_t* vaddr = nullptr) const;
 
   /// Function symbols from .symtab (or, if absent, .dynsym), sorted; loaded on first use. A
   /// separate debug file found by build id (/usr/lib/debug/.build-id/xx/yyy.debug) is used when
@@ -93,8 +93,8 @@ class elf_file {
   elf_file() = default;
   std::string path_;
   elf_file_limits limits_;
-  std::optional<jitunwind::detail::elf_image> image_;
-  mutable jitunwind::detail::budget_charge symbols_charge_;
+  std::optional<jitunwind::toolkit::elf_image> image_;
+  mutable jitunwind::toolkit::budget_charge symbols_charge_;
   mutable bool symbols_loaded_ = false;
   mutable std::vector<function_symbol> symbols_;
   mutable std::shared_ptr<elf_file> debug_file_;
@@ -102,7 +102,7 @@ class elf_file {
   mutable std::string build_id_;
   std::string compute_build_id() const;
 
-  void load_symbols_from(const jitunwind::detail::elf_image& img, bool want_symtab) const;
+  void load_symbols_from(const jitunwind::toolkit::elf_image& img, bool want_symtab) const;
   void load_plt_symbols() const;
   bool keep_symbol(function_symbol&& s) const;
 };

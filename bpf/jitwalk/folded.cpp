@@ -2,7 +2,7 @@
 #include "jitwalk/profile_data.hpp"
 
 #include <map>
-#include "common/names.hpp"
+#include <jitunwind/toolkit/names.hpp>
 
 namespace jitwalk {
 
@@ -13,7 +13,7 @@ void append_clean(std::string& out, const std::string& name) {
   for (char c : name) {
     if (c == ';') c = ':';
     if (c == '\n' || c == '\r') c = ' ';
-    if (jitunwind::detail::is_control_byte(static_cast<unsigned char>(c))) c = '?';
+    if (jitunwind::toolkit::is_control_byte(static_cast<unsigned char>(c))) c = '?';
     out.push_back(c);
   }
 }

@@ -13,7 +13,7 @@ constexpr size_t read_chunk = size_t{16} << 20;
 constexpr uint64_t entry_overhead = sizeof(jit_names::entry) + 64;
 }  // namespace
 
-void jit_names::set_limits(jitunwind::detail::memory_budget* budget, uint64_t max_file_bytes,
+void jit_names::set_limits(jitunwind::toolkit::memory_budget* budget, uint64_t max_file_bytes,
                            std::optional<uid_t> owner) {
   budget_ = budget;
   max_file_bytes_ = max_file_bytes;
@@ -88,16 +88,16 @@ const jit_names::entry* jit_names::find(uint64_t pc, uint64_t before) const {
   return search(perfmap_, UINT64_MAX);
 }
 
-result<jitunwind::detail::guarded_file> jit_names::open_names_file(const std::string& path,
+result<jitunwind::toolkit::guarded_file> jit_names::open_names_file(const std::string& path,
                                                                    file_state& st, const char* what,
                                                                    bool& restarted) {
-  jitunwind::detail::open_rules rules;
+  jitunwind::toolkit::open_rules rules;
   rules.what = what;
   rules.no_follow = true;
   rules.owner = owner_;
   rules.root_fd = root_fd_;
   rules.max_bytes = UINT64_MAX;  // at most max_file_bytes_ of it are read, whatever its size
-  auto f = jitunwind::detail::guarded_file::open(path, rules);
+  auto f = jitunwind::toolkit::guarded_file::open(path, rules);
   if (!f) {
     if (f.error().code() != errc::not_found && f.error().message() != st.refused) {
       st.refused = f.error().message();
@@ -145,8 +145,10 @@ result<size_t> jit_names::read_appended(const std::string& path, const char* wha
   }
   if (st.done >= max_file_bytes_ && st.refused.empty()) {
     st.refused = "read only";
-    warn("%s %s: only its first %s read", what, path.c_str(),
-         jitunwind::detail::size_text(max_file_bytes_).c_str());
+    warn_cut(format("%s %s after its first %s", what, path.c_str(),
+                    jitunwind::toolkit::size_text(max_file_bytes_).c_str()),
+             error(errc::limit_exceeded, "--max-file " + std::to_string(max_file_bytes_ >> 20) +
+                                             " (MiB) reached"));
   }
   return n;
 }

@@ -8,8 +8,8 @@
 // was there at a given publication (see jit_when), else by time.
 #pragma once
 
-#include "guarded/budget.hpp"
-#include "guarded/file.hpp"
+#include <jitunwind/toolkit/budget.hpp>
+#include <jitunwind/toolkit/guarded_file.hpp>
 #include "jitwalk/common.hpp"
 
 #include <sys/types.h>
@@ -58,7 +58,7 @@ class jit_names {
   /// regular files owned by `owner` (if set), at most `max_file_bytes` read from each; every
   /// name kept is charged to `budget` (null: not counted), and names that do not fit are
   /// dropped (counted in dropped()).
-  void set_limits(jitunwind::detail::memory_budget* budget, uint64_t max_file_bytes,
+  void set_limits(jitunwind::toolkit::memory_budget* budget, uint64_t max_file_bytes,
                   std::optional<uid_t> owner);
   /// Paths are resolved in this root directory (the target's, process_view::root_fd; -1:
   /// jitwalk's own). The fd stays the caller's.
@@ -132,14 +132,14 @@ class jit_names {
                                const appended_parser& parse);
   // The file at `path` under the rules, as `st` knew it: a replaced or truncated file is read
   // from the start (`restarted`).
-  result<jitunwind::detail::guarded_file> open_names_file(const std::string& path, file_state& st,
+  result<jitunwind::toolkit::guarded_file> open_names_file(const std::string& path, file_state& st,
                                                           const char* what, bool& restarted);
   std::map<std::string, file_state> files_;
-  jitunwind::detail::memory_budget* budget_ = nullptr;
+  jitunwind::toolkit::memory_budget* budget_ = nullptr;
   uint64_t max_file_bytes_ = uint64_t{512} << 20;
   std::optional<uid_t> owner_;
   int root_fd_ = -1;
-  jitunwind::detail::budget_charge charge_;
+  jitunwind::toolkit::budget_charge charge_;
   uint64_t dropped_ = 0;
   std::map<uint64_t, std::pair<std::string, uint64_t>> jitdump_index_;  // code_index -> name, size
   size_t count_ = 0;

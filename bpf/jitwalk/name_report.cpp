@@ -1,6 +1,6 @@
 #include "jitwalk/name_report.hpp"
 
-#include "guarded/text.hpp"
+#include <jitunwind/toolkit/terminal_text.hpp>
 
 #include <algorithm>
 
@@ -135,7 +135,7 @@ std::vector<std::string> name_report_lines(const name_counts& c, const process_n
     found +=
         format("%sjitunwind registry (%zu windows)", found.empty() ? "" : ", ", p.registry_windows);
   const std::string who = p.one_of_tree ? format("pid %d (%s, %llu samples)", p.pid,
-                                                 jitunwind::detail::terminal_text(p.comm).c_str(),
+                                                 jitunwind::toolkit::terminal_text(p.comm).c_str(),
                                                  static_cast<unsigned long long>(p.samples))
                                         : format("pid %d", p.pid);
   std::string line =

@@ -1,7 +1,7 @@
 #include "jitwalk/proc.hpp"
 
-#include "guarded/file.hpp"
-#include "guarded/proc.hpp"
+#include <jitunwind/toolkit/guarded_file.hpp>
+#include <jitunwind/toolkit/proc_stat.hpp>
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -54,7 +54,7 @@ std::vector<mapping> parse_maps(const std::string& text) {
 
 result<std::vector<mapping>> read_maps(pid_t pid) {
   std::string path = format("/proc/%d/maps", pid);
-  auto text = jitunwind::detail::read_proc_text(path);
+  auto text = jitunwind::toolkit::read_proc_text(path);
   if (!text)
     return make_error(errc::not_found, "cannot read %s (process %d gone?)", path.c_str(), pid);
   return parse_maps(*text);
@@ -67,7 +67,7 @@ std::string map_files_path(pid_t pid, const mapping& m) {
 
 std::string read_comm(pid_t pid, pid_t tid) {
   // From stat, not comm: a name holding a newline is whole there (between '(' and the last ')').
-  auto st = jitunwind::detail::read_proc_stat(pid, tid);
+  auto st = jitunwind::toolkit::read_proc_stat(pid, tid);
   if (!st || st->comm.empty()) return "?";
   return st->comm;
 }
@@ -93,7 +93,7 @@ std::vector<pid_t> list_threads(pid_t pid) {
 }
 
 pid_t read_ns_pid(pid_t pid) {
-  const std::string status = jitunwind::detail::proc_text_or_empty(format("/proc/%d/status", pid));
+  const std::string status = jitunwind::toolkit::proc_text_or_empty(format("/proc/%d/status", pid));
   const size_t at = status.find("\nNSpid:");
   if (at == std::string::npos) return pid;
   const size_t end = status.find('\n', at + 1);
@@ -172,7 +172,7 @@ bool process_alive(pid_t pid) {
   if (kill(pid, 0) != 0 && errno == ESRCH) return false;
   // A zombie still answers kill(); its maps are gone. Its name may hold ')' and newlines: the
   // state follows the last ')'.
-  auto st = jitunwind::detail::read_proc_stat(pid);
+  auto st = jitunwind::toolkit::read_proc_stat(pid);
   return st && st->state != 'Z';
 }
 

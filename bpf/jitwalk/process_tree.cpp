@@ -1,6 +1,6 @@
 #include "jitwalk/process_tree.hpp"
 
-#include "guarded/text.hpp"
+#include <jitunwind/toolkit/terminal_text.hpp>
 #include "jitwalk/proc.hpp"
 
 #include <signal.h>
@@ -239,7 +239,7 @@ std::string process_tree::summary(uint64_t not_followed) {
   for (size_t i = 0; i < shown; ++i) {
     const process_image& img = *sampled[i];
     out +=
-        format("%s %s-%d %llu", i ? "," : ":", jitunwind::detail::terminal_text(img.comm).c_str(),
+        format("%s %s-%d %llu", i ? "," : ":", jitunwind::toolkit::terminal_text(img.comm).c_str(),
                img.pid, static_cast<unsigned long long>(img.samples));
   }
   if (sampled.size() > shown) out += format(", %zu more", sampled.size() - shown);

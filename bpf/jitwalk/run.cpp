@@ -55,7 +55,7 @@ bool stop_requested() {
 result<std::unique_ptr<run_session>> run_session::start(const run_options& o) {
   std::unique_ptr<run_session> s(new run_session());
   s->o_ = o;
-  s->budget_ = std::make_unique<jitunwind::detail::memory_budget>(o.max_memory,
+  s->budget_ = std::make_unique<jitunwind::toolkit::memory_budget>(o.max_memory,
                                                                   "raise it with --max-memory");
   s->o_.tracker.budget = s->budget_.get();
   if (o.target.command.empty() && o.target.pid <= 0) {

@@ -64,7 +64,7 @@ class run_session {
   pid_t pid() const { return pid_; }
   child_process* child() { return child_ ? &*child_ : nullptr; }
   const std::string& process_name() const { return process_name_; }
-  const jitunwind::detail::memory_budget& budget() const { return *budget_; }
+  const jitunwind::toolkit::memory_budget& budget() const { return *budget_; }
   /// The native table cache, or null when disabled.
   const table_cache* cache() const { return cache_ && cache_->enabled() ? cache_.get() : nullptr; }
 
@@ -83,7 +83,7 @@ class run_session {
  private:
   run_session() = default;
   run_options o_;
-  std::unique_ptr<jitunwind::detail::memory_budget> budget_;
+  std::unique_ptr<jitunwind::toolkit::memory_budget> budget_;
   std::unique_ptr<bpf_session> bpf_;
   std::unique_ptr<table_store> tables_;
   std::unique_ptr<symbolizer> sym_;

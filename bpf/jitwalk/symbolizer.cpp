@@ -134,7 +134,9 @@ std::shared_ptr<elf_file> symbolizer::object_for(const mapping& m) {
   if (!f) {
     failed_[key] = true;
     // Not ELF at all (a data file mapped executable) is no news; anything else is.
-    if (f.error().message().find("no ELF magic") == std::string::npos)
+    if (jitunwind::toolkit::is_limit(f.error()))
+      warn_cut(m.path + " (its symbols and tables)", f.error());
+    else if (f.error().message().find("no ELF magic") == std::string::npos)
       warn("%s (no symbols or tables from %s)", f.error().message().c_str(), m.path.c_str());
     return nullptr;
   }

@@ -49,7 +49,7 @@ struct frame_desc {
 using shared_objects = std::map<std::pair<uint64_t, uint64_t>, std::shared_ptr<elf_file>>;
 
 struct symbolizer_limits {
-  jitunwind::detail::memory_budget* budget = nullptr;  ///< ELF sections, symbols, JIT names
+  jitunwind::toolkit::memory_budget* budget = nullptr;  ///< ELF sections, symbols, JIT names
   uint64_t max_file_bytes = uint64_t{512} << 20;       ///< per perf map / jitdump; per ELF section
   shared_objects* objects = nullptr;                   ///< null: each symbolizer opens its own
 };

@@ -300,9 +300,9 @@ void tracker::load_window(const window_record& w) {
     return;
   }
   // The copy is charged while it is converted (its rows then live in the BPF tables).
-  jitunwind::detail::budget_charge copy_charge;
+  jitunwind::toolkit::budget_charge copy_charge;
   if (w.sframe_size <= jitunwind::remote::read_options{}.max_sframe_size) {
-    auto c = jitunwind::detail::budget_charge::take(
+    auto c = jitunwind::toolkit::budget_charge::take(
         o_.budget, w.sframe_size,
         format("the SFrame of window %llu", static_cast<unsigned long long>(w.window_id)));
     if (!c) {

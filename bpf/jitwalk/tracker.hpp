@@ -12,7 +12,7 @@
 
 #include <jitunwind/remote.h>
 
-#include "guarded/budget.hpp"
+#include <jitunwind/toolkit/budget.hpp>
 #include "jitwalk/bpf_session.hpp"
 #include "jitwalk/native_tables.hpp"
 #include "jitwalk/symbolizer.hpp"
@@ -44,7 +44,7 @@ struct tracker_options {
   size_t window_state_limit = 32768;
   /// The run's memory budget: a window's SFrame copy is charged while it is converted (null:
   /// not counted).
-  jitunwind::detail::memory_budget* budget = nullptr;
+  jitunwind::toolkit::memory_budget* budget = nullptr;
   /// The process's address space id (walker.h, "Process trees"): its ranges are tagged with it.
   uint32_t asid = 0;
   /// Converted native tables are cached here across runs (table_cache.hpp); null: not cached.
@@ -172,7 +172,7 @@ class tracker {
   std::map<uint64_t, uint64_t> max_loaded_gen_;   // id -> newest generation ever loaded
   std::map<uint64_t, size_t> dropped_at_commit_;  // id -> table commit count when dropped
   std::vector<std::string> rejections_;
-  jitunwind::detail::budget_charge track_charge_;
+  jitunwind::toolkit::budget_charge track_charge_;
   tracker_stats stats_;
   mutable std::vector<std::pair<uint64_t, const window_info*>> window_index_;  // by text start
   mutable bool window_index_dirty_ = true;

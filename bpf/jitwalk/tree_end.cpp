@@ -1,7 +1,7 @@
 #include "jitwalk/tree_end.hpp"
 
-#include "guarded/proc.hpp"
-#include "guarded/text.hpp"
+#include <jitunwind/toolkit/proc_stat.hpp>
+#include <jitunwind/toolkit/terminal_text.hpp>
 
 #include <dirent.h>
 #include <signal.h>
@@ -34,7 +34,7 @@ std::vector<pid_t> live_descendants(pid_t keep) {
     while (dirent* e = readdir(d)) {
       if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
       const pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
-      auto st = jitunwind::detail::read_proc_stat(pid);
+      auto st = jitunwind::toolkit::read_proc_stat(pid);
       if (!st || st->kernel_thread()) continue;
       children.emplace(st->ppid, std::make_pair(pid, st->ended()));
     }
@@ -90,7 +90,7 @@ std::string tree_end::text() const {
     std::string how = signal_text(p.last_signal);
     if (p.last_signal == SIGKILL) how += ": still running after SIGINT and SIGTERM";
     if (!p.gone) how += "; STILL RUNNING";
-    out += format("%s %s-%d (%s)", i ? "," : "", jitunwind::detail::terminal_text(p.comm).c_str(),
+    out += format("%s %s-%d (%s)", i ? "," : "", jitunwind::toolkit::terminal_text(p.comm).c_str(),
                   p.pid, how.c_str());
   }
   if (signalled.size() > shown) out += format(", %zu more", signalled.size() - shown);

@@ -495,6 +495,122 @@ TEST_CASE("rules SFrame cannot express leave the function out with where and why
   CHECK(decode_ok(c.b, {}).functions.size() == 1);
 }
 
+TEST_CASE("usable_rows keeps the rows around a rule that cannot be expressed, as pieces") {
+  // [0x5000, +0x30): rsp+8; at +4 CFA = r10 (a hole); at +0x10 back to rsp+16 (a piece); at
+  // +0x20 CFA is a DWARF expression to the end (a hole).
+  cfi_bytes c;
+  amd64_cie(c, "zR", {0x00});
+  const size_t fde = c.begin();
+  c.u(fde + 4, 4);
+  c.u(0x5000, 8);
+  c.u(0x30, 8);
+  c.uleb(0);
+  for (uint8_t x : {0x44, 0x0c, 10, 0, 0x4c, 0x0c, 7, 16, 0x50, 0x0f, 1, 0x30}) c.u8(x);
+  c.end(fde);
+  // The default leaves the function out at its first hole, as before.
+  const auto whole = decode_ok(c.b, {});
+  CHECK(whole.functions.empty());
+  REQUIRE(whole.left_out.size() == 1);
+  CHECK_FALSE(whole.left_out[0].part);
+  CHECK_THAT(whole.left_out[0].reason, Catch::Contains("at +0x4: CFA = r10 + 0"));
+
+  cfi::decoder_options o;
+  o.partial = cfi::partial_input::usable_rows;
+  const auto d = decode_ok(c.b, o);
+  REQUIRE(d.functions.size() == 2);
+  CHECK(d.functions[0].start == 0x5000);
+  CHECK(d.functions[0].size == 4);
+  REQUIRE(d.functions[0].rows.size() == 1);
+  CHECK(d.functions[0].rows[0].cfa_offset == 8);
+  CHECK(d.functions[1].start == 0x5010);
+  CHECK(d.functions[1].size == 0x10);
+  REQUIRE(d.functions[1].rows.size() == 1);
+  CHECK(d.functions[1].rows[0].pc_offset == 0);
+  CHECK(d.functions[1].rows[0].cfa_offset == 16);
+  CHECK(d.fde_offsets == std::vector<uint32_t>{uint32_t(fde), uint32_t(fde)});
+  REQUIRE(d.left_out.size() == 2);
+  CHECK(d.left_out[0].part);
+  CHECK(d.left_out[0].start == 0x5004);
+  CHECK(d.left_out[0].size == 0xc);
+  CHECK_THAT(d.left_out[0].reason, Catch::Contains("at +0x4: CFA = r10 + 0"));
+  CHECK(d.left_out[1].part);
+  CHECK(d.left_out[1].start == 0x5020);
+  CHECK(d.left_out[1].size == 0x10);
+  CHECK_THAT(d.left_out[1].reason, Catch::Contains("at +0x20: CFA is a DWARF expression"));
+  // A malformed program still leaves the whole function out.
+  c.b.push_back(0x0b);  // restore_state without remember_state, inside the FDE
+  c.end(fde);
+  const auto bad = decode_ok(c.b, o);
+  CHECK(bad.functions.empty());
+  REQUIRE(bad.left_out.size() == 1);
+  CHECK_FALSE(bad.left_out[0].part);
+  // An entry that runs past the section: the FDEs before it are kept.
+  cfi_bytes t = c;
+  t.b.pop_back();
+  t.end(fde);
+  t.u(0x100, 4);  // a length past the end
+  t.u(0, 4);
+  CHECK_FALSE(cfi::decode(t.b, {}).ok());
+  const auto cut = decode_ok(t.b, o);
+  CHECK(cut.functions.size() == 2);
+  CHECK_THAT(cut.left_out.back().reason, Catch::Contains("runs past the section"));
+}
+
+TEST_CASE("the lazy PLT's expression becomes a PCMASK function of 16-byte entries") {
+  // A linker's .plt FDE: PLT0 pushes twice (CFA rsp+16 at 0, rsp+24 at +6), then from +0x10 to
+  // the end (3 entries) the expression rsp + 8 + ((rip & 15) >= 11) * 8.
+  const std::vector<uint8_t> plt_expression = {0x0f, 11,   0x77, 0x08, 0x80, 0x00,
+                                               0x3f, 0x1a, 0x3b, 0x2a, 0x33, 0x24, 0x22};
+  auto plt_fde = [&](uint64_t start, const std::vector<uint8_t>& expression) {
+    cfi_bytes c;
+    amd64_cie(c, "zR", {0x00});
+    const size_t fde = c.begin();
+    c.u(fde + 4, 4);
+    c.u(start, 8);
+    c.u(0x40, 8);
+    c.uleb(0);
+    for (uint8_t x : {0x0e, 16, 0x46, 0x0e, 24, 0x4a}) c.u8(x);
+    for (uint8_t x : expression) c.u8(x);
+    c.end(fde);
+    return c.b;
+  };
+  for (const auto partial : {cfi::partial_input::whole_functions, cfi::partial_input::usable_rows}) {
+    cfi::decoder_options o;
+    o.partial = partial;
+    const auto d = decode_ok(plt_fde(0x1020, plt_expression), o);
+    CHECK(d.left_out.empty());
+    REQUIRE(d.functions.size() == 2);
+    const function_desc& plt0 = d.functions[0];
+    CHECK(plt0.start == 0x1020);
+    CHECK(plt0.size == 0x10);
+    CHECK(plt0.pcmask_rep == 0);
+    REQUIRE(plt0.rows.size() == 2);
+    CHECK(plt0.rows[0].cfa_offset == 16);
+    CHECK(plt0.rows[1].pc_offset == 6);
+    CHECK(plt0.rows[1].cfa_offset == 24);
+    const function_desc& entries = d.functions[1];
+    CHECK(entries.start == 0x1030);
+    CHECK(entries.size == 0x30);
+    CHECK(entries.pcmask_rep == 16);
+    REQUIRE(entries.rows.size() == 2);
+    CHECK(entries.rows[0].pc_offset == 0);
+    CHECK(entries.rows[0].cfa == cfa_base::sp);
+    CHECK(entries.rows[0].cfa_offset == 8);
+    CHECK(entries.rows[1].pc_offset == 11);
+    CHECK(entries.rows[1].cfa_offset == 16);
+    CHECK(validate(abi::amd64, entries).ok());
+  }
+  // Entries not on 16-byte boundaries, or another expression: a DWARF expression as any other.
+  std::vector<uint8_t> other = plt_expression;
+  other[8] = 0x30;  // DW_OP_lit0: not a threshold
+  for (const auto& bytes : {plt_fde(0x1028, plt_expression), plt_fde(0x1020, other)}) {
+    const auto d = decode_ok(bytes, {});
+    CHECK(d.functions.empty());
+    REQUIRE(d.left_out.size() == 1);
+    CHECK_THAT(d.left_out[0].reason, Catch::Contains("at +0x10: CFA is a DWARF expression"));
+  }
+}
+
 TEST_CASE("overlapping empty and unreadable FDEs are reported and a zero length ends the section") {
   cfi_bytes c;
   amd64_cie(c, "zR", {0x00});

@@ -18,7 +18,7 @@
 #include <jitunwind/sframe.h>
 
 #include "cfi/tool_rows.hpp"
-#include "elf/object_layout.hpp"
+#include <jitunwind/toolkit/object_layout.hpp>
 #include "support/privileges.hpp"
 #include "support/process.hpp"
 
@@ -39,7 +39,7 @@ struct object_tables {
 
 // Both sections of an object, relocated against one layout of its sections.
 object_tables load(const std::string& path) {
-  using namespace jitunwind::detail;
+  using namespace jitunwind::toolkit;
   auto file = read_whole_file(path);
   REQUIRE(file.ok());
   auto img = elf_image::parse(*file);

@@ -1,8 +1,8 @@
 // `jitunwind sframe check` (and dump's errors) on valid files, truncated and corrupted
 // sections, random corruption, non-ELF files and ELF files without .sframe.
 #include "cli/cli_support.hpp"
-#include "elf/elf_reader.hpp"
-#include "elf/elf_writer.hpp"
+#include <jitunwind/toolkit/elf_reader.hpp>
+#include <jitunwind/toolkit/elf_writer.hpp>
 
 #include <elf.h>
 #include "support/privileges.hpp"
@@ -135,7 +135,7 @@ TEST_CASE("check: random corruption gives ok or a clean error") {
 TEST_CASE("check: an ELF image cut inside .sframe") {
   fixture f;
   const std::string image = read_file(f.elf);
-  auto img = jitunwind::detail::elf_image::parse(
+  auto img = jitunwind::toolkit::elf_image::parse(
       std::span(reinterpret_cast<const uint8_t*>(image.data()), image.size()));
   REQUIRE(img.ok());
   const auto* sec = img->find_section(".sframe");
@@ -203,14 +203,14 @@ TEST_CASE("dump --format json survives symbol names that are not UTF-8") {
   // Symbol names end up in JSON strings, which nlohmann refuses to serialize when they are not
   // UTF-8 unless told to replace the bad bytes.
   fixture f;
-  jitunwind::detail::elf_writer w({});
-  jitunwind::detail::elf_writer::section text;
+  jitunwind::toolkit::elf_writer w({});
+  jitunwind::toolkit::elf_writer::section text;
   text.name = ".text";
   text.flags = SHF_ALLOC | SHF_EXECINSTR;
   text.address = 0x401000;
   text.data.assign(0xa0, 0);
   w.add_section(text);
-  jitunwind::detail::elf_writer::section sf;
+  jitunwind::toolkit::elf_writer::section sf;
   sf.name = ".sframe";
   sf.flags = SHF_ALLOC;
   sf.address = 0x402000;

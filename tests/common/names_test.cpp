@@ -1,7 +1,7 @@
 // The name rule every publisher applies (common/names.hpp): the block-wise scan must agree with
 // the byte-wise rule for every length, position and byte value, including the overlapping last
 // block and names that end right at a page boundary.
-#include "common/names.hpp"
+#include <jitunwind/toolkit/names.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -10,7 +10,7 @@
 
 #include <string>
 
-using namespace jitunwind::detail;
+using namespace jitunwind::toolkit;
 
 TEST_CASE("the control-byte scan agrees with the byte rule at every length and position") {
   for (size_t len = 0; len <= 70; ++len) {

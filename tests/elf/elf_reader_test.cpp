@@ -1,6 +1,6 @@
 // The private ELF reader against llvm-readelf-22 on real objects of every class and byte order,
 // plus hostile input (truncation, random corruption) that must give clean errors.
-#include "elf/elf_reader.hpp"
+#include <jitunwind/toolkit/elf_reader.hpp>
 
 #include <jitunwind/frame.h>
 
@@ -14,7 +14,7 @@
 #include <sstream>
 
 using namespace jitunwind;
-using namespace jitunwind::detail;
+using namespace jitunwind::toolkit;
 namespace t = jitunwind::test;
 
 namespace {

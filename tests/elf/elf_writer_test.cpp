@@ -1,7 +1,7 @@
 // The private ELF writer: images it produces are read back by our ELF reader and by the real
 // tools (GNU readelf, llvm-readobj-22, eu-elflint), in both byte orders; bad layouts are refused.
-#include "elf/elf_writer.hpp"
-#include "elf/elf_reader.hpp"
+#include <jitunwind/toolkit/elf_writer.hpp>
+#include <jitunwind/toolkit/elf_reader.hpp>
 
 #include "support/privileges.hpp"
 #include "support/process.hpp"
@@ -13,7 +13,7 @@
 #include <sstream>
 
 using namespace jitunwind;
-using namespace jitunwind::detail;
+using namespace jitunwind::toolkit;
 namespace t = jitunwind::test;
 
 namespace {

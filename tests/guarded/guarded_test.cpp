@@ -1,11 +1,11 @@
 // The guarded reading layer (sdk/src/guarded/): how every reader of another process's data opens
 // files, bounds what it holds, creates outputs, parses /proc and prints names. Each rule is
 // tested on the shape a hostile process would use against it.
-#include "guarded/budget.hpp"
-#include "guarded/file.hpp"
-#include "guarded/output.hpp"
-#include "guarded/proc.hpp"
-#include "guarded/text.hpp"
+#include <jitunwind/toolkit/budget.hpp>
+#include <jitunwind/toolkit/guarded_file.hpp>
+#include <jitunwind/toolkit/output_file.hpp>
+#include <jitunwind/toolkit/proc_stat.hpp>
+#include <jitunwind/toolkit/terminal_text.hpp>
 
 #include "support/process.hpp"
 
@@ -22,7 +22,7 @@
 #include <thread>
 
 using namespace jitunwind;
-using namespace jitunwind::detail;
+using namespace jitunwind::toolkit;
 namespace jt = jitunwind::test;
 
 namespace {

@@ -15,7 +15,7 @@
 #include <set>
 #include <thread>
 
-#include "guarded/proc.hpp"
+#include <jitunwind/toolkit/proc_stat.hpp>
 #include "jitwalk/aggregate.hpp"
 #include "jitwalk_support.hpp"
 
@@ -46,7 +46,7 @@ std::vector<pid_t> children_of(pid_t pid) {
   std::string name;
   while (in >> name) {
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    auto st = jitunwind::detail::read_proc_stat(std::stoi(name));
+    auto st = jitunwind::toolkit::read_proc_stat(std::stoi(name));
     if (st && st->ppid == pid && !st->ended()) out.push_back(st->pid);
   }
   return out;
@@ -92,11 +92,11 @@ TEST_CASE("namespaces: -p names toy-jit in its own PID and mount namespace from 
   pid_t pid = -1;
   for (int i = 0; i < 600 && pid < 0; ++i) {
     for (pid_t c : children_of(ns.pid))
-      if (exists(jitunwind::detail::format("/proc/%d/root/tmp/perf-1.map", c))) pid = c;
+      if (exists(jitunwind::toolkit::format("/proc/%d/root/tmp/perf-1.map", c))) pid = c;
     if (pid < 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   REQUIRE(pid > 0);
-  CHECK_FALSE(exists(jitunwind::detail::format("/tmp/perf-%d.map", pid)));  // not jitwalk's /tmp
+  CHECK_FALSE(exists(jitunwind::toolkit::format("/tmp/perf-%d.map", pid)));  // not jitwalk's /tmp
 
   jt::temp_dir dir;
   auto r = jt::run({jitwalk_test::jitwalk(), "profile", "-F", "499", "-d", "2", "-p",
@@ -219,7 +219,7 @@ TEST_CASE(
                                       " (SIGKILL: still running after SIGINT and SIGTERM)"));
   for (const char* f : {"runtime.pid", "supervisor.pid"}) {
     const pid_t p = std::atoi(jt::read_file(dir / f).c_str());
-    auto st = jitunwind::detail::read_proc_stat(p);
+    auto st = jitunwind::toolkit::read_proc_stat(p);
     CHECK((!st || st->ended()));
   }
 }
@@ -327,7 +327,7 @@ TEST_CASE(
     if (sample.size() >= 2 && sample[0].find("Modulus") != std::string::npos)
       (sample[1].find("rt_leaf") != std::string::npos ? perf_leaf : perf_other)++;
   }
-  WARN(jitunwind::detail::format(
+  WARN(jitunwind::toolkit::format(
       "Modulus builtin samples whose caller is rt_leaf: jitwalk %llu of %llu, perf -g %llu of %llu",
       (unsigned long long)leaf, (unsigned long long)(leaf + skipped), (unsigned long long)perf_leaf,
       (unsigned long long)(perf_leaf + perf_other)));

@@ -131,7 +131,7 @@ TEST_CASE("perf maps the target replaces, truncates or turns into a FIFO or a li
   jt::temp_dir dir;
   const std::string map = dir / "perf-2.map";
   jit_names n;
-  jitunwind::detail::memory_budget budget(1 << 20);
+  jitunwind::toolkit::memory_budget budget(1 << 20);
   n.set_limits(&budget, 4096, ::geteuid());
   REQUIRE(jt::write_file(map, "1000 20 a\n2000 20 b\n"));
   CHECK(n.load_perf_map(map) == 2);
@@ -159,7 +159,7 @@ TEST_CASE("perf maps the target replaces, truncates or turns into a FIFO or a li
   CHECK(n.load_perf_map(map) == 4096 / 13);
   // Names beyond the budget are dropped, not kept.
   jit_names small;
-  jitunwind::detail::memory_budget tiny(1000);
+  jitunwind::toolkit::memory_budget tiny(1000);
   small.set_limits(&tiny, 1 << 20, std::nullopt);
   for (uint64_t i = 0; i < 100; ++i)
     small.add({0x1000 + i * 16, 16, "f" + std::to_string(i), i, jit_names::origin::event});
@@ -196,7 +196,7 @@ TEST_CASE("names stacked over one address cost each lookup a bounded time") {
 
 TEST_CASE("jitdump code indexes are charged with their names") {
   // The name copy kept for a later CODE_MOVE costs as much as the name itself.
-  jitunwind::detail::memory_budget names_only(1 << 20), with_index(1 << 20);
+  jitunwind::toolkit::memory_budget names_only(1 << 20), with_index(1 << 20);
   jit_names plain, dumped;
   plain.set_limits(&names_only, 1 << 20, std::nullopt);
   dumped.set_limits(&with_index, 1 << 20, std::nullopt);
@@ -210,7 +210,7 @@ TEST_CASE("jitdump code indexes are charged with their names") {
   REQUIRE(dumped.parse_jitdump(dump, done).ok());
   CHECK(with_index.used() == 2 * names_only.used());
   // A budget they do not fit: names dropped, the index not kept for them either.
-  jitunwind::detail::memory_budget tiny(4096);
+  jitunwind::toolkit::memory_budget tiny(4096);
   jit_names small;
   small.set_limits(&tiny, 1 << 20, std::nullopt);
   done = 0;

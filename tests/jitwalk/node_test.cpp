@@ -111,7 +111,7 @@ TEST_CASE("node --perf-prof: late names from the jitdump, as perf inject --jit n
     if (s[0] != "[unknown]") ++perf_named;
   }
   REQUIRE(perf_all > 500);
-  WARN(jitunwind::detail::format(
+  WARN(jitunwind::toolkit::format(
       "named leaves: jitwalk %.1f%% of %llu, perf inject --jit %.1f%% of %llu", 100.0 * named / all,
       (unsigned long long)all, 100.0 * perf_named / perf_all, (unsigned long long)perf_all));
   // Within 5 points of what perf names on the same kind of run.
@@ -147,7 +147,7 @@ TEST_CASE("node --perf-basic-prof: full chains within 5 points of perf -g on the
   REQUIRE(all >= 100);
   REQUIRE(perf_all >= 100);
   const double jw = 100.0 * full / all, pf = 100.0 * perf_full / perf_all;
-  WARN(jitunwind::detail::format("full chains: jitwalk %.1f%% of %llu, perf -g %.1f%% of %llu", jw,
+  WARN(jitunwind::toolkit::format("full chains: jitwalk %.1f%% of %llu, perf -g %.1f%% of %llu", jw,
                                  (unsigned long long)all, pf, (unsigned long long)perf_all));
   CHECK(jw >= pf - 5);
 }

@@ -3,7 +3,7 @@
 // `objdump --sframe` does, and the function starts must match the symbol table.
 #include <jitunwind/sframe.h>
 
-#include "elf/elf_reader.hpp"
+#include <jitunwind/toolkit/elf_reader.hpp>
 #include "sframe/object_sframe.hpp"
 #include "support/privileges.hpp"
 #include "support/process.hpp"
@@ -111,7 +111,7 @@ void compare(const decoded_section& d, const objdump_sframe& od, bool linked) {
 
 // Function symbols of an ELF file: address -> name (our layout's addresses for objects).
 std::map<uint64_t, std::string> function_symbols(const t::object_sframe& o) {
-  auto img = detail::elf_image::parse(o.file).value();
+  auto img = toolkit::elf_image::parse(o.file).value();
   std::map<uint64_t, std::string> out;
   const auto* symtab = img.find_section(".symtab");
   REQUIRE(symtab != nullptr);

@@ -8,7 +8,7 @@
 // rewrites it section-relative when it merges the sections; we do what ld does).
 #pragma once
 
-#include "elf/elf_reader.hpp"
+#include <jitunwind/toolkit/elf_reader.hpp>
 
 #include <jitunwind/sframe.h>
 
@@ -32,7 +32,7 @@ struct object_sframe {
 };
 
 inline object_sframe load_object_sframe(const std::string& path) {
-  using namespace jitunwind::detail;
+  using namespace jitunwind::toolkit;
   object_sframe o;
   auto file = read_whole_file(path);
   REQUIRE(file.ok());

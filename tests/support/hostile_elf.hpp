@@ -60,14 +60,20 @@ struct function_symbols {
   uint64_t str_at = 0, str_size = 0, sym_at = 0, sym_size = 0;
 };
 
+// With `shared_name` bytes, every symbol is named by one name of that many bytes instead.
 template <class Value, class Size>
 function_symbols append_function_symbols(std::vector<uint8_t>& out, const std::string& prefix,
-                                         uint32_t count, Value value, Size size) {
+                                         uint32_t count, Value value, Size size,
+                                         size_t shared_name = 0) {
   function_symbols f;
   f.str_at = out.size();
   out.push_back(0);
-  std::vector<uint32_t> name_at(count);
-  for (uint32_t i = 0; i < count; ++i) {
+  std::vector<uint32_t> name_at(count, 1);
+  if (shared_name != 0) {
+    const std::string n = prefix + std::string(shared_name - prefix.size(), 'n');
+    put(out, n.c_str(), n.size() + 1);
+  }
+  for (uint32_t i = 0; i < count && shared_name == 0; ++i) {
     name_at[i] = static_cast<uint32_t>(out.size() - f.str_at);
     const std::string n = prefix + std::to_string(i);
     put(out, n.c_str(), n.size() + 1);
@@ -126,6 +132,9 @@ struct symbol_tables_options {
   uint32_t symbols = 400000;    ///< entries of that table (function symbols f0, f1, ...)
   std::vector<uint8_t> sframe;  ///< if not empty: a `.sframe` section (its address 0x1000)
   uint32_t dynsym_tables = 0;   ///< SHT_DYNSYM headers over the same table too
+  /// If not 0: every symbol has the same name of this many bytes (names add up to
+  /// symbols x bytes from a string table of `bytes`).
+  size_t shared_name_bytes = 0;
 };
 
 /// One symbol table claimed by thousands of section headers (a reader that decodes every
@@ -146,7 +155,7 @@ inline std::vector<uint8_t> many_symbol_tables(const symbol_tables_options& o) {
   }
   const function_symbols syms = append_function_symbols(
       out, "f", o.symbols, [](uint32_t i) { return 0x1000 + 16 * uint64_t{i}; },
-      [](uint32_t) { return uint64_t{16}; });
+      [](uint32_t) { return uint64_t{16}; }, o.shared_name_bytes);
   const uint64_t str_at = syms.str_at, str_size = syms.str_size, sym_at = syms.sym_at,
                  sym_size = syms.sym_size;
   const uint64_t shoff = out.size();

@@ -2,10 +2,10 @@
 
 #include <jitunwind/config.h>
 
-#include "guarded/budget.hpp"
-#include "guarded/file.hpp"
-#include "guarded/output.hpp"
-#include "guarded/text.hpp"
+#include <jitunwind/toolkit/budget.hpp>
+#include <jitunwind/toolkit/guarded_file.hpp>
+#include <jitunwind/toolkit/output_file.hpp>
+#include <jitunwind/toolkit/terminal_text.hpp>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -68,7 +68,7 @@ std::optional<int> pid_option(const parsed_args& a, std::string* bad) {
   }
   auto pid = parse_u64(*text);
   if (!pid || *pid == 0 || *pid > INT_MAX) {
-    *bad = "--pid: '" + detail::shortened(*text) + "' is not a process id";
+    *bad = "--pid: '" + toolkit::shortened(*text) + "' is not a process id";
     return std::nullopt;
   }
   return static_cast<int>(*pid);
@@ -95,21 +95,21 @@ result<std::vector<uint8_t>> read_file(const std::string& path) {
       if (n == 0) return bytes;
       if (bytes.size() + static_cast<size_t>(n) > max_input_bytes)
         return error(errc::limit_exceeded, "standard input: more than " +
-                                               detail::size_text(max_input_bytes) +
+                                               toolkit::size_text(max_input_bytes) +
                                                ", not read further");
       bytes.insert(bytes.end(), buf, buf + n);
     }
   }
   // A FIFO would block the open (and every file after it), a device never ends: only regular
   // files are read, at most max_input_bytes.
-  detail::open_rules rules;
+  toolkit::open_rules rules;
   rules.no_follow = false;  // the user named it
   rules.max_bytes = max_input_bytes;
-  return detail::read_guarded_file(path, rules);
+  return toolkit::read_guarded_file(path, rules);
 }
 
 result<void> write_file(const std::string& path, std::span<const uint8_t> bytes) {
-  return detail::replace_file(path, bytes);
+  return toolkit::replace_file(path, bytes);
 }
 
 int report(const std::string& program, const std::string& message, int status) {
@@ -159,7 +159,7 @@ int run_group(const invocation& inv, std::span<const command> commands,
     }
   }
   return report(inv.program,
-                "unknown command '" + detail::shortened(name, 60) + "' (commands: " + known + ")",
+                "unknown command '" + toolkit::shortened(name, 60) + "' (commands: " + known + ")",
                 exit_usage);
 }
 

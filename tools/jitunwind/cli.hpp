@@ -67,7 +67,7 @@ inline constexpr uint64_t max_input_bytes = uint64_t{1} << 30;
 /// block, a device never ends), at most max_input_bytes. Errors name the path and the reason:
 /// not_found, io_error ("is a FIFO, not a regular file"), limit_exceeded.
 result<std::vector<uint8_t>> read_file(const std::string& path);
-/// Writes a whole file under the output policy of guarded/output.hpp: an existing symbolic
+/// Writes a whole file under the output policy of jitunwind/toolkit/output_file.hpp: an existing symbolic
 /// link, FIFO or device at PATH is refused; the contents go to a new file renamed over PATH.
 result<void> write_file(const std::string& path, std::span<const uint8_t> bytes);
 

@@ -1,8 +1,8 @@
 #include "first_publication.hpp"
 
 #include "cli.hpp"
-#include "guarded/file.hpp"
-#include "guarded/text.hpp"
+#include <jitunwind/toolkit/guarded_file.hpp>
+#include <jitunwind/toolkit/terminal_text.hpp>
 #include "proc_files.hpp"
 #include "registry_traps.hpp"
 #include "tracee.hpp"
@@ -31,7 +31,7 @@ using namespace tracee;
 // The files mapped into the process ("device inode" of each), from /proc/PID/maps.
 std::set<std::string> mapped_files(pid_t pid) {
   std::set<std::string> files;
-  std::istringstream maps(detail::proc_text_or_empty("/proc/" + std::to_string(pid) + "/maps"));
+  std::istringstream maps(toolkit::proc_text_or_empty("/proc/" + std::to_string(pid) + "/maps"));
   for (std::string line; std::getline(maps, line);) {
     std::istringstream fields(line);
     std::string range, perms, offset, device, inode;
@@ -427,8 +427,8 @@ std::string publication_wait::what_was_published() const {
       "from the registry, which the SDK fills only with the publisher 'registry'";
   if (publish_setting_)
     text += "; the target's environment has JITUNWIND_PUBLISH=" +
-            detail::terminal_text(*publish_setting_) + " (include registry, e.g. " +
-            "JITUNWIND_PUBLISH=registry," + detail::terminal_text(*publish_setting_) +
+            toolkit::terminal_text(*publish_setting_) + " (include registry, e.g. " +
+            "JITUNWIND_PUBLISH=registry," + toolkit::terminal_text(*publish_setting_) +
             ", unless the runtime chooses its publishers itself)";
   else
     text +=
@@ -437,7 +437,7 @@ std::string publication_wait::what_was_published() const {
   struct stat st {};
   if (!perf_map_.empty() && ::stat(perf_map_.c_str(), &st) == 0 && st.st_size > 0)
     text +=
-        "; it wrote names without unwind rows to its perf map " + detail::terminal_text(perf_map_);
+        "; it wrote names without unwind rows to its perf map " + toolkit::terminal_text(perf_map_);
   return text;
 }
 

@@ -1,9 +1,9 @@
 #include "proc_files.hpp"
 
 #include "cli.hpp"
-#include "guarded/file.hpp"
-#include "guarded/proc.hpp"
-#include "guarded/text.hpp"
+#include <jitunwind/toolkit/guarded_file.hpp>
+#include <jitunwind/toolkit/proc_stat.hpp>
+#include <jitunwind/toolkit/terminal_text.hpp>
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -22,14 +22,14 @@ namespace {
 // Whether thread `tid` has not ended (its command name may hold ')' and newlines: the state
 // follows the last ')').
 bool task_alive(pid_t tid) {
-  auto st = detail::read_proc_stat(tid);
+  auto st = toolkit::read_proc_stat(tid);
   return st && !st->ended();
 }
 
 }  // namespace
 
 long status_field(pid_t pid, std::string_view field, long otherwise) {
-  auto text = detail::read_proc_text("/proc/" + std::to_string(pid) + "/status");
+  auto text = toolkit::read_proc_text("/proc/" + std::to_string(pid) + "/status");
   if (!text) return otherwise;
   std::istringstream status(*text);
   for (std::string line; std::getline(status, line);)
@@ -70,7 +70,7 @@ bool process_running(pid_t tgid) {
 
 std::optional<std::string> environment_value(pid_t task, std::string_view name) {
   std::istringstream environ(
-      detail::proc_text_or_empty("/proc/" + std::to_string(task) + "/environ"));
+      toolkit::proc_text_or_empty("/proc/" + std::to_string(task) + "/environ"));
   const std::string key = std::string(name) + "=";
   std::optional<std::string> value;
   for (std::string var; std::getline(environ, var, '\0');)
@@ -86,7 +86,7 @@ std::string perf_map_path(pid_t tgid, pid_t task) {
   // "NSpid:\t4242\t7": the last one is the pid in the process's own namespace.
   pid_t own = tgid;
   std::istringstream status(
-      detail::proc_text_or_empty("/proc/" + std::to_string(tgid) + "/status"));
+      toolkit::proc_text_or_empty("/proc/" + std::to_string(tgid) + "/status"));
   for (std::string line; std::getline(status, line);) {
     if (!line.starts_with("NSpid:")) continue;
     const size_t last = line.find_last_of(" \t");
@@ -98,17 +98,17 @@ std::string perf_map_path(pid_t tgid, pid_t task) {
 }
 
 result<void> check_perf_map_file(const std::string& path) {
-  detail::open_rules rules;
+  toolkit::open_rules rules;
   rules.what = "perf map";
   rules.no_follow = false;  // named by the user
   rules.max_bytes = UINT64_MAX;
-  auto f = detail::guarded_file::open(path, rules);
+  auto f = toolkit::guarded_file::open(path, rules);
   if (!f) return f.error();
   return {};
 }
 
 perf_map_names::perf_map_names(std::string path, std::optional<uid_t> owner,
-                               detail::memory_budget* budget, uint64_t max_bytes)
+                               toolkit::memory_budget* budget, uint64_t max_bytes)
     : path_(std::move(path)), owner_(owner), budget_(budget), max_bytes_(max_bytes) {}
 
 void perf_map_names::note(std::string problem) {
@@ -118,12 +118,12 @@ void perf_map_names::note(std::string problem) {
 void perf_map_names::update() {
   // The process writes this file, and may have put a FIFO, a device or a link to one there
   // instead: the open must not block, nor follow a link when the process chose the path.
-  detail::open_rules rules;
+  toolkit::open_rules rules;
   rules.what = "perf map";
   rules.no_follow = owner_.has_value();
   rules.owner = owner_;
   rules.max_bytes = UINT64_MAX;  // read up to max_bytes_ below, whatever its size
-  auto f = detail::guarded_file::open(path_, rules);
+  auto f = toolkit::guarded_file::open(path_, rules);
   if (!f) {
     if (f.error().code() != errc::not_found) note(f.error().message());
     return;
@@ -141,8 +141,11 @@ void perf_map_names::update() {
   char buf[64 * 1024];
   while (!full_) {
     if (offset_ >= max_bytes_) {
-      if (f->size() > offset_)
-        note("perf map " + path_ + ": only its first " + detail::size_text(max_bytes_) + " read");
+      if (f->size() > offset_) {
+        cut_ = true;
+        note("perf map " + path_ + ": only its first " + toolkit::size_text(max_bytes_) +
+             " read (--max-file)");
+      }
       break;
     }
     const size_t want = static_cast<size_t>(std::min<uint64_t>(sizeof buf, max_bytes_ - offset_));
@@ -187,6 +190,7 @@ void perf_map_names::parse_line(std::string_view line) {
   // stops at the memory budget, with the names read until then.
   if (auto r = charge_.grow(budget_, name.size() + 64, "names of perf map " + path_); !r) {
     full_ = true;
+    cut_ = true;
     note(r.error().message());
     return;
   }
@@ -195,7 +199,7 @@ void perf_map_names::parse_line(std::string_view line) {
 
 std::string perf_map_names::name_or_address(uint64_t start) const {
   auto it = names_.find(start);
-  return it == names_.end() ? hex_text(start) : "'" + detail::terminal_text(it->second) + "'";
+  return it == names_.end() ? hex_text(start) : "'" + toolkit::terminal_text(it->second) + "'";
 }
 
 }  // namespace jitunwind::cli

@@ -5,7 +5,7 @@
 
 #include <jitunwind/result.h>
 
-#include "guarded/budget.hpp"
+#include <jitunwind/toolkit/budget.hpp>
 
 #include <sys/types.h>
 
@@ -62,7 +62,7 @@ class perf_map_names {
   static constexpr uint64_t default_max_bytes = uint64_t{256} << 20;
 
   explicit perf_map_names(std::string path, std::optional<uid_t> owner = {},
-                          detail::memory_budget* budget = nullptr,
+                          toolkit::memory_budget* budget = nullptr,
                           uint64_t max_bytes = default_max_bytes);
   /// Reads what was appended since the last call.
   void update();
@@ -72,6 +72,9 @@ class perf_map_names {
   const std::string& path() const noexcept { return path_; }
   /// Why names are missing, if something was refused or cut (empty otherwise).
   const std::string& problem() const noexcept { return problem_; }
+  /// A limit (--max-file, the memory budget) left names out: the answer is incomplete
+  /// (jitunwind/toolkit/input_cuts.hpp).
+  bool cut() const noexcept { return cut_; }
 
  private:
   void consume(const char* p, size_t n);
@@ -80,7 +83,7 @@ class perf_map_names {
 
   std::string path_;
   std::optional<uid_t> owner_;
-  detail::memory_budget* budget_ = nullptr;
+  toolkit::memory_budget* budget_ = nullptr;
   uint64_t max_bytes_ = default_max_bytes;
   uint64_t offset_ = 0;
   uint64_t device_ = 0, inode_ = 0;
@@ -88,8 +91,9 @@ class perf_map_names {
   bool skipping_ = false;  // in a line longer than max_line: up to its newline
   bool full_ = false;      // the memory budget refused a name: no more are read
   std::map<uint64_t, std::string> names_;
-  detail::budget_charge charge_;
+  toolkit::budget_charge charge_;
   std::string problem_;
+  bool cut_ = false;
 };
 
 }  // namespace jitunwind::cli

@@ -1,7 +1,7 @@
 #include "registry_traps.hpp"
 
-#include "elf/elf_reader.hpp"
-#include "guarded/file.hpp"
+#include <jitunwind/toolkit/elf_reader.hpp>
+#include <jitunwind/toolkit/guarded_file.hpp>
 
 #include <jitunwind/usdt.h>
 
@@ -46,13 +46,13 @@ std::string permissions_at(const std::string& maps, uint64_t address) {
 
 // The load bias of the object that defines registry `r`: the run-time address of its
 // `jitunwind_registry` symbol minus the link-time one.
-std::optional<uint64_t> load_bias(const detail::elf_image& elf,
+std::optional<uint64_t> load_bias(const toolkit::elf_image& elf,
                                   const remote::registry_location& r) {
-  for (const detail::elf_section& sec : elf.sections()) {
-    if (sec.type != detail::elf_sht_dynsym && sec.type != detail::elf_sht_symtab) continue;
+  for (const toolkit::elf_section& sec : elf.sections()) {
+    if (sec.type != toolkit::elf_sht_dynsym && sec.type != toolkit::elf_sht_symtab) continue;
     auto symbols = elf.symbols(sec);
     if (!symbols) continue;
-    for (const detail::elf_symbol& sym : *symbols)
+    for (const toolkit::elf_symbol& sym : *symbols)
       if (sym.name == "jitunwind_registry" && sym.value != 0) return r.address - sym.value;
   }
   return std::nullopt;
@@ -66,9 +66,9 @@ void registry_traps::find(pid_t pid, const remote::registry_reader& reader) {
 }
 
 void registry_traps::find_in(pid_t pid, const remote::registry_location& r) {
-  auto bytes = detail::read_whole_file("/proc/" + std::to_string(pid) + "/root" + r.object_path);
+  auto bytes = toolkit::read_whole_file("/proc/" + std::to_string(pid) + "/root" + r.object_path);
   if (!bytes) return;
-  auto elf = detail::elf_image::parse(*bytes);
+  auto elf = toolkit::elf_image::parse(*bytes);
   auto notes = usdt::read_sdt_notes(*bytes);
   if (!elf || !notes) return;
   const std::optional<uint64_t> bias = load_bias(*elf, r);
@@ -84,7 +84,7 @@ void registry_traps::refresh(pid_t pid) {
       breakpoints_.reassert(pid, pc);
       continue;
     }
-    if (!maps) maps = detail::proc_text_or_empty("/proc/" + std::to_string(pid) + "/maps");
+    if (!maps) maps = toolkit::proc_text_or_empty("/proc/" + std::to_string(pid) + "/maps");
     const std::string p = permissions_at(*maps, pc);
     if (p.size() > 2 && p[2] == 'x' && byte_at(pid, pc) == 0x90)  // a probe site is a nop
       breakpoints_.insert(pid, pc);

@@ -1,6 +1,6 @@
 // Command group `jitunwind sframe`: dump, check and build SFrame sections.
 #include "cli.hpp"
-#include "guarded/text.hpp"
+#include <jitunwind/toolkit/terminal_text.hpp>
 #include "sframe_elf.hpp"
 #include "sframe_from_eh_frame.hpp"
 #include "sframe_input.hpp"
@@ -17,6 +17,13 @@
 namespace jitunwind::cli {
 
 namespace {
+
+// Says what of the input the output leaves out, and the status that tells (input_cuts.hpp).
+int report_left_out(const std::string& program, const sframe_source& s, int status) {
+  for (const std::string& w : s.left_out)
+    std::fprintf(stderr, "%s: warning: %s\n", program.c_str(), w.c_str());
+  return s.cut.exit_status(status);
+}
 
 const option_spec raw_option{
     "raw", 0, "",
@@ -153,7 +160,7 @@ result<sframe_source_options> source_options(const parsed_args& args) {
     auto v = parse_u64(*a);
     if (!v)
       return error(errc::invalid_argument,
-                   "--address: not a number: '" + detail::shortened(*a) + "'");
+                   "--address: not a number: '" + toolkit::shortened(*a) + "'");
     o.address = *v;
   }
   return o;
@@ -191,7 +198,8 @@ int run_dump(const std::string& program, const parsed_args& args) {
   } else {
     write_sframe_text(path, *source, *decoded, to_stdout);
   }
-  return std::fflush(stdout) == 0 && written ? exit_ok : exit_failure;
+  const int status = std::fflush(stdout) == 0 && written ? exit_ok : exit_failure;
+  return report_left_out(program, *source, status);
 }
 
 int run_check(const std::string& program, const parsed_args& args) {
@@ -230,7 +238,7 @@ std::optional<std::string> output_address(const parsed_args& args, bool raw,
   if (!a) return std::nullopt;
   if (!raw) return "--address applies to --raw only (the ELF layout decides it)";
   address = parse_u64(*a);
-  if (!address) return "--address: not a number: '" + detail::shortened(*a) + "'";
+  if (!address) return "--address: not a number: '" + toolkit::shortened(*a) + "'";
   return std::nullopt;
 }
 
@@ -239,7 +247,7 @@ std::optional<uint8_t> version_option(const parsed_args& args, std::string* bad)
   auto v = args.value("sframe-version");
   if (!v) return std::nullopt;
   if (*v != "2" && *v != "3") {
-    *bad = "--sframe-version: expected 2 or 3, got '" + detail::shortened(*v) + "'";
+    *bad = "--sframe-version: expected 2 or 3, got '" + toolkit::shortened(*v) + "'";
     return std::nullopt;
   }
   return static_cast<uint8_t>((*v)[0] - '0');
@@ -341,7 +349,7 @@ int run_convert(const std::string& program, const parsed_args& args) {
     if (!in.raw) return report(program, "--in-address applies to --in-raw only", exit_usage);
     in.address = parse_u64(*a);
     if (!in.address)
-      return report(program, "--in-address: not a number: '" + detail::shortened(*a) + "'",
+      return report(program, "--in-address: not a number: '" + toolkit::shortened(*a) + "'",
                     exit_usage);
   }
   std::optional<uint64_t> address;
@@ -396,7 +404,7 @@ int run_convert(const std::string& program, const parsed_args& args) {
               elf_out->c_str(), to_string(d.target), eo.version,
               static_cast<unsigned long long>(image->sframe_address), image->sframe_size,
               summary.c_str());
-  return exit_ok;
+  return report_left_out(program, *source, exit_ok);
 }
 
 const command commands[] = {

@@ -1,6 +1,6 @@
 #include "sframe_elf.hpp"
 
-#include "elf/elf_writer.hpp"
+#include <jitunwind/toolkit/elf_writer.hpp>
 
 #include <elf.h>
 
@@ -8,7 +8,7 @@
 
 namespace jitunwind::cli {
 
-using detail::elf_writer;
+using toolkit::elf_writer;
 
 result<sframe_elf_image> build_sframe_elf(const sframe_description& d,
                                           const sframe::encoder_options& options) {

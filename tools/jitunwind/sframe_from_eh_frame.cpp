@@ -3,8 +3,8 @@
 // converted reported (and why). Hooked into `sframe build` (sframe_cmd.cpp).
 #include "sframe_from_eh_frame.hpp"
 
-#include "elf/elf_reader.hpp"
-#include "elf/object_layout.hpp"
+#include <jitunwind/toolkit/elf_reader.hpp>
+#include <jitunwind/toolkit/object_layout.hpp>
 #include "sframe_elf.hpp"
 #include "sframe_json.hpp"
 
@@ -18,8 +18,8 @@ namespace jitunwind::cli {
 
 namespace {
 
-using detail::elf_image;
-using detail::elf_section;
+using toolkit::elf_image;
+using toolkit::elf_section;
 
 struct eh_frame_input {
   std::vector<uint8_t> bytes;
@@ -30,9 +30,9 @@ struct eh_frame_input {
 };
 
 result<abi> target_of(const elf_image& img) {
-  if (img.machine() == detail::elf_em_x86_64 && !img.big_endian()) return abi::amd64;
-  if (img.machine() == detail::elf_em_aarch64 && !img.big_endian()) return abi::aarch64_le;
-  return error(errc::unsupported, "machine " + detail::elf_machine_name(img.machine()) +
+  if (img.machine() == toolkit::elf_em_x86_64 && !img.big_endian()) return abi::amd64;
+  if (img.machine() == toolkit::elf_em_aarch64 && !img.big_endian()) return abi::aarch64_le;
+  return error(errc::unsupported, "machine " + toolkit::elf_machine_name(img.machine()) +
                                       (img.big_endian() ? " (big endian)" : "") +
                                       ": only x86-64 and little-endian AArch64 CFI is converted");
 }
@@ -57,7 +57,7 @@ result<eh_frame_input> load(const std::string& path, const std::string& section_
         errc::not_found,
         path + ": no section " +
             (section_name.empty() ? std::string(".eh_frame or .debug_frame") : section_name));
-  if (sec->type == detail::elf_sht_nobits)
+  if (sec->type == toolkit::elf_sht_nobits)
     return error(errc::malformed, path + ": section " + sec->name + " is SHT_NOBITS (no data)");
 
   eh_frame_input in;
@@ -66,11 +66,11 @@ result<eh_frame_input> load(const std::string& path, const std::string& section_
       sec->name == ".debug_frame" ? cfi::section_kind::debug_frame : cfi::section_kind::eh_frame;
   in.where = "section " + sec->name + " [" + std::to_string(sec->index) + "]";
   std::vector<uint64_t> base(img->sections().size(), 0);
-  if (img->type() == detail::elf_et_rel) {
+  if (img->type() == toolkit::elf_et_rel) {
     // Code sections of an object all start at 0: lay them out like a linker would, so that
     // every function gets an address of its own, and resolve the CFI's relocations.
-    const detail::object_layout layout = detail::lay_out_sections(*img);
-    auto rel = detail::relocate_section(*img, *sec, layout);
+    const toolkit::object_layout layout = toolkit::lay_out_sections(*img);
+    auto rel = toolkit::relocate_section(*img, *sec, layout);
     if (!rel) return error(rel.error().code(), path + ": " + rel.error().message());
     in.bytes = std::move(rel->bytes);
     in.relocations = rel->relocations;
@@ -87,7 +87,7 @@ result<eh_frame_input> load(const std::string& path, const std::string& section_
     if (const elf_section* text = img->find_section(".text")) in.options.text_address = text->addr;
   }
   for (const elf_section& s : img->sections()) {
-    if (s.type != detail::elf_sht_symtab && s.type != detail::elf_sht_dynsym) continue;
+    if (s.type != toolkit::elf_sht_symtab && s.type != toolkit::elf_sht_dynsym) continue;
     auto symbols = img->symbols(s);
     if (!symbols) continue;  // names are a convenience
     for (const auto& sym : *symbols) {

@@ -1,7 +1,8 @@
 #include "sframe_input.hpp"
 
 #include "cli.hpp"
-#include "elf/elf_reader.hpp"
+#include <jitunwind/toolkit/elf_reader.hpp>
+#include <jitunwind/toolkit/terminal_text.hpp>
 
 #include <jitunwind/sframe.h>
 
@@ -12,8 +13,8 @@ namespace jitunwind::cli {
 
 namespace {
 
-using detail::elf_image;
-using detail::elf_section;
+using toolkit::elf_image;
+using toolkit::elf_section;
 
 // Relocation types that can appear on a 32-bit FDE start field.
 constexpr uint32_t r_x86_64_none = 0, r_x86_64_pc32 = 2, r_x86_64_plt32 = 4, r_x86_64_32 = 10,
@@ -26,20 +27,20 @@ constexpr uint32_t r_x86_64_64 = 1, r_x86_64_pc64 = 24, r_aarch64_abs64 = 257,
 std::string elf_kind(const elf_image& img) {
   std::string kind;
   switch (img.type()) {
-    case detail::elf_et_rel:
+    case toolkit::elf_et_rel:
       kind = "relocatable";
       break;
-    case detail::elf_et_exec:
+    case toolkit::elf_et_exec:
       kind = "executable";
       break;
-    case detail::elf_et_dyn:
+    case toolkit::elf_et_dyn:
       kind = "shared object";
       break;
     default:
       kind = "ELF type " + std::to_string(img.type());
       break;
   }
-  kind += " " + detail::elf_machine_name(img.machine());
+  kind += " " + toolkit::elf_machine_name(img.machine());
   if (img.big_endian()) kind += " (big endian)";
   return kind;
 }
@@ -49,13 +50,13 @@ enum class reloc_kind { none, field32, field64, unsupported };
 /// Relocations that can sit on an FDE start field (32 bits in v1/v2, 64 in v3). PC-relative or
 /// absolute makes no difference here: the target (S + A) is the function start either way.
 reloc_kind classify_relocation(uint16_t machine, uint32_t type) {
-  if (machine == detail::elf_em_x86_64) {
+  if (machine == toolkit::elf_em_x86_64) {
     if (type == r_x86_64_none) return reloc_kind::none;
     if (type == r_x86_64_pc32 || type == r_x86_64_plt32 || type == r_x86_64_32 ||
         type == r_x86_64_32s)
       return reloc_kind::field32;
     if (type == r_x86_64_pc64 || type == r_x86_64_64) return reloc_kind::field64;
-  } else if (machine == detail::elf_em_aarch64) {
+  } else if (machine == toolkit::elf_em_aarch64) {
     if (type == r_aarch64_none) return reloc_kind::none;
     if (type == r_aarch64_prel32 || type == r_aarch64_abs32) return reloc_kind::field32;
     if (type == r_aarch64_prel64 || type == r_aarch64_abs64) return reloc_kind::field64;
@@ -71,10 +72,10 @@ result<size_t> apply_relocations(const elf_image& img, const elf_section& target
   const bool pcrel = bytes.size() > 3 && (bytes[3] & sframe::flag_fde_func_start_pcrel);
   // Linear in the file: each symbol table is decoded once, and relocation sections that claim
   // more bytes in all than the file has overlap (a hostile file), which is refused.
-  std::map<uint32_t, std::vector<detail::elf_symbol>> symbol_tables;
+  std::map<uint32_t, std::vector<toolkit::elf_symbol>> symbol_tables;
   uint64_t relocation_bytes = 0, symbol_bytes = 0;
   for (const elf_section& rs : img.sections()) {
-    if ((rs.type != detail::elf_sht_rela && rs.type != detail::elf_sht_rel) ||
+    if ((rs.type != toolkit::elf_sht_rela && rs.type != toolkit::elf_sht_rel) ||
         rs.info != target.index)
       continue;
     relocation_bytes += rs.size;
@@ -96,7 +97,7 @@ result<size_t> apply_relocations(const elf_image& img, const elf_section& target
       if (!decoded) return decoded.error();
       table = symbol_tables.emplace(rs.link, std::move(*decoded)).first;
     }
-    const std::vector<detail::elf_symbol>* symbols = &table->second;
+    const std::vector<toolkit::elf_symbol>* symbols = &table->second;
     for (size_t i = 0; i < relocs->size(); ++i) {
       const auto& r = (*relocs)[i];
       const std::string where = rs.name + "[" + std::to_string(i) + "]";
@@ -120,7 +121,7 @@ result<size_t> apply_relocations(const elf_image& img, const elf_section& target
       if (sym.shndx != 0 && sym.shndx < 0xff00 && sym.shndx < img.sections().size())
         s += img.sections()[sym.shndx].addr;
       int64_t addend = r.addend;
-      if (rs.type == detail::elf_sht_rel)
+      if (rs.type == toolkit::elf_sht_rel)
         addend = width == 8 ? static_cast<int64_t>(img.read_uint(bytes.data() + r.offset, 8))
                             : static_cast<int32_t>(img.read_uint(bytes.data() + r.offset, 4));
       const uint64_t target_address = s + static_cast<uint64_t>(addend);
@@ -141,19 +142,29 @@ result<size_t> apply_relocations(const elf_image& img, const elf_section& target
   return applied;
 }
 
-void collect_function_symbols(const elf_image& img, sframe_source& out) {
+void collect_function_symbols(const std::string& path, const elf_image& img, sframe_source& out) {
   // The first table of each kind (an object has one): thousands of symbol table headers over
   // one table must not decode it thousands of times.
-  for (const uint32_t type : {detail::elf_sht_symtab, detail::elf_sht_dynsym}) {
+  for (const uint32_t type : {toolkit::elf_sht_symtab, toolkit::elf_sht_dynsym}) {
     const elf_section* table = img.first_section_of_type(type);
     if (table == nullptr) continue;
     const elf_section& s = *table;
     auto symbols = img.symbols(s);
-    if (!symbols) continue;  // names are a convenience; a bad symbol table is not fatal
+    if (!symbols) {
+      // Names are a convenience (a bad symbol table is not fatal), but an answer without them
+      // says why (input_cuts.hpp).
+      const std::string what = "symbol table " + s.name + " [" + std::to_string(s.index) +
+                               "] of " + path + " (function names)";
+      out.left_out.push_back(toolkit::is_limit(symbols.error())
+                                 ? out.cut.add(what, symbols.error().message())
+                                 : toolkit::terminal_text(what) + " left out: " +
+                                       toolkit::terminal_text(symbols.error().message()));
+      continue;
+    }
     for (const auto& sym : *symbols) {
       if (sym.type != 2 || sym.name.empty() || sym.shndx == 0) continue;  // STT_FUNC, defined
       uint64_t address = sym.value;
-      if (img.type() == detail::elf_et_rel && sym.shndx < 0xff00 &&
+      if (img.type() == toolkit::elf_et_rel && sym.shndx < 0xff00 &&
           sym.shndx < img.sections().size())
         address += img.sections()[sym.shndx].addr;
       out.function_symbols.emplace(address, sym.name);  // first name wins (.symtab before aliases)
@@ -194,7 +205,7 @@ result<sframe_source> load_sframe_source(const std::string& path, std::vector<ui
 
   const elf_section* sec = img->find_section(options.section);
   if (!sec) {
-    const auto* seg = img->find_segment(detail::elf_pt_gnu_sframe);
+    const auto* seg = img->find_segment(toolkit::elf_pt_gnu_sframe);
     if (options.section == ".sframe" && img->sections().size() <= 1 && seg) {
       auto data = img->segment_data(*seg);
       if (!data) return error(data.error().code(), path + ": " + data.error().message());
@@ -206,19 +217,19 @@ result<sframe_source> load_sframe_source(const std::string& path, std::vector<ui
     return error(errc::not_found, path + ": no section " + options.section + " (" + out.elf_kind +
                                       ", " + std::to_string(img->sections().size()) + " sections)");
   }
-  if (sec->type == detail::elf_sht_nobits)
+  if (sec->type == toolkit::elf_sht_nobits)
     return error(errc::malformed, path + ": section " + sec->name + " is SHT_NOBITS (no data)");
   auto data = img->section_data(*sec);
   if (!data) return error(data.error().code(), path + ": " + data.error().message());
   out.bytes.assign(data->begin(), data->end());
   out.address = options.address.value_or(sec->addr);
   out.where = "section " + sec->name + " [" + std::to_string(sec->index) + "]";
-  if (img->type() == detail::elf_et_rel) {
+  if (img->type() == toolkit::elf_et_rel) {
     auto applied = apply_relocations(*img, *sec, out.address, out.bytes);
     if (!applied) return error(applied.error().code(), path + ": " + applied.error().message());
     out.relocations_applied = *applied;
   }
-  collect_function_symbols(*img, out);
+  collect_function_symbols(path, *img, out);
   return out;
 }
 

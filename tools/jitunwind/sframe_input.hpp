@@ -3,6 +3,7 @@
 #pragma once
 
 #include <jitunwind/result.h>
+#include <jitunwind/toolkit/input_cuts.hpp>
 
 #include <cstdint>
 #include <map>
@@ -25,6 +26,11 @@ struct sframe_source {
   std::string elf_kind;        ///< "relocatable x86-64", … (empty for raw files)
   size_t relocations_applied = 0;
   std::map<uint64_t, std::string> function_symbols;  ///< address → name, from .symtab/.dynsym
+  /// Parts of the file left out ("symbol table .symtab [27] of FILE (function names) left out:
+  /// ..."): a command whose output would use them prints these warnings, and exits
+  /// exit_input_cut when `cut` says a limit refused one (jitunwind/toolkit/input_cuts.hpp).
+  std::vector<std::string> left_out;
+  toolkit::input_cuts cut;
 };
 
 /// Loads the section described by `options` from `path`. Errors name the file and what is

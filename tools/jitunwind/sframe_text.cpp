@@ -1,7 +1,7 @@
 #include "sframe_text.hpp"
 
 #include "cli.hpp"
-#include "guarded/text.hpp"
+#include <jitunwind/toolkit/terminal_text.hpp>
 #include "sframe_json.hpp"
 
 #include <cinttypes>
@@ -119,7 +119,7 @@ void write_sframe_text(const std::string& path, const sframe_source& source,
     append(out, "\nFunction %zu", i);
     auto name = source.function_symbols.find(f.start);
     if (name != source.function_symbols.end())
-      append(out, " <%s>", detail::terminal_text(name->second).c_str());  // the file's bytes
+      append(out, " <%s>", toolkit::terminal_text(name->second).c_str());  // the file's bytes
     append(out, ": [0x%" PRIx64 ", 0x%" PRIx64 ") size %u", f.start,
            f.start + static_cast<uint64_t>(f.size), f.size);
     if (f.pcmask_rep) append(out, ", PCMASK (rows repeat every %u bytes)", f.pcmask_rep);

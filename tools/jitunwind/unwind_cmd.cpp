@@ -5,9 +5,9 @@
 // prologues and epilogues too, which call-site checks (`jitwalk verify`) never do.
 #include "cli.hpp"
 #include "first_publication.hpp"
-#include "guarded/file.hpp"
-#include "guarded/proc.hpp"
-#include "guarded/text.hpp"
+#include <jitunwind/toolkit/guarded_file.hpp>
+#include <jitunwind/toolkit/proc_stat.hpp>
+#include <jitunwind/toolkit/terminal_text.hpp>
 #include "proc_files.hpp"
 #include "return_breakpoint.hpp"
 #include "step_check.hpp"
@@ -16,7 +16,7 @@
 #include <jitunwind/registry_abi.h>
 #include <jitunwind/usdt.h>
 
-#include "elf/elf_reader.hpp"
+#include <jitunwind/toolkit/elf_reader.hpp>
 
 #include <fcntl.h>
 #include <sched.h>
@@ -481,9 +481,9 @@ result<traced_target> trace_target(const parsed_args& a) {
   }
   const auto pid = static_cast<pid_t>(a.whole("pid", 0));
   // ptrace refuses kernel threads with EPERM, which would read as a missing privilege.
-  if (auto st = detail::read_proc_stat(pid); st && st->kernel_thread())
+  if (auto st = toolkit::read_proc_stat(pid); st && st->kernel_thread())
     return error(errc::unsupported,
-                 "thread " + std::to_string(pid) + " (" + detail::terminal_text(st->comm) +
+                 "thread " + std::to_string(pid) + " (" + toolkit::terminal_text(st->comm) +
                      ") is a kernel thread: it runs no user code and publishes no windows");
   if (ptrace(PTRACE_SEIZE, pid, nullptr, thread_group::options) != 0)
     return error(

@@ -42,7 +42,7 @@ void check_window(loaded_window& w, std::optional<abi> required_abi) {
 
 result<std::vector<loaded_window>> load_windows(const remote::registry_reader& reader,
                                                 std::optional<abi> required_abi, pid_t process,
-                                                detail::memory_budget* budget,
+                                                toolkit::memory_budget* budget,
                                                 std::vector<remote::skipped_slot>* skipped) {
   // What a listed window costs beyond its SFrame copy (record, vector slot, table, reason).
   constexpr uint64_t window_overhead = sizeof(loaded_window) + 128;
@@ -61,7 +61,7 @@ result<std::vector<loaded_window>> load_windows(const remote::registry_reader& r
     bool failed = false;
     for (size_t i = 0; i < snapshot->windows.size(); ++i) {
       const remote::window_record& r = snapshot->windows[i];
-      auto charge = detail::budget_charge::take(budget, window_overhead, "the registry's windows");
+      auto charge = toolkit::budget_charge::take(budget, window_overhead, "the registry's windows");
       if (!charge) {
         if (skipped != nullptr)
           skipped->push_back({r.registry_address, r.slot,

@@ -6,7 +6,7 @@
 #include <jitunwind/remote.h>
 #include <jitunwind/sframe.h>
 
-#include "guarded/budget.hpp"
+#include <jitunwind/toolkit/budget.hpp>
 
 #include <optional>
 #include <string>
@@ -25,7 +25,7 @@ struct loaded_window {
   /// Under heavy churn this is the process moving on, not a defect of the window.
   bool changed = false;
   /// What the window holds of the run's memory budget (its SFrame copy and its record).
-  detail::budget_charge charge;
+  toolkit::budget_charge charge;
 
   loaded_window() = default;
   loaded_window(loaded_window&&) = default;
@@ -51,6 +51,6 @@ struct loaded_window {
 /// (remote::registry_snapshot::skipped) go to `skipped` too.
 result<std::vector<loaded_window>> load_windows(
     const remote::registry_reader& reader, std::optional<abi> required_abi, pid_t process = 0,
-    detail::memory_budget* budget = nullptr, std::vector<remote::skipped_slot>* skipped = nullptr);
+    toolkit::memory_budget* budget = nullptr, std::vector<remote::skipped_slot>* skipped = nullptr);
 
 }  // namespace jitunwind::cli

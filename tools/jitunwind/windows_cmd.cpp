@@ -3,8 +3,9 @@
 #include <jitunwind/remote.h>
 
 #include "cli.hpp"
-#include "guarded/budget.hpp"
-#include "guarded/text.hpp"
+#include <jitunwind/toolkit/input_cuts.hpp>
+#include <jitunwind/toolkit/budget.hpp>
+#include <jitunwind/toolkit/terminal_text.hpp>
 #include "proc_files.hpp"
 #include "sframe_input.hpp"
 #include "sframe_text.hpp"
@@ -216,7 +217,7 @@ void print_functions(const loaded_window& w, const perf_map_names& names, const 
     auto it = names.names().find(f.start);
     std::printf("%s%s  size %-6u %-8s %s\n", indent, hex_text(f.start).c_str(), f.size,
                 count_text(f.rows.size(), "row").c_str(),
-                it == names.names().end() ? "" : detail::terminal_text(it->second).c_str());
+                it == names.names().end() ? "" : toolkit::terminal_text(it->second).c_str());
   }
 }
 
@@ -246,7 +247,7 @@ uint64_t max_memory(const parsed_args& a) {
 // A usage error sets `bad_usage`. The process's own perf map is its file: read under the rules
 // of docs/cli.md ("Reading hostile processes"), its names charged to `budget`.
 result<target_info> resolve_target(const parsed_args& a, std::string& bad_usage,
-                                   detail::memory_budget* budget) {
+                                   toolkit::memory_budget* budget) {
   const auto pid = pid_option(a, &bad_usage);
   if (!pid) return error(errc::invalid_argument, bad_usage);
   if (auto f = a.value("perf-map"); f && f->empty()) {
@@ -266,12 +267,22 @@ result<target_info> resolve_target(const parsed_args& a, std::string& bad_usage,
       perf_map_names(perf_map_path(process, live_task(process, *pid)), owner, budget, max_file)};
 }
 
-// Why names are missing, said once on stderr.
+// Why names are missing, said once on stderr: a warning when a limit left names out (the run then
+// ends with exit_input_cut), a note when the file was refused or is not there.
 void report_names_problem(const std::string& program, const perf_map_names& names) {
   static std::string said;
   if (names.problem().empty() || names.problem() == said) return;
   said = names.problem();
-  std::fprintf(stderr, "%s: note: %s\n", program.c_str(), detail::terminal_text(said).c_str());
+  std::fprintf(stderr, "%s: %s: %s\n", program.c_str(), names.cut() ? "warning" : "note",
+               toolkit::terminal_text(said).c_str());
+}
+
+// `status`, or exit_input_cut when it is exit_ok and a limit left part of the target's data out
+// (the memory budget refused something, or the perf map's names were cut; input_cuts.hpp).
+int status_after_cuts(int status, const toolkit::memory_budget& budget,
+                      const perf_map_names& names, bool names_used) {
+  if (status != exit_ok) return status;
+  return budget.refusals() != 0 || (names_used && names.cut()) ? toolkit::exit_input_cut : status;
 }
 
 // A publisher as session::status() words it in the process: "perfmap (session 1): active, writing
@@ -279,10 +290,10 @@ void report_names_problem(const std::string& program, const perf_map_names& name
 std::string publisher_line(const remote::publisher_record& p) {
   std::string s = remote::publisher_name(p.publisher) + " (session " + std::to_string(p.session) +
                   "): " + remote::publisher_state_name(p.state);
-  if (!p.message.empty()) s += ", " + detail::terminal_text(p.message);
+  if (!p.message.empty()) s += ", " + toolkit::terminal_text(p.message);
   if (p.warnings != 0)
     s += "; " + count_text(p.warnings, "warning") +
-         ", the last: " + detail::terminal_text(p.last_warning);
+         ", the last: " + toolkit::terminal_text(p.last_warning);
   return s;
 }
 
@@ -304,7 +315,7 @@ json skipped_json(const remote::skipped_slot& k) {
 }
 
 std::string skipped_line(const remote::skipped_slot& k) {
-  return "slot " + std::to_string(k.slot) + " SKIPPED: " + detail::terminal_text(k.reason);
+  return "slot " + std::to_string(k.slot) + " SKIPPED: " + toolkit::terminal_text(k.reason);
 }
 
 // The registries, read through a live thread: a main thread that ended by pthread_exit is a
@@ -319,7 +330,7 @@ result<remote::registry_reader> open_reader(const target_info& t) {
 // A window that changed while it was read (the process republished or freed it meanwhile) is
 // read again with the whole registry, a few times: `list` reports one state, not a race.
 result<std::vector<loaded_window>> load_settled(const remote::registry_reader& reader,
-                                                pid_t process, detail::memory_budget* budget,
+                                                pid_t process, toolkit::memory_budget* budget,
                                                 std::vector<remote::skipped_slot>& skipped) {
   for (int round = 0;; ++round) {
     auto loaded = load_windows(reader, std::nullopt, process, budget, &skipped);
@@ -334,7 +345,7 @@ int run_list(const std::string& program, const parsed_args& a) {
   std::string bad;
   if (a.flag("rows") && a.flag("json"))
     return report(program, "--rows is a text listing: it cannot go with --json", exit_usage);
-  detail::memory_budget budget(max_memory(a), "raise it with --max-memory");
+  toolkit::memory_budget budget(max_memory(a), "raise it with --max-memory");
   auto target = resolve_target(a, bad, &budget);
   if (!target)
     return report(program, target.error().message(), bad.empty() ? exit_failure : exit_usage);
@@ -400,7 +411,7 @@ int run_list(const std::string& program, const parsed_args& a) {
     std::printf("\n");
     for (const remote::registry_location& r : registries) {
       std::printf("\nregistry %s in %s (%s)\n", hex_text(r.address).c_str(),
-                  detail::terminal_text(r.object_path).c_str(), symbol_table_text(r.found_in));
+                  toolkit::terminal_text(r.object_path).c_str(), symbol_table_text(r.found_in));
       for (const remote::publisher_record& p : publishers->publishers)
         if (p.registry_address == r.address) std::printf("  %s\n", publisher_line(p).c_str());
       for (const loaded_window& w : windows) {
@@ -412,7 +423,7 @@ int run_list(const std::string& program, const parsed_args& a) {
         if (k.registry_address == r.address) std::printf("  %s\n", skipped_line(k).c_str());
     }
     for (const std::string& why : publishers->skipped)
-      std::printf("publisher status SKIPPED: %s\n", detail::terminal_text(why).c_str());
+      std::printf("publisher status SKIPPED: %s\n", toolkit::terminal_text(why).c_str());
     if (a.flag("rows"))
       for (const loaded_window& w : windows)
         if (w.table) print_rows(target->process, w, target->names);
@@ -420,7 +431,8 @@ int run_list(const std::string& program, const parsed_args& a) {
   if (std::fflush(stdout) != 0 || std::ferror(stdout))
     return report(program, std::string("cannot write the output: ") + std::strerror(errno),
                   exit_failure);
-  return unusable == 0 ? exit_ok : exit_failure;
+  return status_after_cuts(unusable == 0 ? exit_ok : exit_failure, budget, target->names,
+                           a.flag("functions") || a.flag("rows"));
 }
 
 // ---- watch ----
@@ -609,7 +621,7 @@ class watch_clock {
 class registry_watch {
  public:
   registry_watch(const std::string& program, target_info& target, bool as_json, bool functions,
-                 detail::memory_budget& budget, const watch_clock& time)
+                 toolkit::memory_budget& budget, const watch_clock& time)
       : program_(program),
         target_(target),
         functions_(functions),
@@ -718,7 +730,7 @@ class registry_watch {
   const std::string& program_;
   target_info& target_;
   const bool functions_;
-  detail::memory_budget& budget_;
+  toolkit::memory_budget& budget_;
   const watch_clock& time_;
   watch_state st_;
   event_printer out_;
@@ -740,7 +752,7 @@ void stop_watching_on_signals() {
 int run_watch(const std::string& program, const parsed_args& a) {
   stop_watching_on_signals();
   const watch_clock time(a.decimal("interval-ms", 0.1), a.decimal("seconds", 0));
-  detail::memory_budget budget(max_memory(a), "raise it with --max-memory");
+  toolkit::memory_budget budget(max_memory(a), "raise it with --max-memory");
   std::string bad;
   auto target = resolve_target(a, bad, &budget);
   if (!target)
@@ -765,7 +777,8 @@ int run_watch(const std::string& program, const parsed_args& a) {
                program.c_str(), watch.ended.c_str(), time.elapsed(), st.present, st.published,
                st.updated, st.retired, st.freed, st.unusable, st.skips);
   if (!watch.failure.empty()) return report(program, watch.failure, exit_failure);
-  return st.unusable == 0 && st.skips == 0 ? exit_ok : exit_failure;
+  return status_after_cuts(st.unusable == 0 && st.skips == 0 ? exit_ok : exit_failure, budget,
+                           target->names, a.flag("functions"));
 }
 
 const command commands[] = {{&list_spec, &run_list}, {&watch_spec, &run_watch}};

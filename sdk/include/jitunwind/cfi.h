@@ -170,6 +170,22 @@ enum class section_kind : uint8_t {
   debug_frame = 1,  ///< `.debug_frame` (DWARF 2-5): CIE id ~0, CIE pointers from the start
 };
 
+/// What `decode` keeps of an FDE, or a section, it cannot use whole.
+enum class partial_input : uint8_t {
+  /// An FDE with a location whose rules cannot be expressed (see `left_out_function`) is left
+  /// out whole, as gas and LLVM do with `--gsframe`; an entry whose length runs past the
+  /// section fails the decode. For producers of SFrame and `.eh_frame` (sframe build
+  /// --from-eh-frame, the ORC plugin, the preload).
+  whole_functions = 0,
+  /// Keep every usable row: an FDE becomes the pieces around its locations whose rules cannot
+  /// be expressed (each piece a function, with the FDE's offset in `fde_offsets`; each such
+  /// range a `left_out_function` with `part` set), and an entry whose length runs past the
+  /// section ends the walk with the FDEs before it (the entry listed in `left_out`; an error
+  /// only when no FDE came before it). For profilers that fall back to frame pointers where
+  /// rows are missing (jitwalk).
+  usable_rows = 1,
+};
+
 struct decoder_options {
   /// How register numbers are read (AMD64 or little-endian AArch64; `unsupported` otherwise).
   abi target = abi::amd64;
@@ -189,6 +205,8 @@ struct decoder_options {
   /// window API refuses the dead slot (a signal may overwrite it). Off: the rows are the CFI's,
   /// such a row listed in `decoded_cfi::nonconforming`.
   bool restore_popped_fp = false;
+  /// What is kept of an FDE that cannot be used whole.
+  partial_input partial = partial_input::whole_functions;
 };
 
 /// A function the decoder could not turn into rows, and why.
@@ -202,6 +220,9 @@ struct left_out_function {
   errc code = errc::unsupported;
   /// What and where: "at +0x5: CFA = r10 + 0 (SFrame bases the CFA on SP or FP only)".
   std::string reason;
+  /// Only [start, start + size) of the FDE's code is left out; functions with the same FDE
+  /// offset hold the rest (`partial_input::usable_rows`).
+  bool part = false;
 };
 
 /// A decoded function whose rows `jitunwind::validate` rejects but SFrame expresses (e.g.
@@ -234,9 +255,13 @@ struct decoded_cfi {
 /// The input is hostile: every read is bounded by its entry, the work by the section size.
 ///
 /// A zero length ends the section (the terminator `__register_frame` sections carry). An FDE
-/// whose rows cannot be expressed (see `left_out_function`), that overlaps an earlier one in
-/// address order, covers no code or more than 4 GiB is listed in `left_out`, never converted
-/// wrongly. Errors: `malformed` when the section's entries cannot be walked (a length past the
+/// whose rows cannot be expressed (see `left_out_function`; `options.partial` decides whether
+/// the rows around such a location are kept), that overlaps an earlier one in address order,
+/// covers no code or more than 4 GiB is listed in `left_out`, never converted wrongly. The
+/// one CFA expression linkers write for a lazy `.plt` on AMD64 (every 16-byte entry: CFA =
+/// rsp + 8 up to its `push`, rsp + 16 after it) becomes what binutils' ld writes for it in
+/// `.sframe`: a PCMASK function of 16-byte blocks (`pcmask_rep` 16), the FDE's rows before it
+/// (PLT0) a function of their own. Errors: `malformed` when the section's entries cannot be walked (a length past the
 /// end: "cfi: entry at offset 0x40: length 4096 runs past the section (200 bytes)"),
 /// `unsupported` for an ABI other than AMD64 and little-endian AArch64.
 /// Thread-safe (no state).

@@ -1,8 +1,12 @@
-// `.eh_frame` / `.debug_frame` -> frame rows (see cfi.h). The CFA program of each FDE is run
-// the way an unwinder runs it; at every location where the rules change, the DWARF state is
-// turned into a `frame_row` and the callee-saved registers into `saved_register` changes. A
-// state the frame model (or SFrame) cannot express leaves the whole function out, with the
-// location and the rule named.
+// `.eh_frame` / `.debug_frame` -> frame rows (see cfi.h): the one decoder of DWARF call frame
+// information in the tree (the SDK's conversions, the CLI and jitwalk's native tables all use
+// it). The CFA program of each FDE is run the way an unwinder runs it; at every location where
+// the rules change, the DWARF state is turned into a `frame_row` and the callee-saved registers
+// into `saved_register` changes. A state the frame model (or SFrame) cannot express opens a
+// hole at that location, named with the rule: the whole function is left out
+// (partial_input::whole_functions), or the rows around the hole are kept as pieces
+// (partial_input::usable_rows). A hole of the lazy PLT's expression that runs to the FDE's end
+// becomes a PCMASK function.
 #include <jitunwind/cfi.h>
 
 #include "cfi/reader.hpp"
@@ -11,8 +15,10 @@
 #include "sframe/format.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <limits>
 #include <map>
+#include <optional>
 
 namespace jitunwind::cfi {
 
@@ -51,7 +57,24 @@ struct cfa_rule {
   int64_t offset = 0;
   // For messages: an expression of the form *(reg + off) (realigned stacks: CFA = *(rbp-8)).
   bool deref_form = false;
+  // Not 0: the lazy PLT's expression, whose CFA grows by 8 at this entry offset.
+  uint8_t plt_threshold = 0;
 };
+
+// The one CFA expression linkers write for a lazy .plt (x86-64 psABI; GNU ld and lld): in each
+// 16-byte entry CFA = rsp + 8 up to its `push`, rsp + 16 after it, i.e.
+// DW_OP_breg7 8; DW_OP_breg16 0; DW_OP_lit15; DW_OP_and; DW_OP_lit<T>; DW_OP_ge; DW_OP_lit3;
+// DW_OP_shl; DW_OP_plus. Returns T (the entry offset after the push), or 0 for any other block.
+uint8_t plt_expression_threshold(std::span<const uint8_t> b) {
+  static constexpr uint8_t head[] = {0x77, 0x08, 0x80, 0x00, 0x3f, 0x1a};
+  static constexpr uint8_t tail[] = {0x2a, 0x33, 0x24, 0x22};
+  if (b.size() != sizeof head + 1 + sizeof tail) return 0;
+  if (!std::equal(std::begin(head), std::end(head), b.begin())) return 0;
+  if (!std::equal(std::begin(tail), std::end(tail), b.begin() + sizeof head + 1)) return 0;
+  const uint8_t lit = b[sizeof head];
+  if (lit <= 0x30 || lit > 0x3f) return 0;  // DW_OP_lit1..lit15
+  return static_cast<uint8_t>(lit - 0x30);
+}
 
 struct state {
   cfa_rule cfa;
@@ -129,8 +152,21 @@ bool fits_int32(int64_t v) {
 // Runs CFA programs and collects rows. One per FDE.
 class evaluator {
  public:
+  /// Rows of [begin, begin + f.size) of the FDE's code (f.start is left to the caller).
+  struct piece {
+    uint64_t begin = 0;
+    function_desc f;
+  };
+  /// [begin, end) of the FDE's code whose rules cannot be expressed, and why (at `begin`).
+  struct hole {
+    uint64_t begin = 0, end = 0;
+    std::string reason;
+    bool plt = false;  // every location in it has the lazy PLT's expression, with `threshold`
+    uint8_t threshold = 0;
+  };
+
   evaluator(abi a, const cie_info& cie, uint64_t start, uint64_t range, bool sframe_check,
-            const dwarf::pointer_bases& bases, uint64_t section_address,
+            bool keep_pieces, const dwarf::pointer_bases& bases, uint64_t section_address,
             std::span<const uint8_t> section)
       : abi_(a),
         regs_(frame_registers(a)),
@@ -138,6 +174,7 @@ class evaluator {
         start_(start),
         range_(range),
         sframe_check_(sframe_check),
+        keep_pieces_(keep_pieces),
         bases_(bases),
         section_address_(section_address),
         section_(section) {
@@ -162,13 +199,27 @@ class evaluator {
     return true;
   }
 
-  // The rows once the program ran (commits the last location).
+  // The rows once the program ran (commits the last location). False when the function is
+  // left out whole (failure() says why).
   bool finish() {
     if (!done_ && !commit()) return false;
+    if (in_hole_) {
+      holes_.back().end = range_;
+      in_hole_ = false;
+    } else {
+      close_piece(range_);
+    }
+    if (!holes_.empty() && lazy_plt_entries(holes_.back())) {
+      const hole h = std::move(holes_.back());
+      holes_.pop_back();
+      pieces_.push_back({h.begin, plt_function(h.threshold, range_ - h.begin)});
+    }
+    if (!holes_.empty() && !keep_pieces_) return unsupported(holes_.front().reason);
     return true;
   }
 
-  function_desc& function() { return f_; }
+  std::vector<piece>& pieces() { return pieces_; }
+  const std::vector<hole>& holes() const { return holes_; }
   errc failure_code() const { return failure_code_; }
   const std::string& failure() const { return failure_; }
 
@@ -251,8 +302,10 @@ class evaluator {
     return r.skip(n) || malformed("a DWARF expression runs past its entry");
   }
 
-  // Recognizes DW_OP_breg<N> <sleb>; DW_OP_deref (what realigned stacks use for the CFA).
+  // Recognizes DW_OP_breg<N> <sleb>; DW_OP_deref (what realigned stacks use for the CFA) and the
+  // lazy PLT's expression.
   void classify_cfa_expression(size_t begin, uint64_t length) {
+    s_.cfa.plt_threshold = plt_expression_threshold(section_.subspan(begin, length));
     reader e(section_, begin, begin + length, section_address_);
     const uint8_t op = e.u8();
     if (op >= 0x70 && op <= 0x8f) {
@@ -335,6 +388,7 @@ class evaluator {
         s_.cfa.reg = r.uleb();
         s_.cfa.expr = false;
         s_.cfa.deref_form = false;
+        s_.cfa.plt_threshold = 0;
         return true;
       case dwarf::cfa_def_cfa_offset:
         s_.cfa.offset = as_signed(r.uleb());
@@ -482,7 +536,14 @@ class evaluator {
   // Records the rules in effect at loc_ (called once per location).
   bool commit() {
     frame_row row;
-    if (!to_row(row)) return false;
+    if (!to_row(row)) return enter_hole();
+    if (in_hole_) {
+      holes_.back().end = loc_;
+      in_hole_ = false;
+      // Without pieces the function is left out at its first hole (a PLT one included).
+      if (!keep_pieces_) return unsupported(holes_.front().reason);
+      piece_begin_ = loc_;
+    }
     if (f_.rows.empty() || !same_rules(f_.rows.back(), row)) f_.rows.push_back(row);
     saved_view(view_);
     // Changes against the previous location's view (both sorted by register).
@@ -506,6 +567,63 @@ class evaluator {
     return true;
   }
 
+  // The rules at loc_ cannot be expressed (to_row failed): a hole starts here, or goes on. A
+  // malformed program still leaves the whole function out.
+  bool enter_hole() {
+    if (failure_code_ != errc::unsupported) return false;
+    const bool plt = abi_ == abi::amd64 && s_.cfa.expr && s_.cfa.plt_threshold != 0;
+    std::string why = std::move(failure_);
+    failure_code_ = errc::ok;
+    failure_.clear();
+    if (in_hole_) {
+      hole& h = holes_.back();
+      h.plt = h.plt && plt && h.threshold == s_.cfa.plt_threshold;
+    } else {
+      close_piece(loc_);
+      holes_.push_back(
+          {loc_, range_, std::move(why), plt, plt ? s_.cfa.plt_threshold : uint8_t{0}});
+      in_hole_ = true;
+    }
+    // Without pieces, only the lazy PLT's expression may go on (to the FDE's end).
+    return keep_pieces_ || holes_.back().plt || unsupported(holes_.front().reason);
+  }
+
+  // The open piece ends at `end` (offsets become the piece's own).
+  void close_piece(uint64_t end) {
+    if (!f_.rows.empty()) {
+      const auto base = static_cast<uint32_t>(piece_begin_);
+      for (frame_row& r : f_.rows) r.pc_offset -= base;
+      for (saved_register& r : f_.saved_registers) r.pc_offset -= base;
+      f_.size = static_cast<uint32_t>(end - piece_begin_);
+      pieces_.push_back({piece_begin_, std::move(f_)});
+    }
+    f_ = function_desc{};
+    prev_view_.clear();
+  }
+
+  // The hole is the lazy PLT's entries: its expression from a 16-byte boundary to the FDE's
+  // end, with the return address at CFA - 8 and the frame pointer untouched.
+  bool lazy_plt_entries(const hole& h) const {
+    if (!h.plt || h.end != range_ || (start_ + h.begin) % 16 != 0) return false;
+    const reg_rule ra = rule_of(s_, regs_.ra), fp = rule_of(s_, regs_.fp);
+    return ra.kind == rule_kind::offset && ra.value == -8 &&
+           (fp.kind == rule_kind::unspecified || fp.kind == rule_kind::same);
+  }
+
+  // Every 16-byte entry: CFA = rsp + 8, then rsp + 16 from `threshold` on.
+  static function_desc plt_function(uint8_t threshold, uint64_t size) {
+    function_desc f;
+    f.size = static_cast<uint32_t>(size);
+    f.pcmask_rep = 16;
+    frame_row before;  // CFA = SP + 8, RA at CFA - 8, FP unchanged
+    before.pc_offset = 0;
+    frame_row after = before;
+    after.pc_offset = threshold;
+    after.cfa_offset = 16;
+    f.rows = {before, after};
+    return f;
+  }
+
   static bool same_rules(const frame_row& a, const frame_row& b) {
     frame_row x = a;
     x.pc_offset = b.pc_offset;
@@ -522,6 +640,7 @@ class evaluator {
  private:
   uint64_t start_, range_;
   bool sframe_check_;
+  bool keep_pieces_;
   dwarf::pointer_bases bases_;
   uint64_t section_address_;
   std::span<const uint8_t> section_;
@@ -532,7 +651,11 @@ class evaluator {
   state s_;
   state initial_state_;
   std::vector<state> stack_;
-  function_desc f_;
+  function_desc f_;  // the open piece, from piece_begin_
+  uint64_t piece_begin_ = 0;
+  std::vector<piece> pieces_;
+  std::vector<hole> holes_;
+  bool in_hole_ = false;
   std::vector<saved_register> view_, prev_view_;
   errc failure_code_ = errc::ok;
   std::string failure_;
@@ -545,12 +668,15 @@ class section_decoder {
   result<decoded_cfi> run() {
     size_t off = 0;
     const bool eh = o_.kind == section_kind::eh_frame;
+    std::optional<error> broken;  // an entry the walk cannot get past
     while (off < b_.size()) {
       reader r(b_, off, b_.size(), o_.section_address);
-      if (b_.size() - off < 4)
-        return make_error(errc::malformed,
-                          "cfi: entry at offset 0x%zx: %zu trailing bytes, too short for a length",
-                          off, b_.size() - off);
+      if (b_.size() - off < 4) {
+        broken = make_error(errc::malformed,
+                            "cfi: entry at offset 0x%zx: %zu trailing bytes, too short for a length",
+                            off, b_.size() - off);
+        break;
+      }
       uint64_t length = r.uint(4);
       if (length == 0) {  // terminator
         off += 4;
@@ -560,21 +686,27 @@ class section_decoder {
       if (length == 0xffffffff) {
         dwarf64 = true;
         length = r.uint(8);
-        if (r.bad())
-          return make_error(errc::malformed, "cfi: entry at offset 0x%zx: 64-bit length truncated",
-                            off);
+        if (r.bad()) {
+          broken = make_error(errc::malformed,
+                              "cfi: entry at offset 0x%zx: 64-bit length truncated", off);
+          break;
+        }
       }
       const size_t content = r.pos();
       const size_t id_size = dwarf64 && !eh ? 8 : 4;
-      if (length > b_.size() - content)
-        return make_error(errc::malformed,
-                          "cfi: entry at offset 0x%zx: length %llu runs past the section (%zu "
-                          "bytes)",
-                          off, static_cast<unsigned long long>(length), b_.size());
-      if (length < id_size)
-        return make_error(errc::malformed,
-                          "cfi: entry at offset 0x%zx: length %llu leaves no room for its CIE id",
-                          off, static_cast<unsigned long long>(length));
+      if (length > b_.size() - content) {
+        broken = make_error(errc::malformed,
+                            "cfi: entry at offset 0x%zx: length %llu runs past the section (%zu "
+                            "bytes)",
+                            off, static_cast<unsigned long long>(length), b_.size());
+        break;
+      }
+      if (length < id_size) {
+        broken = make_error(errc::malformed,
+                            "cfi: entry at offset 0x%zx: length %llu leaves no room for its CIE id",
+                            off, static_cast<unsigned long long>(length));
+        break;
+      }
       const size_t end = content + static_cast<size_t>(length);
       reader e(b_, content, end, o_.section_address);
       const uint64_t id = e.uint(id_size);
@@ -586,6 +718,11 @@ class section_decoder {
         decode_fde(off, content, id, e, end);
       }
       off = end;
+    }
+    if (broken) {
+      // Keeping what came before is for readers that use what they can (usable_rows).
+      if (o_.partial != partial_input::usable_rows || out_.fde_count == 0) return *broken;
+      leave_out(off, 0, 0, errc::malformed, broken->message());
     }
     out_.section_size = off;
     finish();
@@ -750,8 +887,8 @@ class section_decoder {
     if (*start > std::numeric_limits<uint64_t>::max() - *range)
       return leave_out(off, *start, *range, errc::malformed, where + "address range wraps");
 
-    evaluator ev(o_.target, c, *start, *range, o_.sframe_expressible, bases, o_.section_address,
-                 b_);
+    evaluator ev(o_.target, c, *start, *range, o_.sframe_expressible,
+                 o_.partial == partial_input::usable_rows, bases, o_.section_address, b_);
     ev.restore_popped_fp = o_.restore_popped_fp;
     bool ok = ev.run(c.insn_begin, c.insn_end, true);
     if (!ok)
@@ -759,12 +896,16 @@ class section_decoder {
                        where + "CIE instructions: " + ev.failure());
     ok = ev.run(e.pos(), end, false) && ev.finish();
     if (!ok) return leave_out(off, *start, *range, ev.failure_code(), where + ev.failure());
-    function_desc& f = ev.function();
-    f.start = *start;
-    f.size = static_cast<uint32_t>(*range);
-    f.pauth_key = c.pac_key_b ? 1 : 0;  // 'B' augmentation: return addresses signed with key B
-    out_.functions.push_back(std::move(f));
-    out_.fde_offsets.push_back(static_cast<uint32_t>(off));
+    for (evaluator::piece& p : ev.pieces()) {
+      p.f.start = *start + p.begin;
+      p.f.pauth_key = c.pac_key_b ? 1 : 0;  // 'B' augmentation: return addresses signed with key B
+      out_.functions.push_back(std::move(p.f));
+      out_.fde_offsets.push_back(static_cast<uint32_t>(off));
+    }
+    for (const evaluator::hole& h : ev.holes()) {
+      leave_out(off, *start + h.begin, h.end - h.begin, errc::unsupported, where + h.reason);
+      out_.left_out.back().part = true;
+    }
   }
 
   // Sorted by address; overlapping FDEs (after the first in address order) are left out.

@@ -2,7 +2,6 @@
 
 #include <jitunwind/log.h>
 
-#include <cstdio>
 
 namespace jitunwind {
 
@@ -34,34 +33,4 @@ const char* to_string(log_level level) noexcept {
   return "unknown";
 }
 
-namespace detail {
-
-std::string vformat(const char* fmt, va_list ap) {
-  va_list copy;
-  va_copy(copy, ap);
-  int n = std::vsnprintf(nullptr, 0, fmt, copy);
-  va_end(copy);
-  if (n <= 0) return {};
-  std::string out(static_cast<size_t>(n), '\0');
-  std::vsnprintf(out.data(), out.size() + 1, fmt, ap);
-  return out;
-}
-
-std::string format(const char* fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  std::string s = vformat(fmt, ap);
-  va_end(ap);
-  return s;
-}
-
-error make_error(errc code, const char* fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  std::string s = vformat(fmt, ap);
-  va_end(ap);
-  return error(code, std::move(s));
-}
-
-}  // namespace detail
 }  // namespace jitunwind

@@ -1,18 +1,11 @@
-// Private helpers to build error values with printf-style messages.
+// Private: what every SDK module uses to build its errors. The SDK's private code (namespace
+// jitunwind::detail) sees the toolkit's names (jitunwind/toolkit/, the hostile-input library the
+// SDK, jitwalk and the CLI share) as its own: format, make_error, guarded_file, elf_image, ...
 #pragma once
 
 #include <jitunwind/result.h>
-
-#include <cstdarg>
-#include <string>
+#include <jitunwind/toolkit/format.hpp>
 
 namespace jitunwind::detail {
-
-/// printf into a std::string.
-std::string vformat(const char* fmt, va_list ap);
-[[gnu::format(printf, 1, 2)]] std::string format(const char* fmt, ...);
-
-/// An `error` whose message is formatted like printf.
-[[gnu::format(printf, 2, 3)]] error make_error(errc code, const char* fmt, ...);
-
+using namespace jitunwind::toolkit;
 }  // namespace jitunwind::detail

@@ -3,9 +3,10 @@
 #include <jitunwind/cfi.h>
 
 #include "common/error.hpp"
+#include <jitunwind/toolkit/names.hpp>
 #include "gdbjit/elf_object.hpp"
 #include "gdbjit/growing_object.hpp"
-#include "gdbjit/symbol_scan.hpp"
+#include <jitunwind/toolkit/gdb_jit.hpp>
 
 #include <elf.h>
 
@@ -13,14 +14,6 @@
 #include <cinttypes>
 #include <cstring>
 #include <mutex>
-
-using jitunwind::detail::gdbjit::jit_descriptor;
-
-extern "C" {
-// This library's own pair (symbols.cpp), reached directly.
-extern jit_descriptor jitunwind_gdbjit_descriptor __attribute__((visibility("hidden")));
-void jitunwind_gdbjit_register_code() noexcept __attribute__((visibility("hidden")));
-}
 
 namespace jitunwind::detail::gdbjit {
 
@@ -56,8 +49,8 @@ void unregister_entry(jit_descriptor& d, void (*notify)() noexcept, jit_code_ent
 
 descriptor_info inspect_descriptors() {
   descriptor_info d;
-  d.ours = &jitunwind_gdbjit_descriptor;
-  if (auto first = first_jit_symbols_in_load_order()) {
+  d.ours = toolkit::gdb_jit::own_descriptor();
+  if (auto first = toolkit::gdb_jit::first_jit_symbols_in_load_order()) {
     d.first = reinterpret_cast<const jit_descriptor*>(first->descriptor);
     d.first_object = first->object;
     d.first_register_code = first->register_code;
@@ -224,8 +217,8 @@ result<std::unique_ptr<registrar>> registrar::create(const registrar_options& op
                         r->target_->version);
   } else {
     // own, or shared when we are the first definer ourselves.
-    r->target_ = &jitunwind_gdbjit_descriptor;
-    r->notify_ = &jitunwind_gdbjit_register_code;
+    r->target_ = toolkit::gdb_jit::own_descriptor();
+    r->notify_ = toolkit::gdb_jit::own_register_code();
   }
   d.used = r->target_;
   return r;

@@ -13,6 +13,7 @@
 #include <jitunwind/frame.h>
 #include <jitunwind/log.h>
 #include <jitunwind/result.h>
+#include <jitunwind/toolkit/gdb_jit.hpp>
 
 #include <cstdint>
 #include <memory>
@@ -26,26 +27,16 @@
 
 namespace jitunwind::detail::gdbjit {
 
-// The protocol's structures (GDB manual, "JIT Interface").
-struct jit_code_entry {
-  jit_code_entry* next_entry;
-  jit_code_entry* prev_entry;
-  const char* symfile_addr;
-  uint64_t symfile_size;
-};
-
-enum jit_action : uint32_t { jit_noaction = 0, jit_register = 1, jit_unregister = 2 };
-
-struct jit_descriptor {
-  uint32_t version;
-  uint32_t action_flag;
-  jit_code_entry* relevant_entry;
-  jit_code_entry* first_entry;
-};
+using toolkit::gdb_jit::jit_action;
+using toolkit::gdb_jit::jit_code_entry;
+using toolkit::gdb_jit::jit_descriptor;
+using toolkit::gdb_jit::jit_noaction;
+using toolkit::gdb_jit::jit_register;
+using toolkit::gdb_jit::jit_unregister;
 
 /// Which descriptor registrations go to. GDB (13.1 observed; older versions by design) reads
 /// the descriptor of the first object in load order that defines both symbols, whichever
-/// object's `__jit_debug_register_code` was called (symbol_scan.hpp). Entries in any other
+/// object's `__jit_debug_register_code` was called (jitunwind/toolkit/gdb_jit.hpp). Entries in any other
 /// descriptor stay invisible to it.
 enum class descriptor_policy : uint8_t {
   /// The descriptor gdb reads: ours when this library is the first definer (or nobody else

@@ -1,8 +1,8 @@
 #include "gdbjit/growing_object.hpp"
 
 #include "common/error.hpp"
-#include "common/names.hpp"
 #include "common/same_rows.hpp"
+#include <jitunwind/toolkit/names.hpp>
 #include "gdbjit/elf_object.hpp"
 
 #include <elf.h>

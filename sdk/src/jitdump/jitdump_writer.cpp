@@ -3,7 +3,7 @@
 #include <jitunwind/cfi.h>
 
 #include "common/error.hpp"
-#include "common/names.hpp"
+#include <jitunwind/toolkit/names.hpp>
 #include "gdbjit/elf_object.hpp"
 #include "jitdump/jitdump_format.hpp"
 #include "perfmap/owned_file.hpp"

@@ -1,7 +1,7 @@
 #include "perfmap/perfmap_writer.hpp"
 
 #include "common/error.hpp"
-#include "common/names.hpp"
+#include <jitunwind/toolkit/names.hpp>
 #include "perfmap/owned_file.hpp"
 #include "perfmap/record_file.hpp"
 

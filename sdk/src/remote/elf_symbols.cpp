@@ -4,7 +4,7 @@
 
 namespace jitunwind::remote::detail {
 
-using jitunwind::detail::elf_image;
+using jitunwind::toolkit::elf_image;
 using jitunwind::detail::make_error;
 
 result<std::optional<elf_symbol_match>> find_elf_symbol(const elf_image& image,
@@ -13,8 +13,8 @@ result<std::optional<elf_symbol_match>> find_elf_symbol(const elf_image& image,
   if (!image.is_64bit() || image.big_endian())
     return make_error(errc::unsupported, "%s: not a little-endian 64-bit ELF file", what.c_str());
   constexpr uint8_t stt_object = 1;
-  for (auto [type, kind] : {std::pair{jitunwind::detail::elf_sht_dynsym, symbol_table::dynsym},
-                            std::pair{jitunwind::detail::elf_sht_symtab, symbol_table::symtab}}) {
+  for (auto [type, kind] : {std::pair{jitunwind::toolkit::elf_sht_dynsym, symbol_table::dynsym},
+                            std::pair{jitunwind::toolkit::elf_sht_symtab, symbol_table::symtab}}) {
     const auto* table = image.first_section_of_type(type);
     if (table == nullptr) continue;
     auto found = image.find_symbol(*table, name, stt_object);
@@ -27,7 +27,7 @@ result<std::optional<elf_symbol_match>> find_elf_symbol(const elf_image& image,
     m.size = (*found)->size;
     m.table = kind;
     for (const auto& p : image.segments())
-      if (p.type == jitunwind::detail::elf_pt_load)
+      if (p.type == jitunwind::toolkit::elf_pt_load)
         m.loads.push_back({p.vaddr, p.offset, p.filesz, p.memsz});
     return std::optional<elf_symbol_match>(std::move(m));
   }

@@ -1,13 +1,13 @@
 // Finding one defined symbol in a mapped object's .dynsym or .symtab and turning its link-time
 // value into a run-time address. The file comes from another process's mappings and is treated
-// as hostile: it is read through the SDK's ELF reader (sdk/src/elf/elf_reader.hpp) with pread,
+// as hostile: it is read through the toolkit's ELF reader (jitunwind/toolkit/elf_reader.hpp) with pread,
 // only its headers and the symbol tables searched; covered by fuzz/registry_reader.cpp.
 #pragma once
 
 #include <jitunwind/remote.h>
 #include <jitunwind/result.h>
 
-#include "elf/elf_reader.hpp"
+#include <jitunwind/toolkit/elf_reader.hpp>
 
 #include <cstdint>
 #include <optional>
@@ -35,7 +35,7 @@ struct elf_symbol_match {
 /// Looks for a defined data object named `name`, first in the (first) .dynsym, then in the
 /// (first) .symtab. nullopt: valid ELF without it. Errors: malformed (with `what` naming the
 /// file), unsupported (not a 64-bit little-endian object).
-result<std::optional<elf_symbol_match>> find_elf_symbol(const jitunwind::detail::elf_image& image,
+result<std::optional<elf_symbol_match>> find_elf_symbol(const jitunwind::toolkit::elf_image& image,
                                                         std::string_view name,
                                                         const std::string& what);
 /// The same on bytes in memory.

@@ -4,7 +4,7 @@
 #include <jitunwind/remote.h>
 
 #include "common/error.hpp"
-#include "guarded/file.hpp"
+#include <jitunwind/toolkit/guarded_file.hpp>
 #include "remote/elf_symbols.hpp"
 #include "remote/proc_maps.hpp"
 
@@ -31,21 +31,21 @@ constexpr uint64_t max_table_read = uint64_t{64} << 20;
 // skipped). /proc/PID/map_files links are the kernel's and followed; the other paths are
 // whatever the target mapped, so a symbolic link there is not. `opened`: some path could be
 // opened (a file that is not ELF was still examined).
-std::optional<jitunwind::detail::elf_image> open_first(const std::vector<std::string>& candidates,
+std::optional<jitunwind::toolkit::elf_image> open_first(const std::vector<std::string>& candidates,
                                                        bool& opened) {
   opened = false;
   for (size_t i = 0; i < candidates.size(); ++i) {
-    jitunwind::detail::open_rules rules;
+    jitunwind::toolkit::open_rules rules;
     rules.what = "mapped object";
     rules.no_follow = i != 0;
     rules.max_bytes = UINT64_MAX;  // only headers and symbol tables are read
-    auto f = jitunwind::detail::guarded_file::open(candidates[i], rules);
+    auto f = jitunwind::toolkit::guarded_file::open(candidates[i], rules);
     if (!f) continue;
     opened = true;
     if (f->size() < 64) return std::nullopt;
-    jitunwind::detail::elf_read_limits limits;
+    jitunwind::toolkit::elf_read_limits limits;
     limits.max_read = max_table_read;
-    auto img = jitunwind::detail::elf_image::open(std::move(*f), limits);
+    auto img = jitunwind::toolkit::elf_image::open(std::move(*f), limits);
     if (img) return std::move(*img);
     if (img.error().code() != errc::malformed) continue;  // unreadable: try another path
     return std::nullopt;  // not ELF (a font, a locale archive) or corrupt: no other path helps

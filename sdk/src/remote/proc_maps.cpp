@@ -2,7 +2,7 @@
 
 #include "common/error.hpp"
 
-#include "guarded/file.hpp"
+#include <jitunwind/toolkit/guarded_file.hpp>
 
 #include <cinttypes>
 #include <cstdio>
@@ -35,7 +35,7 @@ std::vector<map_line> parse_maps(std::string_view text) {
 result<std::vector<map_line>> read_maps(pid_t pid) {
   char path[64];
   std::snprintf(path, sizeof(path), "/proc/%d/maps", static_cast<int>(pid));
-  auto text = jitunwind::detail::read_proc_text(path);
+  auto text = jitunwind::toolkit::read_proc_text(path);
   if (!text) {
     const errc code = text.error().code();
     if (code == errc::not_found) return make_error(errc::not_found, "pid %d: no such process", pid);

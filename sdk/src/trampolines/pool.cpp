@@ -3,7 +3,7 @@
 #include <jitunwind/trampolines.h>
 
 #include "common/error.hpp"
-#include "common/names.hpp"
+#include <jitunwind/toolkit/names.hpp>
 #include "trampolines/stub.hpp"
 
 #include <sys/mman.h>
@@ -133,7 +133,7 @@ result<std::unique_ptr<trampoline_pool>> trampoline_pool::create(
   }
   // Every name is the prefix plus a function name: a prefix windows would refuse would make
   // every acquire fail later, so it is refused here.
-  if (options.name_prefix.size() > 4096 || detail::has_control_bytes(options.name_prefix)) {
+  if (options.name_prefix.size() > 4096 || toolkit::has_control_bytes(options.name_prefix)) {
     return make_error(errc::invalid_argument,
                       "trampolines: name_prefix (%zu bytes) is too long or has control characters",
                       options.name_prefix.size());

@@ -5,7 +5,7 @@
 #include <jitunwind/usdt.h>
 
 #include "common/error.hpp"
-#include "guarded/file.hpp"
+#include <jitunwind/toolkit/guarded_file.hpp>
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -24,8 +24,8 @@
 namespace jitunwind::usdt {
 
 using jitunwind::detail::make_error;
-using jitunwind::detail::open_rules;
-using jitunwind::detail::read_proc_text;
+using jitunwind::toolkit::open_rules;
+using jitunwind::toolkit::read_proc_text;
 
 namespace {
 
@@ -59,7 +59,7 @@ result<std::vector<uint8_t>> read_whole(const std::string& path, bool target_pat
   rules.what = "usdt: object";
   rules.no_follow = target_path;
   rules.max_bytes = max_object_size;
-  return jitunwind::detail::read_guarded_file(path, rules);
+  return jitunwind::toolkit::read_guarded_file(path, rules);
 }
 
 // The fd of `pid` that refers to the file of a /memfd: mapping (bcc's way back from one), or

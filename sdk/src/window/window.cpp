@@ -1,7 +1,7 @@
 #include "window/session_impl.hpp"
 
 #include "common/error.hpp"
-#include "common/names.hpp"
+#include <jitunwind/toolkit/names.hpp>
 #include "registry/registry_writer.hpp"
 
 #include <algorithm>

@@ -5,7 +5,7 @@
 // Prints both chains; exit status 0 when they are identical.
 #include <jitunwind/sframe.h>
 
-#include "elf/elf_reader.hpp"
+#include <jitunwind/toolkit/elf_reader.hpp>
 
 #include <link.h>
 #include <signal.h>
@@ -89,12 +89,12 @@ int first_object(dl_phdr_info* info, size_t, void* data) {
 }  // namespace
 
 extern "C" int harness_setup(void) {
-  auto file = detail::read_whole_file("/proc/self/exe");
+  auto file = toolkit::read_whole_file("/proc/self/exe");
   if (!file.ok()) {
     std::fprintf(stderr, "%s\n", file.error().message().c_str());
     return 1;
   }
-  auto img = detail::elf_image::parse(*file);
+  auto img = toolkit::elf_image::parse(*file);
   if (!img.ok()) {
     std::fprintf(stderr, "%s\n", img.error().message().c_str());
     return 1;
