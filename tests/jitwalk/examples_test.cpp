@@ -25,12 +25,14 @@ std::string program(const char* name) {
   return jt::source_path(std::string("examples/toy-jit/programs/") + name);
 }
 
-// Samples of a folded profile with a JIT frame, and those whose JIT frames are all named. A
-// frame is JIT code if it is named "toy:..." or is an unnamed address ("[unknown 0x...]")
-// inside a function toy-jit compiled (`ranges`: start, size).
+// Samples of a folded profile with a JIT frame, those whose JIT frames are all named, and those
+// named wrongly. A frame is JIT code if it is named "toy:..." or is an unnamed address
+// ("[unknown 0x...]") inside a function toy-jit compiled (`ranges`: start, size). spin.toy's
+// calls go main -> level -> ... -> level -> compute | work_fp | work_nofp: named toy frames in
+// any other order are misnamed (a name from other code at the address, or a wrong line).
 struct jit_naming {
-  uint64_t jit = 0, named = 0;
-  std::string unnamed_example;
+  uint64_t jit = 0, named = 0, misnamed = 0;
+  std::string unnamed_example, misnamed_example;
 };
 
 jit_naming count_jit_naming(const std::map<std::string, uint64_t>& folded,
@@ -40,12 +42,19 @@ jit_naming count_jit_naming(const std::map<std::string, uint64_t>& folded,
       if (pc >= start && pc <= start + size) return true;  // <=: a return address at the end
     return false;
   };
+  // The toy frames of a stack, outermost first (a cut stack may start below toy:main).
+  static const std::regex spin_calls(
+      R"(^(toy:main;)?(toy:level;)*toy:(main|level|compute|work_fp|work_nofp);$)");
   jit_naming n;
   for (const auto& [stack, count] : folded) {
     bool jit = false, unnamed = false;
+    std::string toy_frames;
     std::istringstream frames(stack);
     for (std::string f; std::getline(frames, f, ';');) {
-      if (f.starts_with("toy:")) jit = true;
+      if (f.starts_with("toy:")) {
+        jit = true;
+        toy_frames += f + ";";
+      }
       unsigned long long pc = 0;
       if (std::sscanf(f.c_str(), "[unknown 0x%llx]", &pc) == 1 && in_jit(pc)) jit = unnamed = true;
     }
@@ -53,6 +62,10 @@ jit_naming count_jit_naming(const std::map<std::string, uint64_t>& folded,
     n.jit += count;
     if (!unnamed) n.named += count;
     if (unnamed && n.unnamed_example.empty()) n.unnamed_example = stack;
+    if (!toy_frames.empty() && !std::regex_match(toy_frames, spin_calls)) {
+      n.misnamed += count;
+      if (n.misnamed_example.empty()) n.misnamed_example = stack;
+    }
   }
   return n;
 }
@@ -96,6 +109,15 @@ jit_naming profile_spin(const std::vector<std::string>& env,
   const jit_naming n = count_jit_naming(parse_folded(jt::read_file(dir / "f.txt")), ranges);
   REQUIRE(n.jit > 500);
   return n;
+}
+
+// Every JIT sample is named (late names name what the first look could not), and rightly: the
+// samples are counted, not a share of them, so one wrong or missing name fails.
+void check_named_rightly(const jit_naming& n) {
+  INFO(n.named << " of " << n.jit << " JIT samples named; unnamed e.g. " << n.unnamed_example
+                << "; " << n.misnamed << " misnamed, e.g. " << n.misnamed_example);
+  CHECK(n.named == n.jit);
+  CHECK(n.misnamed == 0);
 }
 
 }  // namespace
@@ -204,20 +226,18 @@ TEST_CASE("acceptance: profile toy-jit: toy chains in folded stacks, SVG in Chro
     CHECK(green_pixels(dir / "f.svg", dir / "f.png", "1200,700") > 50000);
   }
 }
-TEST_CASE("acceptance: a live profiler names >= 99 % of JIT samples with batched file publishers") {
+TEST_CASE("acceptance: a live profiler names every JIT sample rightly with batched file publishers") {
   if (!jt::may_run_privileged("jitwalk profile")) return;
   // toy-jit publishes its program once, then only runs: without a flusher thread batched
   // records would wait for the next publish or the exit; the thread writes them within 10 ms.
   SECTION("the default session") {
     const jit_naming n = profile_spin({"JITUNWIND_DURABILITY=batched"});
-    INFO(n.named << " of " << n.jit << " JIT samples named; unnamed e.g. " << n.unnamed_example);
-    CHECK(n.named * 100 >= n.jit * 99);
+    check_named_rightly(n);
   }
   SECTION("the perf map as the only source of names (no code_add events, no jitdump)") {
     const jit_naming n =
         profile_spin({"JITUNWIND_DURABILITY=batched", "JITUNWIND_PUBLISH=registry,perfmap"});
-    INFO(n.named << " of " << n.jit << " JIT samples named; unnamed e.g. " << n.unnamed_example);
-    CHECK(n.named * 100 >= n.jit * 99);
+    check_named_rightly(n);
   }
   SECTION("control: without the flusher thread the perf map is written only at the exit") {
     const jit_naming n =
@@ -226,13 +246,13 @@ TEST_CASE("acceptance: a live profiler names >= 99 % of JIT samples with batched
                      {"--early-names"});
     INFO(n.named << " of " << n.jit << " JIT samples named");
     CHECK(n.named * 2 < n.jit);
+    CHECK(n.misnamed == 0);
   }
   SECTION("late names: a perf map written only at the exit still names the samples") {
     const jit_naming n =
         profile_spin({"JITUNWIND_DURABILITY=batched", "JITUNWIND_PUBLISH=registry,perfmap",
                       "JITUNWIND_FLUSH_THREAD=off"});
-    INFO(n.named << " of " << n.jit << " JIT samples named; unnamed e.g. " << n.unnamed_example);
-    CHECK(n.named * 100 >= n.jit * 99);
+    check_named_rightly(n);
   }
 }
 #endif
