@@ -13,7 +13,7 @@
 -- docs/jitwalk.md, "LuaJIT", for the rule and how it was established). A flush of the trace
 -- cache (jit.flush(), or LuaJIT running out of machine-code space) retires every window.
 --
--- Configuration (environment): JITUNWIND_LIBRARY, the path of libjitunwind.so.0 (else the
+-- Configuration (environment): JITUNWIND_LIBRARY, the path of libjitunwind.so.1 (else the
 -- library next to this module's install prefix, else the dynamic loader's search); the SDK's
 -- own variables (JITUNWIND_PUBLISH, JITUNWIND_DIR, ...: docs/c-api.md) choose the publishers
 -- and where the perf map goes (/tmp/perf-PID.map by default, which perf report reads).
@@ -36,12 +36,21 @@ typedef int jitunwind_status;
 typedef struct jitunwind_error { jitunwind_status status; char message[512]; } jitunwind_error;
 typedef struct jitunwind_frame_row {
   uint32_t pc_offset; uint8_t cfa_base, ra_rule, fp_rule, ra_mangled;
-  int32_t cfa_offset, ra_offset, fp_offset;
+  uint8_t cfa_reg, cfa_deref, ra_reg, fp_reg;
+  int32_t cfa_offset, ra_offset, fp_offset; uint32_t reserved[2];
 } jitunwind_frame_row;
+typedef struct jitunwind_saved_register {
+  uint32_t pc_offset; uint16_t dwarf_reg; uint8_t rule, reserved; int32_t cfa_offset;
+} jitunwind_saved_register;
 typedef struct jitunwind_function {
   uint64_t start; uint32_t size, pcmask_rep; const jitunwind_frame_row* rows;
-  size_t row_count; uint32_t flags;
+  size_t row_count; const jitunwind_saved_register* saved_registers;
+  size_t saved_register_count; uint32_t flags; uint8_t pauth_key, reserved8[3];
+  uint64_t reserved[2];
 } jitunwind_function;
+typedef struct jitunwind_described_window_options {
+  uint32_t struct_size, reserved; uint64_t text_start; size_t text_size, sframe_capacity;
+} jitunwind_described_window_options;
 typedef struct jitunwind_session jitunwind_session;
 typedef struct jitunwind_window jitunwind_window;
 jitunwind_status jitunwind_session_create_from_env(void* log, void* user,
@@ -51,8 +60,9 @@ size_t jitunwind_session_poll(jitunwind_session* session);
 jitunwind_status jitunwind_session_flush(jitunwind_session* session, jitunwind_error* error);
 jitunwind_status jitunwind_session_release(jitunwind_session* session, jitunwind_window* window,
     jitunwind_error* error);
+void jitunwind_described_window_options_init(jitunwind_described_window_options* options);
 jitunwind_status jitunwind_session_describe_window(jitunwind_session* session,
-    uint64_t text_start, size_t text_size, size_t sframe_capacity, jitunwind_window** out,
+    const jitunwind_described_window_options* options, jitunwind_window** out,
     jitunwind_error* error);
 jitunwind_status jitunwind_window_append(jitunwind_window* window, const char* name,
     const jitunwind_function* function, uint64_t moved_from, jitunwind_error* error);
@@ -61,7 +71,7 @@ jitunwind_status jitunwind_window_retire(jitunwind_window* window, uint32_t grac
     void* on_grace_over, void* user, jitunwind_error* error);
 ]]
 
--- The library: $JITUNWIND_LIBRARY, else <prefix>/lib*/libjitunwind.so.0 when this file is
+-- The library: $JITUNWIND_LIBRARY, else <prefix>/lib*/libjitunwind.so.1 when this file is
 -- installed as <prefix>/share/lua/5.1/jitunwind.lua, else the loader's search.
 local function load_library()
   local explicit = os.getenv("JITUNWIND_LIBRARY")
@@ -69,13 +79,13 @@ local function load_library()
   local here = debug.getinfo(1, "S").source:match("^@(.*)/share/lua/5%.1/[^/]*$")
   if here then
     for _, dir in ipairs({"lib", "lib64", "lib/x86_64-linux-gnu"}) do
-      local ok, lib = pcall(ffi.load, here .. "/" .. dir .. "/libjitunwind.so.0")
+      local ok, lib = pcall(ffi.load, here .. "/" .. dir .. "/libjitunwind.so.1")
       if ok then return lib end
     end
   end
-  local ok, lib = pcall(ffi.load, "libjitunwind.so.0")
+  local ok, lib = pcall(ffi.load, "libjitunwind.so.1")
   if ok then return lib end
-  error("jitunwind: cannot load libjitunwind.so.0 (" .. tostring(lib) ..
+  error("jitunwind: cannot load libjitunwind.so.1 (" .. tostring(lib) ..
         "); set JITUNWIND_LIBRARY to its path")
 end
 
@@ -267,7 +277,10 @@ local function publish(traceno)
   local name = trace_name(traceno, start, info)
   local err = ffi.new("jitunwind_error")
   local box = ffi.new("jitunwind_window*[1]")
-  check(C.jitunwind_session_describe_window(session, address, size, 0, box, err), err,
+  local range = ffi.new("jitunwind_described_window_options")
+  C.jitunwind_described_window_options_init(range)
+  range.text_start, range.text_size = address, size
+  check(C.jitunwind_session_describe_window(session, range, box, err), err,
         "describing " .. name)
   local fn = ffi.new("jitunwind_function")
   local array = ffi.new("jitunwind_frame_row[?]", #rows)

@@ -1,6 +1,6 @@
 """jitunwind for Python-hosted JITs: name machine code for profilers and debuggers.
 
-A thin ctypes layer over the SDK's stable C API (libjitunwind.so.0, see docs/c-api.md); no
+A thin ctypes layer over the SDK's stable C API (libjitunwind.so.1, see docs/c-api.md); no
 third-party packages. For a JIT that places machine code itself (llvmlite, an mmap-ed buffer):
 
     import jitunwind
@@ -22,16 +22,23 @@ A JIT that manages regions of code publishes them in windows of a session of its
 
 `session.describe_window(start, size)` does the same for memory the JIT placed itself.
 
-The library is found through $JITUNWIND_LIBRARY (a path), else the dynamic loader's search
-("libjitunwind.so.0"). Errors raise JitunwindError with the library's message and status name.
+The library (libjitunwind.so.1): $JITUNWIND_LIBRARY (a path), else the one installed with this
+package (`cmake --install` puts both under one prefix), else the dynamic loader's search. When
+none loads, importing raises JitunwindLoadError (an ImportError) saying what was tried and what to
+set. Errors of calls raise JitunwindError with the library's message and status name.
 Thread-safety: as the C API (name_code/forget_code from any thread; one FrameBuilder per thread).
 """
 
 import ctypes
 import os
 
-__all__ = ["JitunwindError", "FrameBuilder", "Session", "Window", "name_code", "forget_code",
-           "version", "library"]
+__all__ = ["JitunwindError", "JitunwindLoadError", "FrameBuilder", "FrameRow", "SavedRegister",
+           "Rows", "Session", "Window", "name_code", "forget_code", "version", "library"]
+
+# The C ABI generation this package is written for: the N of libjitunwind.so.N
+# (JITUNWIND_SOVERSION in jitunwind/config.h; tests/capi/drift.py checks they agree).
+SOVERSION = 1
+SONAME = f"libjitunwind.so.{SOVERSION}"
 
 
 class JitunwindError(Exception):
@@ -42,12 +49,17 @@ class JitunwindError(Exception):
         self.status = status
 
 
+class JitunwindLoadError(ImportError):
+    """libjitunwind could not be loaded; the message lists what was tried."""
+
+
 class _Error(ctypes.Structure):
     _fields_ = [("status", ctypes.c_int), ("message", ctypes.c_char * 512)]
 
 
 class FrameRow(ctypes.Structure):
-    """jitunwind_frame_row: the unwind rule of one instruction range (pc_offset onwards)."""
+    """jitunwind_frame_row: the unwind rules from pc_offset on (the register fields name DWARF
+    registers for the register rules; 0 otherwise)."""
 
     _fields_ = [
         ("pc_offset", ctypes.c_uint32),
@@ -55,9 +67,27 @@ class FrameRow(ctypes.Structure):
         ("ra_rule", ctypes.c_uint8),
         ("fp_rule", ctypes.c_uint8),
         ("ra_mangled", ctypes.c_uint8),
+        ("cfa_reg", ctypes.c_uint8),
+        ("cfa_deref", ctypes.c_uint8),
+        ("ra_reg", ctypes.c_uint8),
+        ("fp_reg", ctypes.c_uint8),
         ("cfa_offset", ctypes.c_int32),
         ("ra_offset", ctypes.c_int32),
         ("fp_offset", ctypes.c_int32),
+        ("reserved", ctypes.c_uint32 * 2),
+    ]
+
+
+class SavedRegister(ctypes.Structure):
+    """jitunwind_saved_register: from pc_offset on, callee-saved register dwarf_reg of the caller
+    is at CFA + cfa_offset (rule SAVED_AT_CFA) or back in the register (SAVED_UNCHANGED)."""
+
+    _fields_ = [
+        ("pc_offset", ctypes.c_uint32),
+        ("dwarf_reg", ctypes.c_uint16),
+        ("rule", ctypes.c_uint8),
+        ("reserved", ctypes.c_uint8),
+        ("cfa_offset", ctypes.c_int32),
     ]
 
 
@@ -68,7 +98,12 @@ class _Function(ctypes.Structure):
         ("pcmask_rep", ctypes.c_uint32),
         ("rows", ctypes.POINTER(FrameRow)),
         ("row_count", ctypes.c_size_t),
+        ("saved_registers", ctypes.POINTER(SavedRegister)),
+        ("saved_register_count", ctypes.c_size_t),
         ("flags", ctypes.c_uint32),
+        ("pauth_key", ctypes.c_uint8),
+        ("reserved8", ctypes.c_uint8 * 3),
+        ("reserved", ctypes.c_uint64 * 2),
     ]
 
 
@@ -89,13 +124,45 @@ class _SessionOptions(ctypes.Structure):
         ("jitdump_durability", ctypes.c_int),
         ("flush_bytes", ctypes.c_size_t),
         ("flush_latency_ms", ctypes.c_uint32),
-        ("no_flush_thread", ctypes.c_int),
+        ("flush_thread", ctypes.c_int),
         ("address_reuse", ctypes.c_int),
+        ("sframe_version", ctypes.c_uint32),
+        ("sframe_allow_flex", ctypes.c_int),
         ("reserved", ctypes.c_uint32),
     ]
 
 
-ABI_AMD64 = 3  # JITUNWIND_ABI_AMD64
+class _OwnedWindowOptions(ctypes.Structure):
+    """jitunwind_owned_window_options (filled by jitunwind_owned_window_options_init)."""
+
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("layout", ctypes.c_int),
+        ("code_capacity", ctypes.c_size_t),
+        ("sframe_capacity", ctypes.c_size_t),
+    ]
+
+
+class _DescribedWindowOptions(ctypes.Structure):
+    """jitunwind_described_window_options (filled by jitunwind_described_window_options_init)."""
+
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("reserved", ctypes.c_uint32),
+        ("text_start", ctypes.c_uint64),
+        ("text_size", ctypes.c_size_t),
+        ("sframe_capacity", ctypes.c_size_t),
+    ]
+
+
+# ABIs (JITUNWIND_ABI_*) and the registers the builder's directives name (JITUNWIND_REG_*).
+ABI_AARCH64_BE, ABI_AARCH64_LE, ABI_AMD64 = 1, 2, 3
+REG_SP, REG_FP, REG_RA = 0, 1, 2
+# Rule kinds of FrameRow (JITUNWIND_CFA_*, _RA_*, _FP_*) and SavedRegister (JITUNWIND_SAVED_*).
+CFA_SP, CFA_FP, CFA_REG = 0, 1, 2
+RA_SAVED, RA_IN_REGISTER, RA_UNDEFINED, RA_REGISTER_VALUE, RA_REGISTER_SAVED = 0, 1, 2, 3, 4
+FP_UNCHANGED, FP_SAVED, FP_REGISTER_VALUE, FP_REGISTER_SAVED = 0, 1, 2, 3
+SAVED_AT_CFA, SAVED_UNCHANGED, SAVED_UNDEFINED = 0, 1, 2
 _OK = 0
 
 # Publisher bits (JITUNWIND_PUBLISH_*).
@@ -109,9 +176,42 @@ _FUNCTION_VISITOR = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_cha
                                      ctypes.c_uint64, ctypes.c_uint32)
 
 
-def _load():
-    path = os.environ.get("JITUNWIND_LIBRARY") or "libjitunwind.so.0"
-    lib = ctypes.CDLL(path)
+def _installed_library():
+    """The library `cmake --install` put beside this package (its _install.py says where, relative
+    to the package); None in a source checkout or a pip install."""
+    try:
+        from . import _install
+    except ImportError:
+        return None
+    here = os.path.dirname(os.path.abspath(__file__))
+    return os.path.normpath(os.path.join(here, _install.LIBRARY))
+
+
+def _open_library():
+    tried = []
+    explicit = os.environ.get("JITUNWIND_LIBRARY")
+    candidates = [("$JITUNWIND_LIBRARY", explicit)] if explicit else []
+    installed = _installed_library()
+    if installed:
+        candidates.append(("installed with this package", installed))
+    candidates.append(("the dynamic loader's search path", SONAME))
+    for origin, path in candidates:
+        try:
+            return ctypes.CDLL(path)
+        except OSError as e:
+            tried.append(f"  {path} ({origin}): {e}")
+    if not explicit:
+        tried.insert(0, "  $JITUNWIND_LIBRARY: not set")
+    raise JitunwindLoadError(
+        f"jitunwind: cannot load {SONAME}. Tried:\n" + "\n".join(tried) +
+        f"\nSet JITUNWIND_LIBRARY to the path of {SONAME} (e.g. <prefix>/lib/{SONAME}), install "
+        "the SDK with `cmake --install` (which puts this package and the library under one "
+        "prefix), or add the library's directory to LD_LIBRARY_PATH.")
+
+
+# The C functions this package calls and their C types (tests/capi/drift.py compares each with
+# its declaration in jitunwind/c/*.h).
+def _signatures():
     status = ctypes.c_int
     sigs = {
         "jitunwind_version": (ctypes.c_int, []),
@@ -120,6 +220,8 @@ def _load():
         "jitunwind_name_code": (status, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p,
                                          ctypes.POINTER(FrameRow), ctypes.c_size_t,
                                          ctypes.POINTER(_Error)]),
+        "jitunwind_name_function": (status, [ctypes.c_char_p, ctypes.POINTER(_Function),
+                                             ctypes.POINTER(_Error)]),
         "jitunwind_forget_code": (status, [ctypes.c_void_p, ctypes.POINTER(_Error)]),
         "jitunwind_frame_builder_create": (status, [ctypes.c_int, ctypes.POINTER(ctypes.c_void_p),
                                                     ctypes.POINTER(_Error)]),
@@ -127,6 +229,26 @@ def _load():
         "jitunwind_frame_builder_finish": (status, [ctypes.c_void_p, ctypes.c_uint64,
                                                     ctypes.c_uint32, ctypes.POINTER(_Function),
                                                     ctypes.POINTER(_Error)]),
+        "jitunwind_frame_builder_reset": (None, [ctypes.c_void_p]),
+        "jitunwind_frame_def_cfa": (status, [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int,
+                                             ctypes.c_int32]),
+        "jitunwind_frame_def_cfa_offset": (status, [ctypes.c_void_p, ctypes.c_uint32,
+                                                    ctypes.c_int32]),
+        "jitunwind_frame_adjust_cfa_offset": (status, [ctypes.c_void_p, ctypes.c_uint32,
+                                                       ctypes.c_int32]),
+        "jitunwind_frame_def_cfa_register": (status, [ctypes.c_void_p, ctypes.c_uint32,
+                                                      ctypes.c_int]),
+        "jitunwind_frame_offset": (status, [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int,
+                                            ctypes.c_int32]),
+        "jitunwind_frame_restore": (status, [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int]),
+        "jitunwind_frame_undefined": (status, [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int]),
+        "jitunwind_frame_negate_ra_state": (status, [ctypes.c_void_p, ctypes.c_uint32]),
+        "jitunwind_frame_save_register": (status, [ctypes.c_void_p, ctypes.c_uint32,
+                                                   ctypes.c_uint16, ctypes.c_int32]),
+        "jitunwind_frame_restore_register": (status, [ctypes.c_void_p, ctypes.c_uint32,
+                                                      ctypes.c_uint16]),
+        "jitunwind_frame_remember_state": (status, [ctypes.c_void_p]),
+        "jitunwind_frame_restore_state": (status, [ctypes.c_void_p, ctypes.c_uint32]),
         "jitunwind_frame_push_frame_pointer": (status, [ctypes.c_void_p, ctypes.c_uint32,
                                                         ctypes.c_uint32]),
         "jitunwind_frame_pop_frame_pointer": (status, [ctypes.c_void_p, ctypes.c_uint32]),
@@ -146,11 +268,14 @@ def _load():
         "jitunwind_session_flush": (status, [ctypes.c_void_p, ctypes.POINTER(_Error)]),
         "jitunwind_session_release": (status, [ctypes.c_void_p, ctypes.c_void_p,
                                                ctypes.POINTER(_Error)]),
+        "jitunwind_owned_window_options_init": (None, [ctypes.POINTER(_OwnedWindowOptions)]),
         "jitunwind_session_create_owned_window": (status, [
-            ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_int,
-            ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(_Error)]),
+            ctypes.c_void_p, ctypes.POINTER(_OwnedWindowOptions), ctypes.POINTER(ctypes.c_void_p),
+            ctypes.POINTER(_Error)]),
+        "jitunwind_described_window_options_init": (None, [
+            ctypes.POINTER(_DescribedWindowOptions)]),
         "jitunwind_session_describe_window": (status, [
-            ctypes.c_void_p, ctypes.c_uint64, ctypes.c_size_t, ctypes.c_size_t,
+            ctypes.c_void_p, ctypes.POINTER(_DescribedWindowOptions),
             ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(_Error)]),
         "jitunwind_window_id": (ctypes.c_uint64, [ctypes.c_void_p]),
         "jitunwind_window_get_state": (ctypes.c_int, [ctypes.c_void_p]),
@@ -171,7 +296,12 @@ def _load():
         "jitunwind_window_published_sframe": (ctypes.POINTER(ctypes.c_uint8), [
             ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t)]),
     }
-    for name, (restype, argtypes) in sigs.items():
+    return sigs
+
+
+def _load():
+    lib = _open_library()
+    for name, (restype, argtypes) in _signatures().items():
         fn = getattr(lib, name)
         fn.restype = restype
         fn.argtypes = argtypes
@@ -188,21 +318,33 @@ def _check(st, err):
 
 
 def version():
-    """The loaded library's version string, e.g. "0.1.0"."""
+    """The loaded library's version string, e.g. "0.2.0"."""
     return library.jitunwind_version_string().decode()
 
 
-class FrameBuilder:
-    """Unwind rows of one function, from the shapes of its prologue and epilogues (AMD64).
+class Rows(list):
+    """The rows of one function (FrameRow values) and its saved registers (SavedRegister values,
+    .saved_registers), as FrameBuilder.finish returns them."""
 
-    Offsets are code offsets of the first instruction each rule applies to. The first invalid
-    directive makes the builder fail; finish() raises its message.
+    def __init__(self, rows=(), saved_registers=()):
+        super().__init__(rows)
+        self.saved_registers = list(saved_registers)
+
+
+class FrameBuilder:
+    """Unwind rows of one function, built with CFI-style directives while the code is emitted
+    (jitunwind_frame_*; C++ jitunwind::frame_builder).
+
+    Directives take the code offset of the first instruction the new rule applies to and return
+    the builder, so that they chain. The first invalid directive makes the builder fail; finish()
+    raises its message. Registers: REG_SP, REG_FP, REG_RA; callee-saved registers other than
+    those are DWARF numbers (AMD64: rbx 3, r12-r15 12-15).
     """
 
-    def __init__(self):
+    def __init__(self, abi=ABI_AMD64):
         self._handle = ctypes.c_void_p()
         err = _Error()
-        _check(library.jitunwind_frame_builder_create(ABI_AMD64, ctypes.byref(self._handle),
+        _check(library.jitunwind_frame_builder_create(abi, ctypes.byref(self._handle),
                                                       ctypes.byref(err)), err)
 
     def __del__(self):
@@ -210,40 +352,102 @@ class FrameBuilder:
             library.jitunwind_frame_builder_destroy(self._handle)
             self._handle = None
 
-    def push_frame_pointer(self, after_push, after_set_fp):
-        library.jitunwind_frame_push_frame_pointer(self._handle, after_push, after_set_fp)
+    def _do(self, fn, *args):
+        fn(self._handle, *args)  # a failure is reported by finish()
         return self
+
+    def def_cfa(self, at, base, offset):
+        """CFA = base + offset (.cfi_def_cfa)."""
+        return self._do(library.jitunwind_frame_def_cfa, at, base, offset)
+
+    def def_cfa_offset(self, at, offset):
+        """CFA = (current base) + offset (.cfi_def_cfa_offset)."""
+        return self._do(library.jitunwind_frame_def_cfa_offset, at, offset)
+
+    def adjust_cfa_offset(self, at, delta):
+        """CFA offset += delta (.cfi_adjust_cfa_offset)."""
+        return self._do(library.jitunwind_frame_adjust_cfa_offset, at, delta)
+
+    def def_cfa_register(self, at, base):
+        """CFA = base + (current offset) (.cfi_def_cfa_register)."""
+        return self._do(library.jitunwind_frame_def_cfa_register, at, base)
+
+    def offset(self, at, reg, cfa_relative):
+        """REG_FP or REG_RA saved at CFA + cfa_relative (.cfi_offset)."""
+        return self._do(library.jitunwind_frame_offset, at, reg, cfa_relative)
+
+    def restore(self, at, reg):
+        """REG_FP or REG_RA back to its rule at function entry (.cfi_restore)."""
+        return self._do(library.jitunwind_frame_restore, at, reg)
+
+    def undefined(self, at, reg):
+        """The return address is undefined from here: an outermost frame (.cfi_undefined)."""
+        return self._do(library.jitunwind_frame_undefined, at, reg)
+
+    def negate_ra_state(self, at):
+        """AArch64: the saved return address is signed from here (.cfi_negate_ra_state)."""
+        return self._do(library.jitunwind_frame_negate_ra_state, at)
+
+    def save_register(self, at, dwarf_reg, cfa_relative):
+        """Callee-saved register dwarf_reg saved at CFA + cfa_relative (.cfi_offset rbx, -24):
+        debuggers then show the caller's value (the jitdump and GDB publishers carry it)."""
+        return self._do(library.jitunwind_frame_save_register, at, dwarf_reg, cfa_relative)
+
+    def restore_register(self, at, dwarf_reg):
+        """Callee-saved register dwarf_reg holds the caller's value again (.cfi_restore rbx)."""
+        return self._do(library.jitunwind_frame_restore_register, at, dwarf_reg)
+
+    def remember_state(self):
+        """Pushes the current rules (.cfi_remember_state), e.g. before a mid-function epilogue."""
+        return self._do(library.jitunwind_frame_remember_state)
+
+    def restore_state(self, at):
+        """Pops the rules remember_state pushed and makes them current at `at`."""
+        return self._do(library.jitunwind_frame_restore_state, at)
+
+    def push_frame_pointer(self, after_push, after_set_fp):
+        """push rbp (ending at after_push); mov rbp, rsp (ending at after_set_fp)."""
+        return self._do(library.jitunwind_frame_push_frame_pointer, after_push, after_set_fp)
 
     def pop_frame_pointer(self, after_pop):
-        library.jitunwind_frame_pop_frame_pointer(self._handle, after_pop)
-        return self
+        """leave or pop rbp, ending at after_pop."""
+        return self._do(library.jitunwind_frame_pop_frame_pointer, after_pop)
 
     def stack_alloc(self, at, nbytes):
-        library.jitunwind_frame_stack_alloc(self._handle, at, nbytes)
-        return self
+        """SP moved down by nbytes (push, sub rsp)."""
+        return self._do(library.jitunwind_frame_stack_alloc, at, nbytes)
 
     def stack_free(self, at, nbytes):
-        library.jitunwind_frame_stack_free(self._handle, at, nbytes)
+        """SP moved up by nbytes (pop, add rsp)."""
+        return self._do(library.jitunwind_frame_stack_free, at, nbytes)
+
+    def reset(self):
+        """Back to the ABI's entry rules, errors cleared."""
+        library.jitunwind_frame_builder_reset(self._handle)
         return self
 
     def finish(self, start, size):
-        """Validated rows for the function [start, start + size): a list of FrameRow."""
+        """Validated rows for the function [start, start + size): a Rows list of FrameRow, with
+        the saved registers in .saved_registers."""
         fn, err = _Function(), _Error()
         _check(library.jitunwind_frame_builder_finish(self._handle, start, size,
                                                       ctypes.byref(fn), ctypes.byref(err)), err)
-        return [FrameRow.from_buffer_copy(fn.rows[i]) for i in range(fn.row_count)]
+        return Rows((FrameRow.from_buffer_copy(fn.rows[i]) for i in range(fn.row_count)),
+                    (SavedRegister.from_buffer_copy(fn.saved_registers[i])
+                     for i in range(fn.saved_register_count)))
 
 
 def name_code(address, size, name, rows):
     """Names `size` bytes of code at `address` for every profiler and debugger (the SDK's
-    on-ramp: an implicit session configured from the environment). `rows` (FrameRow list from
-    FrameBuilder.finish, pc_offset relative to `address`) let profilers unwind through the
-    code; at least one is needed (an empty builder gives the function-entry rules)."""
-    rows = list(rows or [])
-    array = (FrameRow * len(rows))(*rows) if rows else None
+    on-ramp: an implicit session configured from the environment). `rows` (FrameBuilder.finish,
+    pc_offset relative to `address`) let profilers unwind through the code, and their saved
+    registers let debuggers show the caller's registers; at least one row is needed (an empty
+    builder gives the function-entry rules)."""
+    fn, keep = _function(address, size, rows)
     err = _Error()
-    _check(library.jitunwind_name_code(address, size, name.encode(), array, len(rows),
-                                       ctypes.byref(err)), err)
+    _check(library.jitunwind_name_function(name.encode(), ctypes.byref(fn), ctypes.byref(err)),
+           err)
+    del keep
 
 
 def forget_code(address):
@@ -253,13 +457,18 @@ def forget_code(address):
 
 
 def _function(start, size, rows):
+    saved = list(getattr(rows, "saved_registers", None) or [])
     rows = list(rows or [])
     fn = _Function()
     fn.start, fn.size = start, size
     array = (FrameRow * len(rows))(*rows) if rows else None
     fn.rows = ctypes.cast(array, ctypes.POINTER(FrameRow)) if rows else None
     fn.row_count = len(rows)
-    return fn, array  # the array must live as long as fn is used
+    saved_array = (SavedRegister * len(saved))(*saved) if saved else None
+    if saved:
+        fn.saved_registers = ctypes.cast(saved_array, ctypes.POINTER(SavedRegister))
+    fn.saved_register_count = len(saved)
+    return fn, (array, saved_array)  # the arrays must live as long as fn is used
 
 
 class Session:
@@ -305,18 +514,20 @@ class Session:
 
     def owned_window(self, code_capacity, sframe_capacity=0, layout=LAYOUT_PAGE_FLIP):
         """A window whose memory the SDK owns: Window.allocate gives where code goes."""
-        out, err = ctypes.c_void_p(), _Error()
+        o, out, err = _OwnedWindowOptions(), ctypes.c_void_p(), _Error()
+        library.jitunwind_owned_window_options_init(ctypes.byref(o))
+        o.code_capacity, o.sframe_capacity, o.layout = code_capacity, sframe_capacity, layout
         _check(library.jitunwind_session_create_owned_window(
-            self._handle, code_capacity, sframe_capacity, layout, ctypes.byref(out),
-            ctypes.byref(err)), err)
+            self._handle, ctypes.byref(o), ctypes.byref(out), ctypes.byref(err)), err)
         return self._adopt(out)
 
     def describe_window(self, text_start, text_size, sframe_capacity=0):
         """A window over memory the JIT placed itself (it stays the JIT's)."""
-        out, err = ctypes.c_void_p(), _Error()
-        _check(library.jitunwind_session_describe_window(self._handle, text_start, text_size,
-                                                         sframe_capacity, ctypes.byref(out),
-                                                         ctypes.byref(err)), err)
+        o, out, err = _DescribedWindowOptions(), ctypes.c_void_p(), _Error()
+        library.jitunwind_described_window_options_init(ctypes.byref(o))
+        o.text_start, o.text_size, o.sframe_capacity = text_start, text_size, sframe_capacity
+        _check(library.jitunwind_session_describe_window(
+            self._handle, ctypes.byref(o), ctypes.byref(out), ctypes.byref(err)), err)
         return self._adopt(out)
 
     def poll(self):
@@ -381,7 +592,8 @@ class Window:
         return address.value, writable.value
 
     def append(self, name, start, size, rows, moved_from=0):
-        """Adds the function [start, start + size) named `name` with its rows (FrameBuilder)."""
+        """Adds the function [start, start + size) named `name` with its rows (FrameBuilder's
+        Rows: their saved registers go with them)."""
         fn, keep = _function(start, size, rows)
         self._call(library.jitunwind_window_append, name.encode(), ctypes.byref(fn), moved_from)
         del keep

@@ -12,7 +12,7 @@ cd "$(dirname "$0")/../.."
   done
 } || true
 BUILD_DIR=build bash scripts/build.sh
-ctest --test-dir build --output-on-failure --timeout 900 ${CTEST_ARGS:-}
+ctest --test-dir build --output-on-failure --timeout 900 -j"${CTEST_JOBS:-3}" ${CTEST_ARGS:-}
 
 # catch_discover_tests splits a test name at ';' into CTest tests that run nothing and pass:
 # refuse such names (found after two tests had silently not run).

@@ -14,4 +14,4 @@ cmake -S . -B "$BUILD_DIR" "${SANITIZER_BUILD_FLAGS[@]}" -DJITUNWIND_SANITIZE=th
 cmake --build "$BUILD_DIR" -j"$(nproc)" --target test_registry test_remote test_window test_perfmap
 # halt_on_error: the first race report fails the test (and so the stage).
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}" \
-  ctest --test-dir "$BUILD_DIR" -R '^(registry|remote):|^window:session: poll on other threads|^perfmap:(concurrent writers|batched|the flusher writes)|^window:(batched: flush|the flusher thread writes)' --no-tests=error --output-on-failure --timeout 600
+  ctest --test-dir "$BUILD_DIR" -j"${CTEST_JOBS:-3}" -R '^(registry|remote):|^window:session: poll on other threads|^perfmap:(concurrent writers|batched|the flusher writes)|^window:(batched: flush|the flusher thread writes)' --no-tests=error --output-on-failure --timeout 600

@@ -1,5 +1,6 @@
 /* The on-ramp from C (jitunwind_name_code): a runtime that places its own code names it in one
    call. Compiled as C11 -pedantic; driven by onramp_test.cpp, which checks what profilers see. */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS, getpid under -std=c11 */
 #include <jitunwind/jitunwind.h>
 
 #include <stdio.h>

@@ -31,7 +31,13 @@ struct creator {
   std::string options_type;  // the struct
   std::string function;      // the creator
   std::function<jitunwind_status(const void* options, jitunwind_error*)> create;
+  // Fills a struct with its _init and whatever the creator needs besides (a described range).
+  std::function<void(void*)> init;
+  bool null_means_defaults = true;  // false: the struct carries what the creator needs
 };
+
+// Code the described-window creator describes.
+unsigned char described_code[4096];
 
 jitunwind_session* registry_only_session() {
   jitunwind_session_options o;
@@ -54,7 +60,41 @@ std::vector<creator> creators() {
                      static_cast<const jitunwind_session_options*>(o), &s, e);
                  jitunwind_session_destroy(s);
                  return st;
+               },
+               [](void* o) {
+                 auto* so = static_cast<jitunwind_session_options*>(o);
+                 jitunwind_session_options_init(so);
+                 so->publishers = JITUNWIND_PUBLISH_REGISTRY;
                }});
+  c.push_back({"jitunwind_owned_window_options", "jitunwind_session_create_owned_window",
+               [](const void* o, jitunwind_error* e) {
+                 jitunwind_session* s = registry_only_session();
+                 jitunwind_window* w = nullptr;
+                 auto st = jitunwind_session_create_owned_window(
+                     s, static_cast<const jitunwind_owned_window_options*>(o), &w, e);
+                 jitunwind_session_destroy(s);
+                 return st;
+               },
+               [](void* o) {
+                 jitunwind_owned_window_options_init(
+                     static_cast<jitunwind_owned_window_options*>(o));
+               }});
+  c.push_back({"jitunwind_described_window_options", "jitunwind_session_describe_window",
+               [](const void* o, jitunwind_error* e) {
+                 jitunwind_session* s = registry_only_session();
+                 jitunwind_window* w = nullptr;
+                 auto st = jitunwind_session_describe_window(
+                     s, static_cast<const jitunwind_described_window_options*>(o), &w, e);
+                 jitunwind_session_destroy(s);
+                 return st;
+               },
+               [](void* o) {
+                 auto* d = static_cast<jitunwind_described_window_options*>(o);
+                 jitunwind_described_window_options_init(d);
+                 d->text_start = reinterpret_cast<uint64_t>(described_code);
+                 d->text_size = sizeof described_code;
+               },
+               false});
   c.push_back({"jitunwind_sframe_encoder_options", "jitunwind_sframe_encoder_create",
                [](const void* o, jitunwind_error* e) {
                  jitunwind_sframe_encoder* enc = nullptr;
@@ -62,6 +102,10 @@ std::vector<creator> creators() {
                      static_cast<const jitunwind_sframe_encoder_options*>(o), &enc, e);
                  jitunwind_sframe_encoder_destroy(enc);
                  return st;
+               },
+               [](void* o) {
+                 jitunwind_sframe_encoder_options_init(
+                     static_cast<jitunwind_sframe_encoder_options*>(o));
                }});
   c.push_back({"jitunwind_usdt_provider_options", "jitunwind_usdt_provider_create",
                [](const void* o, jitunwind_error* e) {
@@ -70,6 +114,10 @@ std::vector<creator> creators() {
                      "zeroed", static_cast<const jitunwind_usdt_provider_options*>(o), &p, e);
                  jitunwind_usdt_provider_destroy(p);
                  return st;
+               },
+               [](void* o) {
+                 jitunwind_usdt_provider_options_init(
+                     static_cast<jitunwind_usdt_provider_options*>(o));
                }});
   c.push_back({"jitunwind_trampoline_pool_options", "jitunwind_trampoline_pool_create_in",
                [](const void* o, jitunwind_error* e) {
@@ -80,6 +128,10 @@ std::vector<creator> creators() {
                  jitunwind_trampoline_pool_destroy(p);
                  jitunwind_session_destroy(s);
                  return st;
+               },
+               [](void* o) {
+                 jitunwind_trampoline_pool_options_init(
+                     static_cast<jitunwind_trampoline_pool_options*>(o));
                }});
   c.push_back({"jitunwind_trampoline_pool_options", "jitunwind_trampoline_pool_create",
                [](const void* o, jitunwind_error* e) {
@@ -88,6 +140,10 @@ std::vector<creator> creators() {
                      static_cast<const jitunwind_trampoline_pool_options*>(o), &p, e);
                  jitunwind_trampoline_pool_destroy(p);
                  return st;
+               },
+               [](void* o) {
+                 jitunwind_trampoline_pool_options_init(
+                     static_cast<jitunwind_trampoline_pool_options*>(o));
                }});
   return c;
 }
@@ -126,7 +182,7 @@ std::vector<unsigned char> raw_options(size_t size, uint32_t struct_size) {
 TEST_CASE("capi options: every C options struct has an _init and a creator test here") {
   std::string headers;
   const auto declared = declared_options_structs(&headers);
-  REQUIRE(declared.size() >= 4);
+  REQUIRE(declared.size() >= 6);
   std::set<std::string> tested;
   for (const auto& c : creators()) tested.insert(c.options_type);
   for (const auto& name : declared) {
@@ -154,8 +210,13 @@ TEST_CASE("capi options: NULL means the defaults for every creator") {
   for (const auto& c : creators()) {
     INFO(c.function);
     jitunwind_error err;
-    CHECK(c.create(nullptr, &err) == JITUNWIND_OK);
-    INFO(err.message);
+    if (c.null_means_defaults) {
+      CHECK(c.create(nullptr, &err) == JITUNWIND_OK);
+      INFO(err.message);
+    } else {  // the struct holds what the creator cannot do without: refused, naming it
+      CHECK(c.create(nullptr, &err) == JITUNWIND_E_INVALID_ARGUMENT);
+      CHECK_THAT(err.message, Catch::StartsWith(c.function + ": "));
+    }
   }
   // The default session's publishers write the perf map and jitdump in /tmp.
   for (const char* f : {"/tmp/perf-%d.map", "/tmp/jit-%d.dump"}) {
@@ -177,6 +238,33 @@ TEST_CASE("capi options: _init gives the C++ defaults") {
   CHECK(s.log_min_level == static_cast<int>(cxx.log.min_level));
   CHECK(s.perfmap_dir == nullptr);
   CHECK(s.log == nullptr);
+  CHECK(s.perfmap_durability == static_cast<int>(cxx.perfmap_durability));
+  CHECK(s.jitdump_durability == JITUNWIND_DURABILITY_BATCHED);
+  CHECK(s.flush_bytes == cxx.flush_bytes);
+  CHECK(s.flush_latency_ms == cxx.flush_latency.count());
+  CHECK(s.flush_thread == 1);
+  CHECK(s.address_reuse == JITUNWIND_ADDRESS_REUSE_AUTO);
+  CHECK(s.sframe_version == cxx.sframe_version);
+  CHECK(s.sframe_allow_flex == 1);
+  CHECK(s.reserved == 0);
+
+  jitunwind_owned_window_options ow;
+  std::memset(&ow, 0xa5, sizeof ow);
+  jitunwind_owned_window_options_init(&ow);
+  const jitunwind::owned_window_options owc;
+  CHECK(ow.struct_size == sizeof ow);
+  CHECK(ow.code_capacity == owc.code_capacity);
+  CHECK(ow.sframe_capacity == owc.sframe_capacity);
+  CHECK(ow.layout == JITUNWIND_LAYOUT_PAGE_FLIP);
+
+  jitunwind_described_window_options dw;
+  std::memset(&dw, 0xa5, sizeof dw);
+  jitunwind_described_window_options_init(&dw);
+  CHECK(dw.struct_size == sizeof dw);
+  CHECK(dw.reserved == 0);
+  CHECK(dw.text_start == 0);
+  CHECK(dw.text_size == 0);
+  CHECK(dw.sframe_capacity == 0);
 
   jitunwind_sframe_encoder_options e;
   jitunwind_sframe_encoder_options_init(&e);
@@ -185,16 +273,45 @@ TEST_CASE("capi options: _init gives the C++ defaults") {
   CHECK(e.pcrel == 1);
   CHECK(e.frame_pointer == -1);
   CHECK(e.strict == 1);
+  CHECK(e.version == 3);
+  CHECK(e.allow_flex == 1);
 
   jitunwind_usdt_provider_options u;
   jitunwind_usdt_provider_options_init(&u);
   CHECK(u.struct_size == sizeof u);
   CHECK(u.location == JITUNWIND_USDT_MEMFD);
+  CHECK(u.log == nullptr);
+  CHECK(u.log_min_level == 1);
 
   jitunwind_trampoline_pool_options p;
   jitunwind_trampoline_pool_options_init(&p);
   CHECK(p.struct_size == sizeof p);
   CHECK(p.stubs_per_window == jitunwind::trampoline_pool_options{}.stubs_per_window);
+  CHECK(p.array_name == nullptr);
+}
+
+TEST_CASE("capi options: the session's SFrame version and FLEX policy reach the C++ session") {
+  jitunwind_session_options o;
+  jitunwind_session_options_init(&o);
+  o.publishers = JITUNWIND_PUBLISH_REGISTRY;
+  o.sframe_version = 2;
+  o.sframe_allow_flex = 0;
+  o.perfmap_durability = JITUNWIND_DURABILITY_SYNC;
+  o.flush_thread = 0;
+  jitunwind_session* s = nullptr;
+  jitunwind_error err;
+  REQUIRE(jitunwind_session_create(&o, &s, &err) == JITUNWIND_OK);
+  // The handle is the C++ session (window.cpp of the C API).
+  const auto& cxx = reinterpret_cast<const jitunwind::session*>(s)->options();
+  CHECK(cxx.sframe_version == 2);
+  CHECK_FALSE(cxx.sframe_allow_flex);
+  CHECK(cxx.perfmap_durability == jitunwind::durability::sync);
+  CHECK(cxx.jitdump_durability == jitunwind::durability::batched);
+  CHECK_FALSE(cxx.flush_thread);
+  jitunwind_session_destroy(s);
+  o.sframe_version = 4;
+  CHECK(jitunwind_session_create(&o, &s, &err) == JITUNWIND_E_INVALID_ARGUMENT);
+  CHECK_THAT(err.message, Catch::StartsWith("jitunwind_session_create: sframe_version 4"));
 }
 
 TEST_CASE("capi options: a caller built against a newer release (larger struct)") {
@@ -202,20 +319,7 @@ TEST_CASE("capi options: a caller built against a newer release (larger struct)"
     INFO(c.function);
     // Fill with the defaults of our size, then append unknown fields.
     std::vector<unsigned char> bigger(1024, 0);
-    if (c.options_type == "jitunwind_session_options") {
-      jitunwind_session_options_init(reinterpret_cast<jitunwind_session_options*>(bigger.data()));
-      reinterpret_cast<jitunwind_session_options*>(bigger.data())->publishers =
-          JITUNWIND_PUBLISH_REGISTRY;
-    } else if (c.options_type == "jitunwind_sframe_encoder_options") {
-      jitunwind_sframe_encoder_options_init(
-          reinterpret_cast<jitunwind_sframe_encoder_options*>(bigger.data()));
-    } else if (c.options_type == "jitunwind_usdt_provider_options") {
-      jitunwind_usdt_provider_options_init(
-          reinterpret_cast<jitunwind_usdt_provider_options*>(bigger.data()));
-    } else {
-      jitunwind_trampoline_pool_options_init(
-          reinterpret_cast<jitunwind_trampoline_pool_options*>(bigger.data()));
-    }
+    c.init(bigger.data());
     const uint32_t size = 256;
     std::memcpy(bigger.data(), &size, sizeof size);
     jitunwind_error err;

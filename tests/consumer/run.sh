@@ -9,6 +9,8 @@
 # and finds no LLVM; with LLVM_VERSION (jitunwind::orc built), project_orc uses
 # find_package(jitunwind COMPONENTS orc), which must find that LLVM (not another installed one),
 # and a component jitunwind does not have must fail.
+# A strict C89 embedder compiles with -Werror, and the Python package installed with the SDK
+# loads the library installed beside it without JITUNWIND_LIBRARY.
 set -euo pipefail
 build=$1 project=$2 jitwalk=${3:-} llvm_version=${4:-}
 label=consumer
@@ -60,6 +62,8 @@ pc() { pkg-config "$@" jitunwind; }
 g++ -std=c++20 "$project/main.cpp" -o "$scratch/consumer-pc" $(pc --cflags --libs)
 gcc -std=c11 -pedantic -Wall -Wextra -Werror "$project/embed.c" -o "$scratch/embed_c" \
     $(pc --cflags --libs)
+gcc -std=c89 -pedantic -Wall -Wextra -Werror "$project/embed_c89.c" -o "$scratch/embed_c89" \
+    $(pc --cflags --libs)
 for std in 17 20; do
   g++ -std=c++$std -pedantic -Wall -Wextra -Werror "$project/embed.cpp" \
       -o "$scratch/embed_cxx$std" $(pc --cflags --libs)
@@ -68,10 +72,17 @@ done
 # C program, -lelf, ...), linked by the C driver.
 gcc -std=c11 -pedantic "$project/embed.c" -o "$scratch/embed_c_static" $(pc --cflags) \
     "$scratch/prefix/lib/libjitunwind.a" $(pc --static --libs | sed 's/-ljitunwind\b//')
-for prog in consumer-pc embed_c embed_cxx17 embed_cxx20 embed_c_static; do
+for prog in consumer-pc embed_c embed_c89 embed_cxx17 embed_cxx20 embed_c_static; do
   echo "consumer: pkg-config: $prog"
   LD_LIBRARY_PATH="$scratch/prefix/lib" "$scratch/$prog"
 done
+
+# The Python package where cmake --install put it (the prefix's site-packages directory, as
+# python3 would search it for an installed prefix), the library found beside it.
+package=$(find "$scratch/prefix" -path '*/jitunwind/_install.py')
+[[ -n $package ]] || { echo "consumer: cmake --install put no Python package" >&2; exit 1; }
+env -u JITUNWIND_LIBRARY -u LD_LIBRARY_PATH PYTHONPATH="$(dirname "$(dirname "$package")")" \
+  PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 "$(dirname "$0")/python_installed.py" "$scratch/prefix"
 
 can_profile "$jitwalk" || exit 0
 

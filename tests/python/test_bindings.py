@@ -3,6 +3,7 @@
 import ctypes
 import mmap
 import os
+import subprocess
 import sys
 import unittest
 
@@ -43,6 +44,56 @@ class Bindings(unittest.TestCase):
             jitunwind.forget_code(address)
         self.assertEqual(e.exception.status, "not_found")
 
+    def test_directives_of_a_function_with_a_mid_function_epilogue(self):
+        # push rbp; mov rbp, rsp (1, 4) ... leave (20); ret (21); the body's rules again from 21
+        # (remember_state/restore_state), a second leave (30), then a push (31) and a pop (35)
+        # described with def_cfa_offset and adjust_cfa_offset.
+        b = jitunwind.FrameBuilder().push_frame_pointer(1, 4).remember_state()
+        rows = (b.pop_frame_pointer(20).restore_state(21).pop_frame_pointer(30)
+                .def_cfa_offset(31, 16).adjust_cfa_offset(35, -8).finish(0x10000, 40))
+        self.assertEqual([(r.pc_offset, r.cfa_base, r.cfa_offset) for r in rows],
+                         [(0, jitunwind.CFA_SP, 8), (1, jitunwind.CFA_SP, 16),
+                          (4, jitunwind.CFA_FP, 16), (20, jitunwind.CFA_SP, 8),
+                          (21, jitunwind.CFA_FP, 16), (30, jitunwind.CFA_SP, 8),
+                          (31, jitunwind.CFA_SP, 16), (35, jitunwind.CFA_SP, 8)])
+        self.assertEqual([r.fp_rule for r in rows][3:5], [jitunwind.FP_UNCHANGED,
+                                                          jitunwind.FP_SAVED])
+        self.assertEqual(rows.saved_registers, [])
+
+    def test_saved_registers_come_with_the_rows(self):
+        # push rbx (1); push r12 (3); ... pop r12 (18); pop rbx (19); ret
+        rows = (jitunwind.FrameBuilder()
+                .stack_alloc(1, 8).save_register(1, 3, -16)
+                .stack_alloc(3, 8).save_register(3, 12, -24)
+                .stack_free(18, 8).restore_register(18, 12)
+                .stack_free(19, 8).restore_register(19, 3).finish(0x10000, 20))
+        self.assertEqual([r.cfa_offset for r in rows], [8, 16, 24, 16, 8])
+        self.assertEqual([(s.pc_offset, s.dwarf_reg, s.rule, s.cfa_offset)
+                          for s in rows.saved_registers],
+                         [(1, 3, jitunwind.SAVED_AT_CFA, -16), (3, 12, jitunwind.SAVED_AT_CFA, -24),
+                          (18, 12, jitunwind.SAVED_UNCHANGED, 0),
+                          (19, 3, jitunwind.SAVED_UNCHANGED, 0)])
+        # SP, FP and RA are described by the rows, not as saved registers.
+        with self.assertRaises(jitunwind.JitunwindError):
+            jitunwind.FrameBuilder().save_register(0, 6, -16).finish(0x10000, 8)
+
+    def test_reset_clears_a_failed_builder(self):
+        b = jitunwind.FrameBuilder().stack_free(4, 64)  # below the CFA: fails
+        with self.assertRaises(jitunwind.JitunwindError):
+            b.finish(0x10000, 8)
+        self.assertEqual(len(b.reset().finish(0x10000, 8)), 1)
+
+    def test_a_missing_library_is_named_with_what_to_set(self):
+        env = dict(os.environ, JITUNWIND_LIBRARY="/nonexistent/libjitunwind.so.1",
+                   LD_LIBRARY_PATH="")
+        r = subprocess.run([sys.executable, "-c", "import jitunwind"], env=env,
+                           capture_output=True, text=True)
+        if r.returncode == 0:
+            self.skipTest(f"{jitunwind.SONAME} is on the loader's path of this machine")
+        self.assertIn("JitunwindLoadError", r.stderr)
+        self.assertIn("/nonexistent/libjitunwind.so.1 ($JITUNWIND_LIBRARY)", r.stderr)
+        self.assertIn("Set JITUNWIND_LIBRARY to the path of libjitunwind.so.1", r.stderr)
+
     def test_an_empty_range_and_missing_rows_are_refused(self):
         rows = jitunwind.FrameBuilder().finish(0x10000, 16)
         for size, rows in ((0, rows), (16, None)):
@@ -65,6 +116,15 @@ class Windows(unittest.TestCase):
     def rows(self, address):
         return jitunwind.FrameBuilder().push_frame_pointer(1, 4).pop_frame_pointer(10).finish(
             address, len(self.CODE))
+
+    def test_name_code_takes_saved_registers(self):
+        buf = mmap.mmap(-1, mmap.PAGESIZE)
+        address = ctypes.addressof(ctypes.c_char.from_buffer(buf))
+        rows = (jitunwind.FrameBuilder().stack_alloc(1, 8).save_register(1, 3, -16)
+                .stack_free(8, 8).restore_register(8, 3).finish(address, 16))
+        self.assertEqual(len(rows.saved_registers), 2)
+        jitunwind.name_code(address, 16, "pytest:saves_rbx", rows)
+        jitunwind.forget_code(address)
 
     def test_an_owned_window_runs_and_lists_its_code(self):
         directory = os.environ["JITUNWIND_DIR"]

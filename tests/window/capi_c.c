@@ -5,6 +5,16 @@
 #include <string.h>
 #include <sys/stat.h>
 
+/* An owned window of 4096 bytes with `layout` (jitunwind_session_create_owned_window). */
+static jitunwind_status create_owned(jitunwind_session* s, int layout, jitunwind_window** w,
+                                     jitunwind_error* err) {
+  jitunwind_owned_window_options o;
+  jitunwind_owned_window_options_init(&o);
+  o.code_capacity = 4096;
+  o.layout = (jitunwind_code_layout)layout;
+  return jitunwind_session_create_owned_window(s, &o, w, err);
+}
+
 static int log_calls;
 static void count_log(void* user, int level, const char* message, size_t length) {
   (void)user;
@@ -35,7 +45,7 @@ int window_capi_c_scenario(char* message, size_t message_size) {
     return 1;
   }
   jitunwind_window* w = NULL;
-  if (jitunwind_session_create_owned_window(s, 4096, 0, 0, &w, &err) != JITUNWIND_OK) return 2;
+  if (create_owned(s, 0, &w, &err) != JITUNWIND_OK) return 2;
 
   /* push rbp; mov rbp, rsp; mov eax, 7; pop rbp; ret */
   static const unsigned char code[] = {0x55, 0x48, 0x89, 0xe5, 0xb8, 7, 0, 0, 0, 0x5d, 0xc3};
@@ -97,11 +107,9 @@ int window_capi_c_lifecycle(char* message, size_t message_size) {
   }
   if (jitunwind_session_recycles_addresses(s) != 0) return 2;
   jitunwind_window* w = NULL;
-  if (jitunwind_session_create_owned_window(s, 4096, 0, JITUNWIND_LAYOUT_SHARED_ALIAS, &w, &err) !=
-      JITUNWIND_OK)
-    return 3;
-  if (jitunwind_session_create_owned_window(s, 4096, 0, 7, &w, &err) !=
-      JITUNWIND_E_INVALID_ARGUMENT)
+  jitunwind_window* refused = NULL;
+  if (create_owned(s, JITUNWIND_LAYOUT_SHARED_ALIAS, &w, &err) != JITUNWIND_OK) return 3;
+  if (create_owned(s, 7, &refused, &err) != JITUNWIND_E_INVALID_ARGUMENT || refused != NULL)
     return 4;
   /* Two functions: mov eax, imm32; ret */
   static const unsigned char code[] = {0xb8, 1, 0, 0, 0, 0xc3};
@@ -160,7 +168,7 @@ static long file_size(const char* path) {
 
 static int publish_one(jitunwind_session* s, jitunwind_error* err) {
   jitunwind_window* w = NULL;
-  if (jitunwind_session_create_owned_window(s, 4096, 0, 0, &w, err) != JITUNWIND_OK) return 1;
+  if (create_owned(s, 0, &w, err) != JITUNWIND_OK) return 1;
   uint64_t address = 0;
   void* writable = NULL;
   if (jitunwind_window_allocate(w, 16, 16, &address, &writable, err) != JITUNWIND_OK) return 1;
@@ -183,7 +191,7 @@ int window_capi_c_durability(const char* dir, const char* map) {
   o.perfmap_dir = dir;
   o.perfmap_durability = JITUNWIND_DURABILITY_BATCHED;
   o.flush_latency_ms = 60000;
-  o.no_flush_thread = 1;
+  o.flush_thread = 0;
   jitunwind_session* s = NULL;
   if (jitunwind_session_create(&o, &s, &err) != JITUNWIND_OK) return 1;
   if (publish_one(s, &err) != 0) return 2;
@@ -202,7 +210,7 @@ int window_capi_c_durability(const char* dir, const char* map) {
 
   o.perfmap_durability = (jitunwind_durability)9;
   if (jitunwind_session_create(&o, &s, &err) != JITUNWIND_E_INVALID_ARGUMENT) return 10;
-  o.perfmap_durability = JITUNWIND_DURABILITY_DEFAULT;
+  o.perfmap_durability = JITUNWIND_DURABILITY_BATCHED;
   o.flush_bytes = 10;
   if (jitunwind_session_create(&o, &s, &err) != JITUNWIND_E_INVALID_ARGUMENT) return 11;
   return 0;
@@ -243,7 +251,7 @@ int window_capi_c_accessors(void) {
   jitunwind_session* s = NULL;
   if (jitunwind_session_create(&o, &s, &err) != JITUNWIND_OK) return 1;
   jitunwind_window* w = NULL;
-  if (jitunwind_session_create_owned_window(s, 4096, 0, 0, &w, &err) != JITUNWIND_OK) return 2;
+  if (create_owned(s, 0, &w, &err) != JITUNWIND_OK) return 2;
   if (jitunwind_window_is_owned(w) != 1 || jitunwind_window_text_size(w) < 4096) return 3;
   size_t sframe_size = 1;
   if (jitunwind_window_published_sframe(w, &sframe_size) != NULL || sframe_size != 0) return 4;

@@ -6,18 +6,18 @@
 /* The release the headers belong to (semantic versioning; docs/c-api.md, "Versions"). The
    top-level CMakeLists.txt must say the same (sdk/CMakeLists.txt checks). */
 #define JITUNWIND_VERSION_MAJOR 0
-#define JITUNWIND_VERSION_MINOR 1
+#define JITUNWIND_VERSION_MINOR 2
 #define JITUNWIND_VERSION_PATCH 0
-/* One comparable number: MAJOR * 10000 + MINOR * 100 + PATCH (0.1.0 -> 100). Compare it with
+/* One comparable number: MAJOR * 10000 + MINOR * 100 + PATCH (0.2.0 -> 200). Compare it with
    jitunwind_version(), the number of the library actually loaded. */
 #define JITUNWIND_VERSION \
   (JITUNWIND_VERSION_MAJOR * 10000 + JITUNWIND_VERSION_MINOR * 100 + JITUNWIND_VERSION_PATCH)
-#define JITUNWIND_VERSION_STRING "0.1.0"
+#define JITUNWIND_VERSION_STRING "0.2.0"
 
 /* The C ABI generation: the N of the shared library's SONAME libjitunwind.so.N. It changes
    only when the C ABI breaks (a symbol removed or changed, a struct layout changed); growing
    the C API keeps it (new symbols get a new symbol version). docs/c-api.md, "ABI". */
-#define JITUNWIND_SOVERSION 0
+#define JITUNWIND_SOVERSION 1
 
 /* The library is built with -fvisibility=hidden; only declarations marked JITUNWIND_API are
    exported from libjitunwind.so. */

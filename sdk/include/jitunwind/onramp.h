@@ -48,6 +48,11 @@ JITUNWIND_API result<session*> default_session();
 JITUNWIND_API result<void> name_code(const void* code, size_t size, std::string_view name,
                                      span<const frame_row> rows);
 
+/// `name_code` for a whole function description: its range (`f.start`, `f.size`), rows, and
+/// also what rows alone cannot say — the callee-saved registers (`f.saved_registers`, which
+/// the jitdump and GDB publishers give debuggers) and a signal frame. Errors as `name_code`.
+JITUNWIND_API result<void> name_function(std::string_view name, const function_desc& f);
+
 /// The code named at `code` will not run again (no thread is inside it or will return into
 /// it): its window is retired and freed; the range may be named again. Its cost does not
 /// depend on how much other code is named. perf's perf map cannot take a name back: code named

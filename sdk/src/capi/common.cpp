@@ -5,6 +5,8 @@
 #include "common/error.hpp"
 
 #include <algorithm>
+#include <string_view>
+#include <utility>
 #include <cstring>
 
 extern "C" const char* jitunwind_status_string(jitunwind_status status) {
@@ -21,16 +23,96 @@ extern "C" const char* jitunwind_version_string(void) {
 
 namespace jitunwind::capi {
 
+namespace {
+
+// The C++ spellings the SDK's messages use and what a C caller knows them as (docs/c-api.md,
+// "Conventions"; tests/capi/messages_test.cpp provokes each message from C). Replaced where
+// they stand as a whole name, longest first where one contains another.
+constexpr std::pair<std::string_view, std::string_view> c_terms[] = {
+    {"frame_builder(abi).finish(...)", "jitunwind_frame_builder_finish"},
+    {"name_code", "jitunwind_name_code"},
+    {"name_function", "jitunwind_name_function"},
+    {"forget_code", "jitunwind_forget_code"},
+    {"describe_window", "jitunwind_session_describe_window"},
+    {"allocate()", "jitunwind_window_allocate"},
+    {"name_range", "jitunwind_window_name_range"},
+    {"retire_function", "jitunwind_window_retire_function"},
+    {"session_options::reuse", "jitunwind_session_options.address_reuse"},
+    {"flush_latency", "flush_latency_ms"},
+    {"cfa_base::sp", "JITUNWIND_CFA_SP"},
+    {"cfa_base::fp", "JITUNWIND_CFA_FP"},
+    {"fp_rule::unchanged", "JITUNWIND_FP_UNCHANGED"},
+    {"allow_flex = false", "allow_flex = 0"},
+    {"object_location::file", "JITUNWIND_USDT_FILE"},
+    {"unload()", "jitunwind_usdt_provider_unload"},
+};
+
+bool name_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+}  // namespace
+
+std::string in_c_terms(std::string_view message) {
+  std::string out;
+  out.reserve(message.size() + 32);
+  size_t i = 0;
+  while (i < message.size()) {
+    bool replaced = false;
+    if (i == 0 || !name_char(message[i - 1])) {
+      for (const auto& [cxx, c] : c_terms) {
+        if (message.substr(i, cxx.size()) != cxx) continue;
+        const size_t end = i + cxx.size();
+        if (name_char(cxx.back()) && end < message.size() && name_char(message[end])) continue;
+        out += c;
+        i = end;
+        replaced = true;
+        break;
+      }
+    }
+    if (!replaced) out += message[i++];
+  }
+  return out;
+}
+
 jitunwind_status fail(jitunwind_error* out, const error& e) noexcept {
   const auto status = static_cast<jitunwind_status>(-static_cast<int>(e.code()));
   if (out != nullptr) {
     out->status = status;
-    const std::string& m = e.message();
-    const size_t n = std::min(m.size(), sizeof(out->message) - 1);
-    std::memcpy(out->message, m.data(), n);
+    std::string m;
+    try {
+      m = in_c_terms(e.message());
+    } catch (...) {  // no memory for the translation: the message as it is
+      m.clear();
+    }
+    const std::string& text = m.empty() ? e.message() : m;
+    const size_t n = std::min(text.size(), sizeof(out->message) - 1);
+    std::memcpy(out->message, text.data(), n);
     out->message[n] = '\0';
   }
   return status;
+}
+
+namespace {
+
+void call_c_log(void* u, log_level level, std::string_view m) {
+  auto* c = static_cast<c_log*>(u);
+  c->fn(c->user, static_cast<int>(level), m.data(), m.size());
+}
+
+}  // namespace
+
+log_sink c_sink(jitunwind_log_fn fn, void* user, int min_level) {
+  log_sink sink;
+  if (fn == nullptr) return sink;
+  sink.user = new c_log{fn, user};
+  sink.fn = call_c_log;
+  sink.min_level = static_cast<log_level>(std::clamp(min_level, 0, 3));
+  return sink;
+}
+
+void delete_c_sink(const log_sink& sink) noexcept {
+  if (sink.fn == call_c_log) delete static_cast<c_log*>(sink.user);  // only c_sink's blocks
 }
 
 jitunwind_status fail(jitunwind_error* out, errc code, const char* message) noexcept {

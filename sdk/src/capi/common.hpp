@@ -2,18 +2,25 @@
 #pragma once
 
 #include <jitunwind/jitunwind.h>
+#include <jitunwind/log.h>
 #include <jitunwind/result.h>
 
 #include <cstdint>
 #include <cstring>
 #include <new>
 #include <string>
+#include <string_view>
 #include <type_traits>
 
 namespace jitunwind::capi {
 
-/// Fills `out` (if not null) from `e` and returns the matching status.
+/// Fills `out` (if not null) from `e`, its message in the C caller's terms (`in_c_terms`), and
+/// returns the matching status.
 jitunwind_status fail(jitunwind_error* out, const error& e) noexcept;
+/// A message of the C++ SDK as a C caller reads it: the C++ names it uses (`name_code`,
+/// `cfa_base::sp`, `frame_builder(abi).finish(...)`) replaced by the C API's
+/// (`jitunwind_name_code`, `JITUNWIND_CFA_SP`, `jitunwind_frame_builder_finish`).
+std::string in_c_terms(std::string_view message);
 jitunwind_status fail(jitunwind_error* out, errc code, const char* message) noexcept;
 /// Clears `out` (if not null) and returns JITUNWIND_OK.
 jitunwind_status succeed(jitunwind_error* out) noexcept;
@@ -30,6 +37,17 @@ jitunwind_status guard(jitunwind_error* out, F&& body) noexcept {
     return fail(out, errc::bad_state, "unexpected internal exception");
   }
 }
+
+/// A C log callback as a C++ log sink. The callback and its user pointer live in a heap block
+/// (`sink.user`, a `c_log`) that the owner of the sink deletes with `delete_c_sink` when the
+/// sink is no longer used (`delete_c_sink` leaves sinks c_sink did not make alone). No
+/// callback: an empty sink, no block.
+struct c_log {
+  jitunwind_log_fn fn;
+  void* user;
+};
+log_sink c_sink(jitunwind_log_fn fn, void* user, int min_level);
+void delete_c_sink(const log_sink& sink) noexcept;
 
 /// The byte-level part of read_options (one copy for every struct type).
 jitunwind_status read_options_bytes(const void* in, uint32_t in_size, void* out, size_t size,

@@ -14,7 +14,9 @@ using jitunwind::capi::succeed;
 
 struct jitunwind_frame_builder {
   frame_builder builder;
-  std::vector<jitunwind_frame_row> finished;  // rows handed out by the last finish
+  // What the last finish or recipe handed out.
+  std::vector<jitunwind_frame_row> finished;
+  std::vector<jitunwind_saved_register> finished_saved;
 };
 
 namespace {
@@ -38,19 +40,12 @@ jitunwind_status directive(jitunwind_frame_builder* b, F&& apply) {
   return state(b);
 }
 
-// Stores a finished function's rows in the builder (they stay valid until its next finish,
-// recipe, reset or destroy) and describes them in `out`.
+// Stores a finished function's rows and saved registers in the builder (they stay valid until
+// its next finish, recipe, reset or destroy) and describes them in `out`.
 jitunwind_status hand_out(jitunwind_frame_builder* b, result<function_desc> f,
                           jitunwind_function* out, jitunwind_error* error) {
   if (!f) return fail(error, f.error());
-  b->finished.clear();
-  for (const auto& r : f->rows) b->finished.push_back(capi::to_c(r));
-  out->start = f->start;
-  out->size = f->size;
-  out->pcmask_rep = f->pcmask_rep;
-  out->rows = b->finished.data();
-  out->row_count = b->finished.size();
-  out->flags = 0;
+  capi::to_c(*f, b->finished, b->finished_saved, *out);
   return succeed(error);
 }
 
@@ -62,9 +57,10 @@ jitunwind_status with_epilogues(jitunwind_frame_builder* storage,
                                 jitunwind_function* out, jitunwind_error* error, F&& recipe) {
   return guard(error, [&] {
     if (storage == nullptr || out == nullptr)
-      return fail(error, errc::invalid_argument, "storage or out is NULL");
+      return fail(error, errc::invalid_argument, "recipe: storage or out is NULL");
     if (epilogues == nullptr && count > 0)
-      return fail(error, errc::invalid_argument, "epilogues is NULL but epilogue_count > 0");
+      return fail(error, errc::invalid_argument,
+                  "recipe: epilogues is NULL but epilogue_count > 0");
     std::vector<recipes::epilogue> e;
     for (size_t i = 0; i < count; ++i)
       e.push_back({epilogues[i].after_pop, epilogues[i].after_ret});
@@ -72,42 +68,33 @@ jitunwind_status with_epilogues(jitunwind_frame_builder* storage,
   });
 }
 
-// jitunwind_frame_validate(_v3): `v3` accepts the v3 rules with `regs`.
-jitunwind_status validate_c(jitunwind_abi abi, const jitunwind_function* function,
-                            const jitunwind_frame_regs* regs, bool v3, jitunwind_error* error) {
+}  // namespace
+
+extern "C" {
+
+jitunwind_status jitunwind_frame_validate(jitunwind_abi abi, const jitunwind_function* function,
+                                          jitunwind_error* error) {
   return guard(error, [&] {
-    if (!capi::known_abi(abi)) return fail(error, errc::invalid_argument, "unknown ABI");
+    if (!capi::known_abi(abi))
+      return fail(error, errc::invalid_argument, "jitunwind_frame_validate: unknown ABI");
     jitunwind_status status = JITUNWIND_OK;
-    auto f = capi::from_c(function, error, status, regs, v3);
+    auto f = capi::from_c(function, "jitunwind_frame_validate", error, status);
     if (!f) return status;
     auto r = validate(static_cast<jitunwind::abi>(abi), *f);
     return r ? succeed(error) : fail(error, r.error());
   });
 }
 
-}  // namespace
-
-extern "C" {
-
-jitunwind_status jitunwind_frame_validate_v3(jitunwind_abi abi, const jitunwind_function* function,
-                                             const jitunwind_frame_regs* regs,
-                                             jitunwind_error* error) {
-  return validate_c(abi, function, regs, true, error);
-}
-
-jitunwind_status jitunwind_frame_validate(jitunwind_abi abi, const jitunwind_function* function,
-                                          jitunwind_error* error) {
-  return validate_c(abi, function, nullptr, false, error);
-}
-
 jitunwind_status jitunwind_frame_builder_create(jitunwind_abi abi, jitunwind_frame_builder** out,
                                                 jitunwind_error* error) {
   return guard(error, [&] {
-    if (out == nullptr) return fail(error, errc::invalid_argument, "out is NULL");
+    if (out == nullptr)
+      return fail(error, errc::invalid_argument, "jitunwind_frame_builder_create: out is NULL");
     *out = nullptr;
-    if (!capi::known_abi(abi)) return fail(error, errc::invalid_argument, "unknown ABI");
+    if (!capi::known_abi(abi))
+      return fail(error, errc::invalid_argument, "jitunwind_frame_builder_create: unknown ABI");
     *out = new jitunwind_frame_builder{
-        frame_builder(static_cast<jitunwind::abi>(capi::raw_value(abi))), {}};
+        frame_builder(static_cast<jitunwind::abi>(capi::raw_value(abi))), {}, {}};
     return succeed(error);
   });
 }
@@ -158,6 +145,16 @@ jitunwind_status jitunwind_frame_negate_ra_state(jitunwind_frame_builder* b, uin
   return directive(b, [&](frame_builder& fb) { fb.negate_ra_state(at); });
 }
 
+jitunwind_status jitunwind_frame_save_register(jitunwind_frame_builder* b, uint32_t at,
+                                               uint16_t dwarf_reg, int32_t cfa_relative) {
+  return directive(b, [&](frame_builder& fb) { fb.save_register(at, dwarf_reg, cfa_relative); });
+}
+
+jitunwind_status jitunwind_frame_restore_register(jitunwind_frame_builder* b, uint32_t at,
+                                                  uint16_t dwarf_reg) {
+  return directive(b, [&](frame_builder& fb) { fb.restore_register(at, dwarf_reg); });
+}
+
 jitunwind_status jitunwind_frame_remember_state(jitunwind_frame_builder* b) {
   return directive(b, [&](frame_builder& fb) { fb.remember_state(); });
 }
@@ -190,7 +187,8 @@ jitunwind_status jitunwind_frame_builder_finish(jitunwind_frame_builder* builder
                                                 jitunwind_error* error) {
   return guard(error, [&] {
     if (builder == nullptr || out == nullptr)
-      return fail(error, errc::invalid_argument, "builder or out is NULL");
+      return fail(error, errc::invalid_argument,
+                  "jitunwind_frame_builder_finish: builder or out is NULL");
     return hand_out(builder, builder->builder.finish(start, size), out, error);
   });
 }
@@ -200,7 +198,7 @@ jitunwind_status jitunwind_frame_recipe_leaf(jitunwind_frame_builder* storage, u
                                              jitunwind_error* error) {
   return guard(error, [&] {
     if (storage == nullptr || out == nullptr)
-      return fail(error, errc::invalid_argument, "storage or out is NULL");
+      return fail(error, errc::invalid_argument, "recipe: storage or out is NULL");
     return hand_out(storage, recipes::leaf(storage->builder.target(), start, size), out, error);
   });
 }
@@ -234,7 +232,7 @@ jitunwind_status jitunwind_frame_recipe_trampoline(jitunwind_frame_builder* stor
                                                    jitunwind_error* error) {
   return guard(error, [&] {
     if (storage == nullptr || out == nullptr)
-      return fail(error, errc::invalid_argument, "storage or out is NULL");
+      return fail(error, errc::invalid_argument, "recipe: storage or out is NULL");
     return hand_out(storage,
                     recipes::trampoline(storage->builder.target(), start, size, after_alloc,
                                         frame_bytes, after_free),

@@ -45,23 +45,23 @@ std::span<const uint8_t> as_span(const void* bytes, size_t size) {
   return {static_cast<const uint8_t*>(bytes), size};
 }
 
-// Fills caller- or library-owned arrays from a decoded section (capacities already checked);
-// `regs` may be NULL.
+// Fills caller- or library-owned arrays from a decoded section (capacities already checked).
 void fill(const sframe::decoded_section& d, jitunwind_function* functions,
-          jitunwind_frame_row* rows, jitunwind_frame_regs* regs) {
+          jitunwind_frame_row* rows) {
   size_t next = 0;
   for (size_t i = 0; i < d.functions.size(); ++i) {
     const auto& f = d.functions[i];
     jitunwind_function& c = functions[i];
+    c = {};
     c.start = f.start;
     c.size = f.size;
     c.pcmask_rep = f.pcmask_rep;
     c.rows = rows + next;
     c.row_count = f.rows.size();
     c.flags = f.signal_frame ? JITUNWIND_FUNCTION_SIGNAL_FRAME : 0;
+    c.pauth_key = f.pauth_key;
     for (const auto& r : f.rows) {
-      if (capi::has_v3_rules(r)) c.flags |= JITUNWIND_FUNCTION_V3_RULES;
-      if (regs != nullptr) regs[next] = capi::regs_of(r);
+      if (capi::has_register_rules(r)) c.flags |= JITUNWIND_FUNCTION_REGISTER_RULES;
       rows[next++] = capi::to_c(r);
     }
   }
@@ -82,29 +82,7 @@ size_t round_up(size_t n) {
   return (n + 7) & ~size_t{7};
 }
 
-// The register rules jitunwind_sframe_decode put after the rows of its block.
-jitunwind_frame_regs* decoded_regs(const jitunwind_sframe_decoded* d) {
-  auto* rows = reinterpret_cast<const uint8_t*>(d->rows);
-  return reinterpret_cast<jitunwind_frame_regs*>(
-      const_cast<uint8_t*>(rows) + round_up(d->info.num_fres * sizeof(jitunwind_frame_row)));
-}
-
-// jitunwind_sframe_encoder_append(_v3): `v3` accepts the v3 rules with `regs`.
-jitunwind_status append(jitunwind_sframe_encoder* encoder, const jitunwind_function* function,
-                        const jitunwind_frame_regs* regs, bool v3, jitunwind_error* error) {
-  return guard(error, [&] {
-    if (encoder == nullptr) return fail(error, errc::invalid_argument, "encoder is NULL");
-    jitunwind_status status = JITUNWIND_OK;
-    auto f = capi::from_c(function, error, status, regs, v3);
-    if (!f) return status;
-    auto r = encoder->encoder.append(*f);
-    return r ? succeed(error) : fail(error, r.error());
-  });
-}
-
-// jitunwind_sframe_step(_v3): `regs` NULL = the v2 rules only.
-int step(jitunwind_abi abi, const jitunwind_frame_row* row, const jitunwind_frame_regs* regs,
-         const jitunwind_regs* callee, int innermost, jitunwind_read_memory_fn read, void* user,
+int step(jitunwind_abi abi, const jitunwind_frame_row* row, const jitunwind_regs* callee, int innermost, jitunwind_read_memory_fn read, void* user,
          jitunwind_regs* caller, jitunwind_stop_reason* reason) {
   auto stop = [&](sframe::stop_reason r) {
     if (reason != nullptr) *reason = static_cast<jitunwind_stop_reason>(r);
@@ -112,7 +90,7 @@ int step(jitunwind_abi abi, const jitunwind_frame_row* row, const jitunwind_fram
   };
   if (row == nullptr || callee == nullptr || !capi::known_abi(abi))
     return stop(sframe::stop_reason::bad_rule);
-  const auto r = capi::from_c(*row, regs);
+  const auto r = capi::from_c(*row);
   if (!r) return stop(sframe::stop_reason::bad_rule);
   c_reader cr{read, user};
   const sframe::regs in{callee->pc, callee->sp, callee->fp, callee->lr};
@@ -145,7 +123,8 @@ jitunwind_status jitunwind_sframe_encoder_create(const jitunwind_sframe_encoder_
                                                  jitunwind_sframe_encoder** out,
                                                  jitunwind_error* error) {
   return guard(error, [&] {
-    if (out == nullptr) return fail(error, errc::invalid_argument, "out is NULL");
+    if (out == nullptr)
+      return fail(error, errc::invalid_argument, "jitunwind_sframe_encoder_create: out is NULL");
     *out = nullptr;
     jitunwind_sframe_encoder_options c;
     if (auto st = capi::read_options(options, c, jitunwind_sframe_encoder_options_init,
@@ -159,7 +138,8 @@ jitunwind_status jitunwind_sframe_encoder_create(const jitunwind_sframe_encoder_
     if (c.frame_pointer >= 0) o.frame_pointer = c.frame_pointer != 0;
     o.strict = c.strict != 0;
     if (c.version < 0 || c.version > 255)
-      return fail(error, errc::invalid_argument, "version must be 2 or 3");
+      return fail(error, errc::invalid_argument,
+                  "jitunwind_sframe_encoder_create: version must be 2 or 3");
     o.version = static_cast<uint8_t>(c.version);
     o.allow_flex = c.allow_flex != 0;
     auto enc = sframe::encoder::create(o);
@@ -173,17 +153,18 @@ void jitunwind_sframe_encoder_destroy(jitunwind_sframe_encoder* encoder) {
   delete encoder;
 }
 
-jitunwind_status jitunwind_sframe_encoder_append_v3(jitunwind_sframe_encoder* encoder,
-                                                    const jitunwind_function* function,
-                                                    const jitunwind_frame_regs* regs,
-                                                    jitunwind_error* error) {
-  return append(encoder, function, regs, true, error);
-}
-
 jitunwind_status jitunwind_sframe_encoder_append(jitunwind_sframe_encoder* encoder,
                                                  const jitunwind_function* function,
                                                  jitunwind_error* error) {
-  return append(encoder, function, nullptr, false, error);
+  return guard(error, [&] {
+    if (encoder == nullptr)
+      return fail(error, errc::invalid_argument, "jitunwind_sframe_encoder_append: encoder is NULL");
+    jitunwind_status status = JITUNWIND_OK;
+    auto f = capi::from_c(function, "jitunwind_sframe_encoder_append", error, status);
+    if (!f) return status;
+    auto r = encoder->encoder.append(*f);
+    return r ? succeed(error) : fail(error, r.error());
+  });
 }
 
 size_t jitunwind_sframe_encoder_size(const jitunwind_sframe_encoder* encoder) {
@@ -233,19 +214,17 @@ jitunwind_status jitunwind_sframe_decode(const void* bytes, size_t size, uint64_
     if (bytes == nullptr && size > 0) return fail(error, errc::invalid_argument, "bytes is NULL");
     auto d = sframe::decode(as_span(bytes, size), section_address);
     if (!d) return fail(error, d.error());
-    // One block: the struct, the functions, the rows, their register rules (found by
-    // jitunwind_sframe_decoded_regs after the rows: the struct cannot grow).
+    // One block: the struct, the functions, the rows.
     const size_t fn_off = round_up(sizeof(jitunwind_sframe_decoded));
     const size_t row_off = fn_off + round_up(d->functions.size() * sizeof(jitunwind_function));
-    const size_t regs_off = row_off + round_up(d->info.num_fres * sizeof(jitunwind_frame_row));
-    const size_t total = regs_off + d->info.num_fres * sizeof(jitunwind_frame_regs);
+    const size_t total = row_off + d->info.num_fres * sizeof(jitunwind_frame_row);
     auto* block = static_cast<uint8_t*>(std::malloc(total));
     if (block == nullptr) return fail(error, errc::no_memory, "out of memory");
     auto* dec = reinterpret_cast<jitunwind_sframe_decoded*>(block);
     dec->info = to_c(d->info);
     dec->functions = reinterpret_cast<jitunwind_function*>(block + fn_off);
     dec->rows = reinterpret_cast<jitunwind_frame_row*>(block + row_off);
-    fill(*d, dec->functions, dec->rows, decoded_regs(dec));
+    fill(*d, dec->functions, dec->rows);
     *out = dec;
     return succeed(error);
   });
@@ -255,40 +234,29 @@ void jitunwind_sframe_decoded_free(jitunwind_sframe_decoded* decoded) {
   std::free(decoded);
 }
 
-const jitunwind_frame_regs* jitunwind_sframe_decoded_regs(const jitunwind_sframe_decoded* decoded) {
-  return decoded != nullptr ? decoded_regs(decoded) : nullptr;
-}
-
-jitunwind_status jitunwind_sframe_decode_into_v3(
-    const void* bytes, size_t size, uint64_t section_address, jitunwind_sframe_info* info,
-    jitunwind_function* functions, size_t function_capacity, jitunwind_frame_row* rows,
-    jitunwind_frame_regs* regs, size_t row_capacity, jitunwind_error* error) {
+jitunwind_status jitunwind_sframe_decode_into(const void* bytes, size_t size,
+                                              uint64_t section_address, jitunwind_sframe_info* info,
+                                              jitunwind_function* functions,
+                                              size_t function_capacity, jitunwind_frame_row* rows,
+                                              size_t row_capacity, jitunwind_error* error) {
   return guard(error, [&] {
-    if (bytes == nullptr && size > 0) return fail(error, errc::invalid_argument, "bytes is NULL");
+    if (bytes == nullptr && size > 0)
+      return fail(error, errc::invalid_argument, "jitunwind_sframe_decode_into: bytes is NULL");
     auto d = sframe::decode(as_span(bytes, size), section_address);
     if (!d) return fail(error, d.error());
     if (info != nullptr) *info = to_c(d->info);
     if (function_capacity < d->functions.size() || row_capacity < d->info.num_fres ||
         (functions == nullptr && !d->functions.empty()) ||
         (rows == nullptr && d->info.num_fres > 0))
-      return fail(
-          error, jitunwind::detail::make_error(errc::limit_exceeded,
-                                               "section has %zu functions and %u rows; arrays hold "
-                                               "%zu and %zu",
-                                               d->functions.size(), d->info.num_fres,
-                                               function_capacity, row_capacity));
-    fill(*d, functions, rows, regs);
+      return fail(error, jitunwind::detail::make_error(
+                             errc::limit_exceeded,
+                             "jitunwind_sframe_decode_into: the section has %zu functions and %u "
+                             "rows; the arrays hold %zu and %zu",
+                             d->functions.size(), d->info.num_fres, function_capacity,
+                             row_capacity));
+    fill(*d, functions, rows);
     return succeed(error);
   });
-}
-
-jitunwind_status jitunwind_sframe_decode_into(const void* bytes, size_t size,
-                                              uint64_t section_address, jitunwind_sframe_info* info,
-                                              jitunwind_function* functions,
-                                              size_t function_capacity, jitunwind_frame_row* rows,
-                                              size_t row_capacity, jitunwind_error* error) {
-  return jitunwind_sframe_decode_into_v3(bytes, size, section_address, info, functions,
-                                         function_capacity, rows, nullptr, row_capacity, error);
 }
 
 jitunwind_status jitunwind_sframe_table_create(const void* bytes, size_t size,
@@ -314,44 +282,30 @@ void jitunwind_sframe_table_info(const jitunwind_sframe_table* table, jitunwind_
   if (table != nullptr && out != nullptr) *out = to_c(table->table.info());
 }
 
-int jitunwind_sframe_table_find_v3(const jitunwind_sframe_table* table, uint64_t pc,
-                                   jitunwind_sframe_lookup* out, jitunwind_frame_regs* regs) {
+int jitunwind_sframe_table_find(const jitunwind_sframe_table* table, uint64_t pc,
+                                jitunwind_sframe_lookup* out) {
   if (table == nullptr) return 0;
   auto r = table->table.find(pc);
   if (!r) return 0;
   if (out != nullptr) {
+    *out = {};
     out->function_index = r->function_index;
     out->function_start = r->function_start;
     out->function_size = r->function_size;
     out->row = capi::to_c(r->row);
   }
-  if (regs != nullptr) *regs = capi::regs_of(r->row);
   return 1;
-}
-
-int jitunwind_sframe_table_find(const jitunwind_sframe_table* table, uint64_t pc,
-                                jitunwind_sframe_lookup* out) {
-  return jitunwind_sframe_table_find_v3(table, pc, out, nullptr);
 }
 
 const char* jitunwind_stop_reason_string(jitunwind_stop_reason reason) {
   return sframe::to_string(static_cast<sframe::stop_reason>(reason));
 }
 
-int jitunwind_sframe_step_v3(jitunwind_abi abi, const jitunwind_frame_row* row,
-                             const jitunwind_frame_regs* regs, const jitunwind_regs* callee,
-                             int innermost, jitunwind_read_memory_fn read, void* user,
-                             jitunwind_regs* caller, jitunwind_stop_reason* reason) {
-  const jitunwind_frame_regs none{};
-  return step(abi, row, regs != nullptr ? regs : &none, callee, innermost, read, user, caller,
-              reason);
-}
-
 int jitunwind_sframe_step(jitunwind_abi abi, const jitunwind_frame_row* row,
                           const jitunwind_regs* callee, int innermost,
                           jitunwind_read_memory_fn read, void* user, jitunwind_regs* caller,
                           jitunwind_stop_reason* reason) {
-  return step(abi, row, nullptr, callee, innermost, read, user, caller, reason);
+  return step(abi, row, callee, innermost, read, user, caller, reason);
 }
 
 size_t jitunwind_sframe_unwind(jitunwind_abi abi, const jitunwind_sframe_table* const* tables,

@@ -50,6 +50,7 @@ jitunwind_status create_pool(session* in, const jitunwind_trampoline_pool_option
   trampoline_pool_options o;
   if (c.stubs_per_window != 0) o.stubs_per_window = c.stubs_per_window;
   if (c.name_prefix != nullptr) o.name_prefix = c.name_prefix;
+  if (c.array_name != nullptr) o.array_name = c.array_name;
   o.near_address = c.near_address;
   std::unique_ptr<session> own;
   if (in == nullptr) {

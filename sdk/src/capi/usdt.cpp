@@ -9,6 +9,9 @@
 
 struct jitunwind_usdt_provider {
   jitunwind::usdt::provider impl;
+  jitunwind::log_sink log;  // the C callback's block (capi::c_sink), deleted with the provider
+
+  ~jitunwind_usdt_provider() { jitunwind::capi::delete_c_sink(log); }
 };
 
 struct jitunwind_usdt_probe {
@@ -29,6 +32,7 @@ void jitunwind_usdt_provider_options_init(jitunwind_usdt_provider_options* optio
   options->location = usdt::provider_options{}.location == usdt::object_location::file
                           ? JITUNWIND_USDT_FILE
                           : JITUNWIND_USDT_MEMFD;
+  options->log_min_level = static_cast<int>(usdt::provider_options{}.log.min_level);
 }
 
 jitunwind_status jitunwind_usdt_provider_create(const char* name,
@@ -51,9 +55,13 @@ jitunwind_status jitunwind_usdt_provider_create(const char* name,
     o.location = location == JITUNWIND_USDT_FILE ? usdt::object_location::file
                                                  : usdt::object_location::memfd;
     if (c.directory != nullptr) o.directory = c.directory;
+    o.log = capi::c_sink(c.log, c.log_user, c.log_min_level);
     auto p = usdt::provider::create(name, o);
-    if (!p) return fail(error, p.error());
-    *out = new jitunwind_usdt_provider{std::move(*p)};
+    if (!p) {
+      capi::delete_c_sink(o.log);
+      return fail(error, p.error());
+    }
+    *out = new jitunwind_usdt_provider{std::move(*p), o.log};
     return succeed(error);
   });
 }

@@ -30,46 +30,28 @@ const window* W(const jitunwind_window* w) {
   return reinterpret_cast<const window*>(w);
 }
 
-// The C callback and its user pointer travel in a heap block: sinks are plain values copied
-// into the session, so the block lives as long as the session (freed by session_destroy).
-struct c_log {
-  jitunwind_log_fn fn;
-  void* user;
-};
-
-void call_c_log(void* u, log_level level, std::string_view m) {
-  auto* c = static_cast<c_log*>(u);
-  c->fn(c->user, static_cast<int>(level), m.data(), m.size());
-}
-
-log_sink c_sink(jitunwind_log_fn fn, void* user, int min_level) {
-  log_sink sink;
-  if (fn == nullptr) return sink;
-  sink.user = new c_log{fn, user};
-  sink.fn = call_c_log;
-  sink.min_level = static_cast<log_level>(std::clamp(min_level, 0, 3));
-  return sink;
-}
-
 jitunwind_status make_session(const session_options& o, jitunwind_session** out,
                               jitunwind_error* error) {
   auto s = session::create(o);
-  if (!s) return fail(error, s.error());
+  if (!s) {
+    capi::delete_c_sink(o.log);  // no session took it
+    return fail(error, s.error());
+  }
   *out = reinterpret_cast<jitunwind_session*>(std::move(s).value().release());
   return succeed(error);
 }
 
-// append and name_range (and their _v3, `v3` true: the v3 rules with `regs`): a named function
-// from C, checked and converted, applied by `apply`.
+// append and name_range: a named function from C, checked and converted, applied by `apply`.
 template <class F>
 jitunwind_status with_function(jitunwind_window* w, const char* name,
-                               const jitunwind_function* function, const jitunwind_frame_regs* regs,
-                               bool v3, jitunwind_error* error, F&& apply) {
+                               const jitunwind_function* function, const char* what,
+                               jitunwind_error* error, F&& apply) {
   return guard(error, [&] {
     if (w == nullptr || name == nullptr)
-      return fail(error, errc::invalid_argument, "window or name is NULL");
+      return fail(error, errc::invalid_argument,
+                  (std::string(what) + ": window or name is NULL").c_str());
     jitunwind_status status = JITUNWIND_OK;
-    auto f = capi::from_c(function, error, status, regs, v3);
+    auto f = capi::from_c(function, what, error, status);
     if (!f) return status;
     if (auto r = apply(*W(w), *f); !r) return fail(error, r.error());
     return succeed(error);
@@ -88,7 +70,18 @@ void jitunwind_session_options_init(jitunwind_session_options* options) {
   options->abi = static_cast<jitunwind_abi>(defaults.target);
   options->publishers = defaults.publishers;
   options->log_min_level = static_cast<int>(defaults.log.min_level);
+  options->perfmap_durability = static_cast<jitunwind_durability>(defaults.perfmap_durability);
+  options->jitdump_durability = static_cast<jitunwind_durability>(defaults.jitdump_durability);
+  options->flush_bytes = defaults.flush_bytes;
+  options->flush_latency_ms = static_cast<uint32_t>(defaults.flush_latency.count());
+  options->flush_thread = defaults.flush_thread ? 1 : 0;
+  options->address_reuse = static_cast<jitunwind_address_reuse>(defaults.reuse);
+  options->sframe_version = defaults.sframe_version;
+  options->sframe_allow_flex = defaults.sframe_allow_flex ? 1 : 0;
 }
+
+static_assert(JITUNWIND_DURABILITY_SYNC == static_cast<int>(durability::sync) &&
+              JITUNWIND_DURABILITY_BATCHED == static_cast<int>(durability::batched));
 
 jitunwind_status jitunwind_session_create(const jitunwind_session_options* options,
                                           jitunwind_session** out, jitunwind_error* error) {
@@ -103,7 +96,7 @@ jitunwind_status jitunwind_session_create(const jitunwind_session_options* optio
     session_options o;
     const int target = capi::raw_value(c.abi);
     if (target != 0 && !capi::known_abi(c.abi))
-      return fail(error, errc::invalid_argument, "unknown ABI");
+      return fail(error, errc::invalid_argument, "jitunwind_session_create: unknown ABI");
     if (target != 0) o.target = static_cast<abi>(target);
     o.publishers = c.publishers;
     if (c.perfmap_dir != nullptr) o.perfmap_dir = c.perfmap_dir;
@@ -112,21 +105,31 @@ jitunwind_status jitunwind_session_create(const jitunwind_session_options* optio
     const int reuse = capi::raw_value(c.address_reuse);
     if (reuse < 0 || reuse > 2)
       return fail(error, errc::invalid_argument,
-                  ("unknown address_reuse " + std::to_string(reuse)).c_str());
+                  ("jitunwind_session_create: unknown address_reuse " + std::to_string(reuse))
+                      .c_str());
     o.reuse = static_cast<address_reuse>(reuse);
     // Raw values first: an out-of-range enum must not be loaded as the enum type (UB).
     for (const auto& [raw, to] :
          {std::pair{capi::raw_value(c.perfmap_durability), &o.perfmap_durability},
           std::pair{capi::raw_value(c.jitdump_durability), &o.jitdump_durability}}) {
-      if (raw < 0 || raw > JITUNWIND_DURABILITY_BATCHED)
-        return fail(error, errc::invalid_argument, "unknown durability");
-      if (raw != JITUNWIND_DURABILITY_DEFAULT)
-        *to = raw == JITUNWIND_DURABILITY_SYNC ? durability::sync : durability::batched;
+      if (raw != JITUNWIND_DURABILITY_SYNC && raw != JITUNWIND_DURABILITY_BATCHED)
+        return fail(error, errc::invalid_argument,
+                    ("jitunwind_session_create: unknown durability " + std::to_string(raw) +
+                     " (JITUNWIND_DURABILITY_SYNC or _BATCHED)")
+                        .c_str());
+      *to = static_cast<durability>(raw);
     }
     if (c.flush_bytes != 0) o.flush_bytes = c.flush_bytes;
     if (c.flush_latency_ms != 0) o.flush_latency = std::chrono::milliseconds(c.flush_latency_ms);
-    o.flush_thread = c.no_flush_thread == 0;
-    o.log = c_sink(c.log, c.log_user, c.log_min_level);
+    o.flush_thread = c.flush_thread != 0;
+    if (c.sframe_version != 2 && c.sframe_version != 3)
+      return fail(error, errc::invalid_argument,
+                  ("jitunwind_session_create: sframe_version " + std::to_string(c.sframe_version) +
+                   " (2 or 3)")
+                      .c_str());
+    o.sframe_version = static_cast<uint8_t>(c.sframe_version);
+    o.sframe_allow_flex = c.sframe_allow_flex != 0;
+    o.log = capi::c_sink(c.log, c.log_user, c.log_min_level);
     return make_session(o, out, error);
   });
 }
@@ -139,18 +142,17 @@ jitunwind_status jitunwind_session_create_from_env(jitunwind_log_fn log, void* l
     *out = nullptr;
     auto o = session_options::from_env();
     if (!o) return fail(error, o.error());
-    if (log != nullptr) o->log = c_sink(log, log_user, 1);  // else JITUNWIND_LOG's, if set
+    if (log != nullptr) o->log = capi::c_sink(log, log_user, 1);  // else JITUNWIND_LOG's, if set
     return make_session(*o, out, error);
   });
 }
 
 void jitunwind_session_destroy(jitunwind_session* s) {
   if (s == nullptr) return;
-  // Only a sink from c_sink owns its block (JITUNWIND_LOG's sink carries a descriptor).
-  const log_sink& log = S(s)->options().log;
-  void* log_block = log.fn == call_c_log ? log.user : nullptr;
+  // Only a sink from capi::c_sink owns its block (JITUNWIND_LOG's sink carries a descriptor).
+  const log_sink sink = S(s)->options().log;
   delete S(s);
-  delete static_cast<c_log*>(log_block);
+  capi::delete_c_sink(sink);
 }
 
 jitunwind_publisher_state jitunwind_session_publisher_state(const jitunwind_session* s,
@@ -196,18 +198,48 @@ jitunwind_status jitunwind_session_flush(jitunwind_session* s, jitunwind_error* 
   });
 }
 
-jitunwind_status jitunwind_session_create_owned_window(jitunwind_session* s, size_t code_capacity,
-                                                       size_t sframe_capacity, int layout,
+void jitunwind_owned_window_options_init(jitunwind_owned_window_options* options) {
+  if (options == nullptr) return;
+  const owned_window_options defaults;
+  *options = {};
+  options->struct_size = sizeof *options;
+  options->layout = static_cast<jitunwind_code_layout>(defaults.layout);
+  options->code_capacity = defaults.code_capacity;
+  options->sframe_capacity = defaults.sframe_capacity;
+}
+
+void jitunwind_described_window_options_init(jitunwind_described_window_options* options) {
+  if (options == nullptr) return;
+  const described_window_options defaults;
+  *options = {};
+  options->struct_size = sizeof *options;
+  options->text_start = defaults.text_start;
+  options->text_size = defaults.text_size;
+  options->sframe_capacity = defaults.sframe_capacity;
+}
+
+jitunwind_status jitunwind_session_create_owned_window(jitunwind_session* s,
+                                                       const jitunwind_owned_window_options* options,
                                                        jitunwind_window** out,
                                                        jitunwind_error* error) {
   return guard(error, [&] {
     if (s == nullptr || out == nullptr)
-      return fail(error, errc::invalid_argument, "session or out is NULL");
+      return fail(error, errc::invalid_argument,
+                  "jitunwind_session_create_owned_window: session or out is NULL");
+    *out = nullptr;
+    jitunwind_owned_window_options c;
+    if (auto st = capi::read_options(options, c, jitunwind_owned_window_options_init,
+                                     "jitunwind_owned_window_options", error);
+        st != JITUNWIND_OK)
+      return st;
+    const int layout = capi::raw_value(c.layout);
     if (layout < 0 || layout > 2)
       return fail(error, errc::invalid_argument,
-                  ("unknown code layout " + std::to_string(layout)).c_str());
-    auto w = S(s)->create_owned_window({.code_capacity = code_capacity,
-                                        .sframe_capacity = sframe_capacity,
+                  ("jitunwind_session_create_owned_window: unknown code layout " +
+                   std::to_string(layout))
+                      .c_str());
+    auto w = S(s)->create_owned_window({.code_capacity = c.code_capacity,
+                                        .sframe_capacity = c.sframe_capacity,
                                         .layout = static_cast<code_layout>(layout)});
     if (!w) return fail(error, w.error());
     *out = reinterpret_cast<jitunwind_window*>(*w);
@@ -215,14 +247,26 @@ jitunwind_status jitunwind_session_create_owned_window(jitunwind_session* s, siz
   });
 }
 
-jitunwind_status jitunwind_session_describe_window(jitunwind_session* s, uint64_t text_start,
-                                                   size_t text_size, size_t sframe_capacity,
-                                                   jitunwind_window** out, jitunwind_error* error) {
+jitunwind_status jitunwind_session_describe_window(
+    jitunwind_session* s, const jitunwind_described_window_options* options,
+    jitunwind_window** out, jitunwind_error* error) {
   return guard(error, [&] {
-    if (s == nullptr || out == nullptr)
-      return fail(error, errc::invalid_argument, "session or out is NULL");
-    auto w = S(s)->describe_window(
-        {.text_start = text_start, .text_size = text_size, .sframe_capacity = sframe_capacity});
+    if (s == nullptr || out == nullptr || options == nullptr)
+      return fail(error, errc::invalid_argument,
+                  "jitunwind_session_describe_window: session, options or out is NULL (the "
+                  "options hold the range)");
+    *out = nullptr;
+    jitunwind_described_window_options c;
+    if (auto st = capi::read_options(options, c, jitunwind_described_window_options_init,
+                                     "jitunwind_described_window_options", error);
+        st != JITUNWIND_OK)
+      return st;
+    if (c.reserved != 0)
+      return fail(error, errc::invalid_argument,
+                  "jitunwind_session_describe_window: options.reserved is not 0");
+    auto w = S(s)->describe_window({.text_start = c.text_start,
+                                    .text_size = c.text_size,
+                                    .sframe_capacity = c.sframe_capacity});
     if (!w) return fail(error, w.error());
     *out = reinterpret_cast<jitunwind_window*>(*w);
     return succeed(error);
@@ -282,37 +326,19 @@ jitunwind_status jitunwind_window_allocate(jitunwind_window* w, size_t size, siz
   });
 }
 
-jitunwind_status jitunwind_window_append_v3(jitunwind_window* w, const char* name,
-                                            const jitunwind_function* function,
-                                            const jitunwind_frame_regs* regs, uint64_t moved_from,
-                                            jitunwind_error* error) {
-  return with_function(
-      w, name, function, regs, true, error,
-      [&](window& win, const function_desc& f) { return win.append(name, f, moved_from); });
-}
-
 jitunwind_status jitunwind_window_append(jitunwind_window* w, const char* name,
                                          const jitunwind_function* function, uint64_t moved_from,
                                          jitunwind_error* error) {
   return with_function(
-      w, name, function, nullptr, false, error,
+      w, name, function, "jitunwind_window_append", error,
       [&](window& win, const function_desc& f) { return win.append(name, f, moved_from); });
-}
-
-jitunwind_status jitunwind_window_name_range_v3(jitunwind_window* w, const char* name,
-                                                const jitunwind_function* function,
-                                                const jitunwind_frame_regs* regs,
-                                                jitunwind_error* error) {
-  return with_function(
-      w, name, function, regs, true, error,
-      [&](window& win, const function_desc& f) { return win.name_range(name, f); });
 }
 
 jitunwind_status jitunwind_window_name_range(jitunwind_window* w, const char* name,
                                              const jitunwind_function* function,
                                              jitunwind_error* error) {
   return with_function(
-      w, name, function, nullptr, false, error,
+      w, name, function, "jitunwind_window_name_range", error,
       [&](window& win, const function_desc& f) { return win.name_range(name, f); });
 }
 

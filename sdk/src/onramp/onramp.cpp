@@ -13,6 +13,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <string_view>
 
 namespace jitunwind {
 
@@ -63,6 +65,17 @@ const char* api(bool c_names, const char* name) {
   return text.c_str();
 }
 
+// describe_window's errors in the terms of the on-ramp's caller (`entry`), who never called it.
+error in_terms_of(const std::string& entry, const error& e) {
+  std::string_view m = e.message();
+  constexpr std::string_view internal = "describe_window: ";
+  if (m.substr(0, internal.size()) == internal) m.remove_prefix(internal.size());
+  std::string text = entry + ": " + std::string(m);
+  if (e.code() == errc::already_exists)
+    text += " (code named before and not forgotten, or a window of the default session)";
+  return error(e.code(), std::move(text));
+}
+
 }  // namespace
 
 void set_default_session_log(log_sink sink) {
@@ -102,43 +115,44 @@ result<void> name_code(const void* code, size_t size, std::string_view name,
   return detail::onramp_name_code(code, size, name, rows, false);
 }
 
+result<void> name_function(std::string_view name, const function_desc& f) {
+  return detail::onramp_name_function(name, f, false);
+}
+
 result<void> forget_code(const void* code) {
   return detail::onramp_forget_code(code, false);
 }
 
 namespace detail {
 
-result<void> onramp_name_code(const void* code, size_t size, std::string_view name,
-                              span<const frame_row> rows, bool c_names) {
-  const auto start = reinterpret_cast<uint64_t>(code);
-  if (code == nullptr || size == 0 || size > UINT32_MAX)
-    return detail::make_error(errc::invalid_argument,
-                              "%s: code %p, size %zu: the code must be a non-empty range "
-                              "of at most 4 GiB",
-                              api(c_names, "name_code"), code, size);
-  function_desc f;
-  f.start = start;
-  f.size = static_cast<uint32_t>(size);
-  f.rows.assign(rows.begin(), rows.end());
+namespace {
+
+// name_code and name_function (`entry`, as the caller spelled it).
+result<void> publish_named(const std::string& entry, std::string_view name,
+                           const function_desc& f, bool c_names) {
+  const uint64_t start = f.start;
+  const size_t size = f.size;
   onramp_state& s = state();
   std::lock_guard lock(s.mutex);
   JITUNWIND_TRY_ASSIGN(session * sess, get_session(s));
   if (c_names) static_cast<session_impl*>(sess)->use_c_names();
   // An empty row list is legal SFrame v3 (an outermost frame: unwinders stop there), which is
   // never what a runtime naming its code means: refuse it rather than cut every stack.
-  if (rows.empty())
+  if (f.rows.empty())
     return detail::make_error(errc::invalid_argument,
                               "%s: no rows for code at 0x%llx: give at least the entry "
                               "row (%s)",
-                              api(c_names, "name_code"), static_cast<unsigned long long>(start),
+                              entry.c_str(), static_cast<unsigned long long>(start),
                               c_names ? "jitunwind_frame_recipe_leaf, or "
                                         "jitunwind_frame_builder_finish of an empty builder"
                                       : "frame_builder(abi).finish(...) of an empty builder");
   if (s.windows.count(start) != 0)
-    return detail::make_error(errc::already_exists, "%s: code at 0x%llx is named already (%s it first)",
-                              api(c_names, "name_code"), static_cast<unsigned long long>(start),
-                              api(c_names, "forget_code"));
-  JITUNWIND_TRY_ASSIGN(window * w, sess->describe_window({.text_start = start, .text_size = size}));
+    return detail::make_error(errc::already_exists,
+                              "%s: code at 0x%llx is named already (%s it first)", entry.c_str(),
+                              static_cast<unsigned long long>(start), api(c_names, "forget_code"));
+  auto described = sess->describe_window({.text_start = start, .text_size = size});
+  if (!described) return in_terms_of(entry, described.error());
+  window* w = *described;
   auto published = [&]() -> result<void> {
     JITUNWIND_TRY(w->append(name, f));
     return w->publish();
@@ -151,6 +165,31 @@ result<void> onramp_name_code(const void* code, size_t size, std::string_view na
   }
   s.windows.emplace(start, w);
   return {};
+}
+
+}  // namespace
+
+result<void> onramp_name_code(const void* code, size_t size, std::string_view name,
+                              span<const frame_row> rows, bool c_names) {
+  if (code == nullptr || size == 0 || size > UINT32_MAX)
+    return detail::make_error(errc::invalid_argument,
+                              "%s: code %p, size %zu: the code must be a non-empty range "
+                              "of at most 4 GiB",
+                              api(c_names, "name_code"), code, size);
+  function_desc f;
+  f.start = reinterpret_cast<uint64_t>(code);
+  f.size = static_cast<uint32_t>(size);
+  f.rows.assign(rows.begin(), rows.end());
+  return publish_named(api(c_names, "name_code"), name, f, c_names);
+}
+
+result<void> onramp_name_function(std::string_view name, const function_desc& f, bool c_names) {
+  if (f.start == 0 || f.size == 0)
+    return detail::make_error(errc::invalid_argument,
+                              "%s: code at 0x%llx, size %u: the code must be a non-empty range",
+                              api(c_names, "name_function"),
+                              static_cast<unsigned long long>(f.start), f.size);
+  return publish_named(api(c_names, "name_function"), name, f, c_names);
 }
 
 result<void> onramp_forget_code(const void* code, bool c_names) {

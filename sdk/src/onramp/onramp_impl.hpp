@@ -12,6 +12,8 @@ namespace jitunwind::detail {
 
 result<void> onramp_name_code(const void* code, size_t size, std::string_view name,
                               span<const frame_row> rows, bool c_names);
+result<void> onramp_name_function(std::string_view name, const function_desc& f,
+                                  bool c_names);
 result<void> onramp_forget_code(const void* code, bool c_names);
 /// The default session's warnings name C functions from now on.
 void onramp_use_c_names();

@@ -38,6 +38,7 @@ static void* worker(void* unused) {
   }
   LOAD(jitunwind_session_options_init);
   LOAD(jitunwind_session_create);
+  LOAD(jitunwind_owned_window_options_init);
   LOAD(jitunwind_session_create_owned_window);
   LOAD(jitunwind_window_allocate);
   LOAD(jitunwind_frame_builder_create);
@@ -49,8 +50,11 @@ static void* worker(void* unused) {
 
   jitunwind_error err;
   jitunwind_session_options o;
+  jitunwind_owned_window_options wo;
   jitunwind_session_options_init(&o);
   o.publishers = JITUNWIND_PUBLISH_REGISTRY;
+  jitunwind_owned_window_options_init(&wo);
+  wo.code_capacity = 4096;
   jitunwind_session* s = NULL;
   jitunwind_window* w = NULL;
   /* push rbp; mov rbp, rsp; mov eax, 7; pop rbp; ret */
@@ -60,7 +64,7 @@ static void* worker(void* unused) {
   jitunwind_frame_builder* b = NULL;
   jitunwind_function f;
   if (jitunwind_session_create(&o, &s, &err) != JITUNWIND_OK ||
-      jitunwind_session_create_owned_window(s, 4096, 0, 0, &w, &err) != JITUNWIND_OK ||
+      jitunwind_session_create_owned_window(s, &wo, &w, &err) != JITUNWIND_OK ||
       jitunwind_window_allocate(w, sizeof code, 16, &address, &writable, &err) != JITUNWIND_OK) {
     fprintf(stderr, "late_sdk: %s\n", err.message);
     return (void*)3;

@@ -1,7 +1,10 @@
 // A JIT function whose rows come from a compiler's .eh_frame (this program's own, read in
-// memory and decoded with cfi::decode), published through the GDB JIT interface. gdb must show
-// the caller's rbx and r12 in the frame above the JIT frame (tests/gdbjit/gdb_test.cpp).
+// memory and decoded with cfi::decode), published through the GDB JIT interface; then a second
+// copy described from C alone (the C frame builder's save_register directives, a C session and
+// window). gdb must show the caller's rbx and r12 in the frame above each JIT frame
+// (tests/gdbjit/gdb_test.cpp).
 #include <jitunwind/cfi.h>
+#include <jitunwind/jitunwind.h>
 #include <jitunwind/window.h>
 
 #include <link.h>
@@ -43,6 +46,51 @@ int find_eh_frame(dl_phdr_info* info, size_t, void* data) {
     return 1;
   }
   return 0;
+}
+
+// The copy described through the C API, as a C JIT would (code.S: push rbx ends at 1, push r12
+// at 3, sub rsp at 7, add rsp at 18, pop r12 at 20, pop rbx at 21, ret at 22). `drop`: without
+// the save_register/restore_register directives. Returns its address, or 0.
+uint64_t publish_with_c_api(uint64_t template_address, uint32_t size, bool drop) {
+  jitunwind_error err;
+  jitunwind_session_options so;
+  jitunwind_session_options_init(&so);
+  so.publishers = JITUNWIND_PUBLISH_GDB;
+  jitunwind_session* s = nullptr;
+  jitunwind_window* w = nullptr;
+  jitunwind_frame_builder* b = nullptr;
+  uint64_t address = 0;
+  void* writable = nullptr;
+  jitunwind_function f{};
+  if (size != 22 || jitunwind_session_create(&so, &s, &err) != JITUNWIND_OK ||
+      jitunwind_session_create_owned_window(s, nullptr, &w, &err) != JITUNWIND_OK ||
+      jitunwind_window_allocate(w, size, 16, &address, &writable, &err) != JITUNWIND_OK ||
+      jitunwind_frame_builder_create(JITUNWIND_ABI_AMD64, &b, &err) != JITUNWIND_OK) {
+    std::fprintf(stderr, "savedregs: C API (size %u): %s\n", size, err.message);
+    return 0;
+  }
+  std::memcpy(writable, reinterpret_cast<const void*>(template_address), size);
+  jitunwind_frame_stack_alloc(b, 1, 8);
+  if (!drop) jitunwind_frame_save_register(b, 1, 3, -16);
+  jitunwind_frame_stack_alloc(b, 3, 8);
+  if (!drop) jitunwind_frame_save_register(b, 3, 12, -24);
+  jitunwind_frame_stack_alloc(b, 7, 8);
+  jitunwind_frame_stack_free(b, 18, 8);
+  jitunwind_frame_stack_free(b, 20, 8);
+  if (!drop) jitunwind_frame_restore_register(b, 20, 12);
+  jitunwind_frame_stack_free(b, 21, 8);
+  if (!drop) jitunwind_frame_restore_register(b, 21, 3);
+  const bool ok = jitunwind_frame_builder_finish(b, address, size, &f, &err) == JITUNWIND_OK &&
+                  jitunwind_window_append(w, "jit_saves_rbx_c", &f, 0, &err) == JITUNWIND_OK &&
+                  jitunwind_window_publish(w, &err) == JITUNWIND_OK;
+  jitunwind_frame_builder_destroy(b);
+  if (!ok) {
+    std::fprintf(stderr, "savedregs: C API: %s\n", err.message);
+    return 0;
+  }
+  std::printf("jit_saves_rbx_c at 0x%llx: %zu rows, %zu saved-register changes\n",
+              static_cast<unsigned long long>(address), f.row_count, f.saved_register_count);
+  return address;  // the session stays: the code runs until the process ends
 }
 
 }  // namespace
@@ -96,7 +144,11 @@ int main(int argc, char** argv) {
   std::printf("jit_saves_rbx at 0x%llx: %zu rows, %zu saved-register changes\n",
               static_cast<unsigned long long>(copy.start), copy.rows.size(),
               copy.saved_registers.size());
+  const uint64_t c_copy = publish_with_c_api(template_address, rows->size, drop);
+  if (c_copy == 0) return 1;
   const uint64_t rbx = call_with_rbx(copy.start, native_breakpoint);
-  std::printf("rbx after the call: 0x%llx\n", static_cast<unsigned long long>(rbx));
-  return rbx == 0x1122334455667788ull ? 0 : 1;
+  const uint64_t c_rbx = call_with_rbx(c_copy, native_breakpoint);
+  std::printf("rbx after the calls: 0x%llx, 0x%llx\n", static_cast<unsigned long long>(rbx),
+              static_cast<unsigned long long>(c_rbx));
+  return rbx == 0x1122334455667788ull && c_rbx == rbx ? 0 : 1;
 }

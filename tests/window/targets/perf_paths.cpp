@@ -137,8 +137,11 @@ size_t gap_after(const function_code& f) {
   const std::vector<jitunwind_frame_row> rows = c_rows(f.rows);
   size_t gap = 0;
   jitunwind_error e{};
-  if (jitunwind_perf_code_gap(JITUNWIND_ABI_AMD64, f.bytes.size(), rows.data(), rows.size(), &gap,
-                              &e) != JITUNWIND_OK)
+  jitunwind_function c{};
+  c.size = static_cast<uint32_t>(f.bytes.size());
+  c.rows = rows.data();
+  c.row_count = rows.size();
+  if (jitunwind_perf_code_gap(JITUNWIND_ABI_AMD64, &c, &gap, &e) != JITUNWIND_OK)
     die(std::string("jitunwind_perf_code_gap: ") + e.message);
   return gap;
 }

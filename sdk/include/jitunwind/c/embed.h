@@ -16,8 +16,8 @@
  *   `jitunwind_<object>_<property>` for accessors (jitunwind_window_id, _text_start);
  *   jitunwind_window_get_state keeps `get_` because jitunwind_window_state is its enum's name.
  *   The frame builder's directives are `jitunwind_frame_<DWARF directive>` and its recipes
- *   `jitunwind_frame_recipe_<shape>`. Functions newer than the first release say
- *   "Since JITUNWIND_0.N" (their symbol version).
+ *   `jitunwind_frame_recipe_<shape>`. Functions added after the release that started this
+ *   ABI generation (0.2) say "Since JITUNWIND_0.N" (their symbol version).
  * - Callbacks receive the `void* user` they were registered with.
  * - Memory returned to the caller says in its comment who frees it and how.
  * - Options structs start with `uint32_t struct_size`: fill one with its `_init` function
@@ -87,72 +87,101 @@ typedef enum jitunwind_reg {
   JITUNWIND_REG_RA = 2
 } jitunwind_reg;
 
-enum { JITUNWIND_CFA_SP = 0, JITUNWIND_CFA_FP = 1 };
-enum { JITUNWIND_RA_SAVED = 0, JITUNWIND_RA_IN_REGISTER = 1, JITUNWIND_RA_UNDEFINED = 2 };
-enum { JITUNWIND_FP_UNCHANGED = 0, JITUNWIND_FP_SAVED = 1 };
-
-/* SFrame v3 rules (flexible FDEs) in jitunwind_frame_row's rule fields: they need the register
-   numbers of a jitunwind_frame_regs (below). The values are jitunwind::cfa_base::reg,
-   ra_rule::register_value/register_saved and fp_rule::register_value/register_saved. */
-enum { JITUNWIND_CFA_REG = 2 };
-enum { JITUNWIND_RA_REGISTER_VALUE = 3, JITUNWIND_RA_REGISTER_SAVED = 4 };
-enum { JITUNWIND_FP_REGISTER_VALUE = 2, JITUNWIND_FP_REGISTER_SAVED = 3 };
+/* Rule kinds of jitunwind_frame_row (the values of jitunwind::cfa_base, ra_rule, fp_rule). The
+   register rules (CFA from another register, RA or FP taken from a register) need SFrame v3
+   (a flexible FDE) and name their register in the row's cfa_reg, ra_reg or fp_reg. */
+enum {
+  JITUNWIND_CFA_SP = 0,
+  JITUNWIND_CFA_FP = 1,
+  JITUNWIND_CFA_REG = 2 /* CFA = cfa_reg + cfa_offset (e.g. r10 under a DRAP prologue) */
+};
+enum {
+  JITUNWIND_RA_SAVED = 0,          /* at CFA + ra_offset */
+  JITUNWIND_RA_IN_REGISTER = 1,    /* AArch64: still in the link register */
+  JITUNWIND_RA_UNDEFINED = 2,      /* outermost frame */
+  JITUNWIND_RA_REGISTER_VALUE = 3, /* RA = ra_reg + ra_offset (normally 0) */
+  JITUNWIND_RA_REGISTER_SAVED = 4  /* RA at *(ra_reg + ra_offset) */
+};
+enum {
+  JITUNWIND_FP_UNCHANGED = 0,      /* still in the FP register */
+  JITUNWIND_FP_SAVED = 1,          /* at CFA + fp_offset */
+  JITUNWIND_FP_REGISTER_VALUE = 2, /* FP = fp_reg + fp_offset */
+  JITUNWIND_FP_REGISTER_SAVED = 3  /* FP at *(fp_reg + fp_offset) */
+};
 
 /* One row of unwind rules (C mirror of jitunwind::frame_row): from `pc_offset` on,
-   CFA = (cfa_base ? FP : SP) + cfa_offset; RA at CFA + ra_offset when saved; FP at
-   CFA + fp_offset when saved. The SFrame v3 rules (JITUNWIND_CFA_REG, a dereferenced CFA,
-   JITUNWIND_RA_REGISTER_*, JITUNWIND_FP_REGISTER_*) also need the row's jitunwind_frame_regs
-   and are accepted and returned only by the `_v3` functions. */
+   CFA = base + cfa_offset (base: SP, FP or register cfa_reg, as cfa_base says; with cfa_deref
+   1, CFA = *(base + cfa_offset), e.g. CFA = *(rbp - 8) in a stack-realigning prologue); the
+   return address and the caller's FP as ra_rule and fp_rule say. Registers are DWARF numbers
+   (AMD64: rax 0, rdx 1, rcx 2, rbx 3, rsi 4, rdi 5, rbp 6, rsp 7, r8-r15 8-15; AArch64: x0-x30
+   0-30, sp 31); a register field is 0 unless its rule names a register. A row whose register
+   fields are all 0 is one SFrame v2 can hold. Rows are array elements: the struct never grows;
+   `reserved` is 0 (a row with a non-zero reserved field is refused: a later release may give
+   it a meaning). */
 typedef struct jitunwind_frame_row {
   uint32_t pc_offset;
   uint8_t cfa_base;   /* JITUNWIND_CFA_* */
   uint8_t ra_rule;    /* JITUNWIND_RA_* */
   uint8_t fp_rule;    /* JITUNWIND_FP_* */
   uint8_t ra_mangled; /* AArch64 pointer authentication: the saved RA is signed */
+  uint8_t cfa_reg;    /* with JITUNWIND_CFA_REG */
+  uint8_t cfa_deref;  /* 0 or 1 */
+  uint8_t ra_reg;     /* with JITUNWIND_RA_REGISTER_* */
+  uint8_t fp_reg;     /* with JITUNWIND_FP_REGISTER_* */
   int32_t cfa_offset;
   int32_t ra_offset;
   int32_t fp_offset;
+  uint32_t reserved[2]; /* 0 */
 } jitunwind_frame_row;
 
-/* Since JITUNWIND_0.3. The register rules of one row, the rest of jitunwind::frame_row: the
-   `_v3` functions take or fill an array of them parallel to the rows (regs[i] belongs to
-   rows[i]). All zero is a row SFrame v2 can hold. Registers are DWARF numbers (AMD64: rax 0,
-   rdx 1, rcx 2, rbx 3, rsi 4, rdi 5, rbp 6, rsp 7, r8-r15 8-15; AArch64: x0-x30 0-30, sp 31).
-   With the row's rule fields:
-     cfa_base JITUNWIND_CFA_REG:  CFA = cfa_reg + cfa_offset (e.g. r10 under DRAP);
-     cfa_deref 1:                 CFA = *(base + cfa_offset), base as cfa_base says (e.g.
-                                  CFA = *(rbp - 8) in a stack-realigning prologue);
-     JITUNWIND_RA_REGISTER_VALUE: RA = ra_reg + ra_offset (normally 0: RA kept in a register);
-     JITUNWIND_RA_REGISTER_SAVED: RA at *(ra_reg + ra_offset);
-     JITUNWIND_FP_REGISTER_VALUE / _SAVED: the caller's FP likewise from fp_reg + fp_offset.
-   A register field is 0 unless its rule names a register (jitunwind_frame_validate_v3). */
-typedef struct jitunwind_frame_regs {
-  uint8_t cfa_reg;   /* meaningful only with cfa_base == JITUNWIND_CFA_REG */
-  uint8_t cfa_deref; /* 0 or 1 */
-  uint8_t ra_reg;    /* for the JITUNWIND_RA_REGISTER_* rules */
-  uint8_t fp_reg;    /* for the JITUNWIND_FP_REGISTER_* rules */
-} jitunwind_frame_regs;
+/* Where a callee-saved register other than SP, FP and RA holds the caller's value
+   (jitunwind::saved_rule). */
+typedef enum jitunwind_saved_rule {
+  JITUNWIND_SAVED_AT_CFA = 0,    /* in memory at CFA + cfa_offset */
+  JITUNWIND_SAVED_UNCHANGED = 1, /* back in the register (the entry rule) */
+  JITUNWIND_SAVED_UNDEFINED = 2  /* not recoverable here */
+} jitunwind_saved_rule;
+
+/* From `pc_offset` on, register `dwarf_reg` of the caller is found as `rule` says (C mirror of
+   jitunwind::saved_register; AMD64: rbx 3, r12-r15 12-15; AArch64: x19-x28 19-28, d8-d15
+   72-79). The `.eh_frame` publishers (jitdump, GDB) re-emit them, so that debuggers show the
+   caller's registers; SFrame has no place for them. `reserved` is 0. */
+typedef struct jitunwind_saved_register {
+  uint32_t pc_offset;
+  uint16_t dwarf_reg;
+  uint8_t rule; /* jitunwind_saved_rule */
+  uint8_t reserved;
+  int32_t cfa_offset; /* with JITUNWIND_SAVED_AT_CFA */
+} jitunwind_saved_register;
 
 /* Set in jitunwind_function.flags by the decoder: legal SFrame that jitunwind_frame_validate
-   rejects (e.g. "FP saved" kept after an epilogue by gas and LLVM). */
+   rejects (e.g. "FP saved" kept after an epilogue by gas and LLVM). Ignored on input. */
 #define JITUNWIND_FUNCTION_NONCONFORMING 0x1u
-/* Set by the decoder: an SFrame v3 signal frame (a signal trampoline). */
+/* The function is a signal trampoline (SFrame v3 signal frame; DWARF 'S' augmentation): its
+   caller's PC is an interrupted PC, looked up as it is. Input and output. */
 #define JITUNWIND_FUNCTION_SIGNAL_FRAME 0x2u
-/* Set by the decoder: some row uses an SFrame v3 rule (CFA from another register or from memory,
-   RA/FP taken from a register): its cfa_base/ra_rule/fp_rule hold the v3 values
-   (JITUNWIND_CFA_REG, ...), and its register numbers are in the jitunwind_frame_regs the `_v3`
-   decoder functions return (jitunwind_sframe_decoded_regs, jitunwind_sframe_decode_into_v3). */
-#define JITUNWIND_FUNCTION_V3_RULES 0x4u
+/* Set by the decoder: some row uses a register rule (JITUNWIND_CFA_REG, a dereferenced CFA,
+   JITUNWIND_RA_REGISTER_*, JITUNWIND_FP_REGISTER_*). Ignored on input. */
+#define JITUNWIND_FUNCTION_REGISTER_RULES 0x4u
 
-/* A function: address range and rows (C mirror of jitunwind::function_desc). `rows` is not
-   owned by the struct: see the function that filled it. */
+/* A function: address range and rows (C mirror of jitunwind::function_desc). `rows` and
+   `saved_registers` are not owned by the struct: see the function that filled it. Functions
+   are array elements (the decoder's output): the struct never grows; `reserved` is 0 on input
+   and output. */
 typedef struct jitunwind_function {
   uint64_t start;
   uint32_t size;
   uint32_t pcmask_rep; /* 0, or the size of the repeated block (SFrame PCMASK) */
   const jitunwind_frame_row* rows;
   size_t row_count;
-  uint32_t flags; /* output of decoding (JITUNWIND_FUNCTION_*); ignored on input */
+  /* Callee-saved registers other than SP, FP and RA, sorted by pc_offset (NULL and 0: none;
+     jitunwind_frame_save_register fills them). */
+  const jitunwind_saved_register* saved_registers;
+  size_t saved_register_count;
+  uint32_t flags;    /* JITUNWIND_FUNCTION_* */
+  uint8_t pauth_key; /* AArch64 pointer-authentication key of the return addresses: 0 A, 1 B */
+  uint8_t reserved8[3];
+  uint64_t reserved[2];
 } jitunwind_function;
 
 /* Checks a function against the ABI's rules (jitunwind::validate). */
@@ -160,20 +189,13 @@ JITUNWIND_API jitunwind_status jitunwind_frame_validate(jitunwind_abi abi,
                                                         const jitunwind_function* function,
                                                         jitunwind_error* error);
 
-/* Since JITUNWIND_0.3. jitunwind_frame_validate with the register rules of the rows: `regs`
-   holds function->row_count entries, or is NULL (all zero). Accepts the SFrame v3 rules. */
-JITUNWIND_API jitunwind_status jitunwind_frame_validate_v3(jitunwind_abi abi,
-                                                           const jitunwind_function* function,
-                                                           const jitunwind_frame_regs* regs,
-                                                           jitunwind_error* error);
-
 /* A CFI-style row builder (jitunwind::frame_builder), used by one thread at a time.
    Directives take the code offset of the first instruction the new rule applies to. The first
    invalid directive makes the builder fail: later ones are ignored and return that status;
-   jitunwind_frame_builder_finish reports the message. The builder makes the rows SFrame v2 can
-   hold, as the C++ builder does; a row with an SFrame v3 rule (a DRAP prologue, RA kept in a
-   register) is written as a row plus its jitunwind_frame_regs and passed to the `_v3`
-   functions (docs/c-api.md, "SFrame v3 rules"). */
+   jitunwind_frame_builder_finish reports the message. The builder makes the rows its
+   directives describe (SP/FP-based CFA, RA and FP saved relative to the CFA) and the
+   callee-saved registers of jitunwind_frame_save_register; rows with register rules (a DRAP
+   prologue, RA kept in a register) are written as jitunwind_frame_row values directly. */
 typedef struct jitunwind_frame_builder jitunwind_frame_builder;
 
 JITUNWIND_API jitunwind_status jitunwind_frame_builder_create(jitunwind_abi abi,
@@ -199,7 +221,18 @@ JITUNWIND_API jitunwind_status jitunwind_frame_undefined(jitunwind_frame_builder
                                                          jitunwind_reg reg);
 JITUNWIND_API jitunwind_status jitunwind_frame_negate_ra_state(jitunwind_frame_builder* b,
                                                                uint32_t at);
+/* Callee-saved register `dwarf_reg` (not SP, FP or RA: jitunwind_frame_offset is for those)
+   is saved at CFA + cfa_relative (`.cfi_offset rbx, -24`); it reaches debuggers through the
+   `.eh_frame` publishers (jitdump, GDB). */
+JITUNWIND_API jitunwind_status jitunwind_frame_save_register(jitunwind_frame_builder* b,
+                                                             uint32_t at, uint16_t dwarf_reg,
+                                                             int32_t cfa_relative);
+/* Callee-saved register `dwarf_reg` holds the caller's value again (`.cfi_restore rbx`). */
+JITUNWIND_API jitunwind_status jitunwind_frame_restore_register(jitunwind_frame_builder* b,
+                                                                uint32_t at, uint16_t dwarf_reg);
+/* Pushes the current rules (`.cfi_remember_state`), e.g. before a mid-function epilogue. */
 JITUNWIND_API jitunwind_status jitunwind_frame_remember_state(jitunwind_frame_builder* b);
+/* Pops the rules pushed by remember_state and makes them current at `at`. */
 JITUNWIND_API jitunwind_status jitunwind_frame_restore_state(jitunwind_frame_builder* b,
                                                              uint32_t at);
 /* Shapes of common sequences (see jitunwind::frame_builder). */
@@ -213,15 +246,16 @@ JITUNWIND_API jitunwind_status jitunwind_frame_stack_alloc(jitunwind_frame_build
 JITUNWIND_API jitunwind_status jitunwind_frame_stack_free(jitunwind_frame_builder* b, uint32_t at,
                                                           int32_t bytes);
 
-/* Validates and returns the function [start, start + size). `out->rows` points into the
-   builder and stays valid until the next finish, reset or destroy of this builder. The builder
-   itself is left unchanged (more directives may follow). */
+/* Validates and returns the function [start, start + size). `out->rows` and
+   `out->saved_registers` point into the builder and stay valid until the next finish, recipe,
+   reset or destroy of this builder. The builder itself is left unchanged (more directives may
+   follow). */
 JITUNWIND_API jitunwind_status jitunwind_frame_builder_finish(jitunwind_frame_builder* builder,
                                                               uint64_t start, uint32_t size,
                                                               jitunwind_function* out,
                                                               jitunwind_error* error);
 
-/* Since JITUNWIND_0.2. Recipes (jitunwind::recipes): the rows of common function shapes for the
+/* Recipes (jitunwind::recipes): the rows of common function shapes for the
    ABI of `storage`, a builder that only holds them: its directives are neither used nor
    changed; `out->rows` stays valid until the builder's next finish, recipe, reset or destroy.
    Offsets are code offsets, as for the directives. Errors: INVALID_ARGUMENT naming the bad
@@ -262,18 +296,19 @@ typedef struct jitunwind_session jitunwind_session;
    `code`; from jitunwind_frame_builder_finish or written by hand) say how to find the caller at
    each instruction, so that profilers unwind through the code. Thread-safe. Errors:
    INVALID_ARGUMENT (rows: at least one; name; empty range), ALREADY_EXISTS (named already,
-   or overlapping),
-   OUT_OF_RANGE (no room for the unwind table within 2 GiB of the code), the environment's. */
+   or overlapping code named before), OUT_OF_RANGE (no room for the unwind table within 2 GiB
+   of the code), the environment's. */
 JITUNWIND_API jitunwind_status jitunwind_name_code(const void* code, size_t size, const char* name,
                                                    const jitunwind_frame_row* rows,
                                                    size_t row_count, jitunwind_error* error);
-/* Since JITUNWIND_0.3. jitunwind_name_code with the rows' register rules (`regs`: row_count
-   entries, or NULL = all zero), for code that needs SFrame v3 rules. */
-JITUNWIND_API jitunwind_status jitunwind_name_code_v3(const void* code, size_t size,
-                                                      const char* name,
-                                                      const jitunwind_frame_row* rows,
-                                                      const jitunwind_frame_regs* regs,
-                                                      size_t row_count, jitunwind_error* error);
+/* jitunwind_name_code for a whole function description (jitunwind::name_function): its range
+   (function->start, ->size), rows, and what rows alone cannot say: the callee-saved registers
+   (function->saved_registers, from jitunwind_frame_save_register: the jitdump and GDB
+   publishers give them to debuggers) and JITUNWIND_FUNCTION_SIGNAL_FRAME. Forgotten with
+   jitunwind_forget_code(function->start). Errors as jitunwind_name_code. */
+JITUNWIND_API jitunwind_status jitunwind_name_function(const char* name,
+                                                       const jitunwind_function* function,
+                                                       jitunwind_error* error);
 /* The code named at `code` will not run again: it is unpublished and forgotten. NOT_FOUND if
    it was not named. Thread-safe. */
 JITUNWIND_API jitunwind_status jitunwind_forget_code(const void* code, jitunwind_error* error);
@@ -333,16 +368,16 @@ typedef enum jitunwind_window_state {
    `message` is not NUL-terminated. */
 typedef void (*jitunwind_log_fn)(void* user, int level, const char* message, size_t length);
 
-/* Durability of the file publishers (jitunwind::durability; docs/publishers.md#durability). */
+/* Durability of the file publishers (jitunwind::durability, same values;
+   docs/publishers.md#durability). */
 typedef enum jitunwind_durability {
-  JITUNWIND_DURABILITY_DEFAULT = 0, /* batched */
-  JITUNWIND_DURABILITY_SYNC = 1,    /* every record in the file when publish returns */
-  JITUNWIND_DURABILITY_BATCHED = 2  /* buffered; written by size, latency bound, seal/retire/
-                                       free, jitunwind_session_flush, destroy, exit */
+  JITUNWIND_DURABILITY_SYNC = 0,   /* every record in the file when publish returns */
+  JITUNWIND_DURABILITY_BATCHED = 1 /* the default: buffered; written by size, latency bound,
+                                      seal/retire/free, jitunwind_session_flush, destroy, exit */
 } jitunwind_durability;
 
-/* Options of jitunwind_session_create; fill with jitunwind_session_options_init. Strings are
-   copied; NULL means the default; zero in the durability fields means the default. */
+/* Options of jitunwind_session_create (jitunwind::session_options); fill with
+   jitunwind_session_options_init. Strings are copied; NULL means the default. */
 typedef struct jitunwind_session_options {
   uint32_t struct_size;      /* sizeof(jitunwind_session_options), set by _init */
   jitunwind_abi abi;         /* 0 = AMD64 */
@@ -353,27 +388,38 @@ typedef struct jitunwind_session_options {
   const char* kernel_sframe; /* e.g. "prctl:79,80"; NULL = off (never guessed) */
   jitunwind_log_fn log;      /* NULL = no logging */
   void* log_user;
-  /* Durability of the perf map and of the jitdump (0 = batched). */
+  /* Durability of the perf map and of the jitdump (JITUNWIND_DURABILITY_BATCHED). */
   jitunwind_durability perfmap_durability;
   jitunwind_durability jitdump_durability;
-  /* batched: write at this many buffered bytes (0 = 64 KiB); the longest a record waits
-     (0 = 10 ms); non-zero: no background flusher thread (see jitunwind/window.h). */
+  /* batched: write at this many buffered bytes (65536; 0 also means the default); the longest
+     a record waits (10 ms; 0: the default); 0: no background flusher thread (see
+     jitunwind/window.h, session_options::flush_thread). */
   size_t flush_bytes;
   uint32_t flush_latency_ms;
-  int no_flush_thread;
-  jitunwind_address_reuse address_reuse; /* 0 = AUTO */
-  uint32_t reserved;                     /* 0 (keeps the struct free of padding) */
+  int flush_thread;                      /* 1 */
+  jitunwind_address_reuse address_reuse; /* JITUNWIND_ADDRESS_REUSE_AUTO */
+  /* SFrame version of every window's section: 3 (the default) or 2 (for readers of binutils
+     2.41-2.45 / LLVM's era). */
+  uint32_t sframe_version;
+  /* 0: functions whose rows need an SFrame v3 flexible FDE (register rules) are refused when
+     added, naming the function and row (for kernels whose v3 reader drops a whole section
+     with one); 1 (the default): allowed. */
+  int sframe_allow_flex;
+  uint32_t reserved; /* 0 (keeps the struct free of padding) */
 } jitunwind_session_options;
 
-/* The defaults: AMD64, JITUNWIND_PUBLISH_DEFAULT, /tmp for the perf map, $JITDUMPDIR or /tmp for
-   the jitdump, no kernel registration, no log sink, log level 1 (info). */
+/* The defaults of jitunwind::session_options: AMD64, JITUNWIND_PUBLISH_DEFAULT, /tmp for the
+   perf map, $JITDUMPDIR or /tmp for the jitdump, no kernel registration, batched durability
+   with its limits and flusher thread, automatic address reuse, SFrame v3 with flexible FDEs,
+   no log sink, log level 1 (info). */
 JITUNWIND_API void jitunwind_session_options_init(jitunwind_session_options* options);
 
-/* The defaults overridden by the environment (JITUNWIND_PUBLISH, JITUNWIND_DIR, JITDUMPDIR,
-   JITUNWIND_KERNEL_SFRAME, JITUNWIND_DURABILITY, JITUNWIND_FLUSH_MS, JITUNWIND_FLUSH_BYTES,
-   JITUNWIND_FLUSH_THREAD, JITUNWIND_ADDRESS_REUSE), as jitunwind::session_options::from_env;
-   `options` NULL = the defaults without the environment. The strings of `options` are not used
-   with from_env. */
+/* jitunwind_session_create: `options` NULL = the defaults (not the environment).
+   jitunwind_session_create_from_env: the defaults overridden by the environment
+   (JITUNWIND_PUBLISH, JITUNWIND_DIR, JITDUMPDIR, JITUNWIND_KERNEL_SFRAME,
+   JITUNWIND_SFRAME_VERSION, JITUNWIND_SFRAME_FLEX, JITUNWIND_DURABILITY, JITUNWIND_FLUSH_MS,
+   JITUNWIND_FLUSH_BYTES, JITUNWIND_FLUSH_THREAD, JITUNWIND_ADDRESS_REUSE), as
+   jitunwind::session_options::from_env, with a log sink of level 1. */
 JITUNWIND_API jitunwind_status jitunwind_session_create(const jitunwind_session_options* options,
                                                         jitunwind_session** out,
                                                         jitunwind_error* error);
@@ -407,12 +453,39 @@ JITUNWIND_API int jitunwind_session_recycles_addresses(const jitunwind_session* 
 JITUNWIND_API jitunwind_status jitunwind_session_flush(jitunwind_session* session,
                                                        jitunwind_error* error);
 
-/* `layout`: a jitunwind_code_layout (0 = page flip; 1, the former dual_mapping = memfd alias). */
+/* Options of jitunwind_session_create_owned_window (jitunwind::owned_window_options); fill with
+   jitunwind_owned_window_options_init. */
+typedef struct jitunwind_owned_window_options {
+  uint32_t struct_size;         /* sizeof(jitunwind_owned_window_options), set by _init */
+  jitunwind_code_layout layout; /* JITUNWIND_LAYOUT_PAGE_FLIP */
+  size_t code_capacity;         /* bytes of code (1 MiB), rounded up to pages */
+  size_t sframe_capacity;       /* bytes per SFrame buffer; 0 = derived from code_capacity */
+} jitunwind_owned_window_options;
+JITUNWIND_API void jitunwind_owned_window_options_init(jitunwind_owned_window_options* options);
+
+/* Options of jitunwind_session_describe_window (jitunwind::described_window_options): the range
+   of the runtime's memory the window describes. Fill with
+   jitunwind_described_window_options_init, then set the range. */
+typedef struct jitunwind_described_window_options {
+  uint32_t struct_size; /* sizeof(jitunwind_described_window_options), set by _init */
+  uint32_t reserved;    /* 0 */
+  uint64_t text_start;
+  size_t text_size;
+  size_t sframe_capacity; /* bytes per SFrame buffer; 0 = derived from text_size */
+} jitunwind_described_window_options;
+JITUNWIND_API void jitunwind_described_window_options_init(
+    jitunwind_described_window_options* options);
+
+/* A window whose memory the SDK maps (`options` NULL: the defaults). */
 JITUNWIND_API jitunwind_status jitunwind_session_create_owned_window(
-    jitunwind_session* session, size_t code_capacity, size_t sframe_capacity, int layout,
+    jitunwind_session* session, const jitunwind_owned_window_options* options,
     jitunwind_window** out, jitunwind_error* error);
+/* A window over the runtime's own memory (`options` is required: it holds the range). Errors:
+   INVALID_ARGUMENT (empty or wrapping range), ALREADY_EXISTS (overlaps a window not freed, or,
+   with address reuse off, code published before), OUT_OF_RANGE (no room for the SFrame within
+   2 GiB), NO_MEMORY. */
 JITUNWIND_API jitunwind_status jitunwind_session_describe_window(
-    jitunwind_session* session, uint64_t text_start, size_t text_size, size_t sframe_capacity,
+    jitunwind_session* session, const jitunwind_described_window_options* options,
     jitunwind_window** out, jitunwind_error* error);
 
 JITUNWIND_API uint64_t jitunwind_window_id(const jitunwind_window* window);
@@ -456,44 +529,33 @@ JITUNWIND_API jitunwind_status jitunwind_window_retire_function(jitunwind_window
                                                                 uint64_t start,
                                                                 jitunwind_error* error);
 
-/* Since JITUNWIND_0.3. jitunwind_window_append and jitunwind_window_name_range with the rows'
-   register rules (`regs`: function->row_count entries, or NULL = all zero). */
-JITUNWIND_API jitunwind_status jitunwind_window_append_v3(
-    jitunwind_window* window, const char* name, const jitunwind_function* function,
-    const jitunwind_frame_regs* regs, uint64_t moved_from, jitunwind_error* error);
-JITUNWIND_API jitunwind_status jitunwind_window_name_range_v3(jitunwind_window* window,
-                                                              const char* name,
-                                                              const jitunwind_function* function,
-                                                              const jitunwind_frame_regs* regs,
-                                                              jitunwind_error* error);
-
-/* Since JITUNWIND_0.2. The window's text range [start, start + size) and whether the SDK owns
+/* The window's text range [start, start + size) and whether the SDK owns
    its memory (1: create_owned_window) or the runtime does (0: describe_window). */
 JITUNWIND_API uint64_t jitunwind_window_text_start(const jitunwind_window* window);
 JITUNWIND_API size_t jitunwind_window_text_size(const jitunwind_window* window);
 JITUNWIND_API int jitunwind_window_is_owned(const jitunwind_window* window);
-/* Since JITUNWIND_0.2. Gives a sub-range of an appended function a name of its own
+/* Gives a sub-range of an appended function a name of its own
    (window::name_range: interpreter handlers, stubs inside one block of code); the rows are
    checked as by append, the window's SFrame does not change. Visible at the next publish. */
 JITUNWIND_API jitunwind_status jitunwind_window_name_range(jitunwind_window* window,
                                                            const char* name,
                                                            const jitunwind_function* function,
                                                            jitunwind_error* error);
-/* Since JITUNWIND_0.2. Calls `visit` for each function appended (published or not), in address
+/* Calls `visit` for each function appended (published or not), in address
    order, until it returns non-zero; `name` is valid during the call only. Returns how many
    were visited. */
 typedef int (*jitunwind_function_visitor)(void* user, const char* name, uint64_t start,
                                           uint32_t size);
 JITUNWIND_API size_t jitunwind_window_functions(const jitunwind_window* window,
                                                 jitunwind_function_visitor visit, void* user);
-/* Since JITUNWIND_0.2. The SFrame section as last published (NULL and 0 before the first
+/* The SFrame section as last published (NULL and 0 before the first
    publish); valid until the window's next publish, reuse or release. */
 JITUNWIND_API const uint8_t* jitunwind_window_published_sframe(const jitunwind_window* window,
                                                                size_t* size);
 
 /* ==== what perf sees: diagnostics and placement (docs/integrating.md, "What perf sees") ===== */
 
-/* Since JITUNWIND_0.4. Where the default session's messages go (the on-ramp's session: publisher
+/* Where the default session's messages go (the on-ramp's session: publisher
    warnings such as "perf will lose this function's unwinding data", failures), besides the
    destination JITUNWIND_LOG names: `log` (NULL removes it) is called with `log_user`, a level
    (0 debug, 1 info, 2 warning, 3 error) of at least `min_level`, and the message (in C terms:
@@ -503,16 +565,16 @@ JITUNWIND_API const uint8_t* jitunwind_window_published_sframe(const jitunwind_w
 JITUNWIND_API jitunwind_status jitunwind_default_session_log(jitunwind_log_fn log, void* log_user,
                                                              int min_level,
                                                              jitunwind_error* error);
-/* Since JITUNWIND_0.4. Bytes to leave free after `code_size` bytes of code with these rows before
-   the next function starts, so that `perf inject --jit` keeps the code's unwinding data (perf
-   maps each jitdump load over its code rounded up to 8 bytes plus the .eh_frame after it; code
-   starting inside that range hides the earlier function's unwinding data from perf --call-graph
-   dwarf). For runtimes that place their own code (jitunwind_name_code, described windows).
-   INVALID_ARGUMENT for rows that do not validate or a NULL `gap`. */
-JITUNWIND_API jitunwind_status jitunwind_perf_code_gap(jitunwind_abi abi, size_t code_size,
-                                                       const jitunwind_frame_row* rows,
-                                                       size_t row_count, size_t* gap,
-                                                       jitunwind_error* error);
+/* Bytes to leave free after `function` (its size, rows and saved registers: they make its
+   unwinding data) before the next function starts, so that `perf inject --jit` keeps the code's
+   unwinding data (perf maps each jitdump load over its code rounded up to 8 bytes plus the
+   .eh_frame after it; code starting inside that range hides the earlier function's unwinding
+   data from perf --call-graph dwarf). For runtimes that place their own code
+   (jitunwind_name_code, described windows). INVALID_ARGUMENT for rows that do not validate or
+   a NULL `gap`. */
+JITUNWIND_API jitunwind_status jitunwind_perf_code_gap(jitunwind_abi abi,
+                                                       const jitunwind_function* function,
+                                                       size_t* gap, jitunwind_error* error);
 
 #ifdef __cplusplus
 }

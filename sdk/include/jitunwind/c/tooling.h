@@ -56,17 +56,12 @@ JITUNWIND_API jitunwind_status
 jitunwind_sframe_encoder_create(const jitunwind_sframe_encoder_options* options,
                                 jitunwind_sframe_encoder** out, jitunwind_error* error);
 JITUNWIND_API void jitunwind_sframe_encoder_destroy(jitunwind_sframe_encoder* encoder);
-/* Nothing is appended on error (invalid rows, overlap/out of order, out of ±2 GiB reach). */
+/* Nothing is appended on error (invalid rows, overlap/out of order, out of ±2 GiB reach). A row
+   with a register rule needs a v3 encoder with allow_flex; otherwise INVALID_ARGUMENT names the
+   function, the row and why ("SFrame v2 cannot express it"). */
 JITUNWIND_API jitunwind_status jitunwind_sframe_encoder_append(jitunwind_sframe_encoder* encoder,
                                                                const jitunwind_function* function,
                                                                jitunwind_error* error);
-/* Since JITUNWIND_0.3. jitunwind_sframe_encoder_append with the rows' register rules (`regs`:
-   function->row_count entries, or NULL = all zero). A row with an SFrame v3 rule needs a v3
-   encoder with allow_flex; otherwise INVALID_ARGUMENT names the function, the row and why
-   ("SFrame v2 cannot express it"). */
-JITUNWIND_API jitunwind_status jitunwind_sframe_encoder_append_v3(
-    jitunwind_sframe_encoder* encoder, const jitunwind_function* function,
-    const jitunwind_frame_regs* regs, jitunwind_error* error);
 /* Bytes jitunwind_sframe_encoder_write produces now. */
 JITUNWIND_API size_t jitunwind_sframe_encoder_size(const jitunwind_sframe_encoder* encoder);
 JITUNWIND_API size_t
@@ -99,13 +94,6 @@ JITUNWIND_API jitunwind_status jitunwind_sframe_decode(const void* bytes, size_t
                                                        jitunwind_sframe_decoded** out,
                                                        jitunwind_error* error);
 JITUNWIND_API void jitunwind_sframe_decoded_free(jitunwind_sframe_decoded* decoded);
-/* Since JITUNWIND_0.3. The register rules of a decoded section's rows: info.num_fres entries
-   parallel to `rows` (the rules of functions[i].rows[j] are at index
-   functions[i].rows - rows + j), in the same allocation (freed with the section). NULL for a
-   NULL `decoded`. */
-JITUNWIND_API const jitunwind_frame_regs* jitunwind_sframe_decoded_regs(
-    const jitunwind_sframe_decoded* decoded);
-
 /* Decodes into caller-owned arrays: `functions` must hold info.num_fdes entries and `rows`
    info.num_fres (learn both from jitunwind_sframe_check); E_LIMIT_EXCEEDED if they are
    smaller. functions[i].rows point into `rows`. `info` may be NULL. */
@@ -113,13 +101,6 @@ JITUNWIND_API jitunwind_status jitunwind_sframe_decode_into(
     const void* bytes, size_t size, uint64_t section_address, jitunwind_sframe_info* info,
     jitunwind_function* functions, size_t function_capacity, jitunwind_frame_row* rows,
     size_t row_capacity, jitunwind_error* error);
-
-/* Since JITUNWIND_0.3. jitunwind_sframe_decode_into that also fills `regs` (row_capacity
-   entries, parallel to `rows`; may be NULL when the caller does not want them). */
-JITUNWIND_API jitunwind_status jitunwind_sframe_decode_into_v3(
-    const void* bytes, size_t size, uint64_t section_address, jitunwind_sframe_info* info,
-    jitunwind_function* functions, size_t function_capacity, jitunwind_frame_row* rows,
-    jitunwind_frame_regs* regs, size_t row_capacity, jitunwind_error* error);
 
 /* A validated lookup table over a section (jitunwind::sframe::table). It does not copy the
    bytes: they must outlive the table and must not change. Immutable: lookups may run on any
@@ -144,12 +125,6 @@ JITUNWIND_API void jitunwind_sframe_table_info(const jitunwind_sframe_table* tab
 JITUNWIND_API int jitunwind_sframe_table_find(const jitunwind_sframe_table* table, uint64_t pc,
                                               jitunwind_sframe_lookup* out);
 
-/* Since JITUNWIND_0.3. jitunwind_sframe_table_find that also gives the row's register rules
-   (`regs` may be NULL). */
-JITUNWIND_API int jitunwind_sframe_table_find_v3(const jitunwind_sframe_table* table, uint64_t pc,
-                                                 jitunwind_sframe_lookup* out,
-                                                 jitunwind_frame_regs* regs);
-
 /* Unwinding. */
 typedef struct jitunwind_regs {
   uint64_t pc;
@@ -169,27 +144,18 @@ typedef enum jitunwind_stop_reason {
   JITUNWIND_STOP_DEPTH_LIMIT = 4, /* max_pcs reached */
   JITUNWIND_STOP_BAD_RULE = 5,    /* the row cannot be applied here */
   JITUNWIND_STOP_ZERO_PC = 6,     /* the return address read was 0 */
-  /* Since JITUNWIND_0.3 (returned before without a name): an SFrame v3 rule needs a register
-     jitunwind_regs does not have (other than SP, FP, LR). */
+  /* a register rule names a register jitunwind_regs does not have (other than SP, FP, LR) */
   JITUNWIND_STOP_UNSUPPORTED_RULE = 7
 } jitunwind_stop_reason;
 
 JITUNWIND_API const char* jitunwind_stop_reason_string(jitunwind_stop_reason reason);
 
-/* One step (jitunwind::sframe::step): 1 and *caller filled, or 0 and *reason set. */
+/* One step (jitunwind::sframe::step): 1 and *caller filled, or 0 and *reason set. Register
+   rules naming a register other than SP, FP or LR stop with JITUNWIND_STOP_UNSUPPORTED_RULE. */
 JITUNWIND_API int jitunwind_sframe_step(jitunwind_abi abi, const jitunwind_frame_row* row,
                                         const jitunwind_regs* callee, int innermost,
                                         jitunwind_read_memory_fn read, void* user,
                                         jitunwind_regs* caller, jitunwind_stop_reason* reason);
-
-/* Since JITUNWIND_0.3. jitunwind_sframe_step of a row with its register rules (`regs` NULL =
-   all zero). A rule naming a register jitunwind_regs does not have stops with
-   JITUNWIND_STOP_UNSUPPORTED_RULE. */
-JITUNWIND_API int jitunwind_sframe_step_v3(jitunwind_abi abi, const jitunwind_frame_row* row,
-                                           const jitunwind_frame_regs* regs,
-                                           const jitunwind_regs* callee, int innermost,
-                                           jitunwind_read_memory_fn read, void* user,
-                                           jitunwind_regs* caller, jitunwind_stop_reason* reason);
 
 /* A whole walk from `start` over `table_count` tables (all of `abi`): stores up to `max_pcs`
    PCs (pcs[0] = start->pc, then return addresses) and returns how many; *reason says why it
@@ -225,6 +191,7 @@ typedef struct jitunwind_remote_window {
   uint64_t sequence;         /*   jitunwind_remote_read_sframe re-checks them */
   uint32_t slot;
   uint32_t sframe_version; /* 2 or 3 as the writer says; 0 if not said (older writers) */
+  uint64_t reserved[2];    /* 0: room for what later registry versions say (array element) */
 } jitunwind_remote_window;
 
 /* Reads the live and retired windows of every jitunwind registry in process `pid` (consistent

@@ -42,9 +42,12 @@ typedef struct jitunwind_trampoline_pool_options {
   size_t stubs_per_window; /* 0 = 1024 */
   const char* name_prefix; /* NULL = "" */
   uint64_t near_address;   /* place stubs near this code (e.g. the eval function); 0 = anywhere */
+  /* Name of the PCMASK function covering a window's stub array (registry, FDE listings);
+     NULL = "jitunwind:trampolines". */
+  const char* array_name;
 } jitunwind_trampoline_pool_options;
 
-/* The defaults: 1024 stubs per window, no prefix, anywhere. */
+/* The defaults: 1024 stubs per window, no prefix, anywhere, array "jitunwind:trampolines". */
 JITUNWIND_API void jitunwind_trampoline_pool_options_init(
     jitunwind_trampoline_pool_options* options);
 

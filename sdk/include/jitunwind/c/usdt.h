@@ -45,9 +45,15 @@ typedef struct jitunwind_usdt_provider_options {
   jitunwind_usdt_location location;
   /* FILE only; NULL or "" = $XDG_RUNTIME_DIR/jitunwind or /tmp/jitunwind-UID */
   const char* directory;
+  /* Receives notes about stale files removed and fallbacks taken (NULL = none); level 0 debug
+     .. 3 error, notes below log_min_level are not delivered. */
+  jitunwind_log_fn log;
+  void* log_user;
+  int log_min_level;
+  uint32_t reserved; /* 0 (keeps the struct free of padding) */
 } jitunwind_usdt_provider_options;
 
-/* The defaults: JITUNWIND_USDT_MEMFD, directory NULL. */
+/* The defaults: JITUNWIND_USDT_MEMFD, directory NULL, no log sink, log level 1 (info). */
 JITUNWIND_API void jitunwind_usdt_provider_options_init(jitunwind_usdt_provider_options* options);
 
 /* Creates a provider (nothing is written before _load). options may be NULL (memfd). */
@@ -97,14 +103,17 @@ JITUNWIND_API void jitunwind_usdt_probe_fire(const jitunwind_usdt_probe* probe,
 JITUNWIND_API const volatile uint16_t* jitunwind_usdt_probe_semaphore(
     const jitunwind_usdt_probe* probe);
 
-/* Fires a probe with one or more integer/pointer arguments:
+/* Fires a probe with one or more integer/pointer arguments (C99 and C++: a variadic macro, so
+ * it is not defined for C89, which has none; C89 code calls jitunwind_usdt_probe_fire):
  *   JITUNWIND_USDT_FIRE(p, fn_id, (uint64_t)(uintptr_t)name); */
+#if defined(__cplusplus) || (defined(__STDC_VERSION__) && __STDC_VERSION__ >= 199901L)
 #define JITUNWIND_USDT_FIRE(probe, ...)                                        \
   do {                                                                         \
     const uint64_t jitunwind_usdt_args_[] = {__VA_ARGS__};                     \
     jitunwind_usdt_probe_fire((probe), jitunwind_usdt_args_,                   \
                               sizeof jitunwind_usdt_args_ / sizeof(uint64_t)); \
   } while (0)
+#endif
 
 #ifdef __cplusplus
 }

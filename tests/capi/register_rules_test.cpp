@@ -1,6 +1,6 @@
-// The SFrame v3 rules through the C API (JITUNWIND_0.3): rows plus their jitunwind_frame_regs
-// built, validated, encoded, decoded, looked up and stepped from C calls only, and the binutils
-// 2.46 vectors' flexible FDEs read through the C decoder against objdump's text.
+// Register rules (SFrame v3 flexible FDEs) through the C API: rows naming registers built,
+// validated, encoded, decoded, looked up and stepped from C calls only, and the binutils 2.46
+// vectors' flexible FDEs read through the C decoder against objdump's text.
 #include <jitunwind/jitunwind.h>
 
 #include "support/sframe_vectors.hpp"
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-extern "C" int capi_c_v3_name_code(char* msg, size_t len);
+extern "C" int capi_c_register_rules_name_code(char* msg, size_t len);
 
 namespace {
 
@@ -21,10 +21,9 @@ constexpr uint8_t rbx = 3, rbp = 6, r10 = 10;
 //   0: lea r10, [rsp+8]      4: and rsp, -16        8: push [r10-8]
 //  12: push rbp              13: mov rbp, rsp       16: push r10   (body)
 //  40: RA moved to rbx (a sequence that clobbers the stack slot)    48: end
-// The builder gives the entry row; the v3 rows are written with their register rules.
+// The builder gives the entry row; the rows with register rules are written by hand.
 struct flex_function {
   std::vector<jitunwind_frame_row> rows;
-  std::vector<jitunwind_frame_regs> regs;
   jitunwind_function function{};
 };
 
@@ -36,20 +35,15 @@ flex_function drap_function(uint64_t start) {
   REQUIRE(jitunwind_frame_builder_finish(b, start, 48, &entry, nullptr) == JITUNWIND_OK);
   REQUIRE(entry.row_count == 1);
   f.rows.push_back(entry.rows[0]);
-  f.regs.push_back({});
   jitunwind_frame_builder_destroy(b);
 
   jitunwind_frame_row r = f.rows[0];
-  jitunwind_frame_regs g{};
-  auto keep = [&] {
-    f.rows.push_back(r);
-    f.regs.push_back(g);
-  };
+  auto keep = [&] { f.rows.push_back(r); };
   // CFA = r10 + 0 once rsp is realigned.
   r.pc_offset = 4;
   r.cfa_base = JITUNWIND_CFA_REG;
   r.cfa_offset = 0;
-  g.cfa_reg = r10;
+  r.cfa_reg = r10;
   keep();
   // CFA = *(rbp - 8) (r10 pushed below the saved rbp), the caller's rbp at *(rbp + 0).
   r.pc_offset = 16;
@@ -57,15 +51,15 @@ flex_function drap_function(uint64_t start) {
   r.cfa_offset = -8;
   r.fp_rule = JITUNWIND_FP_REGISTER_SAVED;
   r.fp_offset = 0;
-  g = {};
-  g.cfa_deref = 1;
-  g.fp_reg = rbp;
+  r.cfa_reg = 0;
+  r.cfa_deref = 1;
+  r.fp_reg = rbp;
   keep();
   // The return address kept in rbx.
   r.pc_offset = 40;
   r.ra_rule = JITUNWIND_RA_REGISTER_VALUE;
   r.ra_offset = 0;
-  g.ra_reg = rbx;
+  r.ra_reg = rbx;
   keep();
 
   f.function.start = start;
@@ -75,8 +69,7 @@ flex_function drap_function(uint64_t start) {
   return f;
 }
 
-std::vector<uint8_t> encode(const jitunwind_function& f, const jitunwind_frame_regs* regs,
-                            uint64_t section, int version, jitunwind_error& err,
+std::vector<uint8_t> encode(const jitunwind_function& f, uint64_t section, int version, jitunwind_error& err,
                             jitunwind_status& st) {
   jitunwind_sframe_encoder_options o;
   jitunwind_sframe_encoder_options_init(&o);
@@ -85,7 +78,7 @@ std::vector<uint8_t> encode(const jitunwind_function& f, const jitunwind_frame_r
   jitunwind_sframe_encoder* enc = nullptr;
   REQUIRE(jitunwind_sframe_encoder_create(&o, &enc, &err) == JITUNWIND_OK);
   std::vector<uint8_t> out;
-  st = jitunwind_sframe_encoder_append_v3(enc, &f, regs, &err);
+  st = jitunwind_sframe_encoder_append(enc, &f, &err);
   if (st == JITUNWIND_OK) {
     out.resize(jitunwind_sframe_encoder_size(enc));
     REQUIRE(jitunwind_sframe_encoder_write(enc, out.data(), out.size(), &err) == JITUNWIND_OK);
@@ -94,8 +87,7 @@ std::vector<uint8_t> encode(const jitunwind_function& f, const jitunwind_frame_r
   return out;
 }
 
-void check_row(const jitunwind_frame_row& got, const jitunwind_frame_regs& got_regs,
-               const jitunwind_frame_row& want, const jitunwind_frame_regs& want_regs) {
+void check_row(const jitunwind_frame_row& got, const jitunwind_frame_row& want) {
   CHECK(got.pc_offset == want.pc_offset);
   CHECK(int(got.cfa_base) == int(want.cfa_base));
   CHECK(int(got.ra_rule) == int(want.ra_rule));
@@ -104,13 +96,15 @@ void check_row(const jitunwind_frame_row& got, const jitunwind_frame_regs& got_r
   CHECK(got.cfa_offset == want.cfa_offset);
   CHECK(got.ra_offset == want.ra_offset);
   CHECK(got.fp_offset == want.fp_offset);
-  CHECK(int(got_regs.cfa_reg) == int(want_regs.cfa_reg));
-  CHECK(int(got_regs.cfa_deref) == int(want_regs.cfa_deref));
-  CHECK(int(got_regs.ra_reg) == int(want_regs.ra_reg));
-  CHECK(int(got_regs.fp_reg) == int(want_regs.fp_reg));
+  CHECK(int(got.cfa_reg) == int(want.cfa_reg));
+  CHECK(int(got.cfa_deref) == int(want.cfa_deref));
+  CHECK(int(got.ra_reg) == int(want.ra_reg));
+  CHECK(int(got.fp_reg) == int(want.fp_reg));
+  CHECK(got.reserved[0] == 0);
+  CHECK(got.reserved[1] == 0);
 }
 
-// A little stack for jitunwind_sframe_step_v3.
+// A little stack for jitunwind_sframe_step.
 struct memory {
   uint64_t base;
   std::vector<uint64_t> words;
@@ -125,49 +119,44 @@ struct memory {
 }  // namespace
 
 TEST_CASE(
-    "capi v3 rules: a DRAP function with SFrame v3 rules round-trips through the C encoder and "
-    "decoder") {
+    "capi register rules: a DRAP function round-trips through the C encoder and decoder") {
   const uint64_t section = 0x10000, start = 0x20000;
   flex_function f = drap_function(start);
   jitunwind_error err{};
-  CHECK(jitunwind_frame_validate_v3(JITUNWIND_ABI_AMD64, &f.function, f.regs.data(), &err) ==
-        JITUNWIND_OK);
+  CHECK(jitunwind_frame_validate(JITUNWIND_ABI_AMD64, &f.function, &err) == JITUNWIND_OK);
   INFO(err.message);
-  // The JITUNWIND_0.1 entry points cannot carry the register numbers: they refuse the rows.
+  // A reserved field set (by a caller of a later release) is refused, not ignored.
+  f.rows[2].reserved[1] = 1;
   CHECK(jitunwind_frame_validate(JITUNWIND_ABI_AMD64, &f.function, &err) ==
         JITUNWIND_E_INVALID_ARGUMENT);
-  CHECK(std::string(err.message).find("_v3") != std::string::npos);
+  CHECK(std::string(err.message).find("jitunwind_frame_validate: row 2") == 0);
+  f.rows[2].reserved[1] = 0;
 
   jitunwind_status st{};
-  const auto bytes = encode(f.function, f.regs.data(), section, 3, err, st);
+  const auto bytes = encode(f.function, section, 3, err, st);
   REQUIRE(st == JITUNWIND_OK);
 
-  // Library-owned decode + the regs accessor.
+  // Library-owned decode.
   jitunwind_sframe_decoded* d = nullptr;
   REQUIRE(jitunwind_sframe_decode(bytes.data(), bytes.size(), section, &d, &err) == JITUNWIND_OK);
   REQUIRE(d->info.num_fdes == 1);
   REQUIRE(d->functions[0].row_count == f.rows.size());
   CHECK(d->functions[0].start == start);
-  CHECK((d->functions[0].flags & JITUNWIND_FUNCTION_V3_RULES) != 0);
-  const jitunwind_frame_regs* regs = jitunwind_sframe_decoded_regs(d);
-  REQUIRE(regs != nullptr);
-  const size_t first = static_cast<size_t>(d->functions[0].rows - d->rows);
+  CHECK((d->functions[0].flags & JITUNWIND_FUNCTION_REGISTER_RULES) != 0);
   for (size_t i = 0; i < f.rows.size(); ++i) {
     INFO("decoded row " << i);
-    check_row(d->functions[0].rows[i], regs[first + i], f.rows[i], f.regs[i]);
+    check_row(d->functions[0].rows[i], f.rows[i]);
   }
   jitunwind_sframe_decoded_free(d);
 
   // Caller-owned decode.
   jitunwind_function fn{};
   std::vector<jitunwind_frame_row> rows(f.rows.size());
-  std::vector<jitunwind_frame_regs> rregs(f.rows.size());
-  REQUIRE(jitunwind_sframe_decode_into_v3(bytes.data(), bytes.size(), section, nullptr, &fn, 1,
-                                          rows.data(), rregs.data(), rows.size(),
-                                          &err) == JITUNWIND_OK);
+  REQUIRE(jitunwind_sframe_decode_into(bytes.data(), bytes.size(), section, nullptr, &fn, 1,
+                                       rows.data(), rows.size(), &err) == JITUNWIND_OK);
   for (size_t i = 0; i < f.rows.size(); ++i) {
-    INFO("decode_into_v3 row " << i);
-    check_row(rows[i], rregs[i], f.rows[i], f.regs[i]);
+    INFO("decode_into row " << i);
+    check_row(rows[i], f.rows[i]);
   }
 
   // Lookup: the row at start + 20 is the CFA = *(rbp - 8) one.
@@ -175,13 +164,12 @@ TEST_CASE(
   REQUIRE(jitunwind_sframe_table_create(bytes.data(), bytes.size(), section, &t, &err) ==
           JITUNWIND_OK);
   jitunwind_sframe_lookup l{};
-  jitunwind_frame_regs lr{};
-  REQUIRE(jitunwind_sframe_table_find_v3(t, start + 20, &l, &lr) == 1);
-  check_row(l.row, lr, f.rows[2], f.regs[2]);
+  REQUIRE(jitunwind_sframe_table_find(t, start + 20, &l) == 1);
+  check_row(l.row, f.rows[2]);
   jitunwind_sframe_table_destroy(t);
 
   // Stepping that row reads the CFA from memory: CFA = *(rbp - 8) = 0x8040, RA at CFA - 8,
-  // caller's rbp at *(rbp + 0). Without the regs the CFA would be rbp - 8.
+  // caller's rbp at *(rbp + 0). Without cfa_deref the CFA would be rbp - 8.
   memory m{0x8000, std::vector<uint64_t>(16, 0)};
   const uint64_t fp = 0x8010;
   m.words[(fp - 8 - m.base) / 8] = 0x8040;
@@ -190,36 +178,35 @@ TEST_CASE(
   const jitunwind_regs callee{start + 20, 0x8000, fp, 0};
   jitunwind_regs caller{};
   jitunwind_stop_reason why{};
-  REQUIRE(jitunwind_sframe_step_v3(JITUNWIND_ABI_AMD64, &l.row, &lr, &callee, 1, &memory::read, &m,
-                                   &caller, &why) == 1);
+  REQUIRE(jitunwind_sframe_step(JITUNWIND_ABI_AMD64, &l.row, &callee, 1, &memory::read, &m,
+                               &caller, &why) == 1);
   CHECK(caller.pc == 0x4242);
   CHECK(caller.sp == 0x8040);
   CHECK(caller.fp == 0x8070);
   // The RA-in-rbx row needs a register jitunwind_regs does not have.
-  CHECK(jitunwind_sframe_step_v3(JITUNWIND_ABI_AMD64, &f.rows[3], &f.regs[3], &callee, 1,
-                                 &memory::read, &m, &caller, &why) == 0);
+  CHECK(jitunwind_sframe_step(JITUNWIND_ABI_AMD64, &f.rows[3], &callee, 1, &memory::read, &m,
+                              &caller, &why) == 0);
   CHECK(why == JITUNWIND_STOP_UNSUPPORTED_RULE);
 }
 
-TEST_CASE("capi v3 rules: the SFrame v2 encoder refuses rows with v3 rules, naming the row") {
+TEST_CASE("capi register rules: the SFrame v2 encoder refuses them, naming the row") {
   flex_function f = drap_function(0x20000);
   jitunwind_error err{};
   jitunwind_status st{};
-  const auto bytes = encode(f.function, f.regs.data(), 0x10000, 2, err, st);
+  const auto bytes = encode(f.function, 0x10000, 2, err, st);
   CHECK(bytes.empty());
   CHECK(st == JITUNWIND_E_INVALID_ARGUMENT);
   const std::string msg = err.message;
   INFO(msg);
   CHECK(msg.find("row 1") != std::string::npos);
   CHECK(msg.find("SFrame v2 cannot express it") != std::string::npos);
-  // Without the v3 rows the same encoder takes the function.
+  // Without the rows with register rules the same encoder takes the function.
   f.function.row_count = 1;
-  (void)encode(f.function, f.regs.data(), 0x10000, 2, err, st);
+  (void)encode(f.function, 0x10000, 2, err, st);
   CHECK(st == JITUNWIND_OK);
 }
 
-TEST_CASE(
-    "capi v3 rules: a window publishes a function with v3 rules (jitunwind_window_append_v3)") {
+TEST_CASE("capi register rules: a window publishes a function with register rules") {
   jitunwind_session_options o;
   jitunwind_session_options_init(&o);
   o.publishers = JITUNWIND_PUBLISH_REGISTRY;
@@ -229,12 +216,13 @@ TEST_CASE(
   static unsigned char code[4096];
   const auto text = reinterpret_cast<uint64_t>(code);
   jitunwind_window* w = nullptr;
-  REQUIRE(jitunwind_session_describe_window(s, text, sizeof code, 4096, &w, &err) == JITUNWIND_OK);
+  jitunwind_described_window_options wo;
+  jitunwind_described_window_options_init(&wo);
+  wo.text_start = text;
+  wo.text_size = sizeof code;
+  REQUIRE(jitunwind_session_describe_window(s, &wo, &w, &err) == JITUNWIND_OK);
   flex_function f = drap_function(text);
-  // The 0.1 append refuses the v3 rows; append_v3 takes them with their registers.
-  CHECK(jitunwind_window_append(w, "drap", &f.function, 0, &err) == JITUNWIND_E_INVALID_ARGUMENT);
-  REQUIRE(jitunwind_window_append_v3(w, "drap", &f.function, f.regs.data(), 0, &err) ==
-          JITUNWIND_OK);
+  REQUIRE(jitunwind_window_append(w, "drap", &f.function, 0, &err) == JITUNWIND_OK);
   REQUIRE(jitunwind_window_publish(w, &err) == JITUNWIND_OK);
   size_t size = 0;
   const uint8_t* sframe = jitunwind_window_published_sframe(w, &size);
@@ -244,16 +232,16 @@ TEST_CASE(
           JITUNWIND_OK);
   REQUIRE(d->info.num_fdes == 1);
   REQUIRE(d->functions[0].row_count == f.rows.size());
-  const jitunwind_frame_regs* regs = jitunwind_sframe_decoded_regs(d);
   for (size_t i = 0; i < f.rows.size(); ++i) {
     INFO("published row " << i);
-    check_row(d->functions[0].rows[i], regs[i], f.rows[i], f.regs[i]);
+    check_row(d->functions[0].rows[i], f.rows[i]);
   }
   jitunwind_sframe_decoded_free(d);
   jitunwind_session_destroy(s);
 }
 
-TEST_CASE("capi v3 rules: the binutils 2.46 vectors' flexible FDEs decode with their registers") {
+TEST_CASE(
+    "capi register rules: the binutils 2.46 vectors' flexible FDEs decode with their registers") {
   const auto dir = jitunwind::test::sframe_vectors_dir();
   if (!dir) return;
   size_t flex_functions = 0, register_rows = 0;
@@ -266,7 +254,6 @@ TEST_CASE("capi v3 rules: the binutils 2.46 vectors' flexible FDEs decode with t
     jitunwind_sframe_decoded* d = nullptr;
     REQUIRE(jitunwind_sframe_decode(v.content.data(), v.content.size(), v.section_base, &d, &err) ==
             JITUNWIND_OK);
-    const jitunwind_frame_regs* regs = jitunwind_sframe_decoded_regs(d);
     REQUIRE(d->info.num_fdes == oracle->functions.size());
     for (size_t i = 0; i < oracle->functions.size(); ++i) {
       const auto& of = oracle->functions[i];
@@ -283,7 +270,7 @@ TEST_CASE("capi v3 rules: the binutils 2.46 vectors' flexible FDEs decode with t
         INFO("row " << j << " objdump: " << of.rows[j].cfa << " " << of.rows[j].fp << " "
                     << of.rows[j].ra << " " << why);
         REQUIRE(want.has_value());
-        const jitunwind_frame_regs& g = regs[(cf.rows - d->rows) + j];
+        const jitunwind_frame_row& g = cf.rows[j];
         CHECK(cf.rows[j].pc_offset == want->pc_offset);
         CHECK(int(cf.rows[j].cfa_base) == int(want->cfa));
         CHECK(int(cf.rows[j].ra_rule) == int(want->ra));
@@ -300,7 +287,7 @@ TEST_CASE("capi v3 rules: the binutils 2.46 vectors' flexible FDEs decode with t
           v3 = true;
         }
       }
-      CHECK(((cf.flags & JITUNWIND_FUNCTION_V3_RULES) != 0) == v3);
+      CHECK(((cf.flags & JITUNWIND_FUNCTION_REGISTER_RULES) != 0) == v3);
     }
     jitunwind_sframe_decoded_free(d);
   }
@@ -311,10 +298,10 @@ TEST_CASE("capi v3 rules: the binutils 2.46 vectors' flexible FDEs decode with t
 }
 
 TEST_CASE(
-    "capi v3 rules: C11 names a DRAP function with jitunwind_name_code_v3, the registry's SFrame "
-    "carries its registers") {
+    "capi register rules: C11 names a DRAP function with jitunwind_name_code, the registry's "
+    "SFrame carries its registers") {
   char msg[512];
-  const int rc = capi_c_v3_name_code(msg, sizeof msg);
+  const int rc = capi_c_register_rules_name_code(msg, sizeof msg);
   INFO(msg);
   CHECK(rc == 0);
 }

@@ -1,7 +1,7 @@
-/* SFrame v3 rules from C11 (JITUNWIND_0.3): a stack-realigning (DRAP) function's rows with their
-   jitunwind_frame_regs, named with the on-ramp, read back from this process's registry as a
-   profiler would and decoded with the registers. Compiled as C11 -pedantic; driven by
-   v3_rules_test.cpp. */
+/* Register rules (SFrame v3 flexible FDEs) from C11: a stack-realigning (DRAP) function's rows,
+   named with the on-ramp, read back from this process's registry as a profiler would and
+   decoded with their registers. Compiled as C11 -pedantic; driven by register_rules_test.cpp. */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS, getpid under -std=c11 */
 #include <jitunwind/jitunwind.h>
 
 #include <stdio.h>
@@ -11,35 +11,31 @@
 
 #include "expect_c.h"
 
-/* entry; CFA = r10 + 0 from 4; CFA = *(rbp - 8), caller's rbp at *(rbp + 0) from 16. */
+/* entry; CFA = r10 + 0 from 4; CFA = *(rbp - 8), caller's rbp at *(rbp + 0) from 16. The fields:
+   pc_offset, cfa_base, ra_rule, fp_rule, ra_mangled, cfa_reg, cfa_deref, ra_reg, fp_reg,
+   cfa_offset, ra_offset, fp_offset. */
 static const jitunwind_frame_row drap_rows[3] = {
-    {0, JITUNWIND_CFA_SP, JITUNWIND_RA_SAVED, JITUNWIND_FP_UNCHANGED, 0, 8, -8, 0},
-    {4, JITUNWIND_CFA_REG, JITUNWIND_RA_SAVED, JITUNWIND_FP_UNCHANGED, 0, 0, -8, 0},
-    {16, JITUNWIND_CFA_FP, JITUNWIND_RA_SAVED, JITUNWIND_FP_REGISTER_SAVED, 0, -8, -8, 0}};
-static const jitunwind_frame_regs drap_regs[3] = {{0, 0, 0, 0}, {10, 0, 0, 0}, {0, 1, 0, 6}};
+    {0, JITUNWIND_CFA_SP, JITUNWIND_RA_SAVED, JITUNWIND_FP_UNCHANGED, 0, 0, 0, 0, 0, 8, -8, 0},
+    {4, JITUNWIND_CFA_REG, JITUNWIND_RA_SAVED, JITUNWIND_FP_UNCHANGED, 0, 10, 0, 0, 0, 0, -8, 0},
+    {16, JITUNWIND_CFA_FP, JITUNWIND_RA_SAVED, JITUNWIND_FP_REGISTER_SAVED, 0, 0, 1, 0, 6, -8, -8,
+     0}};
 
 /* Returns 0, or 1 with `msg`. */
-int capi_c_v3_name_code(char* msg, size_t len) {
+int capi_c_register_rules_name_code(char* msg, size_t len) {
   jitunwind_error err;
   jitunwind_remote_window* windows = NULL;
   size_t count = 0, i;
   uint8_t* sframe = NULL;
   size_t sframe_size = 0;
   jitunwind_sframe_decoded* d = NULL;
-  const jitunwind_frame_regs* regs;
   int rc = 1;
   unsigned char* code =
       mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   msg[0] = '\0';
   EXPECT(code != MAP_FAILED, "mmap failed");
   memset(code, 0xcc, 48);
-  /* The 0.1 on-ramp cannot take the registers: it refuses, naming the _v3 functions. */
-  EXPECT(
-      jitunwind_name_code(code, 48, "c:drap", drap_rows, 3, &err) == JITUNWIND_E_INVALID_ARGUMENT &&
-          strstr(err.message, "_v3") != NULL,
-      "name_code took v3 rows: %s", err.message);
-  EXPECT(jitunwind_name_code_v3(code, 48, "c:drap", drap_rows, drap_regs, 3, &err) == JITUNWIND_OK,
-         "name_code_v3: %s", err.message);
+  EXPECT(jitunwind_name_code(code, 48, "c:drap", drap_rows, 3, &err) == JITUNWIND_OK,
+         "name_code: %s", err.message);
   EXPECT(jitunwind_remote_read_registry((int)getpid(), &windows, &count, &err) == JITUNWIND_OK,
          "read_registry: %s", err.message);
   for (i = 0; i < count; ++i)
@@ -55,15 +51,13 @@ int capi_c_v3_name_code(char* msg, size_t len) {
          "decode: %s", err.message);
   EXPECT(d->info.version == 3 && d->info.num_fdes == 1 && d->functions[0].row_count == 3,
          "decoded: v%u, %u functions", (unsigned)d->info.version, (unsigned)d->info.num_fdes);
-  EXPECT((d->functions[0].flags & JITUNWIND_FUNCTION_V3_RULES) != 0, "no V3_RULES flag");
-  regs = jitunwind_sframe_decoded_regs(d);
+  EXPECT((d->functions[0].flags & JITUNWIND_FUNCTION_REGISTER_RULES) != 0,
+         "no REGISTER_RULES flag");
   for (i = 0; i < 3; ++i) {
     const jitunwind_frame_row* r = &d->functions[0].rows[i];
-    const jitunwind_frame_regs* g = &regs[d->functions[0].rows - d->rows + i];
-    EXPECT(memcmp(r, &drap_rows[i], sizeof *r) == 0, "row %zu differs", i);
-    EXPECT(memcmp(g, &drap_regs[i], sizeof *g) == 0,
-           "row %zu regs: cfa_reg %u deref %u ra_reg %u fp_reg %u", i, (unsigned)g->cfa_reg,
-           (unsigned)g->cfa_deref, (unsigned)g->ra_reg, (unsigned)g->fp_reg);
+    EXPECT(memcmp(r, &drap_rows[i], sizeof *r) == 0,
+           "row %zu: cfa_reg %u deref %u ra_reg %u fp_reg %u", i, (unsigned)r->cfa_reg,
+           (unsigned)r->cfa_deref, (unsigned)r->ra_reg, (unsigned)r->fp_reg);
   }
   rc = 0;
 out:
