@@ -91,16 +91,6 @@ class target {
   std::string err() const { return read_file(err_); }
   const temp_dir& dir() const { return dir_; }
 
-  /// Waits (10 s at most) until its maps name `path` (reading /proc, not the file: opening it
-  /// would set off what the target does when a reader opens it).
-  void wait_for_mapping(const std::string& path) const {
-    for (int i = 0; i < 1000; ++i) {
-      if (read_file("/proc/" + pid_text() + "/maps").find(path) != std::string::npos) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    FAIL("the target did not map " << path);
-  }
-
   /// Waits (30 s at most) until it has set up its hostile shapes.
   void wait_ready() const {
     for (int i = 0; i < 3000; ++i) {
