@@ -1,46 +1,31 @@
-// Command-line parsing shared by the subcommands.
+// The command lines of jitwalk's commands, read with the repository's command-line layer
+// (cmdline/): each command is a table, from which `--help` is generated.
 #pragma once
+
+#include <cmdline/cmdline.hpp>
 
 #include "jitwalk/common.hpp"
 #include "jitwalk/run.hpp"
 
-#include <string>
-#include <vector>
-
 namespace jitwalk {
 
-/// Walks argv; knows "--opt VALUE", "--opt=VALUE", "-F99"/"-F 99" and the "--" separator.
-class arg_reader {
- public:
-  arg_reader(int argc, char** argv, int first);
-  bool done() const { return i_ >= args_.size(); }
-  /// The current argument (an option or a positional one).
-  const std::string& current() const { return args_[i_]; }
-  /// True (and consumes it) if the current argument is one of the names; for options with a
-  /// value, use value() next.
-  bool is(std::initializer_list<const char*> names);
-  /// The value of the option just matched; error naming the option if missing.
-  result<std::string> value();
-  result<long long> integer(long long lo, long long hi);
-  result<double> number(double lo, double hi);
-  /// Everything after "--" (consumes it); empty if the current argument is not "--".
-  std::vector<std::string> rest_after_separator();
-  std::string unknown() const { return args_[i_]; }
+/// The tables of `jitwalk profile` and `jitwalk verify` (main lists them in its help).
+extern const cmdline::command profile_command;
+extern const cmdline::command verify_command;
 
- private:
-  std::vector<std::string> args_;
-  size_t i_ = 0;
-  std::string matched_;
-  std::string inline_value_;
-  bool has_inline_ = false;
-};
+/// Options both commands have, read into `ro` and g_verbosity: --max-depth, --native-tables,
+/// --window-state-limit, --sync-tables, -d, -q/-v. Returns a usage error, empty if none.
+std::string read_shared_options(const cmdline::parsed& a, run_options& ro);
 
-/// A usage error of `jitwalk SUBCOMMAND`: reports `e`, points to the subcommand's --help and
-/// returns the exit status for usage errors (2).
-int usage_failure(const char* subcommand, const error& e);
+/// Parses `jitwalk NAME argv[2..]` against `spec`: true when the command should run; otherwise
+/// the help was printed or a usage error reported, with `*exit_status` set (0 or 2).
+bool parse_command_line(const cmdline::command& spec, int argc, char** argv, cmdline::parsed& a,
+                        int* exit_status);
+
+/// A usage error found after parsing: reported as the parser reports its own; returns 2.
+int usage_failure(const cmdline::command& spec, const std::string& message);
 
 int cmd_profile(int argc, char** argv);
 int cmd_verify(int argc, char** argv);
-int cmd_tables(int argc, char** argv);
 
 }  // namespace jitwalk

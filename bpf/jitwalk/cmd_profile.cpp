@@ -4,6 +4,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <thread>
@@ -17,72 +18,6 @@
 namespace jitwalk {
 
 namespace {
-
-const char* kProfileHelp = R"(usage: jitwalk profile (-p PID | -- COMMAND [ARGS...]) [options]
-
-Samples the target's threads on cpu-clock perf events, unwinds their user stacks in BPF with the
-SFrame tables the target published (JIT windows from the jitunwind registry) and the .sframe /
-.eh_frame sections of its native objects, falls back to frame pointers where nothing covers a
-PC, aggregates in the kernel, symbolizes in user space and writes the profile.
-
-target:
-  -p, --pid PID          profile a running process (all its threads)
-  -- COMMAND ARGS...     start COMMAND and profile it until it exits (Ctrl-C stops early)
-
-processes (docs/jitwalk.md, "Process trees"):
-  --children             follow the processes the target forks and exec's, recursively
-                         (default for a COMMAND; with -p, those created from now on)
-  --no-children          follow the target process only (its exec's still get new tables)
-  --merge-processes      label stacks by command name ("comm") instead of "comm-PID"
-
-options:
-  -F, --frequency HZ     samples per second of CPU time of each target thread (default 99;
-                         at most 20000)
-  -d, --duration SEC     stop after SEC seconds; a started command is then ended: sampling
-                         stops, SIGINT, SIGTERM after the grace period, SIGKILL after another
-                         (a runtime gets time to write its names)
-  --grace SEC            the grace period of that sequence (default 2; also after Ctrl-C)
-  --wait-exit            at the end of -d stop sampling but let the command run until it
-                         exits by itself (its jitdump complete); Ctrl-C then ends it as above
-  --folded FILE          folded stacks ("comm-PID;root;...;leaf count"), for flamegraph tools
-  --svg FILE             self-contained SVG flame graph
-  --pprof FILE           pprof protobuf (gzip), for go tool pprof, Parca, Pyroscope
-  --kernel               add kernel stacks (frames suffixed _[k] in folded output)
-  --per-thread           one root per thread ("comm-PID/TID") instead of per process
-  --max-depth N          frames per user stack, 1..1024 (default 127)
-  --unwinder KIND        sframe (default): tables, frame-pointer fallback;
-                         fp: our BPF walk with frame pointers only;
-                         kernel-fp: the kernel's walk (bpf_get_stack); both for comparisons
-  --native-tables LIST   native tables to load: sframe,eh_frame (default), sframe, eh_frame, none
-  --no-table-cache       convert native objects' tables afresh (default: cached by build ID
-                         in $XDG_CACHE_HOME/jitwalk or ~/.cache/jitwalk; delete it to clear)
-  --table-cache DIR      cache converted native tables in DIR
-  --no-jit               do not read the target's JIT windows
-  --sync-tables          stop the target at each window_publish until its rows are loaded
-                         (no sample ever misses a new window; costs the target a pause)
-  --no-cut-marker        do not root cut stacks at a "[cut: reason]" frame
-  --raw-addresses        one "[unknown 0xADDR]" frame per unnamed address instead of one
-                         frame per mapping ("[anon:0x7f..-0x7f..]", "[anon:v8]", "[memfd:x]")
-  --early-names          name frames only when first seen (default: frames unnamed then are
-                         named again at the end, against the whole perf map and jitdump)
-  --bpf-stats            report the BPF program's run time per sample (kernel bpf_stats)
-  --per-cpu-events       sample with one event per CPU, filtered by PID in BPF (default: one
-                         event per target thread, inherited by the threads it creates)
-  --rows N               capacity of the BPF row table (default 1048576)
-  --max-memory MIB       memory the target's data may take in jitwalk: symbols of its objects,
-                         its JIT names, copies being converted (default 1024); beyond it names
-                         or windows are left out, with a warning
-  --max-file MIB         the most read from the target's perf map or jitdump, and the largest
-                         section read from one of its objects (default 512)
-  --window-state-limit N prune BPF window states of gone windows beyond N (default 32768)
-  -q, --quiet            only errors and the summary;  -v, --verbose  details
-  -h, --help             this text
-
-Progress and a summary (samples, unwound-to-root %, cut %, fallback %) go to stderr.
-Everything read from the target is treated as hostile (docs/jitwalk.md, "Reading hostile
-processes"); the output files are created beside PATH and renamed over it, and an existing
-symbolic link, FIFO or device at PATH is refused.
-)";
 
 struct profile_options {
   run_options run;
@@ -141,134 +76,40 @@ uint64_t unix_now_ns() {
 }  // namespace
 
 int cmd_profile(int argc, char** argv) {
+  cmdline::parsed a;
+  if (int status = 0; !parse_command_line(profile_command, argc, argv, a, &status)) return status;
+  auto fail = [](const std::string& message) { return usage_failure(profile_command, message); };
   profile_options o;
-  int children = -1;  // -1: the default (follow a command's children, not -p's)
-  arg_reader a(argc, argv, 2);
-  auto fail = [](const error& e) { return usage_failure("profile", e); };
-  while (!a.done()) {
-    if (a.current() == "--") {
-      o.run.target.command = a.rest_after_separator();
-      if (o.run.target.command.empty())
-        return fail(error(errc::invalid_argument, "no command after --"));
-    } else if (a.is({"-h", "--help"})) {
-      std::fputs(kProfileHelp, stdout);
-      return 0;
-    } else if (a.is({"-p", "--pid"})) {
-      auto v = a.integer(1, 1 << 30);
-      if (!v) return fail(v.error());
-      o.run.target.pid = static_cast<pid_t>(v.value());
-    } else if (a.is({"-F", "--frequency"})) {
-      // Each sample's BPF walk takes ~15 µs: at 20 kHz that is a third of a CPU per thread,
-      // and beyond it the walks outrun the sampling period.
-      auto v = a.integer(1, 20000);
-      if (!v) return fail(v.error());
-      o.hz = static_cast<unsigned>(v.value());
-    } else if (a.is({"-d", "--duration"})) {
-      auto v = a.number(0.001, 1e7);
-      if (!v) return fail(v.error());
-      o.run.duration_s = v.value();
-    } else if (a.is({"--grace"})) {
-      auto v = a.number(0, 3600);
-      if (!v) return fail(v.error());
-      o.grace_s = v.value();
-    } else if (a.is({"--wait-exit"})) {
-      o.wait_exit = true;
-    } else if (a.is({"--raw-addresses"})) {
-      o.raw_addresses = true;
-    } else if (a.is({"--early-names"})) {
-      o.late_names = false;
-    } else if (a.is({"--folded"})) {
-      auto v = a.value();
-      if (!v) return fail(v.error());
-      o.folded = v.value();
-    } else if (a.is({"--svg"})) {
-      auto v = a.value();
-      if (!v) return fail(v.error());
-      o.svg = v.value();
-    } else if (a.is({"--pprof"})) {
-      auto v = a.value();
-      if (!v) return fail(v.error());
-      o.pprof = v.value();
-    } else if (a.is({"--kernel"})) {
-      o.run.kernel_stacks = true;
-    } else if (a.is({"--children"})) {
-      children = 1;
-    } else if (a.is({"--no-children"})) {
-      children = 0;
-    } else if (a.is({"--merge-processes"})) {
-      o.merge_processes = true;
-    } else if (a.is({"--per-thread"})) {
-      o.run.per_thread = true;
-    } else if (a.is({"--max-depth"})) {
-      auto v = a.integer(1, JW_MAX_DEPTH);
-      if (!v) return fail(v.error());
-      o.run.max_depth = static_cast<uint32_t>(v.value());
-    } else if (a.is({"--unwinder"})) {
-      auto v = a.value();
-      if (!v) return fail(v.error());
-      if (*v == "sframe") {
-        o.unwinder = program::sample;
-      } else if (*v == "fp") {
-        o.unwinder = program::sample;
-        o.run.fp_only = true;
-      } else if (*v == "kernel-fp") {
-        o.unwinder = program::sample_kfp;
-      } else {
-        return fail(
-            error(errc::invalid_argument,
-                  format("--unwinder: '%s' (expected sframe, fp or kernel-fp)", v->c_str())));
-      }
-    } else if (a.is({"--native-tables"})) {
-      auto v = a.value();
-      if (!v) return fail(v.error());
-      auto policy = parse_native_policy(*v);
-      if (!policy) return fail(policy.error());
-      o.run.tracker.native = *policy;
-    } else if (a.is({"--no-table-cache"})) {
-      o.run.table_cache = false;
-    } else if (a.is({"--table-cache"})) {
-      auto v = a.value();
-      if (!v) return fail(v.error());
-      o.run.table_cache_dir = *v;
-    } else if (a.is({"--no-jit"})) {
-      o.run.tracker.jit = false;
-    } else if (a.is({"--sync-tables"})) {
-      o.run.sync_tables = true;
-    } else if (a.is({"--no-cut-marker"})) {
-      o.mark_cut = false;
-    } else if (a.is({"--bpf-stats"})) {
-      o.bpf_stats = true;
-    } else if (a.is({"--per-cpu-events"})) {
-      o.per_cpu_events = true;
-    } else if (a.is({"--window-state-limit"})) {
-      auto v = a.integer(1, 60000);
-      if (!v) return fail(v.error());
-      o.run.tracker.window_state_limit = static_cast<size_t>(v.value());
-    } else if (a.is({"--max-memory"})) {
-      auto v = a.integer(1, 1 << 20);
-      if (!v) return fail(v.error());
-      o.run.max_memory = static_cast<uint64_t>(v.value()) << 20;
-    } else if (a.is({"--max-file"})) {
-      auto v = a.integer(1, 1 << 20);
-      if (!v) return fail(v.error());
-      o.run.max_file_bytes = static_cast<uint64_t>(v.value()) << 20;
-    } else if (a.is({"--rows"})) {
-      auto v = a.integer(1024, 1ll << 28);
-      if (!v) return fail(v.error());
-      o.run.bpf.row_capacity = static_cast<uint32_t>(v.value());
-    } else if (a.is({"-q", "--quiet"})) {
-      g_verbosity = 0;
-    } else if (a.is({"-v", "--verbose"})) {
-      g_verbosity = 2;
-    } else {
-      return fail(
-          error(errc::invalid_argument, format("unknown argument '%s'", a.unknown().c_str())));
-    }
-  }
-  if ((o.run.target.pid > 0) == !o.run.target.command.empty()) {
-    return fail(error(errc::invalid_argument, "give exactly one of -p PID or -- COMMAND"));
-  }
-  o.run.follow_children = children < 0 ? !o.run.target.command.empty() : children == 1;
+  if (std::string bad = read_shared_options(a, o.run); !bad.empty()) return fail(bad);
+  o.run.target.command = a.operands;
+  o.run.target.pid = static_cast<pid_t>(a.whole("pid", 0));
+  o.hz = static_cast<unsigned>(std::lround(a.decimal("frequency", o.hz)));
+  o.grace_s = a.decimal("grace", o.grace_s);
+  o.wait_exit = a.flag("wait-exit");
+  o.raw_addresses = a.flag("raw-addresses");
+  o.late_names = !a.flag("early-names");
+  o.folded = a.value("folded").value_or("");
+  o.svg = a.value("svg").value_or("");
+  o.pprof = a.value("pprof").value_or("");
+  o.run.kernel_stacks = a.flag("kernel");
+  o.merge_processes = a.flag("merge-processes");
+  o.run.per_thread = a.flag("per-thread");
+  const std::string unwinder = a.value("unwinder").value_or("sframe");
+  o.unwinder = unwinder == "kernel-fp" ? program::sample_kfp : program::sample;
+  o.run.fp_only = unwinder == "fp";
+  o.run.table_cache = a.state("table-cache").value_or(true);
+  if (auto dir = a.value("table-cache")) o.run.table_cache_dir = *dir;
+  o.run.tracker.jit = a.state("jit").value_or(true);
+  o.mark_cut = a.state("cut-marker").value_or(true);
+  o.bpf_stats = a.flag("bpf-stats");
+  o.per_cpu_events = a.flag("per-cpu-events");
+  o.run.max_memory = a.whole("max-memory", o.run.max_memory);
+  o.run.max_file_bytes = a.whole("max-file", o.run.max_file_bytes);
+  o.run.bpf.row_capacity = static_cast<uint32_t>(a.whole("rows", o.run.bpf.row_capacity));
+  if ((o.run.target.pid > 0) == !o.run.target.command.empty())
+    return fail("give exactly one of -p PID or -- COMMAND");
+  // Default: follow a command's children, not -p's.
+  o.run.follow_children = a.state("children").value_or(!o.run.target.command.empty());
   if (o.folded.empty() && o.svg.empty() && o.pprof.empty()) {
     note("no --folded/--svg/--pprof given: only the summary is printed");
   }

@@ -20,34 +20,6 @@ namespace jitwalk {
 
 namespace {
 
-const char* kVerifyHelp = R"(usage: jitwalk verify [options] -- COMMAND [ARGS...]
-
-Runs COMMAND (an example runtime with its ground-truth `checkpoint` probe), walks the user stack
-in BPF at every checkpoint, and compares the return addresses found inside JIT code with the
-ground truth the probe carries (docs/ground-truth.md). The kernel's frame-pointer walk
-(bpf_get_stack with BPF_F_USER_STACK) runs on the same events and is reported side by side.
-It also checks the name of every walked JIT frame against the code live at the checkpoint
-(docs/jitwalk.md, "Symbolization"). Exits 0 when at least --min-match percent of the checkpoints
-match exactly, 1 otherwise (also when there was no checkpoint, the command failed, a stale table
-was used, or a JIT frame was named after other code).
-
-options:
-  --min-match PCT     required exact matches in percent (default 100)
-  --provider NAME     only `checkpoint` probes of this provider (default: any provider)
-  --show N            print up to N mismatching stacks (default 5)
-  --print-walks N     also print the first N walks, matching or not
-  --per-tag           one line per checkpoint tag (default when there are at most 20 tags)
-  --no-sync-tables    do not stop the command at window_publish while its tables are loaded
-                      (then checkpoints right after a publish may run on old tables)
-  --max-depth N       frames per walk, 1..1024 (default 1024)
-  --native-tables L   sframe,eh_frame (default), sframe, eh_frame or none
-  --window-state-limit N  prune BPF window states of gone windows beyond N (default 32768)
-  --json FILE         write the results as JSON
-  -d, --duration SEC  stop after SEC seconds
-  -q, --quiet / -v, --verbose
-  -h, --help
-)";
-
 struct tag_stats {
   uint64_t checkpoints = 0, exact = 0, fp_exact = 0, complete = 0;
   uint64_t max_truth = 0;
@@ -82,76 +54,23 @@ struct verify_state {
 }  // namespace
 
 int cmd_verify(int argc, char** argv) {
+  cmdline::parsed a;
+  if (int status = 0; !parse_command_line(verify_command, argc, argv, a, &status)) return status;
   run_options ro;
-  double min_match = 100.0;
-  size_t show = 5;
-  size_t print_walks = 0;
-  bool per_tag = false;
-  std::string json_path;
   ro.sync_tables = true;
   ro.tracker.attach_checkpoints = true;
   ro.max_depth = JW_MAX_DEPTH;  // ground truth goes up to 512 JIT frames
-  arg_reader a(argc, argv, 2);
-  auto fail = [](const error& e) { return usage_failure("verify", e); };
-  while (!a.done()) {
-    if (a.current() == "--") {
-      ro.target.command = a.rest_after_separator();
-    } else if (a.is({"-h", "--help"})) {
-      std::fputs(kVerifyHelp, stdout);
-      return 0;
-    } else if (a.is({"--min-match"})) {
-      auto v = a.number(0, 100);
-      if (!v) return fail(v.error());
-      min_match = v.value();
-    } else if (a.is({"--provider"})) {
-      auto v = a.value();
-      if (!v) return fail(v.error());
-      ro.tracker.checkpoint_provider = v.value();
-    } else if (a.is({"--show"})) {
-      auto v = a.integer(0, 100000);
-      if (!v) return fail(v.error());
-      show = static_cast<size_t>(v.value());
-    } else if (a.is({"--print-walks"})) {
-      auto v = a.integer(0, 100000);
-      if (!v) return fail(v.error());
-      print_walks = static_cast<size_t>(v.value());
-    } else if (a.is({"--per-tag"})) {
-      per_tag = true;
-    } else if (a.is({"--window-state-limit"})) {
-      auto v = a.integer(1, 60000);
-      if (!v) return fail(v.error());
-      ro.tracker.window_state_limit = static_cast<size_t>(v.value());
-    } else if (a.is({"--no-sync-tables"})) {
-      ro.sync_tables = false;
-    } else if (a.is({"--max-depth"})) {
-      auto v = a.integer(1, JW_MAX_DEPTH);
-      if (!v) return fail(v.error());
-      ro.max_depth = static_cast<uint32_t>(v.value());
-    } else if (a.is({"--native-tables"})) {
-      auto v = a.value();
-      if (!v) return fail(v.error());
-      auto policy = parse_native_policy(*v);
-      if (!policy) return fail(policy.error());
-      ro.tracker.native = *policy;
-    } else if (a.is({"--json"})) {
-      auto v = a.value();
-      if (!v) return fail(v.error());
-      json_path = v.value();
-    } else if (a.is({"-d", "--duration"})) {
-      auto v = a.number(0.001, 1e7);
-      if (!v) return fail(v.error());
-      ro.duration_s = v.value();
-    } else if (a.is({"-q", "--quiet"})) {
-      g_verbosity = 0;
-    } else if (a.is({"-v", "--verbose"})) {
-      g_verbosity = 2;
-    } else {
-      return fail(
-          error(errc::invalid_argument, format("unknown argument '%s'", a.unknown().c_str())));
-    }
-  }
+  if (std::string bad = read_shared_options(a, ro); !bad.empty())
+    return usage_failure(verify_command, bad);
+  ro.target.command = a.operands;
   if (ro.target.command.empty())
-    return fail(error(errc::invalid_argument, "no command: -- COMMAND ARGS"));
+    return usage_failure(verify_command, "no command: -- COMMAND ARGS");
+  const double min_match = a.decimal("min-match", 100.0);
+  const size_t show = static_cast<size_t>(a.whole("show", 5));
+  const size_t print_walks = static_cast<size_t>(a.whole("print-walks", 0));
+  const bool per_tag = a.flag("per-tag");
+  const std::string json_path = a.value("json").value_or("");
+  ro.tracker.checkpoint_provider = a.value("provider").value_or(ro.tracker.checkpoint_provider);
 
   // An unwritable --json fails now, not after the whole run.
   if (!json_path.empty()) {

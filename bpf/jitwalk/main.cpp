@@ -7,18 +7,15 @@
 #include "jitwalk/cli.hpp"
 
 namespace {
-const char* kHelp = R"(usage: jitwalk COMMAND [options]
 
-An eBPF profiler that unwinds user stacks through JIT code without frame pointers, using the
-SFrame tables a runtime publishes with the jitunwind SDK (and the .sframe / .eh_frame sections of
-native objects). Needs root (BPF, perf events, uprobes).
+const char* about =
+    "An eBPF profiler that unwinds user stacks through JIT code without frame pointers, using "
+    "the SFrame tables a runtime publishes with the jitunwind SDK (and the .sframe / .eh_frame "
+    "sections of native objects). Needs root (BPF, perf events, uprobes). Documentation: "
+    "docs/jitwalk.md.";
 
-commands:
-  profile   sample a process and write folded stacks, an SVG flame graph, a pprof profile
-  verify    run an example runtime and check every walked stack against its ground truth
+const cmdline::command* const commands[] = {&jitwalk::profile_command, &jitwalk::verify_command};
 
-`jitwalk COMMAND --help` describes each command. Documentation: docs/jitwalk.md.
-)";
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -32,11 +29,13 @@ int main(int argc, char** argv) {
   mallopt(M_TRIM_THRESHOLD, 64 << 20);
   if (argc < 2 || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "--help") ||
       !std::strcmp(argv[1], "help")) {
-    std::fputs(kHelp, argc < 2 ? stderr : stdout);
-    return argc < 2 ? 2 : 0;
+    const std::string help = cmdline::command_list_text("jitwalk", about, commands);
+    std::fputs(help.c_str(), argc < 2 ? stderr : stdout);
+    return argc < 2 ? cmdline::exit_usage : 0;
   }
   if (!std::strcmp(argv[1], "profile")) return jitwalk::cmd_profile(argc, argv);
   if (!std::strcmp(argv[1], "verify")) return jitwalk::cmd_verify(argc, argv);
-  std::fprintf(stderr, "jitwalk: unknown command '%s' (jitwalk --help)\n", argv[1]);
-  return 2;
+  return cmdline::usage_error(
+      "jitwalk",
+      std::string("unknown command '") + cmdline::shown(argv[1]) + "' (commands: profile, verify)");
 }

@@ -92,8 +92,7 @@ struct flatten_limits {
 result<range_rows> flatten(std::vector<unwind_function> functions, uint64_t bias,
                            const flatten_limits& limits = {});
 
-/// The row the BPF program would pick for `pc` (the same binary search), or null. For tests
-/// and for `jitwalk tables`.
+/// The row the BPF program would pick for `pc` (the same binary search), or null. For tests.
 const jw_row* lookup_row(const range_rows& r, uint64_t pc) noexcept;
 
 }  // namespace jitwalk

@@ -261,25 +261,9 @@ void tracker::load_window(const window_record& w) {
   windows_[w.window_id] = info;
   window_index_dirty_ = true;
   if (w.sframe_size == 0) return;  // no code described yet
-  auto reject = [&](const std::string& why) {
-    rejected_.insert({w.window_id, w.generation});
-    ++stats_.windows_rejected;
-    std::string msg = format(
-        "window %llu (generation %llu, text %s+%llu): SFrame rejected: %s",
-        static_cast<unsigned long long>(w.window_id), static_cast<unsigned long long>(w.generation),
-        hex(w.text_start).c_str(), static_cast<unsigned long long>(w.text_size), why.c_str());
-    // A target can publish any number of bad windows: the first ones are named, the rest
-    // counted (in the summary).
-    if (rejections_.size() < max_rejections_named) {
-      warn("%s", msg.c_str());
-      rejections_.push_back(std::move(msg));
-    } else if (rejections_.size() == max_rejections_named) {
-      warn("more windows rejected: counted in the summary only");
-      rejections_.push_back("...");
-    }
-  };
   if (w.code_abi != jitunwind::abi::amd64) {
-    reject(format("ABI %s (this walker unwinds AMD64)", jitunwind::to_string(w.code_abi)));
+    reject_window(w,
+                  format("ABI %s (this walker unwinds AMD64)", jitunwind::to_string(w.code_abi)));
     return;
   }
   // The copy is charged while it is converted (its rows then live in the BPF tables).
@@ -289,58 +273,17 @@ void tracker::load_window(const window_record& w) {
         o_.budget, w.sframe_size,
         format("the SFrame of window %llu", static_cast<unsigned long long>(w.window_id)));
     if (!c) {
-      reject(c.error().message());
+      reject_window(w, c.error().message());
       return;
     }
     copy_charge = std::move(*c);
   }
-  auto bytes = reader_->read_sframe(w);
-  if (!bytes) {
-    const errc code = bytes.error().code();
-    bool vanished = code == errc::bad_state;  // changed while we read it
-    if (!vanished && code != errc::limit_exceeded && code != errc::malformed) {
-      // Unreadable memory: either the runtime freed the window after our snapshot (a race, not
-      // an error) or the registry points at nothing (reject). The registry tells which.
-      vanished = true;
-      if (auto again = reader_->read(); again) {
-        for (const window_record& now : again->windows) {
-          if (now.window_id == w.window_id && now.generation == w.generation &&
-              now.state != window_state::free) {
-            vanished = false;
-          }
-        }
-      }
-    }
-    if (vanished) {
-      ++stats_.windows_vanished;
-      detail("window %llu generation %llu changed before its SFrame could be read",
-             static_cast<unsigned long long>(w.window_id),
-             static_cast<unsigned long long>(w.generation));
-      registry_dirty_ = true;  // a newer generation is coming (or the window is gone)
-      windows_.erase(w.window_id);
-      window_index_dirty_ = true;
-      return;
-    }
-    reject(bytes.error().message());
-    return;
-  }
-  auto fns = sframe_functions(bytes.value(), w.sframe_address, table_source::jit, nullptr, true);
-  if (!fns) {
-    reject(fns.error().message());
-    return;
-  }
-  flatten_limits lim;
-  lim.lo = w.text_start;
-  lim.hi = w.text_start + w.text_size;
-  lim.strict = true;
-  if (lim.hi < lim.lo) {
-    reject("text range wraps around");
-    return;
-  }
-  auto rows = flatten(std::move(fns.value()), 0, lim);
+  const auto bytes = read_window_sframe(w);
+  if (!bytes) return;
+  auto rows = window_rows(w, *bytes);
   if (!rows) {
     if (rows.error().code() == errc::not_found) return;  // empty section: nothing to unwind
-    reject(rows.error().message());
+    reject_window(w, rows.error().message());
     return;
   }
   range_info ri;
@@ -353,7 +296,7 @@ void tracker::load_window(const window_record& w) {
   const size_t nrows = rows->rows.size();
   auto uid = tables_.add(std::move(rows.value()), ri);
   if (!uid) {
-    reject(uid.error().message());
+    reject_window(w, uid.error().message());
     return;
   }
   windows_[w.window_id].uid = uid.value();
@@ -364,6 +307,71 @@ void tracker::load_window(const window_record& w) {
   ++stats_.windows_loaded;
   detail("loaded %s: %s+%llu, %zu rows", ri.label.c_str(), hex(w.text_start).c_str(),
          static_cast<unsigned long long>(w.text_size), nrows);
+}
+
+// The window's SFrame section; nothing if it was rejected or went away while it was read.
+std::optional<std::vector<uint8_t>> tracker::read_window_sframe(const window_record& w) {
+  auto bytes = reader_->read_sframe(w);
+  if (bytes) return std::move(bytes).value();
+  const errc code = bytes.error().code();
+  bool vanished = code == errc::bad_state;  // changed while we read it
+  if (!vanished && code != errc::limit_exceeded && code != errc::malformed) {
+    // Unreadable memory: either the runtime freed the window after our snapshot (a race, not
+    // an error) or the registry points at nothing (reject). The registry tells which.
+    vanished = true;
+    if (auto again = reader_->read(); again) {
+      for (const window_record& now : again->windows) {
+        if (now.window_id == w.window_id && now.generation == w.generation &&
+            now.state != window_state::free) {
+          vanished = false;
+        }
+      }
+    }
+  }
+  if (!vanished) {
+    reject_window(w, bytes.error().message());
+    return std::nullopt;
+  }
+  ++stats_.windows_vanished;
+  detail("window %llu generation %llu changed before its SFrame could be read",
+         static_cast<unsigned long long>(w.window_id),
+         static_cast<unsigned long long>(w.generation));
+  registry_dirty_ = true;  // a newer generation is coming (or the window is gone)
+  windows_.erase(w.window_id);
+  window_index_dirty_ = true;
+  return std::nullopt;
+}
+
+// The rows of a window's SFrame section, every function inside the window's text (strict: a
+// window that describes code elsewhere is refused, not trimmed).
+result<range_rows> tracker::window_rows(const window_record& w,
+                                        const std::vector<uint8_t>& sframe) {
+  auto fns = sframe_functions(sframe, w.sframe_address, table_source::jit, nullptr, true);
+  if (!fns) return fns.error();
+  flatten_limits lim;
+  lim.lo = w.text_start;
+  lim.hi = w.text_start + w.text_size;
+  lim.strict = true;
+  if (lim.hi < lim.lo) return error(errc::malformed, "text range wraps around");
+  return flatten(std::move(fns.value()), 0, lim);
+}
+
+void tracker::reject_window(const window_record& w, const std::string& why) {
+  rejected_.insert({w.window_id, w.generation});
+  ++stats_.windows_rejected;
+  std::string msg = format("window %llu (generation %llu, text %s+%llu): SFrame rejected: %s",
+                           static_cast<unsigned long long>(w.window_id),
+                           static_cast<unsigned long long>(w.generation), hex(w.text_start).c_str(),
+                           static_cast<unsigned long long>(w.text_size), why.c_str());
+  // A target can publish any number of bad windows: the first ones are named, the rest
+  // counted (in the summary).
+  if (rejections_.size() < max_rejections_named) {
+    warn("%s", msg.c_str());
+    rejections_.push_back(std::move(msg));
+  } else if (rejections_.size() == max_rejections_named) {
+    warn("more windows rejected: counted in the summary only");
+    rejections_.push_back("...");
+  }
 }
 
 void tracker::drop_window(uint64_t id, uint64_t up_to_generation, uint64_t time) {

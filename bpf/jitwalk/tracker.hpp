@@ -132,7 +132,15 @@ class tracker {
   };
   void attach_object_probes(const std::string& path, const elf_file& obj, uint64_t dev,
                             uint64_t inode);
+  // load_window: a new window or generation replaces what was known of it; its SFrame is read
+  // (read_window_sframe), turned into rows for its text (window_rows) and added to the tables.
+  // A window that cannot be used is rejected (reject_window), one that went away meanwhile is
+  // forgotten (the registry is read again).
   void load_window(const jitunwind::remote::window_record& w);
+  std::optional<std::vector<uint8_t>> read_window_sframe(const jitunwind::remote::window_record& w);
+  result<range_rows> window_rows(const jitunwind::remote::window_record& w,
+                                 const std::vector<uint8_t>& sframe);
+  void reject_window(const jitunwind::remote::window_record& w, const std::string& why);
   void drop_window(uint64_t id, uint64_t up_to_generation, uint64_t time);
   void prune_window_states();
 

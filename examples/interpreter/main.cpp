@@ -23,38 +23,49 @@ namespace {
 
 constexpr const char* program_name = "toy-interp";
 
-constexpr const char* usage =
-    "usage: toy-interp [OPTIONS] PROGRAM.toy [ARGS...]\n"
-    "\n"
-    "Runs main(ARGS...) of a toylang program in a bytecode interpreter, printing what the\n"
-    "program prints and then main's value.\n"
-    "\n"
-    "options:\n"
-    "  --trampolines=on|off  call every toy function through its own native trampoline, so\n"
-    "                        profilers and debuggers see toy:<function> frames (default on)\n"
-    "  --probes=on|off       USDT probes toyinterp:function__entry/function__return/line/\n"
-    "                        checkpoint (default on; untraced they cost one check per call)\n"
-    "  --publish=LIST        SDK publishers for the trampolines: comma-separated registry,\n"
-    "                        usdt-events, perfmap, jitdump, gdb, kernel, or all/none/default\n"
-    "                        (default: $JITUNWIND_PUBLISH, else registry, usdt-events,\n"
-    "                        perfmap, gdb)\n"
-    "  --wait-for-tracer[=S] after loading the probes, wait (at most S seconds, default 30)\n"
-    "                        until a tracer attaches to one of them\n"
-    "  --wait-for-probes=LIST the same, until every probe in LIST (comma-separated:\n"
-    "                        function__entry, function__return, line, checkpoint) is\n"
-    "                        enabled: a tracer attaches its probes one at a time\n"
-    "  --stats               print calls per function to stderr after the run (and how\n"
-    "                        the probes are checked: one word, or probe by probe)\n"
-    "  --verify-unwind       at every checkpoint, unwind this thread's stack in-process with\n"
-    "                        the SDK's SFrame unwinder and compare the trampoline frames with\n"
-    "                        the ground truth; summary on stderr, exit 5 on any mismatch\n"
-    "                        (needs --trampolines=on)\n"
-    "  --dump-bytecode       print the bytecode and exit\n"
-    "  --help                this text\n"
-    "\n"
-    "exit status: 0 ok, 1 compile error, 2 usage error, 3 runtime error (or the output\n"
-    "             could not be written), 4 SDK failure or --wait-for-tracer timeout,\n"
-    "             5 --verify-unwind mismatch\n";
+const cmdline::command command_line{
+    .operands = "PROGRAM.toy [ARGS...]",
+    .summary =
+        "Runs main(ARGS...) of a toylang program in a bytecode interpreter, printing what "
+        "the program prints and then main's value.",
+    .options =
+        {
+            {.name = "trampolines",
+             .help = "Call toy functions directly (--trampolines=off); by default each has its "
+                     "own native trampoline, so profilers and debuggers see toy:<function> "
+                     "frames.",
+             .type = cmdline::kind::flag,
+             .on_by_default = true},
+            {.name = "probes",
+             .help = "No USDT probes (--probes=off); by default toyinterp:function__entry/"
+                     "function__return/line/checkpoint are there, and cost one check per call "
+                     "untraced.",
+             .type = cmdline::kind::flag,
+             .on_by_default = true},
+            toylang::cli::publish_option(" for the trampolines"),
+            toylang::cli::wait_for_tracer_option(
+                "After loading the probes, wait (at most S seconds, default 30) until a tracer "
+                "attaches to one of them."),
+            {"wait-for-probes", 0, "LIST",
+             "The same, until every probe in LIST (comma-separated: function__entry, "
+             "function__return, line, checkpoint) is enabled: a tracer attaches its probes one "
+             "at a time."},
+            {"stats", 0, "",
+             "Print calls per function to stderr after the run (and how the probes are checked: "
+             "one word, or probe by probe)."},
+            {"verify-unwind", 0, "",
+             "At every checkpoint, unwind this thread's stack in-process with the SDK's SFrame "
+             "unwinder and compare the trampoline frames with the ground truth; summary on "
+             "stderr, exit 5 on any mismatch (needs --trampolines=on)."},
+            {"dump-bytecode", 0, "", "Print the bytecode and exit."},
+        },
+    .min_operands = 1,
+    .notes =
+        "Exit status: 0 ok, 1 compile error, 2 usage error, 3 runtime error (or the output "
+        "could not be written), 4 SDK failure or --wait-for-tracer timeout, 5 "
+        "--verify-unwind mismatch.",
+    .style = cmdline::layout::leading,
+};
 
 struct options {
   std::optional<jitunwind::publisher_set> publishers;
@@ -69,47 +80,45 @@ struct options {
   std::vector<std::string> args;
 };
 
-options parse_command_line(int argc, char** argv) {
-  options o;
-  toylang::cli::option_scanner s(program_name, usage, argc, argv);
-  while (s.next()) {
-    const std::string_view a = s.arg();
-    const std::string_view flag = s.flag();
-    if (flag == "--trampolines" && s.has_value()) {
-      o.trampolines = s.on_off();
-    } else if (flag == "--probes" && s.has_value()) {
-      o.probes = s.on_off();
-    } else if (flag == "--publish" && s.has_value()) {
-      o.publishers = s.publishers();
-    } else if (flag == "--wait-for-tracer") {
-      o.wait_for_tracer = s.has_value() ? s.seconds() : 30;
-    } else if (flag == "--wait-for-probes" && s.has_value()) {
-      std::string_view list = s.value();
-      while (!list.empty()) {
-        const size_t comma = list.find(',');
-        const std::string name(list.substr(0, comma));
-        const auto& known = toyinterp::probes::probe_names;
-        if (std::find(std::begin(known), std::end(known), name) == std::end(known))
-          s.error("--wait-for-probes: no probe named '" + name + "'");
-        o.wait_for_probes.push_back(name);
-        list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
-      }
-      if (o.wait_for_probes.empty()) s.error("--wait-for-probes needs probe names");
-      if (o.wait_for_tracer == 0) o.wait_for_tracer = 30;
-    } else if (a == "--verify-unwind") {
-      o.verify_unwind = true;
-    } else if (a == "--stats") {
-      o.stats = true;
-    } else if (a == "--dump-bytecode") {
-      o.dump = true;
-    } else {
-      s.unknown();
-    }
+// The probe names of --wait-for-probes=LIST, each checked.
+std::vector<std::string> probe_list(std::string_view list) {
+  std::vector<std::string> names;
+  while (!list.empty()) {
+    const size_t comma = list.find(',');
+    const std::string name(list.substr(0, comma));
+    const auto& known = toyinterp::probes::probe_names;
+    if (std::find(std::begin(known), std::end(known), name) == std::end(known))
+      toylang::cli::usage_error(program_name, "--wait-for-probes: no probe named '" + name + "'");
+    names.push_back(name);
+    list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
   }
-  s.operands(o.file, o.args);
-  if (o.verify_unwind && !o.trampolines) s.error("--verify-unwind needs --trampolines=on");
+  if (names.empty()) toylang::cli::usage_error(program_name, "--wait-for-probes needs probe names");
+  return names;
+}
+
+options parse_command_line(int argc, char** argv) {
+  const cmdline::parsed a =
+      toylang::cli::parse_command_line(command_line, program_name, argc, argv);
+  options o;
+  o.trampolines = a.state("trampolines").value_or(true);
+  o.probes = a.state("probes").value_or(true);
+  if (auto list = a.value("publish")) o.publishers = toylang::cli::publishers(program_name, *list);
+  o.wait_for_tracer = toylang::cli::wait_for_tracer_seconds(a);
+  if (auto list = a.value("wait-for-probes")) {
+    o.wait_for_probes = probe_list(*list);
+    if (o.wait_for_tracer == 0) o.wait_for_tracer = 30;
+  }
+  o.verify_unwind = a.flag("verify-unwind");
+  o.stats = a.flag("stats");
+  o.dump = a.flag("dump-bytecode");
+  auto [file, args] = toylang::cli::program_operands(a);
+  o.file = std::move(file);
+  o.args = std::move(args);
+  if (o.verify_unwind && !o.trampolines)
+    toylang::cli::usage_error(program_name, "--verify-unwind needs --trampolines=on");
   if (o.wait_for_tracer != 0 && (!o.probes || TOYINTERP_PROBES == 0)) {
-    s.error("--wait-for-tracer needs the probes (--probes=on, a build with probes)");
+    toylang::cli::usage_error(
+        program_name, "--wait-for-tracer needs the probes (--probes=on, a build with probes)");
   }
   return o;
 }

@@ -12,6 +12,7 @@
 //   orc-jit [--depth N] [--spin N] [--seconds S] [--calls N] [--wait S] [--unload]
 #include <jitunwind/orc.h>
 #include <jitunwind/usdt.h>
+#include <cmdline/cmdline.hpp>
 
 #include "module_ir.h"
 
@@ -44,48 +45,48 @@ struct options {
   bool unload = false;
 };
 
-void usage() {
-  std::printf(
-      "Usage: orc-jit [--depth N] [--spin N] [--seconds S] [--calls N] [--wait S] [--unload]\n\n"
-      "Compiles, with LLVM's LLJIT, a chain of N+1 frame-pointer-less functions (level_N ... "
-      "level_0)\nending in a hot loop (spin) that calls the native orcjit_hook, publishes them "
-      "through\njitunwind::orc, and calls level_N repeatedly.\n\n"
-      "  --depth N    levels in the call chain (default 12)\n"
-      "  --spin N     iterations of the hot loop per call (default 200000)\n"
-      "  --seconds S  keep calling for S seconds (default: --calls times)\n"
-      "  --calls N    calls of level_N when --seconds is not given (default 1)\n"
-      "  --wait S     sleep S seconds after publishing, before the first call (time for a tool\n"
-      "               to attach, e.g. jitunwind unwind check --pid)\n"
-      "  --unload     remove the module at the end (its windows are retired)\n\n"
-      "The session is configured from the environment (JITUNWIND_PUBLISH, JITUNWIND_DIR, ...).\n");
-}
+// The command line, read with the repository's command-line layer (cmdline/: --help from this
+// table, durations with units: --seconds 1.5, --wait 500ms).
+const cmdline::command command_line{
+    .summary =
+        "Compiles, with LLVM's LLJIT, a chain of N+1 frame-pointer-less functions (level_N "
+        "... level_0) ending in a hot loop (spin) that calls the native orcjit_hook, "
+        "publishes them through jitunwind::orc, and calls level_N repeatedly.",
+    .options =
+        {
+            {"depth", 0, "N", "Levels in the call chain (default 12).", cmdline::kind::whole, 0,
+             500},
+            {"spin", 0, "N", "Iterations of the hot loop per call (default 200000).",
+             cmdline::kind::whole},
+            {"seconds", 0, "S", "Keep calling for S seconds (default: --calls times).",
+             cmdline::kind::duration},
+            {"calls", 0, "N", "Calls of level_N when --seconds is not given (default 1).",
+             cmdline::kind::whole},
+            {"wait", 0, "S",
+             "Sleep S seconds after publishing, before the first call (time for a tool to "
+             "attach, e.g. jitunwind unwind check --pid).",
+             cmdline::kind::duration},
+            {"unload", 0, "", "Remove the module at the end (its windows are retired)."},
+        },
+    .max_operands = 0,
+    .notes =
+        "The session is configured from the environment (JITUNWIND_PUBLISH, JITUNWIND_DIR, "
+        "...).",
+};
 
-bool parse(int argc, char** argv, options& o) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
-    if (a == "--help" || a == "-h") {
-      usage();
-      std::exit(0);
-    } else if (a == "--unload") {
-      o.unload = true;
-    } else if (a == "--depth" || a == "--spin" || a == "--seconds" || a == "--calls" ||
-               a == "--wait") {
-      const char* v = next();
-      if (v == nullptr) return false;
-      char* end = nullptr;
-      const double x = std::strtod(v, &end);
-      if (*end != 0 || x < 0) return false;
-      if (a == "--depth") o.depth = static_cast<int>(x);
-      if (a == "--spin") o.spin = static_cast<uint64_t>(x);
-      if (a == "--seconds") o.seconds = x;
-      if (a == "--calls") o.calls = static_cast<uint64_t>(x);
-      if (a == "--wait") o.wait = x;
-    } else {
-      return false;
-    }
-  }
-  return o.depth >= 0 && o.depth <= 500;
+// Parses the command line into `o`: false with `*status` set when the program should not run
+// (--help printed: 0; a usage error reported: 2).
+bool parse(int argc, char** argv, options& o, int* status) {
+  cmdline::parsed a;
+  if (!cmdline::parse_or_exit_status(command_line, "orc-jit", argc, argv, 1, a, status))
+    return false;
+  o.depth = static_cast<int>(a.whole("depth", static_cast<uint64_t>(o.depth)));
+  o.spin = a.whole("spin", o.spin);
+  o.seconds = a.decimal("seconds", o.seconds);
+  o.calls = a.whole("calls", o.calls);
+  o.wait = a.decimal("wait", o.wait);
+  o.unload = a.flag("unload");
+  return true;
 }
 
 template <class T>
@@ -161,10 +162,7 @@ extern "C" __attribute__((noinline, visibility("default"))) int64_t orcjit_hook(
 
 int main(int argc, char** argv) {
   options o;
-  if (!parse(argc, argv, o)) {
-    usage();
-    return 2;
-  }
+  if (int status = 0; !parse(argc, argv, o, &status)) return status;
   auto so = jitunwind::session_options::from_env();
   if (!so) {
     std::fprintf(stderr, "orc-jit: %s\n", so.error().message().c_str());

@@ -21,40 +21,60 @@ namespace {
 
 constexpr const char* program_name = "toy-jit";
 
-constexpr const char* usage =
-    "usage: toy-jit [OPTIONS] PROGRAM.toy [ARGS...]\n"
-    "\n"
-    "Compiles every function of a toylang program to x86-64 machine code (asmjit) and runs\n"
-    "main(ARGS...), printing what the program prints and then main's value.\n"
-    "\n"
-    "options:\n"
-    "  --frame-pointers=on|off  keep rbp as frame pointer in JIT code (default on); with off,\n"
-    "                           rbp is a general register and only SFrame/eh_frame unwind it\n"
-    "  --publish=LIST           SDK publishers: comma-separated registry, usdt-events, perfmap,\n"
-    "                           jitdump, gdb, kernel, or all/none/default (default:\n"
-    "                           $JITUNWIND_PUBLISH, else registry, usdt-events, perfmap, gdb)\n"
-    "  --sframe-version=2|3     SFrame version of the windows' sections (default 3, or\n"
-    "                           $JITUNWIND_SFRAME_VERSION)\n"
-    "  --windows=SIZE           bytes of code per SDK code window, e.g. 4096, 64k, 1m\n"
-    "                           (default 1m); a full window is sealed and a new one opened\n"
-    "  --shadow-stack           maintain the ground-truth stack of JIT return addresses that\n"
-    "                           the checkpoint probe reports (docs/ground-truth.md)\n"
-    "  --recompile-every=N      recompile a function every N calls into fresh code (0 = never)\n"
-    "  --verify-unwind          at every checkpoint, unwind this thread's stack in-process with\n"
-    "                           the SDK's SFrame unwinder (no frame pointers) and compare with\n"
-    "                           the shadow stack; summary on stderr, exit 5 on any mismatch\n"
-    "                           (implies --shadow-stack)\n"
-    "  --wait-for-tracer[=S]    after start-up, wait (at most S seconds, default 30) until a\n"
-    "                           tracer attaches to the toyjit:checkpoint probe\n"
-    "  --dump-frames            print every function's address, size and frame rows to\n"
-    "                           stderr after compiling (the rows the SDK publishes)\n"
-    "  --stats                  print compile/publication times, recompilations and the\n"
-    "                           publishers' state to stderr at exit\n"
-    "  --help                   this text\n"
-    "\n"
-    "exit status: 0 ok, 1 compile error, 2 usage error, 3 runtime error (or the output could\n"
-    "             not be written), 4 JIT or SDK failure or --wait-for-tracer timeout,\n"
-    "             5 --verify-unwind mismatch\n";
+const cmdline::command command_line{
+    .operands = "PROGRAM.toy [ARGS...]",
+    .summary =
+        "Compiles every function of a toylang program to x86-64 machine code (asmjit) and "
+        "runs main(ARGS...), printing what the program prints and then main's value.",
+    .options =
+        {
+            {.name = "frame-pointers",
+             .help = "JIT code without frame pointers (--frame-pointers=off): rbp is a general "
+                     "register and only SFrame/eh_frame unwind it.",
+             .type = cmdline::kind::flag,
+             .on_by_default = true},
+            toylang::cli::publish_option(""),
+            {.name = "sframe-version",
+             .value_name = "2|3",
+             .help = "SFrame version of the windows' sections (default 3, or "
+                     "$JITUNWIND_SFRAME_VERSION).",
+             .type = cmdline::kind::choice,
+             .choices = {"2", "3"}},
+            {.name = "windows",
+             .value_name = "SIZE",
+             .help = "Bytes of code per SDK code window, e.g. 4096, 64k, 1M (default 1M, at "
+                     "most 1G: the SDK's limit per window); a full window is sealed and a new one "
+                     "opened.",
+             .type = cmdline::kind::size,
+             .min = 1,
+             .max = 1 << 30},
+            {"shadow-stack", 0, "",
+             "Maintain the ground-truth stack of JIT return addresses that the checkpoint probe "
+             "reports (docs/ground-truth.md)."},
+            {"recompile-every", 0, "N",
+             "Recompile a function every N calls into fresh code (0 = never).",
+             cmdline::kind::whole},
+            {"verify-unwind", 0, "",
+             "At every checkpoint, unwind this thread's stack in-process with the SDK's SFrame "
+             "unwinder (no frame pointers) and compare with the shadow stack; summary on stderr, "
+             "exit 5 on any mismatch (implies --shadow-stack)."},
+            toylang::cli::wait_for_tracer_option(
+                "After start-up, wait (at most S seconds, default 30) until a tracer attaches to "
+                "the toyjit:checkpoint probe."),
+            {"dump-frames", 0, "",
+             "Print every function's address, size and frame rows to stderr after compiling "
+             "(the rows the SDK publishes)."},
+            {"stats", 0, "",
+             "Print compile/publication times, recompilations and the publishers' state to "
+             "stderr at exit."},
+        },
+    .min_operands = 1,
+    .notes =
+        "Exit status: 0 ok, 1 compile error, 2 usage error, 3 runtime error (or the output "
+        "could not be written), 4 JIT or SDK failure or --wait-for-tracer timeout, 5 "
+        "--verify-unwind mismatch.",
+    .style = cmdline::layout::leading,
+};
 
 struct options {
   toyjit::jit_options jit;
@@ -69,42 +89,23 @@ struct options {
 };
 
 options parse_command_line(int argc, char** argv) {
+  const cmdline::parsed a =
+      toylang::cli::parse_command_line(command_line, program_name, argc, argv);
   options o;
-  toylang::cli::option_scanner s(program_name, usage, argc, argv);
-  while (s.next()) {
-    const std::string_view a = s.arg();
-    const std::string_view flag = s.flag();
-    const bool has_value = s.has_value();
-    if (flag == "--frame-pointers" && has_value) {
-      o.jit.frame_pointers = s.on_off();
-    } else if (flag == "--publish" && has_value) {
-      o.placement.publishers = s.publishers();
-    } else if (flag == "--windows" && has_value) {
-      o.placement.window_size = s.size();
-      if (o.placement.window_size > (size_t{1} << 30))
-        s.error("--windows takes at most 1g (the SDK's limit per window)");
-    } else if (flag == "--sframe-version" && has_value) {
-      o.sframe_version = std::string(s.value());
-      if (o.sframe_version != "2" && o.sframe_version != "3")
-        s.error("--sframe-version takes 2 or 3");
-    } else if (a == "--stats") {
-      o.stats = true;
-    } else if (a == "--dump-frames") {
-      o.dump_frames = true;
-    } else if (flag == "--wait-for-tracer") {
-      o.wait_for_tracer = has_value ? s.seconds() : 30;
-    } else if (a == "--shadow-stack") {
-      o.jit.shadow_stack = true;
-    } else if (a == "--verify-unwind") {
-      o.verify_unwind = true;
-      o.jit.shadow_stack = true;
-    } else if (flag == "--recompile-every" && has_value) {
-      o.jit.recompile_every = s.count();
-    } else {
-      s.unknown();
-    }
-  }
-  s.operands(o.file, o.args);
+  o.jit.frame_pointers = a.state("frame-pointers").value_or(true);
+  if (auto list = a.value("publish"))
+    o.placement.publishers = toylang::cli::publishers(program_name, *list);
+  o.placement.window_size = static_cast<size_t>(a.whole("windows", o.placement.window_size));
+  o.sframe_version = a.value("sframe-version").value_or("");
+  o.stats = a.flag("stats");
+  o.dump_frames = a.flag("dump-frames");
+  o.wait_for_tracer = toylang::cli::wait_for_tracer_seconds(a);
+  o.verify_unwind = a.flag("verify-unwind");
+  o.jit.shadow_stack = a.flag("shadow-stack") || o.verify_unwind;
+  o.jit.recompile_every = a.whole("recompile-every", o.jit.recompile_every);
+  auto [file, args] = toylang::cli::program_operands(a);
+  o.file = std::move(file);
+  o.args = std::move(args);
   return o;
 }
 

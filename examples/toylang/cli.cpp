@@ -2,8 +2,8 @@
 
 #include "unwind_check.h"
 
-#include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -22,106 +22,51 @@ int finish_output(const char* program, int status) {
 }
 
 void usage_error(const char* program, const std::string& message) {
-  std::fprintf(stderr, "%s: %s\n(see %s --help)\n", program, message.c_str(), program);
-  std::exit(2);
+  std::exit(cmdline::usage_error(program, message));
 }
 
-bool option_scanner::next() {
-  if (next_ >= argc_) return false;
-  const std::string_view a = argv_[next_];
-  if (a.size() < 2 || a.substr(0, 2) != "--") return false;
-  ++next_;
-  if (a == "--") return false;
-  if (a == "--help") {
-    std::fputs(usage_, stdout);
-    std::exit(finish_output(program_, 0));
-  }
-  const size_t eq = a.find('=');
-  arg_ = a;
-  flag_ = a.substr(0, eq);
-  has_value_ = eq != std::string_view::npos;
-  value_ = has_value_ ? a.substr(eq + 1) : "";
-  return true;
+cmdline::parsed parse_command_line(const cmdline::command& spec, const char* program, int argc,
+                                   char** argv) {
+  cmdline::parsed a;
+  int status = 0;
+  if (!cmdline::parse_or_exit_status(spec, program, argc, argv, 1, a, &status))
+    std::exit(status == 0 ? finish_output(program, 0) : status);
+  return a;
 }
 
-void option_scanner::unknown() const {
-  if (!has_value_ &&
-      std::string_view(usage_).find(std::string(flag_) + "=") != std::string_view::npos)
-    error("option '" + std::string(flag_) + "' needs a value (" + std::string(flag_) + "=...)");
-  error("unknown option '" + std::string(arg_) + "'");
+cmdline::option publish_option(const char* what) {
+  return {"publish", 0, "LIST",
+          std::string("SDK publishers") + what +
+              ": comma-separated registry, usdt-events, perfmap, jitdump, gdb, kernel, or "
+              "all/none/default (default: $JITUNWIND_PUBLISH, else registry, usdt-events, perfmap, "
+              "gdb)."};
 }
 
-bool option_scanner::on_off() const {
-  if (value_ == "on") return true;
-  if (value_ == "off") return false;
-  error(std::string(flag_) + " takes 'on' or 'off', not '" + std::string(value_) + "'");
-}
-
-uint64_t option_scanner::parse_count(std::string_view value) const {
-  const std::string text(value);
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
-  // Digits only: strtoull would also take blanks, '+' and '-'.
-  if (text.empty() || *end != '\0' || errno != 0 ||
-      !std::isdigit(static_cast<unsigned char>(text[0]))) {
-    error(std::string(flag_) + " takes a non-negative integer, not '" + std::string(value) + "'");
-  }
-  return v;
-}
-
-size_t option_scanner::size() const {
-  std::string text(value_);
-  uint64_t scale = 1;
-  if (!text.empty()) {
-    switch (text.back()) {
-      case 'k':
-      case 'K':
-        scale = 1024;
-        break;
-      case 'm':
-      case 'M':
-        scale = 1024 * 1024;
-        break;
-      case 'g':
-      case 'G':
-        scale = 1024 * 1024 * 1024;
-        break;
-      default:
-        break;
-    }
-    if (scale != 1) text.pop_back();
-  }
-  const bool digits = !text.empty() && std::isdigit(static_cast<unsigned char>(text[0]));
-  const uint64_t n = digits ? parse_count(text) : 0;
-  if (n == 0 || n > (uint64_t{1} << 32) / scale) {
-    error(std::string(flag_) + " takes a size from 1 byte to 4g, not '" + std::string(value_) +
-          "'");
-  }
-  return static_cast<size_t>(n * scale);
-}
-
-int option_scanner::seconds() const {
-  const std::string text(value_);
-  char* end = nullptr;
-  const long v = std::strtol(text.c_str(), &end, 10);
-  if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0])) || *end != '\0' || v < 1 ||
-      v > 3600) {
-    error(std::string(flag_) + " takes a number of seconds (1..3600), not '" + text + "'");
-  }
-  return static_cast<int>(v);
-}
-
-jitunwind::publisher_set option_scanner::publishers() const {
-  auto set = jitunwind::parse_publishers(value_);
-  if (!set) error(std::string(flag_) + ": " + set.error().message());
+jitunwind::publisher_set publishers(const char* program, const std::string& list) {
+  auto set = jitunwind::parse_publishers(list);
+  if (!set) usage_error(program, "--publish: " + set.error().message());
   return *set;
 }
 
-void option_scanner::operands(std::string& file, std::vector<std::string>& args) {
-  if (next_ >= argc_) error("no PROGRAM.toy given");
-  file = argv_[next_++];
-  for (; next_ < argc_; ++next_) args.emplace_back(argv_[next_]);
+cmdline::option wait_for_tracer_option(const char* help) {
+  return {.name = "wait-for-tracer",
+          .value_name = "S",
+          .help = help,
+          .type = cmdline::kind::duration,
+          .min = 0.001,
+          .max = 3600,
+          .implicit_value = "30"};
+}
+
+int wait_for_tracer_seconds(const cmdline::parsed& a) {
+  return static_cast<int>(std::ceil(a.decimal("wait-for-tracer", 0)));
+}
+
+operands program_operands(const cmdline::parsed& a) {
+  operands o;
+  o.file = a.operands.at(0);  // the table asks for at least one
+  o.args.assign(a.operands.begin() + 1, a.operands.end());
+  return o;
 }
 
 namespace {

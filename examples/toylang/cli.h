@@ -1,9 +1,14 @@
 // Command-line helpers shared by the mains of the example runtimes (toy-jit, toy-interp), so both
-// read options and report mistakes the same way: usage errors exit 2 with
-// "PROGRAM: MESSAGE\n(see PROGRAM --help)" on stderr.
+// read options and report mistakes the same way. Options are tables of the repository's
+// command-line layer (cmdline/, standard C++ only: the examples still use the SDK only through
+// its public headers): --help is generated from them, every flag has its --no- form and =on|off,
+// sizes and durations take units. Usage errors exit 2 with "PROGRAM: error: MESSAGE" and a hint
+// to --help on stderr.
 #pragma once
 
 #include "toylang.h"
+
+#include <cmdline/cmdline.hpp>
 
 #include <jitunwind/log.h>
 #include <jitunwind/window.h>
@@ -20,58 +25,31 @@ class unwind_checker;
 
 namespace toylang::cli {
 
-/// Prints "PROGRAM: MESSAGE" and "(see PROGRAM --help)" to stderr and exits with status 2.
+/// Prints "PROGRAM: error: MESSAGE" and a hint to --help to stderr and exits with status 2.
 [[noreturn]] void usage_error(const char* program, const std::string& message);
 
-/// Walks a command line `PROGRAM [--OPTION[=VALUE]...] [--] FILE.toy [ARGS...]` one option at a
-/// time; the caller dispatches on flag()/arg() and converts the value with the parsers below,
-/// which end the process with a usage error on a bad value. Not thread-safe (one per main).
-class option_scanner {
- public:
-  /// `program` and `usage` must outlive the scanner (string literals in practice).
-  option_scanner(const char* program, const char* usage, int argc, char** argv)
-      : program_(program), usage_(usage), argc_(argc), argv_(argv) {}
+/// Parses `PROGRAM [OPTIONS] PROGRAM.toy [ARGS...]` against `spec` (its style must be
+/// cmdline::layout::leading: the toy program's own arguments may look like options). --help
+/// prints the help and exits 0; a usage error exits 2.
+cmdline::parsed parse_command_line(const cmdline::command& spec, const char* program, int argc,
+                                   char** argv);
 
-  /// Moves to the next option. False at the first argument that does not start with "--" and
-  /// after "--" (which is consumed). "--help" prints the usage text to stdout and exits 0.
-  bool next();
+/// The option --publish=LIST of both runtimes, and its value as SDK publishers
+/// (jitunwind::parse_publishers; a bad list is a usage error).
+cmdline::option publish_option(const char* what);
+jitunwind::publisher_set publishers(const char* program, const std::string& list);
 
-  std::string_view arg() const { return arg_; }      ///< the whole option, "--flag=value"
-  std::string_view flag() const { return flag_; }    ///< up to '=', "--flag"
-  bool has_value() const { return has_value_; }      ///< whether there was an '='
-  std::string_view value() const { return value_; }  ///< after '=', or ""
+/// The option --wait-for-tracer[=S] (30 s when given without a value), and its value in whole
+/// seconds (rounded up), 0 if absent.
+cmdline::option wait_for_tracer_option(const char* help);
+int wait_for_tracer_seconds(const cmdline::parsed& a);
 
-  [[noreturn]] void error(const std::string& message) const { usage_error(program_, message); }
-  /// Usage error "unknown option 'ARG'", or "option '--FLAG' needs a value (--FLAG=...)" when
-  /// the usage text documents "--FLAG=" and ARG has no '='.
-  [[noreturn]] void unknown() const;
-
-  /// The value as "on" (true) or "off" (false).
-  bool on_off() const;
-  /// The value as a decimal non-negative integer.
-  uint64_t count() const { return parse_count(value_); }
-  /// The value as a byte count with an optional k/m/g suffix (powers of 1024), 1 byte to 4g.
-  size_t size() const;
-  /// The value as whole seconds, 1..3600.
-  int seconds() const;
-  /// The value as a list of SDK publishers (jitunwind::parse_publishers).
-  jitunwind::publisher_set publishers() const;
-
-  /// After the options: PROGRAM.toy (usage error "no PROGRAM.toy given" if missing) and the
-  /// arguments after it.
-  void operands(std::string& file, std::vector<std::string>& args);
-
- private:
-  uint64_t parse_count(std::string_view text) const;
-
-  const char* program_;
-  const char* usage_;
-  int argc_;
-  char** argv_;
-  int next_ = 1;
-  std::string_view arg_, flag_, value_;
-  bool has_value_ = false;
+/// What the options leave: the PROGRAM.toy and the arguments after it.
+struct operands {
+  std::string file;
+  std::vector<std::string> args;
 };
+operands program_operands(const cmdline::parsed& a);
 
 /// A toy program ready to run: the compiled source and main's arguments.
 struct loaded_program {

@@ -1,4 +1,5 @@
 #include <jitunwind/cfi.h>
+#include <jitunwind/onramp.h>
 #include <jitunwind/orc.h>
 #include <jitunwind/sframe.h>
 
@@ -75,9 +76,9 @@ namespace {
 // perf inject --jit maps each jitdump CODE_LOAD over its code *and* the unwinding data after
 // it (8-byte aligned code size + .eh_frame + header): a function that starts closer than that
 // to the previous one hides the previous one's unwinding data. JITLink packs functions densely,
-// so with the jitdump publisher on, every code block with a callable symbol gets this many
-// bytes of int3 after its end (room for the CIE, an FDE of a few dozen rows and the header).
-constexpr size_t jitdump_gap = 256;
+// so with the jitdump publisher on, every code block with a callable symbol gets
+// perf_code_gap_reserve bytes of int3 after its end, as the SDK's owned windows leave.
+constexpr size_t jitdump_gap = perf_code_gap_reserve;
 
 bool jitdump_active(const session& s) {
   for (const publisher_status& p : s.status())

@@ -1,9 +1,11 @@
 // `--help` at every level exits 0 and documents every option; `--version`; usage errors exit 2.
 #include "cli/cli_support.hpp"
+#include "support/help_options.hpp"
 
 #include <catch2/catch.hpp>
 
 #include <map>
+#include <regex>
 
 using namespace jitunwind::test;
 using namespace jitunwind::test::cli;
@@ -118,4 +120,53 @@ TEST_CASE("help: unwind check documents every option") {
     CHECK(r.out.find(o) != std::string::npos);
   auto top = run_tool({"--help"});
   CHECK(top.out.find("unwind") != std::string::npos);
+}
+
+TEST_CASE("help: docs/cli.md describes every option --help lists") {
+  const std::string docs = read_file(std::string(JITUNWIND_SOURCE_DIR) + "/docs/cli.md") +
+                           read_file(std::string(JITUNWIND_SOURCE_DIR) + "/docs/usdt.md");
+  REQUIRE(docs.size() > 10000);
+  const std::vector<std::vector<std::string>> commands = {
+      {"sframe", "dump"},    {"sframe", "check"},  {"sframe", "build"},
+      {"sframe", "convert"}, {"usdt", "fire"},     {"usdt", "list"},
+      {"windows", "list"},   {"windows", "watch"}, {"unwind", "check"}};
+  for (const auto& c : commands) {
+    auto r = run_tool({c[0], c[1], "--help"});
+    const auto options = help_options(r.out);
+    CHECK(!options.empty());
+    for (const std::string& o : options) {
+      INFO(c[0] << " " << c[1] << ": " << o);
+      CHECK(std::regex_search(docs, std::regex(o + "([^a-z0-9-]|$)")));
+    }
+  }
+}
+
+TEST_CASE("flags have --no- forms, times and sizes take units, errors name option and value") {
+  // sframe build --no-flex (the old spelling) and --flex parse alike; the bad --sframe-version
+  // after them is what fails.
+  for (const char* flex : {"--no-flex", "--flex", "--flex=off", "--section-relative=on"}) {
+    auto r = run_tool({"sframe", "build", "-i", "x.json", flex, "--sframe-version", "9"});
+    INFO(flex << ": " << r.err);
+    CHECK(r.err.find("unknown option") == std::string::npos);
+  }
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"windows", "watch", "-p", "1", "--seconds", "x"},
+       "--seconds: 'x' is not a duration (e.g. 1.5, 500ms, 2s, 1m)"},
+      {{"windows", "watch", "-p", "1", "--interval-ms", "2m"},
+       "--interval-ms: 2m is more than 60000ms"},
+      {{"windows", "list", "-p", "1", "--max-memory", "2T"},
+       "--max-memory: 2T is more than 1048576MiB"},
+      {{"windows", "list", "-p", "1", "--max-memory", "0"}, "--max-memory: 0 is less than 1MiB"},
+      {{"usdt", "fire", "--provider", "p", "--probe", "e", "--hold-ms", "x"},
+       "--hold-ms: 'x' is not a duration"},
+      {{"usdt", "fire", "--provider", "p", "--probe", "e", "-n", "1.5"},
+       "-n: '1.5' is not a whole number"},
+      {{"sframe", "dump", "--raw=maybe", "f"}, "--raw: 'maybe' is not on or off"},
+  };
+  for (const auto& [args, message] : cases) {
+    auto r = run_tool(args);
+    INFO(r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find(message) != std::string::npos);
+  }
 }

@@ -277,6 +277,11 @@ TEST_CASE("unwind check: a multi-threaded JIT without debug registers") {
         std::string::npos);
   CHECK(r.out.find("the thread was stopped at its first entry into published code") !=
         std::string::npos);
+  // Its native calls run at full speed with an int3 on the return address, the main thread
+  // traced meanwhile.
+  CHECK(summary_number(r.out, "native calls run") == 4);
+  CHECK(summary_number(r.out, "native calls stepped") == -1);
+  CHECK(summary_number(r.out, "other threads") == 1);
   CHECK(r.out.find("the command exited with status 0") != std::string::npos);
   // The main thread is gone before the JIT thread starts.
   auto gone = run_tool({"unwind", "check", "--", JIT_TARGET, "deep", "--depth", "4", "--iterations",
@@ -284,6 +289,36 @@ TEST_CASE("unwind check: a multi-threaded JIT without debug registers") {
   require_clean(gone, 100);
   CHECK(gone.out.find("the first to enter JIT code") != std::string::npos);
 }
+
+#ifdef THREADED_JIT
+// The number of times the other threads met the return breakpoint ("they met it N times").
+long others_met(const std::string& out) {
+  std::smatch m;
+  if (!std::regex_search(out, m, std::regex("they met it (\\d+) times"))) return -1;
+  return std::stol(m[1]);
+}
+
+TEST_CASE("unwind check: --skip-native without debug registers, other threads at the same return") {
+  scoped_env off(no_debug_registers, "off");
+  // The main thread, the first to enter the JIT function, is checked. Each of its 24 calls of
+  // the native function from JIT code runs at full speed with an int3 on the return address
+  // while two other threads call the same function in a loop: the target returns from each call
+  // only after another thread has passed that return address meanwhile, and from every fourth
+  // only after a forked child (a copy of the int3) and a clone(CLONE_VM) child (sharing it)
+  // have called the function too. A short-lived thread is made per cycle, signals are sent to
+  // a caller. The target checks every result and signal (exit status 0).
+  auto r = run_tool({"unwind", "check", "--skip-native", "--", THREADED_JIT, "24"});
+  require_clean(r, 6 * 25);
+  CHECK(r.out.find("threaded_jit: 24 rounds") != std::string::npos);
+  CHECK(r.out.find("the command exited with status 0") != std::string::npos);
+  // Not one call stepped: the first call and 24 rounds, all at full speed.
+  CHECK(summary_number(r.out, "native calls run") == 25);
+  CHECK(summary_number(r.out, "native calls stepped") == -1);
+  // Two callers and the spawner at least; each round at least one of them stepped past.
+  CHECK(summary_number(r.out, "other threads") >= 3);
+  CHECK(others_met(r.out) >= 24);
+}
+#endif
 
 TEST_CASE("unwind check: attaching to a running process, which goes on after the check") {
   // posix_spawn returns once the child has exec'd (attached before, the check would end at the

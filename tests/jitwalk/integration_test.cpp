@@ -10,6 +10,7 @@
 #include <set>
 
 #include "jitwalk_support.hpp"
+#include "support/help_options.hpp"
 
 namespace jt = jitunwind::test;
 using namespace jitwalk_test;
@@ -37,7 +38,7 @@ TEST_CASE("every subcommand has --help, bad arguments are named") {
   for (const char* cmd : {"profile", "verify"}) {
     auto r = jt::run({jitwalk(), cmd, "--help"});
     CHECK(r.exit_code == 0);
-    CHECK_THAT(r.out, Catch::Contains(std::string("usage: jitwalk ") + cmd));
+    CHECK_THAT(r.out, Catch::Contains(std::string("Usage: jitwalk ") + cmd));
   }
   auto top = jt::run({jitwalk(), "--help"});
   CHECK(top.exit_code == 0);
@@ -48,6 +49,32 @@ TEST_CASE("every subcommand has --help, bad arguments are named") {
   auto none = jt::run({jitwalk(), "verify"});
   CHECK(none.exit_code == 2);
   CHECK_THAT(none.err, Catch::Contains("no command"));
+}
+
+TEST_CASE("docs/jitwalk.md lists every option --help shows, in every spelling") {
+  const std::string doc = jt::read_file(std::string(JITUNWIND_SOURCE_DIR) + "/docs/jitwalk.md");
+  REQUIRE(!doc.empty());
+  for (const char* cmd : {"profile", "verify"}) {
+    auto r = jt::run({jitwalk(), cmd, "--help"});
+    const auto options = jt::help_options(r.out);
+    CHECK(options.size() >= 10);
+    for (const std::string& o : options) {
+      INFO(cmd << " " << o);
+      CHECK(doc.find("`" + o) != std::string::npos);
+    }
+  }
+  // The old spellings and their --no- twins all parse (a bad -F after them is what fails).
+  for (const char* flag : {"--sync-tables", "--no-sync-tables", "--no-jit", "--jit",
+                           "--no-table-cache", "--cut-marker", "--no-children", "--kernel=off"}) {
+    auto r = jt::run({jitwalk(), "profile", flag, "-F", "0", "--", "true"});
+    INFO(flag << ": " << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains("-F: 0 is less than 1"));
+  }
+  auto units = jt::run({jitwalk(), "profile", "-d", "500ms", "--grace", "1.5", "--max-memory",
+                        "2G", "-F", "1kHz", "--max-depth", "1025", "--", "true"});
+  CHECK(units.exit_code == 2);
+  CHECK_THAT(units.err, Catch::Contains("--max-depth: 1025 is more than 1024"));
 }
 
 TEST_CASE("bad outputs and table lists are refused before the command starts") {

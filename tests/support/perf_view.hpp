@@ -199,7 +199,10 @@ inline perf_view_run perf_view_of(const std::vector<std::string>& command, perf_
     argv.insert(argv.end(), {"--call-graph", "dwarf,8192"});
   }
   argv.push_back("--");
-  const run_result rec = run_under(argv, command, dir, extra_env, r);
+  // The jitdump publisher is off by default (it costs every publication a write): asked for.
+  std::vector<std::string> env = extra_env;
+  if (mode == perf_mode::jitdump) env.push_back("JITUNWIND_PUBLISH=default,jitdump");
+  const run_result rec = run_under(argv, command, dir, env, r);
   if (rec.exit_code != 0) return r;
   std::string data = dir / "perf.data";
   std::string copied;

@@ -125,7 +125,7 @@ TEST_CASE("runtime errors and usage errors have their own exit statuses") {
     CHECK(r.err == dir.path() + ": error: cannot read '" + dir.path() + "': Is a directory\n");
     r = run({binary, "--help"});
     CHECK(r.exit_code == 0);
-    CHECK(r.out.find("usage: ") == 0);
+    CHECK(r.out.find("Usage: ") == 0);
   }
 }
 

@@ -14,6 +14,7 @@
 #include <cctype>
 #include <cerrno>
 #include <climits>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <sstream>
@@ -25,47 +26,6 @@ namespace {
 #define JITUNWIND_STR2(x) #x
 #define JITUNWIND_STR(x) JITUNWIND_STR2(x)
 
-error usage_error(std::string message) {
-  return error(errc::invalid_argument, std::move(message));
-}
-
-const option_spec* find_long(const command_spec& spec, const std::string& name) {
-  for (const auto& o : spec.options)
-    if (o.name == name) return &o;
-  return nullptr;
-}
-
-const option_spec* find_short(const command_spec& spec, char c) {
-  for (const auto& o : spec.options)
-    if (o.short_name == c) return &o;
-  return nullptr;
-}
-
-/// Wraps `text` at `width` columns, each line prefixed by `indent` spaces; keeps explicit
-/// newlines.
-std::string wrap(const std::string& text, size_t indent, size_t width) {
-  std::string out;
-  std::istringstream lines(text);
-  std::string line;
-  while (std::getline(lines, line)) {
-    std::istringstream words(line);
-    std::string word, current(indent, ' ');
-    bool empty = true;
-    while (words >> word) {
-      if (!empty && current.size() + 1 + word.size() > width) {
-        out += current + "\n";
-        current.assign(indent, ' ');
-        empty = true;
-      }
-      if (!empty) current += ' ';
-      current += word;
-      empty = false;
-    }
-    out += (empty ? std::string() : current) + "\n";
-  }
-  return out;
-}
-
 }  // namespace
 
 const char* version_string() {
@@ -75,93 +35,14 @@ const char* version_string() {
 
 result<parsed_args> parse(const command_spec& spec, std::span<const std::string> args) {
   parsed_args out;
-  // --help wins over everything else on the line (even a bad option before it).
-  for (const std::string& a : args) {
-    if (a == "--") break;
-    if (a == "-h" || a == "--help") {
-      out.help = true;
-      return out;
-    }
-  }
-  bool options_done = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (options_done || a.size() < 2 || a[0] != '-') {
-      out.operands.push_back(a);
-      continue;
-    }
-    if (a == "--") {
-      options_done = true;
-      continue;
-    }
-    const option_spec* o = nullptr;
-    std::optional<std::string> inline_value;
-    std::string shown = a;
-    if (a.rfind("--", 0) == 0) {
-      std::string name = a.substr(2);
-      if (auto eq = name.find('='); eq != std::string::npos) {
-        inline_value = name.substr(eq + 1);
-        name.resize(eq);
-        shown = "--" + name;
-      }
-      o = find_long(spec, name);
-    } else if (a.size() == 2) {
-      o = find_short(spec, a[1]);
-    }
-    if (!o) {
-      std::string what =
-          "unknown option '" + detail::shortened(shown, 60) + "' for '" + spec.name + "'";
-      // `check PROGRAM --opt`: most likely meant for the program.
-      if (!out.operands.empty() && spec.operands.find("-- ") != std::string::npos)
-        what += " (to pass options on to '" + out.operands.front() + "', put '--' before it)";
-      return usage_error(what);
-    }
-    if (o->value_name.empty()) {
-      if (inline_value) return usage_error("option --" + o->name + " takes no value");
-      out.flags[o->name] = true;
-      continue;
-    }
-    if (!inline_value) {
-      if (i + 1 >= args.size())
-        return usage_error("option --" + o->name + " needs a value (" + o->value_name + ")");
-      inline_value = args[++i];
-    }
-    out.values[o->name] = *inline_value;
-  }
-  if (out.operands.size() < spec.min_operands)
-    return usage_error("'" + spec.name + "' needs " +
-                       (spec.operands.empty() ? std::string("operands") : spec.operands));
-  if (out.operands.size() > spec.max_operands)
-    return usage_error("unexpected argument '" +
-                       detail::shortened(out.operands[spec.max_operands], 60) + "' for '" +
-                       spec.name + "'");
+  std::string message;
+  if (!cmdline::parse(spec, args, out, &message))
+    return error(errc::invalid_argument, std::move(message));
   return out;
 }
 
 std::string help_text(const std::string& program, const command_spec& spec) {
-  std::string s = "Usage: " + program + " " + spec.name;
-  if (!spec.options.empty()) s += " [OPTIONS]";
-  if (!spec.operands.empty()) s += " " + spec.operands;
-  s += "\n\n" + wrap(spec.summary, 0, 100);
-  if (!spec.description.empty()) s += "\n" + wrap(spec.description, 0, 100);
-  s += "\nOptions:\n";
-  std::vector<std::pair<std::string, std::string>> rows;
-  for (const auto& o : spec.options) {
-    std::string left = o.short_name ? std::string("-") + o.short_name + ", " : std::string("    ");
-    left += "--" + o.name;
-    if (!o.value_name.empty()) left += " " + o.value_name;
-    rows.emplace_back(left, o.help);
-  }
-  rows.emplace_back("-h, --help", "Show this help and exit.");
-  size_t width = 0;
-  for (const auto& r : rows) width = std::max(width, r.first.size());
-  for (const auto& r : rows) {
-    std::string body = wrap(r.second, 2 + width + 2, 100);
-    body.replace(0, 2 + r.first.size(), "  " + r.first);
-    s += body;
-  }
-  if (!spec.examples.empty()) s += "\nExamples:\n" + wrap(spec.examples, 2, 1000);
-  return s;
+  return cmdline::help_text(program + " " + spec.name, spec);
 }
 
 std::string count_text(size_t n, const std::string& noun) {
@@ -174,22 +55,9 @@ std::string hex_text(uint64_t v) {
   return buf;
 }
 
-std::optional<uint64_t> number_option(const parsed_args& a, const std::string& name,
-                                      uint64_t fallback, std::string* bad, uint64_t max) {
-  auto v = a.value(name);
-  if (!v) return fallback;
-  bool too_large = false;
-  auto n = parse_u64(*v, &too_large);
-  if (!n && too_large) {
-    // Digits after all: say what the limit is, as for any other value above it.
-    *bad = "--" + name + ": " + detail::shortened(*v) + " is more than " + std::to_string(max);
-  } else if (!n) {
-    *bad = "--" + name + ": '" + detail::shortened(*v) + "' is not a number";
-  } else if (*n > max) {
-    *bad = "--" + name + ": " + detail::shortened(*v) + " is more than " + std::to_string(max);
-    n.reset();
-  }
-  return n;
+uint64_t duration_ms(const parsed_args& a, const std::string& name, uint64_t fallback) {
+  if (!a.value(name)) return fallback;
+  return static_cast<uint64_t>(std::llround(a.decimal(name, 0) * 1000));
 }
 
 std::optional<int> pid_option(const parsed_args& a, std::string* bad) {
@@ -207,22 +75,10 @@ std::optional<int> pid_option(const parsed_args& a, std::string* bad) {
 }
 
 std::optional<uint64_t> parse_u64(const std::string& text, bool* too_large) {
-  if (too_large != nullptr) *too_large = false;
-  // Digits only at the start: strtoull would skip blanks and then accept (and wrap) a sign.
-  if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0]))) return std::nullopt;
-  const bool hex = text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X');
-  const char* begin = text.c_str() + (hex ? 2 : 0);
-  if (*begin == 0) return std::nullopt;
-  // The first digit after "0x" is checked here: strtoull would skip blanks there too.
-  if (!std::isxdigit(static_cast<unsigned char>(*begin))) return std::nullopt;
-  errno = 0;
-  char* end = nullptr;
-  const unsigned long long v = std::strtoull(begin, &end, hex ? 16 : 10);
-  if (*end != 0 || end == begin) return std::nullopt;
-  // ERANGE after consuming every digit: a number, just more than 64 bits hold.
-  if (errno == ERANGE && too_large != nullptr) *too_large = true;
-  if (errno != 0) return std::nullopt;
-  return static_cast<uint64_t>(v);
+  cmdline::number_error why = cmdline::number_error::none;
+  auto v = cmdline::parse_whole(text, &why);
+  if (too_large != nullptr) *too_large = why == cmdline::number_error::too_large;
+  return v;
 }
 
 result<std::vector<uint8_t>> read_file(const std::string& path) {
@@ -257,17 +113,17 @@ result<void> write_file(const std::string& path, std::span<const uint8_t> bytes)
 }
 
 int report(const std::string& program, const std::string& message, int status) {
+  if (status == exit_usage) return cmdline::usage_error(program, message);
   std::fprintf(stderr, "%s: error: %s\n", program.c_str(), message.c_str());
-  if (status == exit_usage) std::fprintf(stderr, "Try '%s --help'.\n", program.c_str());
   return status;
 }
 
 void print_standard_group_help(const std::string& program, const char* about,
                                std::span<const command> commands) {
-  std::printf("Usage: %s COMMAND [OPTIONS]\n\n%s\nCommands:\n", program.c_str(), about);
-  for (const auto& c : commands)
-    std::printf("  %-6s %s\n", c.spec->name.c_str(), c.spec->summary.c_str());
-  std::printf("\n`%s COMMAND --help` documents a command.\n", program.c_str());
+  std::vector<const command_spec*> specs;
+  for (const command& c : commands) specs.push_back(c.spec);
+  const std::string help = cmdline::command_list_text(program, about, specs);
+  std::fwrite(help.data(), 1, help.size(), stdout);
 }
 
 int run_group(const invocation& inv, std::span<const command> commands,
@@ -289,7 +145,7 @@ int run_group(const invocation& inv, std::span<const command> commands,
     auto args = parse(*c.spec, std::span(inv.args).subspan(1));
     if (!args) return report(program, args.error().message(), exit_usage);
     if (args->help) {
-      const std::string help = help_text(inv.program, *c.spec);
+      const std::string help = cli::help_text(inv.program, *c.spec);
       std::fwrite(help.data(), 1, help.size(), stdout);
       return exit_ok;
     }

@@ -1,12 +1,13 @@
-// Command-line plumbing shared by every command group of the `jitunwind` tool: option parsing
-// driven by a declarative spec (so `--help` documents exactly the options that are parsed),
-// number parsing and whole-file I/O with error messages that name the file.
+// Command-line plumbing shared by every command group of the `jitunwind` tool: commands are
+// tables of the repository's command-line layer (cmdline/: parsing, generated --help, --no-
+// forms, numbers with units), plus the tool's group dispatch, messages and whole-file I/O with
+// errors that name the file.
 #pragma once
 
 #include <jitunwind/result.h>
+#include <cmdline/cmdline.hpp>
 
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -25,43 +26,20 @@ struct invocation {
   std::vector<std::string> args;
 };
 
-struct option_spec {
-  std::string name;        ///< long name without dashes ("format")
-  char short_name = 0;     ///< optional one-letter alias ('f'), 0 = none
-  std::string value_name;  ///< empty: a flag; otherwise the placeholder shown in help ("FMT")
-  std::string help;        ///< one or more sentences
-};
+/// An option of a command (cmdline::option: `{"format", 'f', "FMT", "help"}`, or with a kind
+/// and range for numbers).
+using option_spec = cmdline::option;
+/// A command: name, operands, summary, description, options, operand counts, examples.
+using command_spec = cmdline::command;
+/// What a command line gave, typed as its table says.
+using parsed_args = cmdline::parsed;
 
-struct command_spec {
-  std::string name;         ///< "dump"
-  std::string operands;     ///< placeholder of positional arguments ("FILE...")
-  std::string summary;      ///< one line for the group's command list
-  std::string description;  ///< paragraphs shown by --help after the usage line
-  std::vector<option_spec> options;
-  size_t min_operands = 0;
-  size_t max_operands = SIZE_MAX;
-  std::string examples;  ///< shown last by --help
-};
-
-struct parsed_args {
-  std::map<std::string, std::string> values;  ///< options that take a value (last one wins)
-  std::map<std::string, bool> flags;
-  std::vector<std::string> operands;
-  bool help = false;
-
-  bool flag(const std::string& name) const { return flags.count(name) != 0; }
-  std::optional<std::string> value(const std::string& name) const {
-    auto it = values.find(name);
-    if (it == values.end()) return std::nullopt;
-    return it->second;
-  }
-};
-
-/// Parses `args` against `spec`: `--name VALUE`, `--name=VALUE`, `-x VALUE`, flags, `--` ends
-/// options, `-h`/`--help` anywhere sets `help`. Errors are messages for the user.
+/// Parses `args` against `spec` (cmdline::parse): `--name VALUE`, `--name=VALUE`, `-x VALUE`,
+/// flags and their --no- forms, `--` ends options, `-h`/`--help` anywhere sets `help`. Errors
+/// are messages for the user.
 result<parsed_args> parse(const command_spec& spec, std::span<const std::string> args);
 
-/// The full --help text of a command.
+/// The full --help text of a command of group `program` ("jitunwind sframe").
 std::string help_text(const std::string& program, const command_spec& spec);
 
 /// "1 row", "3 rows".
@@ -75,11 +53,8 @@ std::string hex_text(uint64_t v);
 /// number at all.
 std::optional<uint64_t> parse_u64(const std::string& text, bool* too_large = nullptr);
 
-/// The value of option `--NAME` as a number up to `max`, `fallback` if the option is absent;
-/// nothing (and `*bad` set to a message naming the option) if it is not such a number.
-std::optional<uint64_t> number_option(const parsed_args& a, const std::string& name,
-                                      uint64_t fallback, std::string* bad,
-                                      uint64_t max = UINT64_MAX);
+/// A duration option (kind::duration) in whole milliseconds, `fallback` if it is absent.
+uint64_t duration_ms(const parsed_args& a, const std::string& name, uint64_t fallback);
 
 /// The required `--pid` option as a process (or thread) id; nothing (and `*bad` set) if it is
 /// missing or not a positive id.

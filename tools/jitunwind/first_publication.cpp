@@ -47,7 +47,7 @@ constexpr size_t max_entry_breakpoints = 16384;
 
 class publication_wait {
  public:
-  publication_wait(pid_t pid, bool spawned, seconds patience)
+  publication_wait(pid_t pid, bool spawned, milliseconds patience)
       : pid_(pid),
         spawned_(spawned),
         watchpoints_(debug_registers_work()),
@@ -79,6 +79,11 @@ class publication_wait {
   }
   std::string how() const;
   std::string reason() const;
+  // "30 s", or "1500 ms" for a --wait that is not whole seconds.
+  std::string patience_text() const {
+    const auto ms = patience_.count();
+    return ms % 1000 == 0 ? std::to_string(ms / 1000) + " s" : std::to_string(ms) + " ms";
+  }
   std::string what_was_published() const;
   // True once per 10 ms: time to compare the mapped files (another thread may map the SDK).
   bool poll_due() {
@@ -93,7 +98,7 @@ class publication_wait {
 
   const pid_t pid_;
   const bool spawned_, watchpoints_;
-  const seconds patience_;
+  const milliseconds patience_;
   const steady_clock::time_point deadline_;
   thread_group threads_;
   registry_traps traps_;
@@ -141,8 +146,7 @@ result<first_publication> publication_wait::run(wait_failure& failure) {
     std::string why;
     if (stop_requested) why = "interrupted while waiting for JIT code";
     if (why.empty() && steady_clock::now() >= deadline_)
-      why = "no published JIT code within " + std::to_string(patience_.count()) + " s (" +
-            reason() + ")";
+      why = "no published JIT code within " + patience_text() + " (" + reason() + ")";
     if (!why.empty()) {
       failure.ended = release_all();
       return error(stop_requested ? errc::bad_state : errc::not_found, why);
@@ -439,7 +443,7 @@ std::string publication_wait::what_was_published() const {
 
 }  // namespace
 
-result<first_publication> wait_for_code(pid_t pid, bool spawned, seconds patience,
+result<first_publication> wait_for_code(pid_t pid, bool spawned, milliseconds patience,
                                         wait_failure& failure) {
   publication_wait wait(pid, spawned, patience);
   return wait.run(failure);

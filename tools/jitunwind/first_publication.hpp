@@ -44,7 +44,8 @@ struct wait_failure {
 /// (every thread detached, unless the process ended): the process or the thread ended before
 /// publishing, nothing within `patience`, Ctrl-C; an error names what was published instead
 /// when the registry stayed empty.
-result<first_publication> wait_for_code(pid_t pid, bool spawned, std::chrono::seconds patience,
+result<first_publication> wait_for_code(pid_t pid, bool spawned,
+                                        std::chrono::milliseconds patience,
                                         wait_failure& failure);
 
 }  // namespace jitunwind::cli

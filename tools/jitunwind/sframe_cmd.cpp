@@ -34,9 +34,12 @@ const option_spec sframe_version_option{
     "SFrame version to write: 3 (binutils 2.46, the kernel's SFrame series since v13) or 2 "
     "(binutils 2.41-2.45, LLVM 22)."};
 const option_spec no_flex_option{
-    "no-flex", 0, "",
-    "Refuse functions that need a v3 FLEX FDE (for kernels whose v3 reader drops a section "
-    "with one), naming the function and row."};
+    .name = "flex",
+    .help =
+        "Refuse functions that need a v3 FLEX FDE (for kernels whose v3 reader drops a section "
+        "with one), naming the function and row.",
+    .type = cmdline::kind::flag,
+    .on_by_default = true};
 
 const command_spec dump_spec{
     "dump",
@@ -271,7 +274,7 @@ int run_build(const std::string& program, const parsed_args& args) {
   sframe::encoder_options eo;
   eo.target = d->target;
   eo.version = version_arg.value_or(d->version.value_or(sframe::version_3));
-  eo.allow_flex = !args.flag("no-flex");
+  eo.allow_flex = args.state("flex").value_or(true);
   eo.pcrel = !args.flag("section-relative");
   if (d->flags) {
     const bool pcrel = (*d->flags & sframe::flag_fde_func_start_pcrel) != 0;
@@ -367,7 +370,7 @@ int run_convert(const std::string& program, const parsed_args& args) {
   sframe::encoder_options eo;
   eo.target = d.target;
   eo.version = *version;
-  eo.allow_flex = !args.flag("no-flex");
+  eo.allow_flex = args.state("flex").value_or(true);
   eo.strict = false;  // keep the rows as they are, also gas's and LLVM's foreign ones
   size_t rows = 0;
   for (const auto& f : d.functions) rows += f.rows.size();

@@ -173,7 +173,7 @@ int run_build_from_eh_frame(const std::string& program, const parsed_args& args)
       return report(program, "--sframe-version: expected 2 or 3, got '" + *v + "'", exit_usage);
     eo.version = static_cast<uint8_t>((*v)[0] - '0');
   }
-  eo.allow_flex = !args.flag("no-flex");
+  eo.allow_flex = args.state("flex").value_or(true);
   std::string written;
   if (out.raw) {
     eo.section_address = out.address.value_or(0);

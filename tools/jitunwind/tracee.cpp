@@ -1,6 +1,7 @@
 #include "tracee.hpp"
 
 #include "proc_files.hpp"
+#include "return_breakpoint.hpp"
 
 #include <jitunwind/registry_abi.h>
 
@@ -74,31 +75,35 @@ bool debug_registers_work() {
   return works;
 }
 
-bool software_breakpoints::insert(pid_t pid, uint64_t address) {
-  if (saved_.count(address) != 0) return false;
+std::optional<uint8_t> read_byte(pid_t pid, uint64_t address) {
+  errno = 0;
+  const long word = ptrace(PTRACE_PEEKTEXT, pid, word_of(address), nullptr);
+  if (errno != 0) return std::nullopt;
+  return static_cast<uint8_t>(static_cast<uint64_t>(word) >> ((address - word_of(address)) * 8));
+}
+
+bool write_byte(pid_t pid, uint64_t address, uint8_t byte) {
   errno = 0;
   const long word = ptrace(PTRACE_PEEKTEXT, pid, word_of(address), nullptr);
   if (errno != 0) return false;
   const unsigned shift = static_cast<unsigned>(address - word_of(address)) * 8;
-  const auto original = static_cast<uint8_t>(static_cast<uint64_t>(word) >> shift);
   const uint64_t patched =
-      (static_cast<uint64_t>(word) & ~(uint64_t{0xff} << shift)) | (uint64_t{0xcc} << shift);
-  if (ptrace(PTRACE_POKETEXT, pid, word_of(address), patched) != 0) return false;
-  saved_[address] = original;
+      (static_cast<uint64_t>(word) & ~(uint64_t{0xff} << shift)) | (uint64_t{byte} << shift);
+  return ptrace(PTRACE_POKETEXT, pid, word_of(address), patched) == 0;
+}
+
+bool software_breakpoints::insert(pid_t pid, uint64_t address) {
+  if (saved_.count(address) != 0) return false;
+  const std::optional<uint8_t> original = read_byte(pid, address);
+  if (!original || !write_byte(pid, address, int3_opcode)) return false;
+  saved_[address] = *original;
   return true;
 }
 
 bool software_breakpoints::remove(pid_t pid, uint64_t address) {
   const auto it = saved_.find(address);
   if (it == saved_.end()) return false;
-  errno = 0;
-  const long word = ptrace(PTRACE_PEEKTEXT, pid, word_of(address), nullptr);
-  const unsigned shift = static_cast<unsigned>(address - word_of(address)) * 8;
-  if (errno == 0 && static_cast<uint8_t>(static_cast<uint64_t>(word) >> shift) == 0xcc) {
-    const uint64_t restored = (static_cast<uint64_t>(word) & ~(uint64_t{0xff} << shift)) |
-                              (uint64_t{it->second} << shift);
-    ptrace(PTRACE_POKETEXT, pid, word_of(address), restored);
-  }
+  if (read_byte(pid, address) == int3_opcode) write_byte(pid, address, it->second);
   saved_.erase(it);
   return true;
 }
@@ -116,14 +121,11 @@ void software_breakpoints::remove_all(pid_t pid) {
 bool software_breakpoints::reassert(pid_t pid, uint64_t address) {
   const auto it = saved_.find(address);
   if (it == saved_.end()) return false;
-  errno = 0;
-  const long word = ptrace(PTRACE_PEEKTEXT, pid, word_of(address), nullptr);
-  const auto now =
-      static_cast<uint8_t>(static_cast<uint64_t>(word) >> ((address - word_of(address)) * 8));
-  if (errno == 0 && now == 0xcc) return true;
+  const std::optional<uint8_t> now = read_byte(pid, address);
+  if (now == int3_opcode) return true;
   const uint8_t original = it->second;
   saved_.erase(it);
-  return errno == 0 && now == original && insert(pid, address);
+  return now == original && insert(pid, address);
 }
 
 std::optional<uint64_t> software_breakpoints::hit(pid_t pid, uint64_t rip) const {
@@ -160,11 +162,6 @@ syscall_stop syscall_at(pid_t pid, int status) {
   return s;
 }
 
-bool creates_task_at_entry(pid_t pid, int status) {
-  const long nr = syscall_at(pid, status).nr;
-  return nr == SYS_clone || nr == SYS_clone3 || nr == SYS_fork || nr == SYS_vfork;
-}
-
 bool creates_process_at_entry(pid_t pid, int status) {
   const syscall_stop sc = syscall_at(pid, status);
   const long nr = sc.nr;
@@ -192,7 +189,7 @@ pid_t thread_group::live(pid_t preferred) const {
   return 0;
 }
 
-void thread_group::seize_process(pid_t tid) {
+void thread_group::seize_process(pid_t tid, int with_options) {
   const std::string tasks = "/proc/" + std::to_string(process_of(tid)) + "/task";
   for (bool added = true; added;) {
     added = false;
@@ -200,7 +197,7 @@ void thread_group::seize_process(pid_t tid) {
     if (d == nullptr) return;
     while (dirent* e = ::readdir(d)) {
       const auto t = static_cast<pid_t>(std::atol(e->d_name));
-      if (t <= 0 || contains(t) || ptrace(PTRACE_SEIZE, t, nullptr, options) != 0) continue;
+      if (t <= 0 || contains(t) || ptrace(PTRACE_SEIZE, t, nullptr, with_options) != 0) continue;
       add(t);
       added = true;
     }
@@ -236,8 +233,9 @@ std::optional<int> thread_group::detach_all_but(pid_t keep, pid_t leader,
       if (t == leader) leader_status = st;
       continue;
     }
-    if ((st >> 16) == PTRACE_EVENT_CLONE) {  // the new thread is traced too
-      unsigned long created = 0;
+    const int event = st >> 16;
+    if (event == PTRACE_EVENT_CLONE || event == PTRACE_EVENT_FORK || event == PTRACE_EVENT_VFORK) {
+      unsigned long created = 0;  // the new task is traced too
       if (ptrace(PTRACE_GETEVENTMSG, t, nullptr, &created) == 0) todo.push_back(created);
     }
     unwatch(t);
@@ -393,77 +391,35 @@ bool wait_stop(pid_t pid, int& status, bool may_interrupt) {
   }
 }
 
-namespace {
-
-// run_to_return without debug registers: int3 at `ra`, the thread running from system call to
-// system call so that it is stopped before it creates another task (which would share, or copy,
-// the patched code).
-run_end run_to_return_by_int3(pid_t pid, uint64_t ra, uint64_t sp_after, int& pending,
-                              int& status) {
-  software_breakpoints bp;
-  if (thread_count(pid) != 1 || !bp.insert(pid, ra)) return run_end::step_instead;
-  for (;;) {
-    if ((ptrace(PTRACE_SYSCALL, pid, nullptr, pending) != 0 && errno != ESRCH) ||
-        !wait_stop(pid, status, true))
-      return run_end::ended;
-    pending = 0;
-    if (!WIFSTOPPED(status)) return run_end::ended;
-    const int event = status >> 16;
-    if (event == PTRACE_EVENT_EXEC) return run_end::exec;  // the patched memory is gone
-    if (event == PTRACE_EVENT_EXIT) {
-      bp.remove_all(pid);
-      return run_end::exiting;
-    }
-    if (event != 0) {  // PTRACE_INTERRUPT, or a group stop
-      if (!stop_requested) continue;
-      bp.remove_all(pid);
-      return run_end::stopped;
-    }
-    if (is_syscall_stop(status)) {
-      if (!creates_task_at_entry(pid, status)) continue;
-      bp.remove_all(pid);
-      return run_end::step_instead;
-    }
-    user_regs_struct regs{};
-    if (WSTOPSIG(status) != SIGTRAP || ptrace(PTRACE_GETREGS, pid, nullptr, &regs) != 0 ||
-        !bp.hit(pid, regs.rip)) {
-      pending = signal_to_deliver(pid, status);
-      continue;
-    }
-    // Ours: the instruction at ra is to run, with its own byte back.
-    bp.remove(pid, ra);
-    regs.rip = ra;
-    ptrace(PTRACE_SETREGS, pid, nullptr, &regs);
-    if (regs.rsp == sp_after) return run_end::returned;
-    // A nested call's return through the same address: past it, then armed again.
-    if (ptrace(PTRACE_SINGLESTEP, pid, nullptr, 0) != 0 || !wait_stop(pid, status, false) ||
-        !WIFSTOPPED(status))
-      return run_end::ended;
-    if ((status >> 16) != 0 || !bp.insert(pid, ra)) return run_end::step_instead;
-  }
-}
-
-}  // namespace
-
-run_end run_to_return(pid_t pid, uint64_t ra, uint64_t sp_after, int& pending, int& status) {
-  if (!debug_registers_work()) return run_to_return_by_int3(pid, ra, sp_after, pending, status);
-  if (ptrace(PTRACE_POKEUSER, pid, debug_register(0), ra) != 0 ||
-      ptrace(PTRACE_POKEUSER, pid, debug_register(7), dr7_enable(0, 0b0000)) != 0)
-    return run_end::stopped;
+std::optional<run_end> run_until_signal(pid_t pid, int& pending, int& status,
+                                        const std::function<bool(int&)>& wait) {
   for (;;) {
     // ESRCH: taken out of its stop by SIGKILL; the wait gets its end.
-    if ((ptrace(PTRACE_CONT, pid, nullptr, pending) != 0 && errno != ESRCH) ||
-        !wait_stop(pid, status, true))
+    if ((ptrace(PTRACE_CONT, pid, nullptr, pending) != 0 && errno != ESRCH) || !wait(status))
       return run_end::ended;
     pending = 0;
     if (!WIFSTOPPED(status)) return run_end::ended;
     const int event = status >> 16;
     if (event == PTRACE_EVENT_EXEC) return run_end::exec;
     if (event == PTRACE_EVENT_EXIT) return run_end::exiting;
-    if (event != 0) {  // PTRACE_INTERRUPT, or a group stop
-      if (!stop_requested) continue;
-      unwatch(pid);
-      return run_end::stopped;
+    if (event == 0) return std::nullopt;
+    // PTRACE_INTERRUPT (--seconds, Ctrl-C, or one sent for another thread), a group stop, a
+    // new task: it goes on.
+    if (stop_requested) return run_end::stopped;
+  }
+}
+
+run_end run_to_return(pid_t pid, uint64_t ra, uint64_t sp_after, int& pending, int& status,
+                      return_breakpoint& breakpoint) {
+  if (!debug_registers_work()) return breakpoint.run(pid, ra, sp_after, pending, status);
+  if (ptrace(PTRACE_POKEUSER, pid, debug_register(0), ra) != 0 ||
+      ptrace(PTRACE_POKEUSER, pid, debug_register(7), dr7_enable(0, 0b0000)) != 0)
+    return run_end::stopped;
+  const auto waiter = [pid](int& st) { return wait_stop(pid, st, true); };
+  for (;;) {
+    if (auto end = run_until_signal(pid, pending, status, waiter)) {
+      if (*end == run_end::stopped) unwatch(pid);
+      return *end;
     }
     if (WSTOPSIG(status) != SIGTRAP) {
       pending = WSTOPSIG(status);

@@ -1,7 +1,7 @@
 // Controlling the thread `jitunwind unwind check` watches: starting or seizing it, waiting for
 // its stops, x86 debug registers (data watchpoints on the registry, an execute breakpoint to run
-// native callees at full speed) or, where they do not work, software breakpoints, and CPU
-// pinning while it is single-stepped.
+// native callees at full speed) or, where they do not work, software breakpoints
+// (return_breakpoint.hpp for native callees), and CPU pinning while it is single-stepped.
 #pragma once
 
 #include <jitunwind/remote.h>
@@ -60,11 +60,16 @@ bool wait_stop(pid_t pid, int& status, bool may_interrupt);
 /// tool's environment says they do not (to test that path on a machine where they do).
 bool debug_registers_work();
 
+constexpr uint8_t int3_opcode = 0xcc;
+/// One byte of the memory of the stopped thread `pid` (PTRACE_PEEKTEXT), and writing one.
+std::optional<uint8_t> read_byte(pid_t pid, uint64_t address);
+bool write_byte(pid_t pid, uint64_t address, uint8_t byte);
+
 /// Software breakpoints: int3 written over the first byte of an instruction in the target's
 /// code (the thread must be stopped). Unlike debug registers they are seen by every thread of
 /// the process, and a thread that is not traced dies of the SIGTRAP: the caller inserts them
-/// only while the traced thread is the process's only one, and removes them before it can
-/// create another (a clone or fork system call) and before it detaches.
+/// only while every thread of the process is traced, removes them before a new process can
+/// copy them untraced, and before it detaches.
 class software_breakpoints {
  public:
   /// False if the byte cannot be read or written (or `address` already has one).
@@ -98,16 +103,25 @@ void unwatch(pid_t pid);
 /// How run_to_return ended.
 enum class run_end { returned, ended, exec, exiting, stopped, step_instead };
 
+class return_breakpoint;
+
+/// The loop of a run at full speed: resumes the stopped thread (PTRACE_CONT with `pending`,
+/// then 0) and `wait`s, going on past ptrace's own stops, until a signal stop (nullopt: `status`
+/// is for the caller to look at) or the run's end: `ended`, `exec`, `exiting` or `stopped`
+/// (stop_requested).
+std::optional<run_end> run_until_signal(pid_t pid, int& pending, int& status,
+                                        const std::function<bool(int&)>& wait);
+
 /// Lets the stopped thread run at full speed until it executes `ra` with stack pointer
 /// `sp_after` (the return of the call it just made), with an execute breakpoint in debug
 /// register 0 (no code is modified: other threads are unaffected). A hit at another stack
 /// depth (the same return address reached by a nested call) runs on. Signals for the thread
 /// are passed on. `ended`: `status` says how; `exiting`: `status` is an exit stop;
-/// `stopped`: stop_requested. Without working debug registers, a software breakpoint at `ra`
-/// does it while the thread is its process's only one, and the thread runs from system call to
-/// system call; `step_instead` (the thread is stopped where it was, or at a clone or fork it
-/// was about to make, with the breakpoint removed) says the rest must be single-stepped.
-run_end run_to_return(pid_t pid, uint64_t ra, uint64_t sp_after, int& pending, int& status);
+/// `stopped`: stop_requested. Without working debug registers, `breakpoint` does it with an
+/// int3; `step_instead` (the thread is stopped where it was, nothing written) says the call
+/// must be single-stepped.
+run_end run_to_return(pid_t pid, uint64_t ra, uint64_t sp_after, int& pending, int& status,
+                      return_breakpoint& breakpoint);
 
 /// A system call stop: entry (number, first argument, mmap's flags) or exit (whether it
 /// failed); neither at other stops.
@@ -118,11 +132,9 @@ struct syscall_stop {
 };
 syscall_stop syscall_at(pid_t pid, int status);
 
-/// Whether a system call stop is the entry of one that creates a thread or process (clone,
-/// clone3, fork, vfork): software breakpoints must be gone before it runs.
-bool creates_task_at_entry(pid_t pid, int status);
-/// The same for a new process only (fork, vfork, a clone without CLONE_THREAD): a thread_group
-/// traces the threads its threads create, not the processes.
+/// Whether a system call stop is the entry of one that creates a new process (fork, vfork, a
+/// clone without CLONE_THREAD): a thread_group traces the threads its threads create, not the
+/// processes, so software breakpoints must be gone before it runs.
 bool creates_process_at_entry(pid_t pid, int status);
 
 /// The number of threads of the process of `pid` (1 if it cannot be read).
@@ -145,18 +157,20 @@ class thread_group {
   void exiting(pid_t tid) { exiting_.insert(tid); }
   bool contains(pid_t tid) const { return threads_.count(tid) != 0; }
   bool empty() const { return threads_.empty(); }
+  size_t size() const { return threads_.size(); }
   /// A thread of the group that has not reached its exit stop (`preferred` if it is one), 0 if
   /// none.
   pid_t live(pid_t preferred) const;
-  /// Seizes (options) every thread of the process of `tid` that the group does not have yet,
-  /// until no new one appears; those that cannot be seized are left out.
-  void seize_process(pid_t tid);
+  /// Seizes (`with_options`) every thread of the process of `tid` that the group does not have
+  /// yet, until no new one appears; those that cannot be seized are left out.
+  void seize_process(pid_t tid, int with_options = options);
   /// Whether every thread of the process of `tid` is in the group: software breakpoints are
   /// safe.
   bool covers_process(pid_t tid) const;
   /// Stops and detaches every thread but `keep` (0: all of them), with the signal `pass`
-  /// returns for the stop it is in, its debug registers cleared; threads created meanwhile
-  /// too. Returns the wait status of the main thread `leader` if it was reaped meanwhile.
+  /// returns for the stop it is in, its debug registers cleared; threads and processes created
+  /// meanwhile too (traced if the options say so). Returns the wait status of the main thread
+  /// `leader` if it was reaped meanwhile.
   std::optional<int> detach_all_but(pid_t keep, pid_t leader,
                                     const std::function<int(pid_t, int)>& pass);
 

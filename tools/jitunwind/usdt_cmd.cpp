@@ -20,6 +20,18 @@ namespace {
 
 using namespace jitunwind::usdt;
 
+// Times are capped at one day: larger ones overflow the clock arithmetic they feed. A bare
+// number is in the unit the option's name says (--hold-ms 500, --timeout-s 5); 2s or 500ms too.
+option_spec time_option(const char* name, const char* value_name, const char* help,
+                        const char* bare_unit) {
+  return {.name = name,
+          .value_name = value_name,
+          .help = help,
+          .type = cmdline::kind::duration,
+          .max = 24 * 3600,
+          .bare_unit = bare_unit};
+}
+
 const command_spec fire_spec{
     "fire",
     "",
@@ -38,14 +50,16 @@ const command_spec fire_spec{
     {{"provider", 0, "P", "Provider name (letters, digits, '_'). Required."},
      {"probe", 0, "NAME", "Probe name (letters, digits, '_'). Required."},
      {"args", 0, "TYPE:VALUE,...", "Up to 12 typed values, e.g. i32:-5,u64:0xff,str:hello."},
-     {"count", 'n', "N", "Fire N times (default 1; 0 = only create, wait, and exit)."},
-     {"interval-ms", 0, "MS", "Pause between fires (default 0)."},
+     {"count", 'n', "N", "Fire N times (default 1; 0 = only create, wait, and exit).",
+      cmdline::kind::whole},
+     time_option("interval-ms", "MS", "Pause between fires (default 0).", "ms"),
      {"wait-attach", 'w', "", "Wait until a tracer enables the probe before firing."},
-     {"timeout-s", 0, "S", "With --wait-attach: give up after S seconds (default 60)."},
-     {"settle-ms", 0, "MS",
-      "With --wait-attach: pause after the probe is enabled (default "
-      "100)."},
-     {"hold-ms", 0, "MS", "Keep the provider loaded MS milliseconds after the last fire."},
+     time_option("timeout-s", "S", "With --wait-attach: give up after S seconds (default 60).",
+                 "s"),
+     time_option("settle-ms", "MS",
+                 "With --wait-attach: pause after the probe is enabled (default 100).", "ms"),
+     time_option("hold-ms", "MS", "Keep the provider loaded MS milliseconds after the last fire.",
+                 "ms"),
      {"file", 0, "",
       "Place the object in a file in the private runtime directory instead of "
       "a memfd (for tools that need a real path, e.g. perf buildid-cache)."},
@@ -152,10 +166,6 @@ result<std::vector<typed_value>> parse_values(const std::string& spec) {
   return out;
 }
 
-// Times are capped at one day: larger ones overflow the clock arithmetic they feed.
-constexpr uint64_t one_day_s = 24 * 3600;
-constexpr uint64_t one_day_ms = one_day_s * 1000;
-
 int run_fire(const std::string& program, const parsed_args& a) {
   auto prov_name = a.value("provider");
   auto probe_name = a.value("probe");
@@ -163,13 +173,11 @@ int run_fire(const std::string& program, const parsed_args& a) {
     return report(program, "--provider and --probe are required", exit_usage);
   auto values = parse_values(a.value("args").value_or(""));
   if (!values) return report(program, values.error().message(), exit_usage);
-  std::string bad;
-  const auto count = number_option(a, "count", 1, &bad);
-  const auto interval = number_option(a, "interval-ms", 0, &bad, one_day_ms);
-  const auto timeout = number_option(a, "timeout-s", 60, &bad, one_day_s);
-  const auto settle = number_option(a, "settle-ms", 100, &bad, one_day_ms);
-  const auto hold = number_option(a, "hold-ms", 0, &bad, one_day_ms);
-  if (!bad.empty()) return report(program, bad, exit_usage);
+  const uint64_t count = a.whole("count", 1);
+  const uint64_t interval_ms = duration_ms(a, "interval-ms", 0);
+  const uint64_t timeout_ms = duration_ms(a, "timeout-s", 60000);
+  const uint64_t settle_ms = duration_ms(a, "settle-ms", 100);
+  const uint64_t hold_ms = duration_ms(a, "hold-ms", 0);
 
   provider_options options;
   if (a.flag("file")) options.location = object_location::file;
@@ -207,28 +215,30 @@ int run_fire(const std::string& program, const parsed_args& a) {
   std::fflush(stdout);
 
   if (a.flag("wait-attach")) {
-    std::fprintf(stderr, "%s: waiting up to %" PRIu64 " s for a tracer to enable %s:%s\n",
-                 program.c_str(), *timeout, prov_name->c_str(), probe_name->c_str());
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(*timeout);
+    const std::string timeout = timeout_ms % 1000 == 0 ? std::to_string(timeout_ms / 1000) + " s"
+                                                       : std::to_string(timeout_ms) + " ms";
+    std::fprintf(stderr, "%s: waiting up to %s for a tracer to enable %s:%s\n", program.c_str(),
+                 timeout.c_str(), prov_name->c_str(), probe_name->c_str());
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
     while (!p->enabled()) {
       if (std::chrono::steady_clock::now() >= deadline)
         return report(program,
-                      "no tracer enabled " + *prov_name + ":" + *probe_name + " within " +
-                          std::to_string(*timeout) + " s",
+                      "no tracer enabled " + *prov_name + ":" + *probe_name + " within " + timeout,
                       exit_failure);
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     std::printf("enabled: yes\n");
     std::fflush(stdout);
-    std::this_thread::sleep_for(std::chrono::milliseconds(*settle));
+    std::this_thread::sleep_for(std::chrono::milliseconds(settle_ms));
   }
-  for (uint64_t i = 0; i < *count; ++i) {
-    if (i > 0 && *interval > 0) std::this_thread::sleep_for(std::chrono::milliseconds(*interval));
+  for (uint64_t i = 0; i < count; ++i) {
+    if (i > 0 && interval_ms > 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(interval_ms));
     p->fire_slots(slots.data(), slots.size());
   }
-  std::printf("fired: %" PRIu64 "\n", *count);
+  std::printf("fired: %" PRIu64 "\n", count);
   std::fflush(stdout);
-  if (*hold > 0) std::this_thread::sleep_for(std::chrono::milliseconds(*hold));
+  if (hold_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(hold_ms));
   if (auto r = prov->unload(); !r) return report(program, r.error().message(), exit_failure);
   return exit_ok;
 }

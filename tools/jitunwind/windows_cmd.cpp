@@ -47,13 +47,23 @@ const char* const reading_note =
 
 // What the process's data may make the tool hold (docs/cli.md, "Reading hostile processes").
 constexpr uint64_t default_max_memory_mib = 64;
-const option_spec max_memory_option{
-    "max-memory", 0, "MIB",
+// Sizes in MiB when bare (--max-memory 64), or with a unit (--max-memory 1G); 1 MiB to 1 TiB.
+option_spec mib_option(const char* name, const char* help) {
+  return {.name = name,
+          .value_name = "MIB",
+          .help = help,
+          .type = cmdline::kind::size,
+          .min = 1 << 20,
+          .max = double(uint64_t{1} << 40),
+          .bare_unit = "MiB"};
+}
+const option_spec max_memory_option = mib_option(
+    "max-memory",
     "Memory the process's data may take in this tool: its windows' SFrame copies, their records "
-    "and the names of its perf map (default 64). Windows beyond it are reported as not read."};
-const option_spec max_file_option{
-    "max-file", 0, "MIB",
-    "The most read from the perf map (default 256): a larger one is read that far, with a note."};
+    "and the names of its perf map (default 64). Windows beyond it are reported as not read.");
+const option_spec max_file_option = mib_option(
+    "max-file",
+    "The most read from the perf map (default 256): a larger one is read that far, with a note.");
 
 const command_spec list_spec{
     "list",
@@ -103,8 +113,10 @@ const command_spec watch_spec{
         "cannot be read, 2 for a bad command line.",
     {{"pid", 'p', "PID", "The process to follow (a thread id means its process). Required."},
      {"functions", 'f', "", "Also list the functions of each newly published window."},
-     {"interval-ms", 0, "MS", "Poll the registry every MS milliseconds (default 100, 1 to 60000)."},
-     {"seconds", 0, "S", "Stop after S seconds (default 0: when the process exits)."},
+     {"interval-ms", 0, "MS", "Poll the registry every MS milliseconds (default 100, 1 to 60000).",
+      cmdline::kind::duration, 0.001, 60, "ms"},
+     {"seconds", 0, "S", "Stop after S seconds (default 0: when the process exits).",
+      cmdline::kind::duration, 0, 24 * 3600},
      {"json", 0, "", "One JSON object per line and event (JSON Lines), for jq and scripts."},
      {"perf-map", 0, "FILE", "Read names from FILE (a regular file) instead of the process's own."},
      max_memory_option,
@@ -225,20 +237,8 @@ struct target_info {
   perf_map_names names;
 };
 
-// A size option in MiB (at least 1) in bytes; nothing (and `bad_usage` set) for a bad value.
-std::optional<uint64_t> mib_option(const parsed_args& a, const char* name, uint64_t fallback,
-                                   std::string& bad_usage) {
-  auto mib = number_option(a, name, fallback, &bad_usage, uint64_t{1} << 20);
-  if (mib && *mib == 0) {
-    bad_usage = std::string("--") + name + ": must be at least 1";
-    mib.reset();
-  }
-  if (!mib) return std::nullopt;
-  return *mib << 20;
-}
-
-std::optional<uint64_t> max_memory(const parsed_args& a, std::string& bad_usage) {
-  return mib_option(a, "max-memory", default_max_memory_mib, bad_usage);
+uint64_t max_memory(const parsed_args& a) {
+  return a.whole("max-memory", default_max_memory_mib << 20);
 }
 
 // A usage error sets `bad_usage`. The process's own perf map is its file: read under the rules
@@ -251,19 +251,17 @@ result<target_info> resolve_target(const parsed_args& a, std::string& bad_usage,
     bad_usage = "--perf-map: empty file name";
     return error(errc::invalid_argument, bad_usage);
   }
-  const auto max_file =
-      mib_option(a, "max-file", perf_map_names::default_max_bytes >> 20, bad_usage);
-  if (!max_file) return error(errc::invalid_argument, bad_usage);
+  const uint64_t max_file = a.whole("max-file", perf_map_names::default_max_bytes);
   const pid_t process = process_of(*pid);
   if (auto f = a.value("perf-map")) {
     if (auto ok = check_perf_map_file(*f); !ok) return std::move(ok).error();
-    return target_info{*pid, process, perf_map_names(*f, std::nullopt, budget, *max_file)};
+    return target_info{*pid, process, perf_map_names(*f, std::nullopt, budget, max_file)};
   }
   // Owned by the process's user, as perf requires (a root process's may be any root file).
   const uid_t owner = process_owner(process).value_or(0);
   return target_info{
       *pid, process,
-      perf_map_names(perf_map_path(process, live_task(process, *pid)), owner, budget, *max_file)};
+      perf_map_names(perf_map_path(process, live_task(process, *pid)), owner, budget, max_file)};
 }
 
 // Why names are missing, said once on stderr.
@@ -312,9 +310,7 @@ int run_list(const std::string& program, const parsed_args& a) {
   std::string bad;
   if (a.flag("rows") && a.flag("json"))
     return report(program, "--rows is a text listing: it cannot go with --json", exit_usage);
-  const auto memory = max_memory(a, bad);
-  if (!memory) return report(program, bad, exit_usage);
-  detail::memory_budget budget(*memory, "raise it with --max-memory");
+  detail::memory_budget budget(max_memory(a), "raise it with --max-memory");
   auto target = resolve_target(a, bad, &budget);
   if (!target)
     return report(program, target.error().message(), bad.empty() ? exit_failure : exit_usage);
@@ -547,106 +543,61 @@ bool output_closed() {
   return ::poll(&p, 1, 0) == 1 && (p.revents & (POLLERR | POLLHUP)) != 0;
 }
 
-int run_watch(const std::string& program, const parsed_args& a) {
-  std::string bad;
-  const auto interval = number_option(a, "interval-ms", 100, &bad, 60000);
-  const auto seconds = number_option(a, "seconds", 0, &bad, 24 * 3600);
-  if (!bad.empty()) return report(program, bad, exit_usage);
-  if (*interval == 0) return report(program, "--interval-ms: must be at least 1", exit_usage);
-  struct sigaction sa {};
-  sa.sa_handler = [](int) { stop_watching = true; };
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-  signal(SIGPIPE, SIG_IGN);
-
+// The time of a watch: how long it has run, whether --seconds is up, and the pause between two
+// polls, slept in short slices so that Ctrl-C, the time limit and a closed output end the
+// watch promptly whatever the interval.
+class watch_clock {
+ public:
   using clock = std::chrono::steady_clock;
-  const auto start = clock::now();
-  const auto elapsed = [&] { return std::chrono::duration<double>(clock::now() - start).count(); };
-  const auto time_is_up = [&] {
-    return *seconds != 0 && elapsed() >= static_cast<double>(*seconds);
-  };
-  // Sleeps one interval in short slices: Ctrl-C, the time limit and a closed output end the
-  // watch promptly whatever the interval.
-  const auto pause = [&] {
-    const auto wake = clock::now() + std::chrono::milliseconds(*interval);
+  watch_clock(double interval_s, double limit_s)
+      : interval_(
+            std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(interval_s))),
+        limit_s_(limit_s) {}
+  double elapsed() const { return std::chrono::duration<double>(clock::now() - start_).count(); }
+  bool time_is_up() const { return limit_s_ != 0 && elapsed() >= limit_s_; }
+  void pause() const {
+    const auto wake = clock::now() + interval_;
     while (!stop_watching && clock::now() < wake && !time_is_up() && !output_closed())
       std::this_thread::sleep_for(
           std::min<clock::duration>(std::chrono::milliseconds(20), wake - clock::now()));
-  };
+  }
 
-  const auto memory = max_memory(a, bad);
-  if (!memory) return report(program, bad, exit_usage);
-  detail::memory_budget budget(*memory, "raise it with --max-memory");
-  auto target = resolve_target(a, bad, &budget);
-  if (!target)
-    return report(program, target.error().message(), bad.empty() ? exit_failure : exit_usage);
+ private:
+  const clock::time_point start_ = clock::now();
+  const clock::duration interval_;
+  const double limit_s_;
+};
 
-  if (!process_running(target->process))
-    return report(program, "pid " + std::to_string(target->given) + ": no such process",
-                  exit_failure);
+// Follows one process's registries poll by poll: finds them (again after an exec), reads a
+// snapshot whenever the change counter moved, and prints what changed.
+class registry_watch {
+ public:
+  registry_watch(const std::string& program, target_info& target, bool as_json, bool functions,
+                 detail::memory_budget& budget, const watch_clock& time)
+      : program_(program),
+        target_(target),
+        functions_(functions),
+        budget_(budget),
+        time_(time),
+        out_(as_json, functions, target.names) {}
 
-  const bool functions = a.flag("functions");
-  watch_state st;
-  event_printer out(a.flag("json"), functions, target->names);
-  std::optional<remote::registry_reader> reader;
-  std::vector<std::pair<uint64_t, std::string>> registries;  // of the last reader opened
-  std::optional<uint64_t> seen_count;  // of the last snapshot read whole; none: read again
-  std::string ended = "interrupted";
-  std::string failure;
-  unsigned errors_in_a_row = 0;
-  bool first = true, said_waiting = false;
-  for (;; pause()) {
-    if (stop_watching) break;
-    if (output_closed()) {
-      ended = "the output was closed";
-      break;
-    }
-    if (time_is_up()) {
-      ended = "time limit";
-      break;
-    }
-    if (!process_running(target->process)) {
-      ended = "the process exited";
-      break;
-    }
-    if (!reader) {
-      auto opened = open_reader(*target);
-      if (!opened) {
-        if (opened.error().code() != errc::not_found) {
-          if (++errors_in_a_row == 20) {
-            failure = opened.error().message();
-            ended = "failed";
-            break;
-          }
-          continue;
-        }
-        // The process has not loaded the SDK yet, or runs an image without it (after an
-        // exec): what was seen of the old image is gone. Waiting is not an error.
-        if (!said_waiting)
-          std::fprintf(stderr, "%s: %s; waiting for the process to load the jitunwind SDK\n",
-                       program.c_str(), opened.error().message().c_str());
-        said_waiting = true;
-        errors_in_a_row = 0;
-        report_all_freed(elapsed(), st, out);
-        std::fflush(stdout);
-        continue;
-      }
-      std::vector<std::pair<uint64_t, std::string>> now_registries;
-      for (const remote::registry_location& r : opened->registries())
-        now_registries.emplace_back(r.address, r.object_path);
-      // Other registries: a new image (exec). The same ones: a read that failed for a moment.
-      if (now_registries != registries) report_all_freed(elapsed(), st, out);
-      registries = std::move(now_registries);
-      out.name_registries(registries.size() > 1);
-      reader = std::move(opened).value();
-      said_waiting = false;
-      seen_count.reset();
-    }
-    auto count = reader->change_count();
+  /// Why the watch ends before this poll, or nothing to go on.
+  std::optional<std::string> stop_reason() const {
+    if (stop_watching) return "interrupted";
+    if (output_closed()) return "the output was closed";
+    if (time_.time_is_up()) return "time limit";
+    if (!process_running(target_.process)) return "the process exited";
+    return std::nullopt;
+  }
+
+  /// One poll. False when the watch ends (`ended`, and `failure` if it failed).
+  bool poll() {
+    if (!reader_ && !connect()) return failure.empty();
+    auto count = reader_->change_count();
     std::optional<std::vector<loaded_window>> now;
     std::vector<remote::skipped_slot> skipped;
-    if (count && *count != seen_count) {
-      auto loaded = load_windows(*reader, std::nullopt, target->process, &budget, &skipped);
+    if (count && *count != seen_count_) {
+      auto loaded = load_windows(*reader_, std::nullopt, target_.process, &budget_, &skipped);
       if (loaded)
         now = std::move(loaded).value();
       else
@@ -655,41 +606,129 @@ int run_watch(const std::string& program, const parsed_args& a) {
     if (!count) {
       // Look for the registries again at the next poll (the process may have exec'd another
       // image); 20 failed reads in a row, though, are a registry that cannot be read.
-      reader.reset();
-      if (++errors_in_a_row == 20) {
-        failure = count.error().message();
-        ended = "failed";
-        break;
+      reader_.reset();
+      return !failed_again(count.error());
+    }
+    errors_in_a_row_ = 0;
+    if (now) return print(*now, skipped, *count);
+    return true;
+  }
+
+  const watch_state& state() const { return st_; }
+  std::string ended = "interrupted";
+  std::string failure;
+
+ private:
+  // Opens the registries: false while the process has none (yet, or after an exec into an image
+  // without the SDK: what was seen of the old image is then gone; waiting is not an error).
+  bool connect() {
+    auto opened = open_reader(target_);
+    if (!opened) {
+      if (opened.error().code() != errc::not_found) {
+        failed_again(opened.error());
+        return false;
       }
-      continue;
+      if (!said_waiting_)
+        std::fprintf(stderr, "%s: %s; waiting for the process to load the jitunwind SDK\n",
+                     program_.c_str(), opened.error().message().c_str());
+      said_waiting_ = true;
+      errors_in_a_row_ = 0;
+      report_all_freed(time_.elapsed(), st_, out_);
+      std::fflush(stdout);
+      return false;
     }
-    errors_in_a_row = 0;
-    if (!now) continue;
-    if (functions) {
-      target->names.update();
-      report_names_problem(program, target->names);
+    std::vector<std::pair<uint64_t, std::string>> now_registries;
+    for (const remote::registry_location& r : opened->registries())
+      now_registries.emplace_back(r.address, r.object_path);
+    // Other registries: a new image (exec). The same ones: a read that failed for a moment.
+    if (now_registries != registries_) report_all_freed(time_.elapsed(), st_, out_);
+    registries_ = std::move(now_registries);
+    out_.name_registries(registries_.size() > 1);
+    reader_ = std::move(opened).value();
+    said_waiting_ = false;
+    seen_count_.reset();
+    return true;
+  }
+
+  // Counts a failed open or read; true (the watch has failed) at the 20th in a row.
+  bool failed_again(const error& e) {
+    if (++errors_in_a_row_ < 20) return false;
+    failure = e.message();
+    ended = "failed";
+    return true;
+  }
+
+  // Prints what changed in snapshot `now`; false if the output is gone.
+  bool print(const std::vector<loaded_window>& now,
+             const std::vector<remote::skipped_slot>& skipped, uint64_t count) {
+    if (functions_) {
+      target_.names.update();
+      report_names_problem(program_, target_.names);
     }
-    report_changes(elapsed(), *now, st, out, first);
-    report_skipped(elapsed(), skipped, st, out);
-    first = false;
+    report_changes(time_.elapsed(), now, st_, out_, first_);
+    report_skipped(time_.elapsed(), skipped, st_, out_);
+    first_ = false;
     // A window that changed while it was read is read again at the next poll even if nothing
     // else changes.
-    seen_count.reset();
-    if (std::none_of(now->begin(), now->end(), [](const loaded_window& w) { return w.changed; }))
-      seen_count = *count;
+    seen_count_.reset();
+    if (std::none_of(now.begin(), now.end(), [](const loaded_window& w) { return w.changed; }))
+      seen_count_ = count;
     std::fflush(stdout);
-    if (std::ferror(stdout)) {
-      ended = "the output was closed";
+    if (!std::ferror(stdout)) return true;
+    ended = "the output was closed";
+    return false;
+  }
+
+  const std::string& program_;
+  target_info& target_;
+  const bool functions_;
+  detail::memory_budget& budget_;
+  const watch_clock& time_;
+  watch_state st_;
+  event_printer out_;
+  std::optional<remote::registry_reader> reader_;
+  std::vector<std::pair<uint64_t, std::string>> registries_;  // of the last reader opened
+  std::optional<uint64_t> seen_count_;  // of the last snapshot read whole; none: read again
+  unsigned errors_in_a_row_ = 0;
+  bool first_ = true, said_waiting_ = false;
+};
+
+void stop_watching_on_signals() {
+  struct sigaction sa {};
+  sa.sa_handler = [](int) { stop_watching = true; };
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+int run_watch(const std::string& program, const parsed_args& a) {
+  stop_watching_on_signals();
+  const watch_clock time(a.decimal("interval-ms", 0.1), a.decimal("seconds", 0));
+  detail::memory_budget budget(max_memory(a), "raise it with --max-memory");
+  std::string bad;
+  auto target = resolve_target(a, bad, &budget);
+  if (!target)
+    return report(program, target.error().message(), bad.empty() ? exit_failure : exit_usage);
+  if (!process_running(target->process))
+    return report(program, "pid " + std::to_string(target->given) + ": no such process",
+                  exit_failure);
+
+  registry_watch watch(program, *target, a.flag("json"), a.flag("functions"), budget, time);
+  for (;; time.pause()) {
+    if (auto why = watch.stop_reason()) {
+      watch.ended = *why;
       break;
     }
+    if (!watch.poll()) break;
   }
+  const watch_state& st = watch.state();
   std::fprintf(stderr,
                "%s: %s after %.1f s: %" PRIu64 " present at the start, %" PRIu64
                " published, %" PRIu64 " updated, %" PRIu64 " retired, %" PRIu64 " freed, %" PRIu64
                " unusable, %" PRIu64 " registry entries skipped\n",
-               program.c_str(), ended.c_str(), elapsed(), st.present, st.published, st.updated,
-               st.retired, st.freed, st.unusable, st.skips);
-  if (!failure.empty()) return report(program, failure, exit_failure);
+               program.c_str(), watch.ended.c_str(), time.elapsed(), st.present, st.published,
+               st.updated, st.retired, st.freed, st.unusable, st.skips);
+  if (!watch.failure.empty()) return report(program, watch.failure, exit_failure);
   return st.unusable == 0 && st.skips == 0 ? exit_ok : exit_failure;
 }
 

@@ -78,9 +78,9 @@ enum class fp_rule : uint8_t {
 /// The unwind rules that hold from `pc_offset` (relative to the function start, or to the start
 /// of each repeated block for PCMASK functions) up to the next row.
 ///
-/// The SFrame v3 additions (`cfa_reg`, `cfa_deref`, `ra_reg`, `fp_reg` and the register rules)
-/// live in what was padding: a row is 32 bytes as before, and the rows SFrame v2 can express
-/// have these fields 0.
+/// The SFrame v3 register rules (`cfa_reg`, `cfa_deref`, `ra_reg`, `fp_reg` and the register
+/// rule kinds) fit in what would otherwise be padding, so a row is 32 bytes with or without
+/// them; the rows SFrame v2 can express have these fields 0.
 struct frame_row {
   uint32_t pc_offset = 0;
   cfa_base cfa = cfa_base::sp;

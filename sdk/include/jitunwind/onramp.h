@@ -76,4 +76,11 @@ JITUNWIND_API void set_default_session_log(log_sink sink);
 /// themselves. `invalid_argument` for rows that do not validate.
 JITUNWIND_API result<size_t> perf_code_gap(abi target, const function_desc& f);
 
+/// The bytes to leave after each function when its rows are not known yet (code placed before it
+/// is described): owned windows leave it after every allocation while the jitdump publisher is
+/// active, and the ORC plugin pads JITLink's blocks with it. perf_code_gap() of a function is
+/// ALIGN_8(size) - size plus its unwinding data (a CIE, its FDE and the .eh_frame_hdr, rounded
+/// up to 16 bytes): this is room for an FDE of a few dozen rows.
+inline constexpr size_t perf_code_gap_reserve = 256;
+
 }  // namespace jitunwind

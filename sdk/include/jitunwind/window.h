@@ -201,9 +201,9 @@ enum class code_layout : uint8_t {
   /// name the code. `patch` flips the patched page(s) to RW and back: no thread may run code on
   /// them meanwhile.
   page_flip = 0,
-  /// A memfd mapped twice, RX where the code runs and RW where it is written (the former
-  /// `dual_mapping`): functions pack tightly, nothing changes protection, but perf maps cannot
-  /// name the code (perf reads them only for anonymous memory); jitdump can.
+  /// A memfd mapped twice, RX where the code runs and RW where it is written: functions pack
+  /// tightly, nothing changes protection, but perf maps cannot name the code (perf reads them
+  /// only for anonymous memory); jitdump can.
   memfd_alias = 1,
   /// A shared anonymous mapping seen twice (`mremap` of the RX view gives the RW alias):
   /// sub-page publishing like `memfd_alias`, and /proc/PID/maps shows both views as

@@ -199,31 +199,30 @@ result<uint64_t> parse_number(std::string_view text, uint64_t lo, uint64_t hi, b
   return v;
 }
 
+// The value of an environment variable; an empty one counts as unset, for every variable.
 const char* env(const char* name) {
   const char* v = std::getenv(name);
   return v != nullptr && *v != '\0' ? v : nullptr;
+}
+
+// The error of a bad value: "NAME: what".
+error env_error(const char* name, const std::string& what) {
+  return make_error(errc::invalid_argument, "%s: %s", name, what.c_str());
 }
 
 }  // namespace
 
 result<session_options> session_options::from_env() {
   session_options o;
-  // An empty variable counts as unset, as for the others.
-  const char* publish = std::getenv("JITUNWIND_PUBLISH");
-  if (publish != nullptr && *publish == '\0') publish = nullptr;
-  if (const char* v = publish) {
-    auto set = parse_publishers(v);
-    if (!set)
-      return make_error(errc::invalid_argument, "JITUNWIND_PUBLISH: %s",
-                        set.error().message().c_str());
+  const char* publish = env("JITUNWIND_PUBLISH");
+  if (publish != nullptr) {
+    auto set = parse_publishers(publish);
+    if (!set) return env_error("JITUNWIND_PUBLISH", set.error().message());
     o.publishers = *set;
   }
-  if (const char* v = std::getenv("JITUNWIND_DIR"); v != nullptr && *v != '\0') {
-    o.perfmap_dir = v;
-    o.jitdump_dir = v;
-  }
-  if (const char* v = std::getenv("JITDUMPDIR"); v != nullptr && *v != '\0') o.jitdump_dir = v;
-  if (const char* v = std::getenv("JITUNWIND_ADDRESS_REUSE"); v != nullptr && *v != '\0') {
+  if (const char* v = env("JITUNWIND_DIR")) o.perfmap_dir = o.jitdump_dir = v;
+  if (const char* v = env("JITDUMPDIR")) o.jitdump_dir = v;
+  if (const char* v = env("JITUNWIND_ADDRESS_REUSE")) {
     const std::string_view value = trim(v);
     if (value == "auto")
       o.reuse = address_reuse::automatic;
@@ -232,12 +231,12 @@ result<session_options> session_options::from_env() {
     else if (value == "never")
       o.reuse = address_reuse::never;
     else
-      return make_error(errc::invalid_argument,
-                        "JITUNWIND_ADDRESS_REUSE: '%s' is not auto, allowed or never", v);
+      return env_error("JITUNWIND_ADDRESS_REUSE",
+                       "'" + std::string(v) + "' is not auto, allowed or never");
   }
   // Setting an interface opts in to the kernel publisher, unless JITUNWIND_PUBLISH lists the
   // publishers itself; "off" and "none" mean no kernel calls, as in kernel_sframe.
-  if (const char* v = std::getenv("JITUNWIND_KERNEL_SFRAME"); v != nullptr && *v != '\0') {
+  if (const char* v = env("JITUNWIND_KERNEL_SFRAME")) {
     const std::string_view value = trim(v);
     if (value != "off" && value != "none") {
       o.kernel_sframe = v;
@@ -247,49 +246,40 @@ result<session_options> session_options::from_env() {
   if (const char* v = env("JITUNWIND_SFRAME_VERSION")) {
     const std::string_view value = trim(v);
     if (value != "2" && value != "3")
-      return make_error(errc::invalid_argument, "JITUNWIND_SFRAME_VERSION: '%s' (expected 2 or 3)",
-                        v);
+      return env_error("JITUNWIND_SFRAME_VERSION", "'" + std::string(v) + "' (expected 2 or 3)");
     o.sframe_version = static_cast<uint8_t>(value[0] - '0');
   }
   if (const char* v = env("JITUNWIND_SFRAME_FLEX")) {
     const std::string_view value = trim(v);
     if (value != "0" && value != "1")
-      return make_error(errc::invalid_argument,
-                        "JITUNWIND_SFRAME_FLEX: '%s' (expected 0 to refuse FLEX FDEs, 1 to allow "
-                        "them)",
-                        v);
+      return env_error(
+          "JITUNWIND_SFRAME_FLEX",
+          "'" + std::string(v) + "' (expected 0 to refuse FLEX FDEs, 1 to allow them)");
     o.sframe_allow_flex = value == "1";
   }
   if (const char* v = env("JITUNWIND_DURABILITY")) {
     if (auto r = parse_durability_list(v, o); !r)
-      return make_error(errc::invalid_argument, "JITUNWIND_DURABILITY: %s",
-                        r.error().message().c_str());
+      return env_error("JITUNWIND_DURABILITY", r.error().message());
   }
   if (const char* v = env("JITUNWIND_FLUSH_MS")) {
     auto ms = parse_number(v, static_cast<uint64_t>(min_flush_latency.count()),
                            static_cast<uint64_t>(max_flush_latency.count()), false);
-    if (!ms)
-      return make_error(errc::invalid_argument, "JITUNWIND_FLUSH_MS: %s",
-                        ms.error().message().c_str());
+    if (!ms) return env_error("JITUNWIND_FLUSH_MS", ms.error().message());
     o.flush_latency = std::chrono::milliseconds(*ms);
   }
   if (const char* v = env("JITUNWIND_FLUSH_BYTES")) {
     auto bytes = parse_number(v, min_flush_bytes, max_flush_bytes, true);
-    if (!bytes)
-      return make_error(errc::invalid_argument, "JITUNWIND_FLUSH_BYTES: %s",
-                        bytes.error().message().c_str());
+    if (!bytes) return env_error("JITUNWIND_FLUSH_BYTES", bytes.error().message());
     o.flush_bytes = *bytes;
   }
   if (const char* v = env("JITUNWIND_FLUSH_THREAD")) {
     const std::string_view t = trim(v);
-    if (t == "on" || t == "1") {
+    if (t == "on" || t == "1")
       o.flush_thread = true;
-    } else if (t == "off" || t == "0") {
+    else if (t == "off" || t == "0")
       o.flush_thread = false;
-    } else {
-      return make_error(errc::invalid_argument,
-                        "JITUNWIND_FLUSH_THREAD: '%s' is not on, off, 1 or 0", v);
-    }
+    else
+      return env_error("JITUNWIND_FLUSH_THREAD", "'" + std::string(v) + "' is not on, off, 1 or 0");
   }
   auto log = detail::log_sink_from_env();
   if (!log) return std::move(log).error();

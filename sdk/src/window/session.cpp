@@ -1,5 +1,7 @@
 #include "window/session_impl.hpp"
 
+#include <jitunwind/onramp.h>
+
 #include "common/error.hpp"
 #include "perfmap/record_file.hpp"
 #include "window/backends.hpp"
@@ -114,7 +116,8 @@ void session_impl::start_publishers() {
     const slot& s = slots_[i];
     if (s.state == publisher_state::active) mask |= 1u << i;
     if (s.kind == publisher::jitdump || s.kind == publisher::gdb) rows_mask_ |= 1u << i;
-    if (s.kind == publisher::jitdump && s.state == publisher_state::active) code_gap_ = 160;
+    if (s.kind == publisher::jitdump && s.state == publisher_state::active)
+      code_gap_ = perf_code_gap_reserve;  // perf inject --jit maps unwinding data after the code
     // perf reads both files after the fact and cannot tell two codes at one address apart in
     // every case (docs/window.md, "Reused addresses").
     if ((s.kind == publisher::jitdump || s.kind == publisher::perfmap) &&
