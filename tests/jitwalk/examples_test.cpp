@@ -88,6 +88,7 @@ jit_naming profile_spin(const std::vector<std::string>& env,
   argv.insert(argv.end(),
               {toy_jit(), "--frame-pointers=on", "--dump-frames", program("spin.toy"), "160000"});
   auto r = jt::run(argv, {}, std::chrono::seconds(120));
+  remove_tmp_files_of(r);  // the perf map toy-jit wrote in /tmp (jitwalk reads it there)
   INFO(r.err.substr(r.err.size() > 3000 ? r.err.size() - 3000 : 0));
   REQUIRE(r.exit_code == 0);
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
@@ -99,13 +100,6 @@ jit_naming profile_spin(const std::vector<std::string>& env,
       ranges.emplace_back(std::stoull(m[1].str(), nullptr, 16), std::stoull(m[2].str()));
   }
   REQUIRE(ranges.size() >= 4);
-  // The process's perf map stays in /tmp: this test's goes.
-  static const std::regex pid_line(R"(profiling pid (\d+))");
-  std::smatch pid;
-  if (std::regex_search(r.err, pid, pid_line)) {
-    std::remove(("/tmp/perf-" + pid[1].str() + ".map").c_str());
-    std::remove(("/tmp/jit-" + pid[1].str() + ".dump").c_str());
-  }
   const jit_naming n = count_jit_naming(parse_folded(jt::read_file(dir / "f.txt")), ranges);
   REQUIRE(n.jit > 500);
   return n;
@@ -198,6 +192,7 @@ TEST_CASE("acceptance: profile toy-jit: toy chains in folded stacks, SVG in Chro
                     dir / "f.svg", "--pprof", dir / "p.pb.gz", "--", toy_jit(),
                     "--frame-pointers=off", program("spin.toy"), "150000"},
                    {}, std::chrono::seconds(300));
+  remove_tmp_files_of(r);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   const auto folded = parse_folded(jt::read_file(dir / "f.txt"));

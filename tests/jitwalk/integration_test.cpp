@@ -303,6 +303,7 @@ TEST_CASE("profile: the JIT target's stacks, SVG in Chromium, pprof through prot
                     dir / "f.svg", "--pprof", dir / "p.pb.gz", "--", jit_target(), "deep",
                     "--seconds", "2", "--depth", "30", "--no-checkpoint"},
                    {}, std::chrono::seconds(120));
+  remove_tmp_files_of(r);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   auto folded = parse_folded(jt::read_file(dir / "f.txt"));
@@ -433,6 +434,7 @@ TEST_CASE("hostile windows are rejected by id, the walker stays within its bound
   auto r = jt::run({jitwalk(), "profile", "-F", "499", "--folded", dir / "f.txt", "--",
                     jit_target(), "hostile", "--seconds", "2", "--depth", "20"},
                    {}, std::chrono::seconds(120));
+  remove_tmp_files_of(r);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.err, Catch::Contains("window 10 (") && Catch::Contains("FDE sub-section"));

@@ -62,7 +62,9 @@ TEST_CASE("orc-jit: the plugin publishes every function and retires them on remo
 
 TEST_CASE("orc-jit: gdb bt names the ORC frames down to main") {
   if (!have_orc_jit() || !t::tool_available("gdb")) return;
-  const auto r = t::gdb_backtrace("orcjit_hook", {orc_jit(), "--depth", "4"});
+  t::temp_dir dir;  // for its perf map
+  const auto r = t::gdb_backtrace("orcjit_hook", {orc_jit(), "--depth", "4"},
+                                  {"set environment JITUNWIND_DIR=" + dir.path()});
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
   const auto names = t::backtrace_names(r.out);
@@ -125,8 +127,9 @@ TEST_CASE("orc-jit: jitunwind unwind check finds no mismatch at any JIT instruct
   // Stepping LLVM's compilation would take minutes: attach once the code is published.
   t::temp_dir dir;
   const std::string out = dir / "orc.out";
-  const auto bg = t::run_shell("(" + orc_jit() + " --depth 6 --spin 2000 --calls 3 --wait 3 >" +
-                               out + " 2>&1 &) ; sleep 0.2");
+  const auto bg = t::run_shell("(JITUNWIND_DIR=" + dir.path() + " " + orc_jit() +
+                               " --depth 6 --spin 2000 --calls 3 --wait 3 >" + out +
+                               " 2>&1 &) ; sleep 0.2");
   REQUIRE(bg.exit_code == 0);
   std::smatch m;
   std::string text;
@@ -182,9 +185,12 @@ TEST_CASE("orc-jit: jitwalk profile unwinds through the ORC frames to main with 
 
 TEST_CASE("orc-jit: jitwalk verify is 100 % exact against libgcc unwinding LLVM CFI") {
   if (!have_orc_jit() || !t::may_run_privileged("jitwalk verify")) return;
+  t::temp_dir dir;  // for its perf map (jitwalk names the code from the SDK's events)
   t::run_result r;
   const auto j =
-      jitwalk_test::verify({orc_jit(), "--depth", "10", "--spin", "20000", "--seconds", "3"}, &r);
+      jitwalk_test::verify({"env", "JITUNWIND_DIR=" + dir.path(), orc_jit(), "--depth", "10",
+                            "--spin", "20000", "--seconds", "3"},
+                           &r);
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
   const int n = j["checkpoints"].get<int>();
