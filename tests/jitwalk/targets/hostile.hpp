@@ -287,7 +287,8 @@ class shapes {
   // A new object replaces the old one: mapped, its code run from now on; the old one is
   // truncated under whoever still reads it, unmapped and removed.
   void churn_object() {
-    const std::string dir = "/tmp";
+    const char* tmpdir = std::getenv("TMPDIR");
+    const std::string dir = tmpdir != nullptr && *tmpdir != '\0' ? tmpdir : "/tmp";
     char path[96];
     std::snprintf(path, sizeof path, "%s/jit_target-churn-%d-%u.so", dir.c_str(), ::getpid(),
                   round_);
