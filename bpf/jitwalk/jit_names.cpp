@@ -33,6 +33,7 @@ bool jit_names::add(entry e) {
   if (!charge(entry_overhead + e.name.size())) return false;
   if (e.size > max_size_) max_size_ = e.size;
   ++count_;
+  if (e.generation != 0) ++with_generation_;
   auto& bucket = (e.from == origin::perfmap ? perfmap_ : timed_)[e.start];
   bucket.push_back(std::move(e));
   return true;

@@ -79,6 +79,9 @@ class jit_names {
   /// Entries looked at by all find() calls so far (how the bound above is tested).
   uint64_t examined() const noexcept { return examined_; }
   size_t size() const noexcept { return count_; }
+  /// Whether any name kept carries a publication generation (the process publishes code_add
+  /// events): only then can a generation choose between names.
+  bool has_generations() const noexcept { return with_generation_ != 0; }
   /// Names not kept because the memory budget was reached.
   uint64_t dropped() const noexcept { return dropped_; }
 
@@ -143,6 +146,7 @@ class jit_names {
   uint64_t dropped_ = 0;
   std::map<uint64_t, std::pair<std::string, uint64_t>> jitdump_index_;  // code_index -> name, size
   size_t count_ = 0;
+  size_t with_generation_ = 0;
   mutable uint64_t examined_ = 0;
   // Charges `bytes` of names to the budget; false (counted in dropped_) if they do not fit.
   bool charge(uint64_t bytes);

@@ -25,9 +25,12 @@ namespace {
 // A frame walked at a known publication (the SDK's generations) is named only by a publication
 // at or before it: by the end, the code at its address may have been replaced several times,
 // and the newest name by time or the last perf map line would be the replacement's. True when
-// no such publication names it (the frame then stays unnamed, grouped).
+// no such publication names it (the frame then stays unnamed, grouped). A process whose names
+// carry no generation (the registry without usdt-events: its rows have generations, its perf
+// map lines do not) has no publication to name any frame: its frames are named as when first
+// seen (by time, else the perf map), not left unnamed for want of what it never publishes.
 bool needs_a_publication(symbolizer& sym, const late_names::pending_frame& pf) {
-  if (pf.when.generation == 0) return false;
+  if (pf.when.generation == 0 || !sym.names().has_generations()) return false;
   const uint64_t at = pf.return_address && pf.pc > 0 ? pf.pc - 1 : pf.pc;
   const jit_names::entry* e = sym.names().find(at, pf.when);
   return e == nullptr || e->generation == 0;

@@ -4,9 +4,10 @@
 //
 //   LD_PRELOAD=libjitunwind_preload.so orc-jit-plain --seconds 3
 //
-//   orc-jit-plain [--depth N] [--spin N] [--seconds S] [--wait S] [--gdb 0|1]
+//   orc-jit-plain [--depth N] [--spin N] [--seconds S | --calls N] [--wait S] [--gdb 0|1]
 //
-// --gdb 1 turns on LLVM's own debugger support (llvm::orc::enableDebuggerSupport): each linked
+// --calls N makes N calls of level_N instead of calling for --seconds S of wall time (a fixed
+// amount of work, however busy the machine). --gdb 1 turns on LLVM's own debugger support (llvm::orc::enableDebuggerSupport): each linked
 // object is also registered with the GDB JIT interface (__jit_debug_descriptor), which is where
 // the preload library finds the functions' names.
 #include "module_ir.h"
@@ -57,6 +58,7 @@ int main(int argc, char** argv) {
   int depth = 12;
   long long spin = 200000;
   double seconds = 1;
+  long long calls_wanted = 0;  // --calls: a fixed amount of work instead of --seconds of time
   double wait = 0;
   bool gdb = false;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -67,18 +69,20 @@ int main(int argc, char** argv) {
       spin = std::atoll(argv[i + 1]);
     else if (a == "--seconds")
       seconds = std::atof(argv[i + 1]);
+    else if (a == "--calls")
+      calls_wanted = std::atoll(argv[i + 1]);
     else if (a == "--wait")
       wait = std::atof(argv[i + 1]);
     else if (a == "--gdb")
       gdb = std::string(argv[i + 1]) == "1";
     else {
       std::fprintf(stderr,
-                   "Usage: orc-jit-plain [--depth N] [--spin N] [--seconds S] [--wait S] [--gdb 0|1]\n");
+                   "Usage: orc-jit-plain [--depth N] [--spin N] [--seconds S | --calls N] [--wait S] [--gdb 0|1]\n");
       return 2;
     }
   }
   if (argc % 2 == 0 || depth < 0 || depth > 500) {
-    std::fprintf(stderr, "Usage: orc-jit-plain [--depth N] [--spin N] [--seconds S] [--wait S] [--gdb 0|1]\n");
+    std::fprintf(stderr, "Usage: orc-jit-plain [--depth N] [--spin N] [--seconds S | --calls N] [--wait S] [--gdb 0|1]\n");
     return 2;
   }
   llvm::InitializeNativeTarget();
@@ -119,8 +123,10 @@ int main(int argc, char** argv) {
   do {
     sum += fn(spin);
     ++calls;
-  } while (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() <
-           seconds);
+  } while (calls_wanted > 0 ? static_cast<long long>(calls) < calls_wanted
+                            : std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                                            start)
+                                      .count() < seconds);
   std::printf("orc-jit-plain: %llu calls, result %lld; libgcc unwinds %d JIT frames\n",
               static_cast<unsigned long long>(calls), static_cast<long long>(sum),
               libgcc_jit_frames.load());

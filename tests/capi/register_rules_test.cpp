@@ -7,6 +7,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -304,4 +307,6 @@ TEST_CASE(
   const int rc = capi_c_register_rules_name_code(msg, sizeof msg);
   INFO(msg);
   CHECK(rc == 0);
+  // jitunwind_name_code's default session writes this process's perf map in /tmp.
+  std::remove(("/tmp/perf-" + std::to_string(getpid()) + ".map").c_str());
 }

@@ -350,6 +350,7 @@ TEST_CASE("windows watch: ends with the process, and usage errors") {
   // more: that the watch ended because the process exited is what is measured, not how soon.
   auto r = run_tool({"windows", "watch", "-p", std::to_string(target.pid())});
   INFO(r.out << r.err);
+  CHECK_FALSE(r.timed_out);
   CHECK(r.exit_code == 0);
   CHECK(r.err.find("the process exited after") != std::string::npos);
   CHECK(r.out.find("present   window 1 (generation") != std::string::npos);

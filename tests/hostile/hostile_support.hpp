@@ -79,27 +79,20 @@ inline bounded_result bounded(const std::vector<std::string>& argv,
 
 /// jit_target running in the background (its JIT code with frame pointers off, good windows 1
 /// and 2) with the hostile options given; its standard error is kept, its perf map in /tmp is
-/// removed at the end.
+/// removed once it has been killed (a churning target rewrites it until then), and the objects
+/// it churns go to the test's directory (TMPDIR).
 class target {
  public:
   explicit target(const std::vector<std::string>& hostile_options, double seconds = 60,
                   const std::string& mode = "deep")
-      : err_(dir_ / "target.err"), process_(command(hostile_options, seconds, mode), false, err_) {}
-  ~target() { ::unlink(("/tmp/perf-" + std::to_string(pid()) + ".map").c_str()); }
+      : err_(dir_ / "target.err"),
+        process_(command(hostile_options, seconds, mode, dir_.path()), false, err_) {
+    perf_map_.path = "/tmp/perf-" + std::to_string(pid()) + ".map";
+  }
   pid_t pid() const { return process_.pid(); }
   std::string pid_text() const { return std::to_string(pid()); }
   std::string err() const { return read_file(err_); }
   const temp_dir& dir() const { return dir_; }
-
-  /// Waits (10 s at most) until its maps name `path` (reading /proc, not the file: opening it
-  /// would set off what the target does when a reader opens it).
-  void wait_for_mapping(const std::string& path) const {
-    for (int i = 0; i < 1000; ++i) {
-      if (read_file("/proc/" + pid_text() + "/maps").find(path) != std::string::npos) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    FAIL("the target did not map " << path);
-  }
 
   /// Waits (30 s at most) until it has set up its hostile shapes.
   void wait_ready() const {
@@ -127,14 +120,28 @@ class target {
 
  private:
   static std::vector<std::string> command(const std::vector<std::string>& hostile, double seconds,
-                                          const std::string& mode) {
-    std::vector<std::string> argv = {jit_target(), mode, "--seconds",      std::to_string(seconds),
-                                     "--depth",    "20", "--no-checkpoint"};
+                                          const std::string& mode, const std::string& dir) {
+    std::vector<std::string> argv = {"/usr/bin/env",
+                                     "TMPDIR=" + dir,
+                                     jit_target(),
+                                     mode,
+                                     "--seconds",
+                                     std::to_string(seconds),
+                                     "--depth",
+                                     "20",
+                                     "--no-checkpoint"};
     argv.insert(argv.end(), hostile.begin(), hostile.end());
     return argv;
   }
+  struct removed_at_end {
+    std::string path;
+    ~removed_at_end() {
+      if (!path.empty()) ::unlink(path.c_str());
+    }
+  };
   temp_dir dir_;
   std::string err_;
+  removed_at_end perf_map_;  // destroyed after process_: once the target is killed
   background process_;
 };
 

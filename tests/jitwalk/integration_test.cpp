@@ -7,6 +7,7 @@
 
 #include <fstream>
 #include <map>
+#include <regex>
 #include <set>
 
 #include "jitwalk_support.hpp"
@@ -257,24 +258,41 @@ TEST_CASE("profile: threads, per-thread roots and kernel stacks") {
 TEST_CASE("profile: attaching to a running JIT process with -p") {
   if (!jt::may_run_privileged("jitwalk profile")) return;
   jt::temp_dir dir;
-  // The target runs on its own; jitwalk finds its registry, windows and perf map after the fact.
-  // It runs for longer than the profile however loaded the machine is, and is ended after it.
-  auto r = jt::run_shell(jit_target() +
-                             " deep --seconds 60 --depth 25 --no-checkpoint & pid=$!; "
-                             "sleep 1; " +
-                             jitwalk() + " profile -p $pid -d 2 -F 499 --folded " + dir / "p.txt" +
-                             "; rc=$?; kill $pid; wait $pid; exit $rc",
-                         std::chrono::seconds(120));
+  // The target runs on its own; jitwalk finds its registry, windows and perf map after the fact
+  // (attached once the perf map names both published functions). It runs for longer than the
+  // profile however loaded the machine is, and is ended after it; its perf map goes with it.
+  auto r = jt::run_shell(
+      jit_target() + " deep --seconds 60 --depth 25 --no-checkpoint & pid=$!; map=/tmp/perf-$pid.map; "
+                     "for i in $(seq 600); do [ \"$(wc -l 2>/dev/null < $map)\" = 2 ] && break; "
+                     "sleep 0.05; done; " +
+          jitwalk() + " profile -p $pid -d 2 -F 499 --folded " + dir / "p.txt" +
+          "; rc=$?; kill $pid; wait $pid; rm -f $map; exit $rc",
+      std::chrono::seconds(120));
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
+  // How many samples 2 s bring depends on the CPU the target gets (tens on a busy machine):
+  // every one of them is judged. A stack in the JIT code is the whole chain, named, from
+  // _start (down to the native helper the deepest call makes); no stack is cut or has an
+  // unnamed frame.
+  static const std::regex jit_chain(
+      R"(^[^;]+;_start;__libc_start_main;__libc_start_call_main;main;jit:entry(;jit:rec)+(;jw_helper)?$)");
   auto folded = parse_folded(jt::read_file(dir / "p.txt"));
-  uint64_t jit = 0, n = total(folded);
+  uint64_t jit = 0, wrong = 0, n = total(folded);
+  std::string wrong_example;
   for (const auto& [stack, count] : folded) {
-    if (stack.find(";main;jit:entry;jit:rec;jit:rec;jit:rec") != std::string::npos) jit += count;
+    const bool in_jit = stack.find("jit:") != std::string::npos;
+    if (in_jit) jit += count;
+    if ((in_jit && !std::regex_match(stack, jit_chain)) || stack.find("[cut") != std::string::npos ||
+        stack.find("[unknown") != std::string::npos) {
+      wrong += count;
+      if (wrong_example.empty()) wrong_example = stack;
+    }
   }
   INFO(jt::read_file(dir / "p.txt").substr(0, 3000));
-  REQUIRE(n > 100);
-  CHECK(jit * 10 >= n * 9);
+  INFO(wrong << " of " << n << " samples wrong, e.g. " << wrong_example);
+  REQUIRE(n >= 10);
+  CHECK(jit * 2 >= n);  // it spends its time in the JIT code
+  CHECK(wrong == 0);
   CHECK_THAT(r.err, Catch::Contains("2 loaded"));
 }
 
@@ -285,6 +303,7 @@ TEST_CASE("profile: the JIT target's stacks, SVG in Chromium, pprof through prot
                     dir / "f.svg", "--pprof", dir / "p.pb.gz", "--", jit_target(), "deep",
                     "--seconds", "2", "--depth", "30", "--no-checkpoint"},
                    {}, std::chrono::seconds(120));
+  remove_tmp_files_of(r);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   auto folded = parse_folded(jt::read_file(dir / "f.txt"));
@@ -501,6 +520,7 @@ TEST_CASE("hostile windows are rejected by id, the walker stays within its bound
   auto r = jt::run({jitwalk(), "profile", "-F", "499", "--folded", dir / "f.txt", "--",
                     jit_target(), "hostile", "--seconds", "2", "--depth", "20"},
                    {}, std::chrono::seconds(120));
+  remove_tmp_files_of(r);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.err, Catch::Contains("window 10 (") && Catch::Contains("FDE sub-section"));

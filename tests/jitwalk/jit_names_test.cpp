@@ -363,6 +363,59 @@ TEST_CASE("late names: a frame walked at a publication is named only by a public
   CHECK_THAT(folded, !Catch::Contains("v7"));
   ::munmap(code, code_size);
 }
+TEST_CASE("late names: without code_add events, frames walked at a publication take perf map names") {
+  // JITUNWIND_PUBLISH=registry,perfmap: the rows jitwalk walks with carry generations, the
+  // names (perf map lines written at the exit) do not. Such a frame is named as it would have
+  // been when first seen (the perf map's line), like the frames walked before the rows loaded.
+  const size_t code_size = 4096;
+  void* code = ::mmap(nullptr, code_size, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(code != MAP_FAILED);
+  const uint64_t base = reinterpret_cast<uint64_t>(code);
+  symbolizer sym(getpid());
+  sym.refresh();
+  profile_data p;
+  late_names late;
+  const uint32_t walked_at_a_generation = raw_frame(p, late, sym, base + 0x10, UINT64_MAX);
+  const uint32_t walked_before_the_rows = raw_frame(p, late, sym, base + 0x50, UINT64_MAX);
+  late_names::pending_frame f;
+  f.tgid = static_cast<uint32_t>(getpid());
+  f.pc = base + 0x10;
+  f.when.window_id = 1;
+  f.when.generation = 1;
+  f.first = sym.user_frame(f.pc, false);
+  late = late_names{};
+  late.add(walked_at_a_generation, f);
+  f.pc = base + 0x50;
+  f.when = {};
+  late.add(walked_before_the_rows, f);
+  p.add("prog", {walked_at_a_generation}, 2);
+  p.add("prog", {walked_before_the_rows}, 3);
+  REQUIRE(sym.names().add({base, 0x40, "compute", 1, jit_names::origin::perfmap, 0, 0}));
+  REQUIRE(sym.names().add({base + 0x40, 0x40, "level", 2, jit_names::origin::perfmap, 0, 0}));
+  const late_summary ls = late.resolve(
+      p, [&](uint32_t) -> symbolizer& { return sym; }, true, false);
+  CHECK(ls.named == 2);
+  const auto folded = folded_text(p);
+  INFO(folded);
+  CHECK_THAT(folded, Catch::Contains("prog;compute 2\n"));
+  CHECK_THAT(folded, Catch::Contains("prog;level 3\n"));
+  // Once the process's names carry generations, the rule of the test above holds again: the
+  // perf map line no longer names a frame walked at a generation.
+  REQUIRE(sym.names().add({base + 0x800, 0x40, "published", 3, jit_names::origin::event, 1, 1}));
+  profile_data q;
+  late_names again;
+  const uint32_t id = raw_frame(q, again, sym, base + 0x10, UINT64_MAX);
+  f.pc = base + 0x10;
+  f.when.window_id = 1;
+  f.when.generation = 1;
+  again = late_names{};
+  again.add(id, f);
+  q.add("prog", {id}, 2);
+  CHECK(again.resolve(q, [&](uint32_t) -> symbolizer& { return sym; }, true, false).named == 0);
+  CHECK_THAT(folded_text(q), !Catch::Contains("compute"));
+  ::munmap(code, code_size);
+}
+
 
 TEST_CASE("unnamed code is grouped by mapping name") {
   CHECK(mapping_group_name("", 0x7f00, 0x8f00) == "[anon:0x7f00-0x8f00]");

@@ -7,7 +7,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <map>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -41,6 +43,20 @@ inline uint64_t total(const std::map<std::string, uint64_t>& f) {
   return n;
 }
 
+/// Removes the /tmp/perf-PID.map and /tmp/jit-PID.dump of every process jitwalk's report names
+/// ("pid N"): jitwalk, like perf, reads a process's perf map only from /tmp, so the targets
+/// write it there, and the tests remove it once jitwalk is done.
+inline void remove_tmp_files_of(const jitunwind::test::run_result& jitwalk_run) {
+  static const std::regex pid(R"(pid (\d+))");
+  for (const std::string* text : {&jitwalk_run.out, &jitwalk_run.err}) {
+    for (auto it = std::sregex_iterator(text->begin(), text->end(), pid);
+         it != std::sregex_iterator(); ++it) {
+      std::remove(("/tmp/perf-" + (*it)[1].str() + ".map").c_str());
+      std::remove(("/tmp/jit-" + (*it)[1].str() + ".dump").c_str());
+    }
+  }
+}
+
 /// Runs `jitwalk verify --json FILE OPTIONS -- COMMAND` and returns the JSON report (an empty
 /// object if jitwalk wrote none); the run's result goes to `out`.
 inline nlohmann::json verify(const std::vector<std::string>& command,
@@ -52,6 +68,7 @@ inline nlohmann::json verify(const std::vector<std::string>& command,
   argv.push_back("--");
   argv.insert(argv.end(), command.begin(), command.end());
   *out = jitunwind::test::run(argv, {}, std::chrono::seconds(300));
+  remove_tmp_files_of(*out);
   const std::string text = jitunwind::test::read_file(dir / "v.json");
   return text.empty() ? nlohmann::json::object() : nlohmann::json::parse(text);
 }

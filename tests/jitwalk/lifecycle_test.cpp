@@ -138,11 +138,17 @@ TEST_CASE(
                  "--recompile-every=40", "--windows=4096",
                  jt::source_path("examples/toy-jit/programs/recompile.toy"), "2000"},
                 {}, log);
+    // A run publishes ~1500 windows in ~0.1 s of CPU: how many of its ~90 samples are walked
+    // with their window's rows (two toy frames, checked) depends on how soon jitwalk loads each
+    // one (22 to 55 at load 15, 9 at load 30). Every run checks some; the 20 runs at least 200.
     const uint64_t toy_before = toy.checked;
     count_toy_jit(toy_folded, toy);
-    CHECK(toy.checked - toy_before >= 20);
+    CHECK(toy.checked > toy_before);
 #endif
   }
+#ifdef JITWALK_HAVE_EXAMPLES
+  CHECK(toy.checked >= 200);
+#endif
   std::string examples;
   for (const auto& e : jit.examples) examples += "  " + e + "\n";
   for (const auto& e : toy.examples) examples += "  " + e + "\n";

@@ -1,8 +1,11 @@
 #define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -25,6 +28,26 @@ bool kept(const std::string& name) {
   return false;
 }
 
+// The USDT provider's file mode keeps its files in $XDG_RUNTIME_DIR/jitunwind, else in
+// /tmp/jitunwind-UID: the tests and what they start get a runtime directory of their own,
+// removed when the test program ends (by the process that made it, not a forked child).
+// Plain data: set before the dynamic initializers of this file would run.
+char runtime_dir[] = "/tmp/jitunwind-test-run-XXXXXX";
+pid_t runtime_dir_owner = -1;
+
+void remove_runtime_dir() {
+  if (getpid() != runtime_dir_owner) return;
+  std::error_code ec;
+  std::filesystem::remove_all(runtime_dir, ec);
+}
+
+void own_runtime_dir() {
+  if (mkdtemp(runtime_dir) == nullptr) return;
+  runtime_dir_owner = getpid();
+  setenv("XDG_RUNTIME_DIR", runtime_dir, 1);
+  std::atexit(remove_runtime_dir);
+}
+
 __attribute__((constructor(101))) void neutral_environment() {
   std::vector<std::string> drop;
   for (char** e = environ; *e != nullptr; ++e) {
@@ -36,6 +59,7 @@ __attribute__((constructor(101))) void neutral_environment() {
   }
   for (const std::string& name : drop) unsetenv(name.c_str());
   setenv("LC_ALL", "C", 1);
+  own_runtime_dir();
 }
 
 }  // namespace

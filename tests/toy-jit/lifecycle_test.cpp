@@ -51,7 +51,11 @@ TEST_CASE("recompiled functions are jitdump CODE_LOADs, dead windows are retired
   REQUIRE(std::regex_search(r.err, m,
                             std::regex(R"((\d+) live windows, (\d+) retired, (\d+) reused)")));
   CHECK(std::stol(m[2]) > 10);
-  CHECK(std::stol(m[3]) > 10);
+  // A retired window is kept for reuse once its 10 ms grace has passed (wall clock), and taken
+  // by the next window opened: how many of the ~600 openings find one depends on how long the
+  // run takes (8 to 122 here, busy or not), not on the rules. That reuse happens is checked; a
+  // placer that never reuses reads 0.
+  CHECK(std::stol(m[3]) > 0);
 
   std::string dump;
   for (const auto& e : std::filesystem::directory_iterator(dir.path())) {

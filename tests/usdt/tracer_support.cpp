@@ -36,8 +36,11 @@ bool wait_until(const std::function<bool()>& cond, std::chrono::milliseconds tim
 }
 
 uprobe_events_lock::uprobe_events_lock() {
-  fd_ = ::open("/tmp/jitunwind-test-uprobe-events.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (fd_ >= 0) ::flock(fd_, LOCK_EX);  // without the file the tests run as before, untaken
+  // The lock is on the resource itself (read-only: opened for writing with O_TRUNC it would
+  // clear the events), so that no lock file is left behind; without tracefs the tests run as
+  // before, untaken.
+  fd_ = ::open("/sys/kernel/tracing/uprobe_events", O_RDONLY | O_CLOEXEC);
+  if (fd_ >= 0) ::flock(fd_, LOCK_EX);
 }
 
 uprobe_events_lock::~uprobe_events_lock() {

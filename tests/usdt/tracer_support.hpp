@@ -36,7 +36,8 @@ bool wait_until(const std::function<bool()>& cond, std::chrono::milliseconds tim
 /// Held while a test defines, uses and deletes uprobe events with `perf probe` or by writing
 /// uprobe_events: perf probe refuses to add an event whose name another test process defined
 /// meanwhile in another group ("event already exists"), so under `ctest -j` such tests take
-/// turns (an flock on a file in /tmp, released when the holder exits, even by a crash).
+/// turns (an flock on /sys/kernel/tracing/uprobe_events, released when the holder exits, even
+/// by a crash).
 class uprobe_events_lock {
  public:
   uprobe_events_lock();

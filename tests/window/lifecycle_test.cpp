@@ -9,6 +9,7 @@
 
 #include "gdbjit/gdbjit.hpp"
 #include "registry/registry_writer.hpp"
+#include "support/process.hpp"
 
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -419,15 +420,18 @@ TEST_CASE("release ends window handles in every state it allows") {
 
 TEST_CASE("address reuse off: freed code ranges are never handed out again") {
   SECTION("automatic resolves against the perf-read publishers") {
-    const std::string dir = "/tmp";
-    auto with_map = session::create(options_with(publisher::perfmap));
+    jitunwind::test::temp_dir dir;  // for the perf maps (not /tmp's)
+    session_options map_options = options_with(publisher::perfmap);
+    map_options.perfmap_dir = dir.path();
+    auto with_map = session::create(map_options);
     REQUIRE(with_map.ok());
     // A perf map publisher that could not start (unusable directory) does not count.
     CHECK((*with_map)->recycles_addresses() ==
           ((*with_map)->status()[2].state != publisher_state::active));
     auto without = session::create(options_with(publisher::registry));
     CHECK((*without)->recycles_addresses());
-    auto allowed = session::create(options_with(publisher::perfmap, address_reuse::allowed));
+    map_options.reuse = address_reuse::allowed;
+    auto allowed = session::create(map_options);
     CHECK((*allowed)->recycles_addresses());
     auto never = session::create(options_with(0, address_reuse::never));
     CHECK_FALSE((*never)->recycles_addresses());

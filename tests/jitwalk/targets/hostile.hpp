@@ -200,9 +200,11 @@ class shapes {
     // a reader that mapped the file meets the cut whenever it touches the tail, however the
     // two processes are scheduled; then it stays cut.
     const off_t whole = static_cast<off_t>(bytes.size());
-    std::thread([path, whole, flip] {
-      const int in = ::inotify_init1(IN_CLOEXEC);
-      ::inotify_add_watch(in, path.c_str(), IN_OPEN);
+    // Watched before "hostile shapes ready" is printed, not in the thread: a thread that starts
+    // late (a busy machine) would miss an open that came first, and never cut the file.
+    const int in = ::inotify_init1(IN_CLOEXEC);
+    ::inotify_add_watch(in, path.c_str(), IN_OPEN);
+    std::thread([path, whole, flip, in] {
       char buf[4096];
       if (::read(in, buf, sizeof buf) <= 0) return;
       if (!flip) std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -285,7 +287,8 @@ class shapes {
   // A new object replaces the old one: mapped, its code run from now on; the old one is
   // truncated under whoever still reads it, unmapped and removed.
   void churn_object() {
-    const std::string dir = "/tmp";
+    const char* tmpdir = std::getenv("TMPDIR");
+    const std::string dir = tmpdir != nullptr && *tmpdir != '\0' ? tmpdir : "/tmp";
     char path[96];
     std::snprintf(path, sizeof path, "%s/jit_target-churn-%d-%u.so", dir.c_str(), ::getpid(),
                   round_);
