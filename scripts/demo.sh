@@ -101,8 +101,10 @@ echo
 JITUNWIND_PUBLISH=registry,perfmap JITUNWIND_DIR="$WORK" \
   "$TOYJIT" --frame-pointers=off examples/toy-jit/programs/spin.toy 0 >/dev/null &
 spin_pid=$!
-for _ in $(seq 100); do  # until its first window is published (10 s at most)
-  "$JITUNWIND" windows list -p "$spin_pid" --json 2>/dev/null | grep -q '"functions": [1-9]' && break
+# Until its first window is published and named (10 s at most): the perf map is batched, so its
+# names reach the file up to 10 ms after the window is in the registry (docs/publishers.md).
+for _ in $(seq 100); do
+  "$JITUNWIND" windows list -p "$spin_pid" --functions 2>/dev/null | grep -q ' toy:main$' && break
   sleep 0.1
 done
 status=0
