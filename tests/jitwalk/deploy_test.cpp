@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <regex>
 #include <set>
 #include <thread>
@@ -270,14 +271,21 @@ TEST_CASE("a 16-worker node cluster: native rows shared, every worker walked wit
     all += n;
     if (jitwalk::is_entry_function(stack.substr(a + 1, b - a - 1))) root += n;
   }
+  // A worker may lose a few walks in node's start-up (frameless builtins of its embedded blob
+  // have no .eh_frame): how many of its samples land there depends on how many it got in all
+  // (48 to 132 here, by scheduling), so each worker may lose 5 % or 3 walks, the whole run 3 %.
   size_t workers = 0;
+  uint64_t root = 0, all = 0;
   for (const auto& [label, counts] : per) {
     if (counts.second < 20) continue;  // the primary: little of its own
     ++workers;
+    root += counts.first;
+    all += counts.second;
     INFO(label << ": " << counts.first << " of " << counts.second << " walked to the root");
-    CHECK(counts.first * 100 >= counts.second * 95);
+    CHECK(counts.second - counts.first <= std::max<uint64_t>(3, counts.second / 20));
   }
   CHECK(workers >= 16);
+  CHECK(root * 100 >= all * 97);
   CHECK(number_after(r.err, R"(names of (\d+) more processes)") >= 0);
   CHECK_THAT(r.err, Catch::Contains("perf map /tmp/perf-"));
 }

@@ -51,6 +51,10 @@ jit_naming count_jit_naming(const std::map<std::string, uint64_t>& folded,
     std::string toy_frames;
     std::istringstream frames(stack);
     for (std::string f; std::getline(frames, f, ';');) {
+      // A frame found by a frame-pointer step is marked (jitwalk::fp_mark); its name is judged
+      // like any other.
+      if (const std::string_view mark = "_[fp]"; f.ends_with(mark))
+        f.resize(f.size() - mark.size());
       if (f.starts_with("toy:")) {
         jit = true;
         toy_frames += f + ";";

@@ -37,13 +37,16 @@ class emulated_kernel final : public syscall_layer {
  public:
   int last_check = 0;
   int accepted = 0;
-  std::vector<std::pair<uint64_t, range>> registered;  // sframe start -> text
+  struct registration {
+    range sframe, text;
+  };
+  std::vector<registration> registered;
 
   long prctl(int option, unsigned long a2, unsigned long a3, unsigned long a4,
              unsigned long a5) override {
     if (option == 80) {
       for (size_t i = 0; i < registered.size(); ++i)
-        if (registered[i].first == a2) {
+        if (registered[i].sframe.lo == a2) {
           registered.erase(registered.begin() + static_cast<long>(i));
           return 0;
         }
@@ -52,7 +55,7 @@ class emulated_kernel final : public syscall_layer {
     if (option != 79) return -EINVAL;
     last_check = add(a2, a3, a4, a5);
     if (last_check != 0) return -EINVAL;
-    registered.push_back({a2, {a4, a5}});
+    registered.push_back({{a2, a3}, {a4, a5}});
     ++accepted;
     return 0;
   }
@@ -92,7 +95,7 @@ class emulated_kernel final : public syscall_layer {
     const std::string* tv = vma_of(maps, t, t_end);
     if (!tv || (*tv)[2] != 'x') return 3;
     for (const auto& r : registered)
-      if (t < r.second.hi && r.second.lo < t_end) return 4;
+      if (t < r.text.hi && r.text.lo < t_end) return 4;
     const uint64_t len = s_end - s;
     if (len < 28 || rd<uint16_t>(s) != 0xdee2 || rd<uint8_t>(s + 2) != 3) return 5;
     const uint8_t flags = rd<uint8_t>(s + 3);
@@ -212,16 +215,14 @@ TEST_CASE("windows published through the kernel publisher pass the kernel series
     REQUIRE(k.registered.size() == 1);
     // What the kernel got is v3, sorted and PC-relative, whatever the session writes (a v2
     // window is re-encoded as v3 for it), and describes the same functions.
-    const uint64_t at = k.registered[0].first;
+    const uint64_t at = k.registered[0].sframe.lo;
     const auto* bytes = reinterpret_cast<const uint8_t*>(at);
     CHECK(bytes[2] == 3);
     CHECK(bytes[3] == (sframe::flag_fde_sorted | sframe::flag_fde_func_start_pcrel));
     CHECK((at == v.sframe_address) == (version == sframe::version_3));
     auto ours = sframe::decode(v.sframe, v.sframe_address);
     REQUIRE(ours.ok());
-    auto enc = sframe::encoder::create({});
-    for (const auto& f : ours->functions) REQUIRE(enc->append(f).ok());
-    auto theirs = sframe::decode(std::span(bytes, enc->size()), at);
+    auto theirs = sframe::decode(std::span(bytes, k.registered[0].sframe.hi - at), at);
     REQUIRE(theirs.ok());
     CHECK(theirs->functions == ours->functions);
     // Republishing replaces the registration; retiring removes it.
@@ -274,7 +275,7 @@ TEST_CASE("each registration check: the emulated kernel and our pre-check refuse
         text_size = 16;
         break;  // heap: not X
       case 4:
-        k.registered.push_back({0x10, {v.text_start + 8, v.text_start + 16}});
+        k.registered.push_back({{0x10, 0x20}, {v.text_start + 8, v.text_start + 16}});
         ours_registered.push_back({v.text_start + 8, v.text_start + 16});
         break;
       case 5:
