@@ -27,7 +27,8 @@ using detail::temps_needed;
 
 const x86::Gp arg_regs[6] = {x86::rdi, x86::rsi, x86::rdx, x86::rcx, x86::r8, x86::r9};
 
-class generator final : public generated_function {
+class generator final : public generated_function,
+                        private detail::statement_emitter<generator> {
  public:
   generator(const toylang::function& f, const codegen_options& o, const runtime_addresses& rt)
       : f_(f), o_(o), rt_(rt) {
@@ -404,60 +405,18 @@ class generator final : public generated_function {
     a_.bind(done);
   }
 
-  // ---- statements ----
+  // ---- the machine's part of statements (detail::statement_emitter) ----
 
-  void block(const toylang::block& b) {
-    for (const auto& s : b) statement(*s);
+  friend class detail::statement_emitter<generator>;
+  Label new_label() { return a_.newLabel(); }
+  void bind(const Label& l) { a_.bind(l); }
+  void store_result(uint32_t slot_index) { a_.mov(slot(slot_index), x86::rax); }
+  void branch_if_zero(const Label& l) {
+    a_.test(x86::rax, x86::rax);
+    a_.jz(l);
   }
-
-  void statement(const stmt& s) {
-    switch (s.k) {
-      case stmt::kind::let:
-      case stmt::kind::assign:
-        gen(*s.value, 0);
-        a_.mov(slot(s.slot), x86::rax);
-        return;
-      case stmt::kind::expression:
-        gen(*s.value, 0);
-        return;
-      case stmt::kind::if_else: {
-        Label else_label = a_.newLabel();
-        Label end = a_.newLabel();
-        gen(*s.value, 0);
-        a_.test(x86::rax, x86::rax);
-        a_.jz(else_label);
-        block(s.body);
-        if (s.has_else && !ends_in_return(s.body)) a_.jmp(end);
-        a_.bind(else_label);
-        if (s.has_else) block(s.else_body);
-        a_.bind(end);
-        return;
-      }
-      case stmt::kind::while_loop: {
-        Label top = a_.newLabel();
-        Label end = a_.newLabel();
-        a_.bind(top);
-        gen(*s.value, 0);
-        a_.test(x86::rax, x86::rax);
-        a_.jz(end);
-        block(s.body);
-        a_.jmp(top);
-        a_.bind(end);
-        return;
-      }
-      case stmt::kind::return_value:
-        if (s.value) {
-          gen(*s.value, 0);
-        } else {
-          a_.xor_(x86::eax, x86::eax);
-        }
-        epilogue();
-        return;
-      case stmt::kind::nested_block:
-        block(s.body);
-        return;
-    }
-  }
+  void jump(const Label& l) { a_.jmp(l); }
+  void zero_result() { a_.xor_(x86::eax, x86::eax); }
 
   const toylang::function& f_;
   codegen_options o_;

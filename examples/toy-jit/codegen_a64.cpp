@@ -63,7 +63,8 @@ enum class frame_shape {
   lr_only,  // str x30: x29 untouched
 };
 
-class generator final : public generated_function {
+class generator final : public generated_function,
+                        private detail::statement_emitter<generator> {
  public:
   generator(const toylang::function& f, const codegen_options& o, const runtime_addresses& rt)
       : f_(f), o_(o), rt_(rt) {
@@ -529,58 +530,15 @@ class generator final : public generated_function {
     }
   }
 
-  // ---- statements ----
+  // ---- the machine's part of statements (detail::statement_emitter) ----
 
-  void block(const toylang::block& b) {
-    for (const auto& s : b) statement(*s);
-  }
-
-  void statement(const stmt& s) {
-    switch (s.k) {
-      case stmt::kind::let:
-      case stmt::kind::assign:
-        gen(*s.value, 0);
-        a_.str(a64::x0, slot(s.slot));
-        return;
-      case stmt::kind::expression:
-        gen(*s.value, 0);
-        return;
-      case stmt::kind::if_else: {
-        Label else_label = a_.newLabel();
-        Label end = a_.newLabel();
-        gen(*s.value, 0);
-        a_.cbz(a64::x0, else_label);
-        block(s.body);
-        if (s.has_else && !ends_in_return(s.body)) a_.b(end);
-        a_.bind(else_label);
-        if (s.has_else) block(s.else_body);
-        a_.bind(end);
-        return;
-      }
-      case stmt::kind::while_loop: {
-        Label top = a_.newLabel();
-        Label end = a_.newLabel();
-        a_.bind(top);
-        gen(*s.value, 0);
-        a_.cbz(a64::x0, end);
-        block(s.body);
-        a_.b(top);
-        a_.bind(end);
-        return;
-      }
-      case stmt::kind::return_value:
-        if (s.value) {
-          gen(*s.value, 0);
-        } else {
-          a_.mov(a64::x0, a64::xzr);
-        }
-        epilogue();
-        return;
-      case stmt::kind::nested_block:
-        block(s.body);
-        return;
-    }
-  }
+  friend class detail::statement_emitter<generator>;
+  Label new_label() { return a_.newLabel(); }
+  void bind(const Label& l) { a_.bind(l); }
+  void store_result(uint32_t slot_index) { a_.str(a64::x0, slot(slot_index)); }
+  void branch_if_zero(const Label& l) { a_.cbz(a64::x0, l); }
+  void jump(const Label& l) { a_.b(l); }
+  void zero_result() { a_.mov(a64::x0, a64::xzr); }
 
   const toylang::function& f_;
   codegen_options o_;

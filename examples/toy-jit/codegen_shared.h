@@ -115,4 +115,65 @@ inline jitunwind::result<void> copy_placed(asmjit::CodeHolder& code, uint64_t ad
   return {};
 }
 
+// The statements' control flow, the same on both machines. `Gen` (a generator, which befriends
+// this) emits the machine's part: gen(expr, depth) leaves a value in the result register;
+// store_result(slot), branch_if_zero(label), jump(label), zero_result(), epilogue(), and the
+// labels of its assembler (new_label, bind).
+template <class Gen>
+class statement_emitter {
+ protected:
+  void block(const toylang::block& b) {
+    for (const auto& s : b) statement(*s);
+  }
+
+  void statement(const toylang::stmt& s) {
+    using kind = toylang::stmt::kind;
+    Gen& g = static_cast<Gen&>(*this);
+    switch (s.k) {
+      case kind::let:
+      case kind::assign:
+        g.gen(*s.value, 0);
+        g.store_result(s.slot);
+        return;
+      case kind::expression:
+        g.gen(*s.value, 0);
+        return;
+      case kind::if_else: {
+        const asmjit::Label else_label = g.new_label();
+        const asmjit::Label end = g.new_label();
+        g.gen(*s.value, 0);
+        g.branch_if_zero(else_label);
+        block(s.body);
+        if (s.has_else && !ends_in_return(s.body)) g.jump(end);
+        g.bind(else_label);
+        if (s.has_else) block(s.else_body);
+        g.bind(end);
+        return;
+      }
+      case kind::while_loop: {
+        const asmjit::Label top = g.new_label();
+        const asmjit::Label end = g.new_label();
+        g.bind(top);
+        g.gen(*s.value, 0);
+        g.branch_if_zero(end);
+        block(s.body);
+        g.jump(top);
+        g.bind(end);
+        return;
+      }
+      case kind::return_value:
+        if (s.value) {
+          g.gen(*s.value, 0);
+        } else {
+          g.zero_result();
+        }
+        g.epilogue();
+        return;
+      case kind::nested_block:
+        block(s.body);
+        return;
+    }
+  }
+};
+
 }  // namespace toyjit::detail
