@@ -195,12 +195,25 @@ inline perf_view_run perf_view_of(const std::vector<std::string>& command, perf_
   perf_view_run r;
   // 1000 Hz; DWARF mode copies 4 KiB of stack per sample: the programs' stacks from the leaf to
   // main take well under 1 KiB, and perf's unwinding of every sample is most of a run's time.
+  // Under ASan their frames carry redzones (the asmjit path's stack to main outgrows 4 KiB: no
+  // sample reached main), so those builds copy 32 KiB.
+#if defined(__SANITIZE_ADDRESS__)
+  const char* const dwarf_stack = "dwarf,32768";
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+  const char* const dwarf_stack = "dwarf,32768";
+#else
+  const char* const dwarf_stack = "dwarf,4096";
+#endif
+#else
+  const char* const dwarf_stack = "dwarf,4096";
+#endif
   std::vector<std::string> argv = {"perf", "record", "-q", "-k", "1", "-e", "cpu-clock", "-F",
                                    "1000", "-o", dir / "perf.data"};
   if (mode == perf_mode::perf_map) {
     argv.push_back("-g");
   } else {
-    argv.insert(argv.end(), {"--call-graph", "dwarf,4096"});
+    argv.insert(argv.end(), {"--call-graph", dwarf_stack});
   }
   argv.push_back("--");
   // The jitdump publisher is off by default (it costs every publication a write): asked for.
