@@ -243,6 +243,25 @@ uint32_t raw_frame(profile_data& p, late_names& late, symbolizer& sym, uint64_t 
   return id;
 }
 
+// A page of anonymous memory playing JIT code, and the symbolizer, profile and late names of a
+// test that samples it (the symbolizer has read the mappings once the page is there).
+struct jit_page {
+  jit_page() {
+    REQUIRE(code != MAP_FAILED);
+    sym.refresh();
+  }
+  ~jit_page() { ::munmap(code, code_size); }
+  jit_page(const jit_page&) = delete;
+  jit_page& operator=(const jit_page&) = delete;
+
+  const size_t code_size = 4096;
+  void* const code = ::mmap(nullptr, code_size, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  const uint64_t base = reinterpret_cast<uint64_t>(code);
+  symbolizer sym{getpid()};
+  profile_data p;
+  late_names late;
+};
+
 }  // namespace
 
 TEST_CASE("late names: frames unnamed when seen are named from the jitdump written later") {
@@ -316,18 +335,10 @@ TEST_CASE("late names: frames unnamed when seen are named from the jitdump writt
   ::close(fd);
 }
 
-TEST_CASE("late names: a frame walked at a publication is named only by a publication") {
+TEST_CASE_METHOD(jit_page, "late names: a frame walked at a publication is named only by a publication") {
   // An SDK runtime's frame carries the generation it was walked at. By the end of the profile
   // its address may hold newer code: neither that code's event nor a name without a generation
   // (jitdump, perf map) may name it; a publication at or before its generation does.
-  const size_t code_size = 4096;
-  void* code = ::mmap(nullptr, code_size, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  REQUIRE(code != MAP_FAILED);
-  const uint64_t base = reinterpret_cast<uint64_t>(code);
-  symbolizer sym(getpid());
-  sym.refresh();
-  profile_data p;
-  late_names late;
   auto pending = [&](uint64_t pc, uint64_t generation) {
     uint32_t id = raw_frame(p, late, sym, pc, UINT64_MAX);
     late_names::pending_frame f;
@@ -361,20 +372,11 @@ TEST_CASE("late names: a frame walked at a publication is named only by a public
   CHECK_THAT(folded, !Catch::Contains("newer"));
   CHECK_THAT(folded, !Catch::Contains("from_jitdump"));
   CHECK_THAT(folded, !Catch::Contains("v7"));
-  ::munmap(code, code_size);
 }
-TEST_CASE("late names: without code_add events, frames walked at a publication take perf map names") {
+TEST_CASE_METHOD(jit_page, "late names: without code_add events, frames walked at a publication take perf map names") {
   // JITUNWIND_PUBLISH=registry,perfmap: the rows jitwalk walks with carry generations, the
   // names (perf map lines written at the exit) do not. Such a frame is named as it would have
   // been when first seen (the perf map's line), like the frames walked before the rows loaded.
-  const size_t code_size = 4096;
-  void* code = ::mmap(nullptr, code_size, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  REQUIRE(code != MAP_FAILED);
-  const uint64_t base = reinterpret_cast<uint64_t>(code);
-  symbolizer sym(getpid());
-  sym.refresh();
-  profile_data p;
-  late_names late;
   const uint32_t walked_at_a_generation = raw_frame(p, late, sym, base + 0x10, UINT64_MAX);
   const uint32_t walked_before_the_rows = raw_frame(p, late, sym, base + 0x50, UINT64_MAX);
   late_names::pending_frame f;
@@ -413,7 +415,6 @@ TEST_CASE("late names: without code_add events, frames walked at a publication t
   q.add("prog", {id}, 2);
   CHECK(again.resolve(q, [&](uint32_t) -> symbolizer& { return sym; }, true, false).named == 0);
   CHECK_THAT(folded_text(q), !Catch::Contains("compute"));
-  ::munmap(code, code_size);
 }
 
 
