@@ -613,18 +613,26 @@ static __always_inline int user_regs(struct bpf_perf_event_data* ctx, __u64* pc,
   return *pc == 0 ? -1 : 0;
 }
 
+/* The task a perf event sampled, counted as a sample if jitwalk follows it, else counted as
+ * another task's and NULL. */
+static __always_inline struct jw_task* sampled_task(void) {
+  struct jw_task* t = followed();
+  if (!t) {
+    stat_add(JW_STAT_OTHER_TASK, 1);
+    return NULL;
+  }
+  stat_add(JW_STAT_SAMPLES, 1);
+  return t;
+}
+
 /* ---- programs ---- */
 
 SEC("perf_event")
 int jw_sample(struct bpf_perf_event_data* ctx) {
-  struct jw_task* t = followed();
-  if (!t) {
-    stat_add(JW_STAT_OTHER_TASK, 1);
-    return 0;
-  }
+  struct jw_task* t = sampled_task();
+  if (!t) return 0;
   __u32 asid = t->asid;
   __u64 t0 = bpf_ktime_get_ns();
-  stat_add(JW_STAT_SAMPLES, 1);
   __u64 pc, sp, fp;
   if (user_regs(ctx, &pc, &sp, &fp)) return 0;
   struct jw_scratch* s = walk_user(pc, sp, fp, asid);
@@ -635,14 +643,10 @@ int jw_sample(struct bpf_perf_event_data* ctx) {
 
 SEC("perf_event")
 int jw_sample_kfp(struct bpf_perf_event_data* ctx) {
-  struct jw_task* t = followed();
-  if (!t) {
-    stat_add(JW_STAT_OTHER_TASK, 1);
-    return 0;
-  }
+  struct jw_task* t = sampled_task();
+  if (!t) return 0;
   __u32 asid = t->asid;
   __u64 t0 = bpf_ktime_get_ns();
-  stat_add(JW_STAT_SAMPLES, 1);
   __u32 zero = 0;
   struct jw_scratch* s = bpf_map_lookup_elem(&jw_scratch, &zero);
   if (!s) return 0;

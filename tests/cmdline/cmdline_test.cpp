@@ -149,7 +149,7 @@ TEST_CASE("cmdline: options are typed, ranged and read in every spelling") {
   CHECK(r.p.decimal("interval-ms", 0) == 2);
 }
 
-TEST_CASE("cmdline: every flag has its --no- form and =on|off; the last one wins") {
+TEST_CASE("cmdline: every flag has its --no- form and =on|off, the last one wins") {
   const command c = sample_command();
   auto r = run(c, {"--kernel", "--no-kernel", "--no-jit", "f"});
   REQUIRE(r.ok);
@@ -218,7 +218,7 @@ TEST_CASE("cmdline: errors name the option as typed and the bad value") {
   }
 }
 
-TEST_CASE("cmdline: --help wins; layouts of options and operands") {
+TEST_CASE("cmdline: --help wins, and the layouts of options and operands") {
   const command c = sample_command();
   auto r = run(c, {"--bogus", "--help"});
   CHECK(r.ok);
