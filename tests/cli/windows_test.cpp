@@ -313,6 +313,25 @@ TEST_CASE("windows watch: a process that loads the SDK later, and one that execs
 }
 #endif
 
+#ifdef TOY_JIT
+TEST_CASE("windows list: functions whose batched perf map lines are not written yet are counted") {
+  // A minute of flush latency: the window is in the registry long before its names reach the
+  // file, as for the 10 ms of the default on a busy machine.
+  background jit({"/usr/bin/env", "JITUNWIND_PUBLISH=registry,perfmap", "JITUNWIND_FLUSH_MS=60000",
+                  TOY_JIT, "--frame-pointers=off", programs + "spin.toy", "100000000"});
+  REQUIRE(jit.pid() > 0);
+  list_when(jit.pid(), [](const json& d) { return d["summary"]["functions"].get<int>() >= 5; });
+  auto r = run_tool({"windows", "list", "-p", std::to_string(jit.pid()), "--functions"});
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.err, Catch::Contains("note: 5 functions of live windows not in the perf map (yet)"));
+  CHECK_THAT(r.out, !Catch::Contains("toy:main"));
+  // Without --functions or --rows no names are read, and nothing is said.
+  auto plain = run_tool({"windows", "list", "-p", std::to_string(jit.pid())});
+  CHECK(plain.err.find("perf map") == std::string::npos);
+}
+#endif
+
 #ifdef JIT_TARGET
 TEST_CASE("windows list: windows whose SFrame a profiler cannot use are named, with why") {
   background target(

@@ -1,6 +1,7 @@
 // `jitunwind windows`: what a running process has published through the jitunwind registry,
 // seen from outside as a profiler sees it (list), and as it changes (watch).
 #include <jitunwind/remote.h>
+#include <jitunwind/window.h>
 
 #include "cli.hpp"
 #include <jitunwind/toolkit/input_cuts.hpp>
@@ -277,6 +278,30 @@ void report_names_problem(const std::string& program, const perf_map_names& name
                toolkit::terminal_text(said).c_str());
 }
 
+// Functions of live windows the perf map does not name while the process's perf map publisher is
+// active: its records are batched by default and reach the file up to its flush latency after
+// the registry (docs/publishers.md#durability). Said once on stderr, so that an empty name
+// column right after a publish is not taken for a runtime that names nothing.
+void report_names_pending(const std::string& program, const std::vector<loaded_window>& windows,
+                          const perf_map_names& names,
+                          const std::vector<remote::publisher_record>& publishers) {
+  const bool writing = std::any_of(publishers.begin(), publishers.end(), [](const auto& p) {
+    return p.publisher == static_cast<uint32_t>(jitunwind::publisher::perfmap) &&
+           p.state == static_cast<uint32_t>(jitunwind::publisher_state::active);
+  });
+  if (!writing) return;
+  size_t pending = 0;
+  for (const loaded_window& w : windows)
+    if (w.record.state == remote::window_state::live)
+      for (const function_desc& f : functions_of(w)) pending += !names.names().contains(f.start);
+  if (pending == 0) return;
+  std::fprintf(stderr,
+               "%s: note: %s of live windows not in the perf map (yet): a perf map written in "
+               "batches (the default) gets its lines up to JITUNWIND_FLUSH_MS (10 ms by default) "
+               "after a publish; list again to see their names\n",
+               program.c_str(), count_text(pending, "function").c_str());
+}
+
 // `status`, or exit_input_cut when it is exit_ok and a limit left part of the target's data out
 // (the memory budget refused something, or the perf map's names were cut; input_cuts.hpp).
 int status_after_cuts(int status, const toolkit::memory_budget& budget,
@@ -428,6 +453,8 @@ int run_list(const std::string& program, const parsed_args& a) {
       for (const loaded_window& w : windows)
         if (w.table) print_rows(target->process, w, target->names);
   }
+  if (a.flag("functions") || a.flag("rows"))
+    report_names_pending(program, windows, target->names, publishers->publishers);
   if (std::fflush(stdout) != 0 || std::ferror(stdout))
     return report(program, std::string("cannot write the output: ") + std::strerror(errno),
                   exit_failure);
