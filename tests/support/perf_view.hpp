@@ -199,12 +199,6 @@ inline perf_view_run perf_view_of(const std::vector<std::string>& command, perf_
   // sample reached main), so those builds copy 32 KiB.
 #if defined(__SANITIZE_ADDRESS__)
   const char* const dwarf_stack = "dwarf,32768";
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-  const char* const dwarf_stack = "dwarf,32768";
-#else
-  const char* const dwarf_stack = "dwarf,4096";
-#endif
 #else
   const char* const dwarf_stack = "dwarf,4096";
 #endif
