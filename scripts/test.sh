@@ -67,8 +67,12 @@ has_phases() { grep -q '^run_stage_phases' "$1"; }
 # its output, when the stage's own build phase runs.
 prebuild() {
   local stage
+  # The compilers' temporary files go to a directory of the builds' own: /tmp is the stages' to
+  # check, and a stage compared by snapshot would count them as its leftovers.
+  mkdir -p build/prebuild-tmp
   for stage in "$@"; do
-    nice -n 19 ionice -c 3 bash "$stage" build >"$logs/$(basename "$stage" .sh).prebuild.log" 2>&1 || true
+    TMPDIR=$PWD/build/prebuild-tmp nice -n 19 ionice -c 3 bash "$stage" build \
+      >"$logs/$(basename "$stage" .sh).prebuild.log" 2>&1 || true
   done
 }
 
