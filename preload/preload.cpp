@@ -10,7 +10,8 @@
 // and the debug object just after (seen with gdb on LLVM 22: __register_frame, then
 // __jit_debug_register_code), so a registration whose functions are not all named yet waits
 // up to JITUNWIND_PRELOAD_NAME_WAIT_MS (default 50; 0: never) on a worker thread that looks for
-// the names every millisecond and then publishes, named or not. A process without a
+// the names every millisecond and then publishes, named or not (or sooner, with the names it has,
+// when the code is deregistered or the process exits first). A process without a
 // `__jit_debug_descriptor` publishes at once; when a wait ends with no object listed, the
 // process does not use the interface and later registrations publish at once too.
 //
@@ -139,10 +140,13 @@ class preload_state {
     if (!guard.entered) return;
     std::lock_guard lock(mutex_);
     if (!session_ || getpid() != pid_) return;
+    // Still waiting for its names: the code ran, and a perf map read after the process ended
+    // must name its samples, so it is published now with the names it has, then retired.
     for (auto it = pending_.begin(); it != pending_.end(); ++it) {
-      if (it->begin == begin) {  // never published
+      if (it->begin == begin) {
+        publish(*it);
         pending_.erase(it);
-        return;
+        break;
       }
     }
     auto it = windows_.find(begin);
@@ -152,6 +156,17 @@ class preload_state {
     (void)it->second->retire(std::chrono::milliseconds(0));
     windows_.erase(it);
     session_->poll();
+  }
+
+  // At exit, registrations still waiting for names are published as they are (the perf map
+  // files are flushed by an atexit handler registered before this one, so it runs after it).
+  void publish_pending_at_exit() {
+    reentry_guard guard;
+    if (!guard.entered) return;
+    std::lock_guard lock(mutex_);
+    if (!session_ || getpid() != pid_) return;
+    for (const pending& p : pending_) publish(p);
+    pending_.clear();
   }
 
   register_fn real_register = nullptr;
@@ -290,6 +305,8 @@ class preload_state {
     }
     session_ = std::move(*s);
     pid_ = getpid();
+    // Registered after the session's own handlers, so it runs before they flush the files.
+    std::atexit([] { get().publish_pending_at_exit(); });
     return true;
   }
 

@@ -5,11 +5,13 @@
 //   LD_PRELOAD=libjitunwind_preload.so orc-jit-plain --seconds 3
 //
 //   orc-jit-plain [--depth N] [--spin N] [--seconds S | --calls N] [--wait S] [--gdb 0|1]
+//                 [--exit 0|1]
 //
 // --calls N makes N calls of level_N instead of calling for --seconds S of wall time (a fixed
 // amount of work, however busy the machine). --gdb 1 turns on LLVM's own debugger support (llvm::orc::enableDebuggerSupport): each linked
 // object is also registered with the GDB JIT interface (__jit_debug_descriptor), which is where
-// the preload library finds the functions' names.
+// the preload library finds the functions' names. --exit 1 ends with std::exit() while the
+// LLJIT is alive, as runtimes that never tear down their JIT do: nothing is deregistered.
 #include "module_ir.h"
 
 #include <llvm/ExecutionEngine/Orc/Debugging/DebuggerSupport.h>
@@ -54,6 +56,10 @@ extern "C" __attribute__((noinline, visibility("default"))) int64_t orcjit_hook(
   return v ^ (v >> 29);
 }
 
+constexpr const char* kUsage =
+    "Usage: orc-jit-plain [--depth N] [--spin N] [--seconds S | --calls N] [--wait S] [--gdb 0|1] "
+    "[--exit 0|1]\n";
+
 int main(int argc, char** argv) {
   int depth = 12;
   long long spin = 200000;
@@ -61,6 +67,7 @@ int main(int argc, char** argv) {
   long long calls_wanted = 0;  // --calls: a fixed amount of work instead of --seconds of time
   double wait = 0;
   bool gdb = false;
+  bool exit_early = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--depth")
@@ -75,14 +82,15 @@ int main(int argc, char** argv) {
       wait = std::atof(argv[i + 1]);
     else if (a == "--gdb")
       gdb = std::string(argv[i + 1]) == "1";
+    else if (a == "--exit")
+      exit_early = std::string(argv[i + 1]) == "1";
     else {
-      std::fprintf(stderr,
-                   "Usage: orc-jit-plain [--depth N] [--spin N] [--seconds S | --calls N] [--wait S] [--gdb 0|1]\n");
+      std::fputs(kUsage, stderr);
       return 2;
     }
   }
   if (argc % 2 == 0 || depth < 0 || depth > 500) {
-    std::fprintf(stderr, "Usage: orc-jit-plain [--depth N] [--spin N] [--seconds S | --calls N] [--wait S] [--gdb 0|1]\n");
+    std::fputs(kUsage, stderr);
     return 2;
   }
   llvm::InitializeNativeTarget();
@@ -130,5 +138,7 @@ int main(int argc, char** argv) {
   std::printf("orc-jit-plain: %llu calls, result %lld; libgcc unwinds %d JIT frames\n",
               static_cast<unsigned long long>(calls), static_cast<long long>(sum),
               libgcc_jit_frames.load());
+  std::fflush(stdout);
+  if (exit_early) std::exit(0);
   return 0;
 }

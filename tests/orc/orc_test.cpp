@@ -242,6 +242,27 @@ TEST_CASE("preload: each registered .eh_frame is published and the host registra
   CHECK(lines == 7);  // spin, level_0 .. level_5
 }
 
+TEST_CASE("preload: code still waiting for names at its end is in the perf map all the same") {
+  if (!have_orc_jit()) return;
+  t::temp_dir dir;
+  // The wait outlasts the run: the registration is still pending when LLJIT deregisters it
+  // (--exit 0) or when the process exits with the JIT alive (--exit 1). Its samples are in
+  // perf.data all the same, so perf report needs its lines.
+  const std::string exit_early = GENERATE("0", "1");
+  const auto r = t::run({"env", "LD_PRELOAD=" + preload(), "JITUNWIND_DIR=" + dir.path(),
+                         "JITUNWIND_PRELOAD_NAME_WAIT_MS=10000", plain(), "--depth", "5",
+                         "--seconds", "0.1", "--exit", exit_early});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.empty());
+  std::smatch m;
+  REQUIRE(std::regex_search(r.out, m, std::regex("pid (\\d+)")));
+  const std::string map = t::read_file(dir / ("perf-" + m[1].str() + ".map"));
+  size_t lines = 0;
+  for (size_t at = 0; (at = map.find(" jit:0x", at)) != std::string::npos; ++at) ++lines;
+  CHECK(lines == 7);  // spin, level_0 .. level_5
+}
+
 TEST_CASE("preload: asking for the gdb publisher is refused with a message, the rest goes on") {
   if (!have_orc_jit()) return;
   t::temp_dir dir;
