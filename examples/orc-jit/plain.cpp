@@ -8,10 +8,11 @@
 //                 [--exit 0|1]
 //
 // --calls N makes N calls of level_N instead of calling for --seconds S of wall time (a fixed
-// amount of work, however busy the machine). --gdb 1 turns on LLVM's own debugger support (llvm::orc::enableDebuggerSupport): each linked
-// object is also registered with the GDB JIT interface (__jit_debug_descriptor), which is where
-// the preload library finds the functions' names. --exit 1 ends with std::exit() while the
-// LLJIT is alive, as runtimes that never tear down their JIT do: nothing is deregistered.
+// amount of work, however busy the machine). --gdb 1 turns on LLVM's own debugger support
+// (llvm::orc::enableDebuggerSupport): each linked object is also registered with the GDB JIT
+// interface (__jit_debug_descriptor), which is where the preload library finds the functions'
+// names. --exit 1 ends with std::exit() while the LLJIT is alive, as runtimes that never tear down
+// their JIT do: nothing is deregistered.
 #include "module_ir.h"
 
 #include <llvm/ExecutionEngine/Orc/Debugging/DebuggerSupport.h>
@@ -131,10 +132,10 @@ int main(int argc, char** argv) {
   do {
     sum += fn(spin);
     ++calls;
-  } while (calls_wanted > 0 ? static_cast<long long>(calls) < calls_wanted
-                            : std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                                            start)
-                                      .count() < seconds);
+  } while (calls_wanted > 0
+               ? static_cast<long long>(calls) < calls_wanted
+               : std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() <
+                     seconds);
   std::printf("orc-jit-plain: %llu calls, result %lld; libgcc unwinds %d JIT frames\n",
               static_cast<unsigned long long>(calls), static_cast<long long>(sum),
               libgcc_jit_frames.load());

@@ -7,7 +7,9 @@
 #include <catch2/catch.hpp>
 
 #ifndef JITWALK_TESTS_DISABLED
+#include <limits.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -32,11 +34,36 @@ namespace {
   return jt::source_path("examples/toy-jit/programs/spin.toy");
 }
 
+// Shell commands that mount WHAT ("-t tmpfs tmpfs", "--bind tmp") on /tmp in a new mount
+// namespace. A checkout under /tmp (a clone made there to run CI) would vanish under it, with the
+// programs and scripts the namespace runs: then WHAT goes on /mnt first, the source and build
+// trees are bound into it at their own paths, and the whole is moved onto /tmp. The namespace's
+// mounts are private (unshare's default): the host never sees the trees inside the test's dir.
+[[maybe_unused]] std::string mount_on_tmp(const std::string& what) {
+  std::vector<std::string> keep;
+  for (const std::string& tree : {jt::source_path("."), jt::binary_path(".")}) {
+    char real[PATH_MAX];
+    if (::realpath(tree.c_str(), real) == nullptr) continue;
+    const std::string p = real;
+    const bool inside_kept = std::any_of(keep.begin(), keep.end(), [&](const std::string& k) {
+      return p == k || p.rfind(k + "/", 0) == 0;
+    });
+    if (p.rfind("/tmp/", 0) == 0 && !inside_kept) keep.push_back(p);
+  }
+  if (keep.empty()) return "mount " + what + " /tmp";
+  std::string s = "mount " + what + " /mnt";
+  for (const std::string& p : keep) {
+    const std::string at = "/mnt" + p.substr(4);
+    s += " && mkdir -p " + at + " && mount --bind " + p + " " + at;
+  }
+  return s + " && mount --move /mnt /tmp";
+}
+
 // "unshare ... sh -c 'mount a tmpfs on /tmp && INSIDE'": a new PID and mount namespace whose
 // /tmp is its own (what a container runtime sets up); INSIDE runs as PID 1 there (or forks).
 [[maybe_unused]] std::string in_container(const std::string& inside) {
-  return "unshare --pid --fork --mount --mount-proc sh -c 'mount -t tmpfs tmpfs /tmp && " + inside +
-         "'";
+  return "unshare --pid --fork --mount --mount-proc sh -c '" + mount_on_tmp("-t tmpfs tmpfs") +
+         " && " + inside + "'";
 }
 
 // The live children of `pid` (by the parent PID in /proc/*/stat).
@@ -247,12 +274,12 @@ TEST_CASE("a 16-worker node cluster: native rows shared, every worker walked wit
   // The primary forks 16 workers (fork + exec of node: 16 address spaces mapping one node
   // binary); each burns 200 ms of CPU time and exits, then the primary exits. Their perf maps
   // go to the test's directory, bound over /tmp in a mount namespace of their own.
-  auto r =
-      jt::run({jitwalk_test::jitwalk(), "profile", "-v", "-F", "499", "-d", "300", "--folded",
-               dir / "f.folded", "--", "unshare", "--mount", "sh", "-c",
-               "cd " + dir.path() + " && mount --bind tmp /tmp && exec node --perf-basic-prof " +
-                   jt::source_path("tests/jitwalk/targets/node_cluster.js") + " 16 200"},
-              {}, std::chrono::seconds(300));
+  auto r = jt::run({jitwalk_test::jitwalk(), "profile", "-v", "-F", "499", "-d", "300", "--folded",
+                    dir / "f.folded", "--", "unshare", "--mount", "sh", "-c",
+                    "cd " + dir.path() + " && " + mount_on_tmp("--bind tmp") +
+                        " && exec node --perf-basic-prof " +
+                        jt::source_path("tests/jitwalk/targets/node_cluster.js") + " 16 200"},
+                   {}, std::chrono::seconds(300));
   INFO(r.err.substr(r.err.size() > 6000 ? r.err.size() - 6000 : 0));
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.err, Catch::Contains("command: exited with status 0"));
@@ -297,8 +324,9 @@ TEST_CASE(
     return;
   jt::temp_dir dir;
   REQUIRE(::mkdir((dir / "tmp").c_str(), 0755) == 0);
-  const std::string in_ns = "unshare --mount sh -c 'cd " + dir.path() +
-                            " && mount --bind tmp /tmp && exec node --no-opt --perf-basic-prof " +
+  const std::string in_ns = "unshare --mount sh -c 'cd " + dir.path() + " && " +
+                            mount_on_tmp("--bind tmp") +
+                            " && exec node --no-opt --perf-basic-prof " +
                             jt::source_path("tests/jitwalk/targets/node_frameless.js") + " 1000'";
   auto r = jt::run_shell(
       jitwalk_test::jitwalk() + " profile -F 499 --folded " + (dir / "f.folded") + " -- " + in_ns,
@@ -323,12 +351,12 @@ TEST_CASE(
   // perf -g on the same workload (frame pointers): the same samples skip rt_leaf. Printed for
   // comparison (docs/jitwalk.md records it), not asserted: it is perf's behaviour.
   if (!jt::tool_available("perf")) return;
-  const std::string perf_ns =
-      "unshare --mount sh -c 'cd " + dir.path() +
-      " && mount --bind tmp /tmp && perf record -q -g -e cpu-clock -F 499 -o p.data -- node "
-      "--no-opt --perf-basic-prof " +
-      jt::source_path("tests/jitwalk/targets/node_frameless.js") +
-      " 1000 >/dev/null && perf script -i p.data -F ip,sym'";
+  const std::string perf_ns = "unshare --mount sh -c 'cd " + dir.path() + " && " +
+                              mount_on_tmp("--bind tmp") +
+                              " && perf record -q -g -e cpu-clock -F 499 -o p.data -- node "
+                              "--no-opt --perf-basic-prof " +
+                              jt::source_path("tests/jitwalk/targets/node_frameless.js") +
+                              " 1000 >/dev/null && perf script -i p.data -F ip,sym'";
   auto p = jt::run_shell(perf_ns, std::chrono::seconds(120));
   uint64_t perf_leaf = 0, perf_other = 0;
   for (const auto& sample : perf_samples(p.out, true)) {

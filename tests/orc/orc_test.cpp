@@ -127,9 +127,9 @@ TEST_CASE("orc-jit: jitunwind unwind check finds no mismatch at any JIT instruct
   // Stepping LLVM's compilation would take minutes: attach once the code is published.
   t::temp_dir dir;
   const std::string out = dir / "orc.out";
-  const auto bg = t::run_shell("(JITUNWIND_DIR=" + dir.path() + " " + orc_jit() +
-                               " --depth 6 --spin 2000 --calls 3 --wait 3 >" + out +
-                               " 2>&1 &) ; sleep 0.2");
+  const auto bg =
+      t::run_shell("(JITUNWIND_DIR=" + dir.path() + " " + orc_jit() +
+                   " --depth 6 --spin 2000 --calls 3 --wait 3 >" + out + " 2>&1 &) ; sleep 0.2");
   REQUIRE(bg.exit_code == 0);
   std::smatch m;
   std::string text;
@@ -158,10 +158,10 @@ TEST_CASE("orc-jit: jitwalk profile unwinds through the ORC frames to main with 
   // runs. A fixed amount of work (--calls, ~1.5 s of CPU here), not a duration: as many samples
   // however busy the machine is. The perf map goes to the test's directory (jitwalk names the
   // code from the SDK's events).
-  const auto r = t::run({jitwalk_test::jitwalk(), "profile", "-F", "499", "--sync-tables",
-                         "--folded", dir / "f.txt", "--", "env", "JITUNWIND_DIR=" + dir.path(),
-                         orc_jit(), "--depth", "8", "--calls", "7000"},
-                        {}, std::chrono::seconds(300));
+  const auto r = t::run(
+      {jitwalk_test::jitwalk(), "profile", "-F", "499", "--sync-tables", "--folded", dir / "f.txt",
+       "--", "env", "JITUNWIND_DIR=" + dir.path(), orc_jit(), "--depth", "8", "--calls", "7000"},
+      {}, std::chrono::seconds(300));
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
   const auto folded = jitwalk_test::parse_folded(t::read_file(dir / "f.txt"));
@@ -187,10 +187,9 @@ TEST_CASE("orc-jit: jitwalk verify is 100 % exact against libgcc unwinding LLVM 
   if (!have_orc_jit() || !t::may_run_privileged("jitwalk verify")) return;
   t::temp_dir dir;  // for its perf map (jitwalk names the code from the SDK's events)
   t::run_result r;
-  const auto j =
-      jitwalk_test::verify({"env", "JITUNWIND_DIR=" + dir.path(), orc_jit(), "--depth", "10",
-                            "--spin", "20000", "--seconds", "3"},
-                           &r);
+  const auto j = jitwalk_test::verify({"env", "JITUNWIND_DIR=" + dir.path(), orc_jit(), "--depth",
+                                       "10", "--spin", "20000", "--seconds", "3"},
+                                      &r);
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
   const int n = j["checkpoints"].get<int>();
@@ -354,25 +353,11 @@ TEST_CASE("preload: jitwalk unwinds an unmodified LLJIT program's FP-less frames
   // pointers for want of them, however late jitwalk runs (before, ~90 samples at 499 Hz did
   // when the window came at jitwalk's next registry poll). A fixed amount of work (--calls,
   // ~1.5 s of CPU here), not a duration. The perf map goes to the test's directory.
-  const auto r = t::run({jitwalk_test::jitwalk(),
-                         "profile",
-                         "-F",
-                         "499",
-                         "--sync-tables",
-                         "--folded",
-                         dir / "f.txt",
-                         "--",
-                         "env",
-                         "LD_PRELOAD=" + preload(),
-                         "JITUNWIND_DIR=" + dir.path(),
-                         plain(),
-                         "--depth",
-                         "8",
-                         "--calls",
-                         "6500",
-                         "--gdb",
-                         "1"},
-                        {}, std::chrono::seconds(300));
+  const auto r =
+      t::run({jitwalk_test::jitwalk(), "profile", "-F", "499", "--sync-tables", "--folded",
+              dir / "f.txt", "--", "env", "LD_PRELOAD=" + preload(), "JITUNWIND_DIR=" + dir.path(),
+              plain(), "--depth", "8", "--calls", "6500", "--gdb", "1"},
+             {}, std::chrono::seconds(300));
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
   const auto folded = jitwalk_test::parse_folded(t::read_file(dir / "f.txt"));
