@@ -218,6 +218,19 @@ std::string libgcc_frames(const std::string& out) {
                                                                                    : "none";
 }
 
+// The perf map the preloaded run `r` (which printed "pid N") wrote into `dir`.
+std::string perf_map_of(const t::run_result& r, const t::temp_dir& dir) {
+  std::smatch m;
+  if (!std::regex_search(r.out, m, std::regex("pid (\\d+)"))) return "";
+  return t::read_file(dir / ("perf-" + m[1].str() + ".map"));
+}
+
+size_t unnamed_lines(const std::string& map) {
+  size_t lines = 0;
+  for (size_t at = 0; (at = map.find(" jit:0x", at)) != std::string::npos; ++at) ++lines;
+  return lines;
+}
+
 }  // namespace
 
 TEST_CASE("preload: each registered .eh_frame is published and the host registration still works") {
@@ -233,12 +246,7 @@ TEST_CASE("preload: each registered .eh_frame is published and the host registra
   // libgcc's unwinder still sees the JIT frames: __register_frame went through.
   CHECK(libgcc_frames(r.out) == libgcc_frames(bare.out));
   CHECK(libgcc_frames(r.out) != "none");
-  std::smatch m;
-  REQUIRE(std::regex_search(r.out, m, std::regex("pid (\\d+)")));
-  const std::string map = t::read_file(dir / ("perf-" + m[1].str() + ".map"));
-  size_t lines = 0;
-  for (size_t at = 0; (at = map.find(" jit:0x", at)) != std::string::npos; ++at) ++lines;
-  CHECK(lines == 7);  // spin, level_0 .. level_5
+  CHECK(unnamed_lines(perf_map_of(r, dir)) == 7);  // spin, level_0 .. level_5
 }
 
 TEST_CASE("preload: code still waiting for names at its end is in the perf map all the same") {
@@ -254,12 +262,7 @@ TEST_CASE("preload: code still waiting for names at its end is in the perf map a
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(r.err.empty());
-  std::smatch m;
-  REQUIRE(std::regex_search(r.out, m, std::regex("pid (\\d+)")));
-  const std::string map = t::read_file(dir / ("perf-" + m[1].str() + ".map"));
-  size_t lines = 0;
-  for (size_t at = 0; (at = map.find(" jit:0x", at)) != std::string::npos; ++at) ++lines;
-  CHECK(lines == 7);  // spin, level_0 .. level_5
+  CHECK(unnamed_lines(perf_map_of(r, dir)) == 7);  // spin, level_0 .. level_5
 }
 
 TEST_CASE("preload: asking for the gdb publisher is refused with a message, the rest goes on") {
@@ -271,9 +274,7 @@ TEST_CASE("preload: asking for the gdb publisher is refused with a message, the 
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.err, Catch::Contains("the gdb publisher is not available under the preload"));
-  std::smatch m;
-  REQUIRE(std::regex_search(r.out, m, std::regex("pid (\\d+)")));
-  CHECK_THAT(t::read_file(dir / ("perf-" + m[1].str() + ".map")), Catch::Contains(" jit:0x"));
+  CHECK(unnamed_lines(perf_map_of(r, dir)) > 0);
 }
 
 TEST_CASE("preload: functions are named from the GDB JIT interface, and gdb still reads LLVM's") {
@@ -287,9 +288,7 @@ TEST_CASE("preload: functions are named from the GDB JIT interface, and gdb stil
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(r.err.empty());
-  std::smatch m;
-  REQUIRE(std::regex_search(r.out, m, std::regex("pid (\\d+)")));
-  const std::string map = t::read_file(dir / ("perf-" + m[1].str() + ".map"));
+  const std::string map = perf_map_of(r, dir);
   INFO(map);
   for (const char* f : {" spin\n", " level_0\n", " level_3\n", " level_5\n"})
     CHECK_THAT(map, Catch::Contains(f));
