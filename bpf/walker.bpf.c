@@ -613,12 +613,16 @@ static __always_inline int user_regs(struct bpf_perf_event_data* ctx, __u64* pc,
   return *pc == 0 ? -1 : 0;
 }
 
+#define JW_PF_EXITING 0x00000004 /* include/linux/sched.h: the task is in do_exit */
+
 /* The task a perf event sampled, counted as a sample if jitwalk follows it, else counted as
- * another task's and NULL. */
+ * another task's (or an exiting one's, JW_STAT_EXITING) and NULL. */
 static __always_inline struct jw_task* sampled_task(void) {
   struct jw_task* t = followed();
   if (!t) {
-    stat_add(JW_STAT_OTHER_TASK, 1);
+    struct task_struct* task = bpf_get_current_task_btf();
+    stat_add(BPF_CORE_READ(task, flags) & JW_PF_EXITING ? JW_STAT_EXITING : JW_STAT_OTHER_TASK,
+             1);
     return NULL;
   }
   stat_add(JW_STAT_SAMPLES, 1);

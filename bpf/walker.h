@@ -187,7 +187,11 @@ enum jw_stat {
   JW_STAT_EVENTS = 10,      /* registry / code / loader events */
   JW_STAT_STOPS = 11,       /* target stopped for synchronous table loading */
   JW_STAT_WALK_NS = 12,     /* time spent in sample programs for the target (bpf_ktime) */
-  JW_STAT_COUNT_ = 13,
+  /* Perf samples of tasks not followed that were exiting: a followed process is no longer
+   * followed from sched_process_exit on, but its inherited perf event fires until later in
+   * do_exit (with no user stack left: exit_mm came first). Not "other tasks". */
+  JW_STAT_EXITING = 13,
+  JW_STAT_COUNT_ = 14,
 };
 
 /* A walked user stack (value of jw_stacks; the walk in checkpoint events). The map's value size

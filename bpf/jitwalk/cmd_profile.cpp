@@ -223,7 +223,7 @@ int cmd_profile(int argc, char** argv) {
                pct(sum.root, sum.samples), pct(sum.samples - sum.root, sum.samples),
                pct(sum.fallback, sum.samples));
   std::fprintf(stderr, "jitwalk:   tasks: %s\n",
-               s.processes().summary(bs[JW_STAT_OTHER_TASK]).c_str());
+               s.processes().summary(bs[JW_STAT_OTHER_TASK], bs[JW_STAT_EXITING]).c_str());
   if (g_verbosity >= 2)
     for (const std::string& line : walk_accounting(sum))
       std::fprintf(stderr, "jitwalk:   %s\n", line.c_str());
@@ -261,10 +261,12 @@ int cmd_profile(int argc, char** argv) {
                  tst.grown, tst.shared_ranges, tst.shared_rows_saved, cache.c_str());
   }
   std::fprintf(stderr,
-               "jitwalk:   BPF: %llu samples of the target, %llu of other tasks, %llu lost (maps "
-               "full), %llu discarded (table races), %llu events (%llu lost)\n",
+               "jitwalk:   BPF: %llu samples of the target, %llu of other tasks, %llu of exiting "
+               "tasks, %llu lost (maps full), %llu discarded (table races), %llu events (%llu "
+               "lost)\n",
                static_cast<unsigned long long>(bs[JW_STAT_SAMPLES]),
                static_cast<unsigned long long>(bs[JW_STAT_OTHER_TASK]),
+               static_cast<unsigned long long>(bs[JW_STAT_EXITING]),
                static_cast<unsigned long long>(bs[JW_STAT_DROPPED_MAP]),
                static_cast<unsigned long long>(bs[JW_STAT_RACES]),
                static_cast<unsigned long long>(bs[JW_STAT_EVENTS]),

@@ -225,7 +225,7 @@ std::vector<process_image> process_tree::sampled() const {
   return out;
 }
 
-std::string process_tree::summary(uint64_t not_followed) {
+std::string process_tree::summary(uint64_t not_followed, uint64_t exiting) {
   const std::vector<process_image> images = sampled();
   std::vector<const process_image*> sampled;
   for (const process_image& img : images) sampled.push_back(&img);
@@ -245,6 +245,9 @@ std::string process_tree::summary(uint64_t not_followed) {
   if (sampled.size() > shown) out += format(", %zu more", sampled.size() - shown);
   out +=
       format("; %llu samples of tasks not followed", static_cast<unsigned long long>(not_followed));
+  if (exiting != 0)
+    out += format(" (and %llu of tasks already exiting, with no user stack left)",
+                  static_cast<unsigned long long>(exiting));
   return out;
 }
 

@@ -86,8 +86,9 @@ class process_tree {
   void count(uint32_t tgid, uint32_t asid, uint64_t n);
 
   /// The summary's task line: processes and threads sampled, the busiest processes, samples of
-  /// tasks not followed.
-  std::string summary(uint64_t not_followed);
+  /// tasks not followed, and of tasks sampled while exiting (a followed process's last moments
+  /// in the kernel, after jitwalk stopped following it).
+  std::string summary(uint64_t not_followed, uint64_t exiting);
   /// The tables of every address space of the run added up (the summary's tables line: for one
   /// process, its own).
   tracker_stats total_stats() const;

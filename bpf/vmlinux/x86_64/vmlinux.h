@@ -102,6 +102,7 @@ struct signal_struct {
 } __attribute__((preserve_access_index));
 
 struct task_struct {
+  unsigned int flags; /* PF_*: a sample's task that is exiting (sampled_task) */
   pid_t pid;
   pid_t tgid;
   struct signal_struct* signal;
