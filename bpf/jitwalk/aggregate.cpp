@@ -70,8 +70,10 @@ std::string step_counts(const walk_summary& sum) {
     }
   }
   if (sum.sp_ra != 0) {
-    out += format("; %llu frameless leaves' callers from the return address at the stack pointer",
-                  static_cast<unsigned long long>(sum.sp_ra));
+    out += format(
+        "; %llu frameless leaves' callers from the return address at the stack pointer "
+        "(marked %s)",
+        static_cast<unsigned long long>(sum.sp_ra), sp_mark);
   }
   if (sum.no_step != 0) {
     out += format("; %llu of %llu walks made no step", static_cast<unsigned long long>(sum.no_step),
@@ -151,11 +153,11 @@ uint64_t monotonic_ns() {
 
 }  // namespace
 
-uint32_t aggregator::user_frame(const jw_frame& frame, bool caller, bool fp_found, bool* entry,
-                                uint32_t tgid) {
+uint32_t aggregator::user_frame(const jw_frame& frame, bool caller, bool fp_found, bool sp_found,
+                                bool* entry, uint32_t tgid) {
   const uint64_t pc = frame.pc;
   const jit_when when = tr_->naming(frame);
-  auto key = std::make_tuple(pc, caller, fp_found, when, asid_);
+  auto key = std::make_tuple(pc, caller, fp_found, sp_found, when, asid_);
   if (auto it = frame_cache_.find(key); it != frame_cache_.end()) {
     *entry = it->second.entry;
     return it->second.id;
@@ -163,6 +165,7 @@ uint32_t aggregator::user_frame(const jw_frame& frame, bool caller, bool fp_foun
   frame_desc d = sym_->user_frame(pc, caller, when);
   profile_frame f = to_profile_frame(d, pc, caller);
   f.fp_found = fp_found;
+  f.sp_found = sp_found;
   uint32_t id = out_.intern(f);
   *entry = is_entry_function(d.name);
   if (d.kind == frame_kind::unknown && !late_.has(id)) {
@@ -192,12 +195,14 @@ const aggregator::known_stack& aggregator::know(uint64_t hash, const jw_stack* s
   bool last_entry = false;
   const uint32_t depth = std::min<uint32_t>(st->depth, JW_MAX_DEPTH);
   k.frames.reserve(depth);
-  bool fp_step = false;  // the step to this frame was the frame-pointer fallback
+  // The step to this frame was the frame-pointer fallback / the return address at SP.
+  bool fp_step = false, sp_step = false;
   for (uint32_t i = 0; i < depth; ++i) {
     const uint32_t meta = st->frames[i].meta;
-    k.frames.push_back(user_frame(st->frames[i], i > 0, fp_step, &last_entry, tgid));
+    k.frames.push_back(user_frame(st->frames[i], i > 0, fp_step, sp_step, &last_entry, tgid));
     const unsigned method = JW_META_METHOD(meta), kind = JW_META_KIND(meta);
     fp_step = i + 1 < depth && is_fp_method(method);
+    sp_step = i + 1 < depth && method == JW_M_SP_RA;
     size_t slot = 4;
     if (i + 1 < depth || method != JW_M_END) {
       if (method == JW_M_TABLE) {

@@ -17,8 +17,8 @@
 namespace jitwalk {
 
 struct walk_summary {
-  uint64_t samples = 0;   ///< aggregated samples (stacks weighted by count)
-  uint64_t root = 0;      ///< walked to the outermost frame
+  uint64_t samples = 0;  ///< aggregated samples (stacks weighted by count)
+  uint64_t root = 0;     ///< walked to the outermost frame
   /// ... without a frame-pointer step: every caller came from a table row.
   uint64_t root_tables_only = 0;
   uint64_t fallback = 0;  ///< used the frame-pointer fallback at least once
@@ -95,7 +95,7 @@ class aggregator {
     uint32_t id;
     bool entry;
   };
-  uint32_t user_frame(const jw_frame& frame, bool caller, bool fp_found, bool* entry,
+  uint32_t user_frame(const jw_frame& frame, bool caller, bool fp_found, bool sp_found, bool* entry,
                       uint32_t tgid);
   const std::string& thread_name(uint32_t tgid, uint32_t tid);
 
@@ -120,7 +120,7 @@ class aggregator {
   const known_stack& know(uint64_t hash, const jw_stack* st, uint32_t tgid);
   late_names late_;  // frames unnamed when first seen
   std::unordered_map<uint64_t, known_stack> stacks_;
-  std::map<std::tuple<uint64_t, bool, bool, jit_when, uint32_t>, cached_frame> frame_cache_;
+  std::map<std::tuple<uint64_t, bool, bool, bool, jit_when, uint32_t>, cached_frame> frame_cache_;
   std::map<uint64_t, uint32_t> kernel_cache_;
   std::map<std::pair<uint32_t, uint32_t>, std::string> thread_names_;  // (tid or tgid, asid)
 };

@@ -60,6 +60,7 @@ late_summary late_names::resolve(profile_data& p,
         ++ls.named;
         profile_frame named = to_profile_frame(d, pf.pc, pf.return_address);
         named.fp_found = f.fp_found;
+        named.sp_found = f.sp_found;
         return named;
       }
     }

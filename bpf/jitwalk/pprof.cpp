@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 #include <unordered_map>
+#include <utility>
 
 namespace jitwalk {
 
@@ -123,14 +124,21 @@ std::vector<uint8_t> pprof_bytes(const profile_data& p, bool gzip) {
     label.i64(1, st.index("thread"));
     label.i64(2, st.index(s.thread));
     sample.message(3, label);
-    // Samples with frames found by the frame-pointer fallback, for -tagfocus / -tagignore.
-    uint64_t fp_found = 0;
-    for (uint32_t id : s.frames) fp_found += p.frames()[id].fp_found ? 1 : 0;
-    if (fp_found != 0) {
-      pb fp;
-      fp.i64(1, st.index("fp_frames"));
-      fp.i64(3, static_cast<int64_t>(fp_found));
-      sample.message(3, fp);
+    // Samples with frames found by the frame-pointer fallback or from the return address at
+    // SP, for -tagfocus / -tagignore.
+    uint64_t fp_found = 0, sp_found = 0;
+    for (uint32_t id : s.frames) {
+      fp_found += p.frames()[id].fp_found ? 1 : 0;
+      sp_found += p.frames()[id].sp_found ? 1 : 0;
+    }
+    const std::pair<const char*, uint64_t> tags[] = {{"fp_frames", fp_found},
+                                                     {"sp_frames", sp_found}};
+    for (const auto& [key, n] : tags) {
+      if (n == 0) continue;
+      pb tag;
+      tag.i64(1, st.index(key));
+      tag.i64(3, static_cast<int64_t>(n));
+      sample.message(3, tag);
     }
     prof.message(2, sample);
   }

@@ -5,11 +5,12 @@
 namespace jitwalk {
 
 std::string marked_name(const profile_frame& f) {
-  return f.fp_found ? f.name + fp_mark : f.name;
+  return f.fp_found ? f.name + fp_mark : f.sp_found ? f.name + sp_mark : f.name;
 }
 
 uint32_t profile_data::intern(const profile_frame& f) {
-  auto key = std::make_tuple(f.name, static_cast<uint8_t>(f.kind), f.address, f.module, f.fp_found);
+  auto key = std::make_tuple(f.name, static_cast<uint8_t>(f.kind), f.address, f.module, f.fp_found,
+                             f.sp_found);
   auto it = frame_ids_.find(key);
   if (it != frame_ids_.end()) return it->second;
   uint32_t id = static_cast<uint32_t>(frames_.size());

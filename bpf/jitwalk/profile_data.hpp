@@ -24,13 +24,21 @@ struct profile_frame {
   /// read [FP + 8]. Right when that code keeps a frame pointer; when it does not, the frames
   /// between were skipped. Part of the frame's identity, marked in every output (fp_mark).
   bool fp_found = false;
+  /// Found from the return address at the stack pointer: the frame below it (the interrupted
+  /// one) had no rows and [SP] held a return address, taken as a frameless leaf's caller. Right
+  /// when that leaf has no frame of its own; when it has one, [SP] can hold a return address
+  /// left there by an earlier call. Part of the frame's identity, marked in every output
+  /// (sp_mark).
+  bool sp_found = false;
 };
 
 /// The mark of a frame found by the frame-pointer fallback, appended to its name in folded
 /// stacks, SVG flame graphs and pprof function names: the style of the `_[k]` (kernel) and
 /// `_[j]` (JIT) annotations of perf's folded stacks, which flamegraph.pl and inferno know.
 inline constexpr const char* fp_mark = "_[fp]";
-/// The frame's name with its fp_mark, if any.
+/// The mark of a frame found from the return address at the stack pointer (sp_found).
+inline constexpr const char* sp_mark = "_[sp]";
+/// The frame's name with its fp_mark or sp_mark, if any.
 std::string marked_name(const profile_frame& f);
 
 struct profile_stack {
@@ -65,7 +73,7 @@ class profile_data {
 
  private:
   std::vector<profile_frame> frames_;
-  std::map<std::tuple<std::string, uint8_t, uint64_t, std::string, bool>, uint32_t> frame_ids_;
+  std::map<std::tuple<std::string, uint8_t, uint64_t, std::string, bool, bool>, uint32_t> frame_ids_;
   std::map<std::pair<std::string, std::vector<uint32_t>>, uint64_t> counts_;
   uint64_t total_ = 0;
 };

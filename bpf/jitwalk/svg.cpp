@@ -195,6 +195,8 @@ std::string flamegraph_svg(const profile_data& p, const svg_options& o) {
     }
     std::string kind = n.synthetic ? "" : std::string(" [") + to_string(n.kind) + "]";
     if (!n.synthetic && n.name.ends_with(fp_mark)) kind += " found by the frame-pointer fallback";
+    if (!n.synthetic && n.name.ends_with(sp_mark))
+      kind += " found from the return address at the stack pointer";
     svg += format(
         "<g class=\"f\" data-x=\"%.9f\" data-w=\"%.9f\" data-d=\"%u\" data-n=\"%s\">"
         "<title>%s%s — %llu samples (%.2f%%)</title>"

@@ -78,19 +78,27 @@ profile_data fp_profile() {
   const uint32_t by_tables = p.intern(main_);
   main_.fp_found = true;
   const uint32_t by_fp = p.intern(main_);
+  main_.fp_found = false;
+  main_.sp_found = true;
+  const uint32_t by_sp = p.intern(main_);
   const uint32_t l = p.intern(leaf);
   p.add("toy", {l, by_fp}, 2);
   p.add("toy", {l, by_tables}, 3);
+  p.add("toy", {l, by_sp}, 1);
   return p;
 }
 
 }  // namespace
 
-TEST_CASE("frames found by the frame-pointer fallback are marked in folded, SVG and pprof") {
+TEST_CASE(
+    "frames found by the frame-pointer fallback or at SP are marked in folded, SVG and pprof") {
   const profile_data p = fp_profile();
-  CHECK(folded_text(p) == "toy;main;toy:leaf 3\ntoy;main_[fp];toy:leaf 2\n");
+  CHECK(folded_text(p) ==
+        "toy;main;toy:leaf 3\ntoy;main_[fp];toy:leaf 2\ntoy;main_[sp];toy:leaf 1\n");
   const std::string svg = flamegraph_svg(p, {});
   CHECK_THAT(svg, Catch::Contains("<title>main_[fp] [native] found by the frame-pointer fallback"));
+  CHECK_THAT(svg, Catch::Contains("<title>main_[sp] [native] found from the return address at "
+                                  "the stack pointer"));
   CHECK_THAT(svg, Catch::Contains("<title>main [native] —"));
   if (!jt::tool_available("protoc")) return;
   jt::temp_dir dir;
@@ -104,6 +112,8 @@ TEST_CASE("frames found by the frame-pointer fallback are marked in folded, SVG 
   // many of its frames were found so (a numeric label).
   CHECK_THAT(r.out, Catch::Contains("string_table: \"main_[fp]\""));
   CHECK_THAT(r.out, Catch::Contains("string_table: \"fp_frames\""));
+  CHECK_THAT(r.out, Catch::Contains("string_table: \"main_[sp]\""));
+  CHECK_THAT(r.out, Catch::Contains("string_table: \"sp_frames\""));
   CHECK_THAT(r.out, Catch::Contains("num: 1"));
 }
 
