@@ -9,6 +9,19 @@
 
 namespace jitunwind::test {
 
+/// perf record's `--call-graph` argument copying `release_bytes` of stack per sample, or 32 KiB
+/// in ASan builds: the programs the tests drive are built as the tests are, and ASan's redzones
+/// make the native frames between a sample and main several times larger (toy-jit's recompile
+/// path, the asmjit glue: samples there stopped short of main at 4 and 16 KiB).
+inline std::string dwarf_call_graph(unsigned release_bytes) {
+#if defined(__SANITIZE_ADDRESS__)
+  (void)release_bytes;
+  return "dwarf,32768";
+#else
+  return "dwarf," + std::to_string(release_bytes);
+#endif
+}
+
 inline std::vector<std::vector<std::string>> perf_script_chains(const std::string& out) {
   std::vector<std::vector<std::string>> chains;
   std::vector<std::string> current;

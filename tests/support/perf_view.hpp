@@ -6,6 +6,7 @@
 // from the one it is in down to F0, then `main` further up.
 #pragma once
 
+#include "support/perf_script.hpp"
 #include "support/process.hpp"
 
 #include <catch2/catch.hpp>
@@ -100,8 +101,7 @@ inline perf_view judge(const std::vector<perf_sample>& samples, const std::vecto
       if (p.from <= s.time) live = &p;
     if (live == nullptr || s.frames.empty()) continue;
     size_t at = 0;
-    const bool in_leaf =
-        std::find(leaves.begin(), leaves.end(), s.frames[0]) != leaves.end();
+    const bool in_leaf = std::find(leaves.begin(), leaves.end(), s.frames[0]) != leaves.end();
     if (in_leaf) at = 1;
     size_t end = at;
     while (end < s.frames.size() && jit_names.count(s.frames[end]) != 0) ++end;
@@ -189,21 +189,15 @@ inline run_result run_under(std::vector<std::string> tool, const std::vector<std
 /// judges every sample. The perf map is copied to /tmp for perf script (perf reads maps only
 /// there) and removed again; perf.data and the injected objects stay in `dir`.
 inline perf_view_run perf_view_of(const std::vector<std::string>& command, perf_mode mode,
-                                  const temp_dir& dir,
-                                  const std::vector<std::string>& jit_callees,
+                                  const temp_dir& dir, const std::vector<std::string>& jit_callees,
                                   const std::vector<std::string>& extra_env = {}) {
   perf_view_run r;
   // 1000 Hz; DWARF mode copies 4 KiB of stack per sample: the programs' stacks from the leaf to
-  // main take well under 1 KiB, and perf's unwinding of every sample is most of a run's time.
-  // Under ASan their frames carry redzones (the asmjit path's stack to main outgrows 4 KiB: no
-  // sample reached main), so those builds copy 32 KiB.
-#if defined(__SANITIZE_ADDRESS__)
-  const char* const dwarf_stack = "dwarf,32768";
-#else
-  const char* const dwarf_stack = "dwarf,4096";
-#endif
-  std::vector<std::string> argv = {"perf", "record", "-q", "-k", "1", "-e", "cpu-clock", "-F",
-                                   "1000", "-o", dir / "perf.data"};
+  // main take well under 1 KiB, and perf's unwinding of every sample is most of a run's time
+  // (32 KiB under ASan: dwarf_call_graph).
+  const std::string dwarf_stack = dwarf_call_graph(4096);
+  std::vector<std::string> argv = {
+      "perf", "record", "-q", "-k", "1", "-e", "cpu-clock", "-F", "1000", "-o", dir / "perf.data"};
   if (mode == perf_mode::perf_map) {
     argv.push_back("-g");
   } else {
@@ -218,9 +212,8 @@ inline perf_view_run perf_view_of(const std::vector<std::string>& command, perf_
   std::string data = dir / "perf.data";
   std::string copied;
   if (mode == perf_mode::jitdump) {
-    const run_result inj =
-        run({"perf", "inject", "--jit", "-i", data, "-o", dir / "perf.jit.data"}, {},
-            std::chrono::seconds(120));
+    const run_result inj = run({"perf", "inject", "--jit", "-i", data, "-o", dir / "perf.jit.data"},
+                               {}, std::chrono::seconds(120));
     if (inj.exit_code != 0) {
       r.program_err += inj.err;
       return r;
@@ -243,13 +236,13 @@ inline perf_view_run perf_view_of(const std::vector<std::string>& command, perf_
 /// `jitwalk profile` of `command` (JITUNWIND_DIR and JITDUMPDIR set to `dir`), judged from its
 /// folded stacks and the phases the program printed.
 inline perf_view_run jitwalk_view_of(const std::string& jitwalk,
-                                     const std::vector<std::string>& command,
-                                     const temp_dir& dir, const std::vector<std::string>& leaves,
+                                     const std::vector<std::string>& command, const temp_dir& dir,
+                                     const std::vector<std::string>& leaves,
                                      const std::vector<std::string>& extra_env = {}) {
   perf_view_run r;
-  const run_result rec = run_under(
-      {jitwalk, "profile", "-q", "-F", "999", "--folded", dir / "stacks.folded", "--"}, command,
-      dir, extra_env, r);
+  const run_result rec =
+      run_under({jitwalk, "profile", "-q", "-F", "999", "--folded", dir / "stacks.folded", "--"},
+                command, dir, extra_env, r);
   if (rec.exit_code == 0) r.view = judge_folded(read_file(dir / "stacks.folded"), r.phases, leaves);
   return r;
 }
