@@ -28,23 +28,9 @@ struct injected {
 // Records testjit (FP-less JIT code) with DWARF call graphs, injects, and returns the chains.
 injected record_and_inject(const temp_dir& dir, const std::vector<std::string>& extra) {
   const std::string data = dir / "perf.data", jitted = dir / "perf.jit.data";
-  std::vector<std::string> argv = {"perf",
-                                   "record",
-                                   "-q",
-                                   "-k",
-                                   "1",
-                                   "-e",
-                                   "cpu-clock",
-                                   "--call-graph",
-                                   "dwarf",
-                                   "-o",
-                                   data,
-                                   "--",
-                                   binary_path("tests/jitdump/testjit"),
-                                   "--jitdump",
-                                   dir.path(),
-                                   "--seconds",
-                                   "1"};
+  std::vector<std::string> argv = perf_record(
+      data, {"--call-graph", "dwarf"},
+      {binary_path("tests/jitdump/testjit"), "--jitdump", dir.path(), "--seconds", "1"});
   argv.insert(argv.end(), extra.begin(), extra.end());
   const run_result rec = run(argv);
   INFO(rec.out << rec.err);

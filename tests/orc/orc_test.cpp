@@ -78,28 +78,10 @@ TEST_CASE("orc-jit: perf --call-graph dwarf and perf inject --jit reach main") {
   if (!have_orc_jit() || !t::may_run_privileged("perf record") || !t::tool_available("perf"))
     return;
   t::temp_dir dir;
-  const auto rec = t::run({"env",
-                           "JITDUMPDIR=" + dir.path(),
-                           "JITUNWIND_PUBLISH=jitdump",
-                           "perf",
-                           "record",
-                           "-q",
-                           "-k",
-                           "1",
-                           "-e",
-                           "cpu-clock",
-                           "-F",
-                           "1000",
-                           "--call-graph",
-                           "dwarf,16384",
-                           "-o",
-                           dir / "perf.data",
-                           "--",
-                           orc_jit(),
-                           "--depth",
-                           "6",
-                           "--seconds",
-                           "0.5"});
+  auto argv = t::perf_record(dir / "perf.data", {"-F", "1000", "--call-graph", "dwarf,16384"},
+                             {orc_jit(), "--depth", "6", "--seconds", "0.5"});
+  argv.insert(argv.begin(), {"env", "JITDUMPDIR=" + dir.path(), "JITUNWIND_PUBLISH=jitdump"});
+  const auto rec = t::run(argv);
   INFO(rec.out << rec.err);
   REQUIRE(rec.exit_code == 0);
   CHECK_THAT(rec.err, !Catch::Contains("perf will lose"));

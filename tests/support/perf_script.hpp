@@ -22,6 +22,19 @@ inline std::string dwarf_call_graph(unsigned release_bytes) {
 #endif
 }
 
+/// `perf record -q -k 1 -e cpu-clock OPTIONS -o DATA -- COMMAND...`: the software clock (no
+/// hardware counters on the machines the tests run on) and CLOCK_MONOTONIC timestamps (`-k 1`:
+/// perf inject --jit orders the jitdump's records against the samples by them).
+inline std::vector<std::string> perf_record(const std::string& data,
+                                            const std::vector<std::string>& options,
+                                            const std::vector<std::string>& command) {
+  std::vector<std::string> argv = {"perf", "record", "-q", "-k", "1", "-e", "cpu-clock"};
+  argv.insert(argv.end(), options.begin(), options.end());
+  argv.insert(argv.end(), {"-o", data, "--"});
+  argv.insert(argv.end(), command.begin(), command.end());
+  return argv;
+}
+
 inline std::vector<std::vector<std::string>> perf_script_chains(const std::string& out) {
   std::vector<std::vector<std::string>> chains;
   std::vector<std::string> current;

@@ -1,5 +1,6 @@
 // perf sees toy-jit's code: frame-pointer call graphs with perf-map names, and DWARF call
 // graphs through JIT code without frame pointers via jitdump + perf inject --jit.
+#include "support/perf_script.hpp"
 #include "support/privileges.hpp"
 #include "tools_support.hpp"
 
@@ -71,27 +72,11 @@ TEST_CASE("perf --call-graph dwarf + perf inject --jit without frame pointers: n
   // jitdump files and the .so files perf inject writes go to the temp dir (JITDUMPDIR); perf
   // finds them through the jitdump's mmap record.
   const std::string env = "JITDUMPDIR=" + dir.path();
-  const auto rec = run({"env",
-                        env,
-                        "perf",
-                        "record",
-                        "-q",
-                        "-k",
-                        "1",
-                        "-e",
-                        "cpu-clock",
-                        "-F",
-                        "1000",
-                        "--call-graph",
-                        "dwarf,16384",
-                        "-o",
-                        data,
-                        "--",
-                        TOY_JIT,
-                        "--frame-pointers=off",
-                        "--publish=jitdump",
-                        program_path("spin.toy"),
-                        "20000"});
+  auto argv = jitunwind::test::perf_record(
+      data, {"-F", "1000", "--call-graph", "dwarf,16384"},
+      {TOY_JIT, "--frame-pointers=off", "--publish=jitdump", program_path("spin.toy"), "20000"});
+  argv.insert(argv.begin(), {"env", env});
+  const auto rec = run(argv);
   REQUIRE(rec.exit_code == 0);
   const auto inject = run({"perf", "inject", "--jit", "-i", data, "-o", injected});
   REQUIRE(inject.exit_code == 0);

@@ -60,21 +60,8 @@ dwarf_result perf_dwarf(const std::vector<std::string>& command, Counted counted
   // The shell prints the pid the command then runs with (exec), for the cleanup.
   std::string line = "echo pid $$; exec env JITUNWIND_DIR=/tmp";
   for (const std::string& a : command) line += " '" + a + "'";
-  const std::vector<std::string> argv = {"perf",
-                                         "record",
-                                         "-q",
-                                         "-k",
-                                         "1",
-                                         "-e",
-                                         "cpu-clock",
-                                         "--call-graph",
-                                         dwarf_call_graph(16384),
-                                         "-o",
-                                         dir / "perf.data",
-                                         "--",
-                                         "sh",
-                                         "-c",
-                                         line};
+  const std::vector<std::string> argv =
+      perf_record(dir / "perf.data", {"--call-graph", dwarf_call_graph(16384)}, {"sh", "-c", line});
   const run_result rec = run(argv);
   INFO(rec.out << rec.err);
   REQUIRE(rec.exit_code == 0);
